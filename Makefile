@@ -1,0 +1,53 @@
+# rocemu: the two commands a user needs, and a few more.
+#   make demo   install what is missing, build, run the demo
+#   make test   install what is missing, build (plain and ASan/UBSan), run every suite
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+MESON_OPTS ?=
+
+# Debian 12 packages: build tools and libraries, then what tests and the demo run.
+DEB_BUILD = build-essential pkg-config meson ninja-build clang \
+            dpdk-dev libdpdk-dev libpcap-dev libcmocka-dev libibverbs-dev
+DEB_RUN   = ibverbs-utils perftest qperf python3-pyverbs tshark python3-scapy \
+            iproute2 iputils-ping iputils-arping procps
+DEB_PKGS  = $(DEB_BUILD) $(DEB_RUN)
+
+.PHONY: all deps build build-asan demo test test-unit conformance bench clean format
+
+all: build
+
+deps:
+	@scripts/install-deps.sh $(DEB_PKGS)
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) $(MESON_OPTS)
+
+$(ASAN_BUILD)/build.ninja:
+	CC=clang meson setup $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false $(MESON_OPTS)
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+build-asan: deps $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD)
+
+demo: build
+	$(BUILD)/tools/rocemu demo
+
+test: build build-asan
+	scripts/run-tests.sh $(BUILD) $(ASAN_BUILD)
+
+test-unit: build
+	meson test -C $(BUILD) --suite unit --print-errorlogs
+
+conformance: build
+	meson test -C $(BUILD) --suite conformance --print-errorlogs
+
+bench: build
+	scripts/run-bench.sh $(BUILD)
+
+format:
+	git ls-files '*.c' '*.h' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The emulated RoCE host port: one DPDK ethdev (memif, af_packet, af_xdp, any
+ * PMD) plus what a host's NIC and stack do below the transport: addressing and
+ * the GID table, ARP/ND, ICMP echo, internal loopback for frames to our own
+ * GIDs, capture to pcap, drop counters, and progress (the engine lock, a
+ * progress function any thread may call, and a progress thread that sleeps
+ * when idle). The transport plugs in as the "upper layer".
+ *
+ * Locking: one lock per port, the engine lock. Everything above the port
+ * (transport, memory tables, CQs) is protected by it. rocemu_port_progress()
+ * only try-locks it; posting paths take it with rocemu_port_lock().
+ */
+#ifndef ROCEMU_PORT_H
+#define ROCEMU_PORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <rte_mbuf.h>
+
+#include "../wire/roce_wire.h"
+
+#define ROCEMU_PORT_MAX_IPS 8
+/** GID table: one link-local IPv6 GID from the MAC, then one per address. */
+#define ROCEMU_PORT_MAX_GIDS (ROCEMU_PORT_MAX_IPS + 1)
+#define ROCEMU_PORT_NAME_MAX 64
+#define ROCEMU_PORT_SPEC_MAX 512
+#define ROCEMU_PATH_MAX 4096
+
+/* ------------------------------------------------------------------------ */
+/* Configuration: what a user types (rocemu port/run options, config file). */
+
+struct rocemu_ip_addr {
+	uint8_t gid[16];  /**< IPv4 as IPv4-mapped, IPv6 as is */
+	uint8_t prefix;   /**< prefix length (IPv4: 0..32, IPv6: 0..128) */
+	bool is_v6;
+};
+
+struct rocemu_fault_config {
+	uint64_t seed;
+	/** probabilities in parts per million, per direction: [0]=tx, [1]=rx */
+	uint32_t drop_ppm[2], dup_ppm[2], reorder_ppm[2], corrupt_ppm[2], delay_ppm[2];
+	uint32_t delay_us;
+	/** explicit 1-based packet indices to drop on tx / rx (0-terminated) */
+	uint32_t drop_list[2][32];
+};
+
+struct rocemu_port_config {
+	char name[ROCEMU_PORT_NAME_MAX];      /**< device name, e.g. "rocemu0" */
+	char spec[ROCEMU_PORT_SPEC_MAX];      /**< memif:server:SOCK, af_packet:IFACE, ... */
+	bool mac_set;
+	uint8_t mac[6];
+	unsigned n_ips;
+	struct rocemu_ip_addr ips[ROCEMU_PORT_MAX_IPS];
+	uint16_t mtu;                         /**< Ethernet (IP) MTU; 0 = from the interface or 1500 */
+	char capture_path[ROCEMU_PATH_MAX];   /**< empty = no capture */
+	char capture_filter[512];             /**< BPF expression, empty = all */
+	uint64_t capture_rotate_bytes;        /**< 0 = no rotation */
+	bool fault_enabled;
+	struct rocemu_fault_config fault;
+};
+
+/** Defaults: everything zero/empty, name "rocemu0". */
+void rocemu_port_config_init(struct rocemu_port_config *cfg);
+
+/**
+ * Apply one option, as typed on a command line without the leading dashes
+ * ("port", "mac", "ip", "mtu", "capture", "capture-filter",
+ * "capture-rotate", "name", "fault-*"). Used by `rocemu port`, `rocemu run`
+ * and the config file so all three accept the same words.
+ * Returns 0, -ENOENT for an unknown option, -EINVAL for a bad value; err
+ * gets a one-line message in both error cases.
+ */
+int rocemu_port_config_set(struct rocemu_port_config *cfg, const char *opt, const char *val,
+			   char *err, size_t errlen);
+
+/** Check a finished config (spec present and well-formed...). 0 or -EINVAL with err. */
+int rocemu_port_config_validate(const struct rocemu_port_config *cfg, char *err, size_t errlen);
+
+/* ------------------------------------------------------------------------ */
+/* EAL: initialised lazily, once per process, suitable for a library.        */
+
+/** Idempotent and thread-safe. 0 or -errno; rocemu_eal_error() says why. */
+int rocemu_eal_init(void);
+const char *rocemu_eal_error(void);
+
+/** Monotonic clock in nanoseconds. */
+uint64_t rocemu_now_ns(void);
+
+/* ------------------------------------------------------------------------ */
+/* The port.                                                                  */
+
+struct rocemu_port;
+
+/**
+ * What the transport plugs in. rx receives RoCEv2 frames that parsed with a
+ * good ICRC and are addressed to one of our GIDs; it takes ownership of the
+ * mbufs (must free or keep them). poll runs once per progress pass (timers,
+ * pending transmissions) and returns how much work it did (0 = idle).
+ * has_work says whether poll needs to run soon (pending timers or queued
+ * sends): the progress thread keeps spinning while it is true.
+ * Both are called with the engine lock held.
+ */
+struct rocemu_port_upper {
+	void *ctx;
+	void (*rx)(void *ctx, struct rte_mbuf **pkts, struct roce_pkt *descs, uint16_t n);
+	unsigned (*poll)(void *ctx, uint64_t now_ns);
+	bool (*has_work)(void *ctx);
+};
+
+/** Bring the port up (EAL init if needed). 0 or -errno with err filled. */
+int rocemu_port_open(const struct rocemu_port_config *cfg, struct rocemu_port **out, char *err,
+		     size_t errlen);
+void rocemu_port_close(struct rocemu_port *port);
+const struct rocemu_port_config *rocemu_port_get_config(const struct rocemu_port *port);
+void rocemu_port_set_upper(struct rocemu_port *port, const struct rocemu_port_upper *upper);
+
+/* Addressing */
+void rocemu_port_mac(const struct rocemu_port *port, uint8_t mac[6]);
+unsigned rocemu_port_gid_count(const struct rocemu_port *port);
+/** GID at index; all GIDs are RoCE v2. 0 or -EINVAL. */
+int rocemu_port_gid(const struct rocemu_port *port, unsigned index, uint8_t gid[16]);
+/** Index of gid in our table, or -1. */
+int rocemu_port_gid_find(const struct rocemu_port *port, const uint8_t gid[16]);
+uint16_t rocemu_port_eth_mtu(const struct rocemu_port *port);
+/** Largest IB MTU (256..4096 bytes) whose RoCEv2 frames fit the Ethernet MTU. */
+uint32_t rocemu_port_active_mtu(const struct rocemu_port *port);
+/** Link state: true when the ethdev reports link up. */
+bool rocemu_port_link_up(const struct rocemu_port *port);
+/** Link speed in Mb/s as reported by the PMD (0 unknown). */
+uint32_t rocemu_port_link_speed(const struct rocemu_port *port);
+
+/**
+ * Resolve the MAC of dst (a GID; IPv4-mapped or IPv6) for sending from the
+ * GID at src_index. 0 and mac filled; -EAGAIN while resolution is under way
+ * (a request was sent; call again later); -EHOSTUNREACH once it failed
+ * (retries exhausted). Our own GIDs resolve to our MAC (loopback).
+ * Engine lock held.
+ */
+int rocemu_port_resolve(struct rocemu_port *port, unsigned src_index, const uint8_t dst[16],
+			uint8_t mac[6]);
+
+/* Transmit (engine lock held) */
+/** An mbuf from the port's pool, big enough for a 4096-byte-MTU RoCE frame; NULL if exhausted. */
+struct rte_mbuf *rocemu_port_alloc_mbuf(struct rocemu_port *port);
+/**
+ * Queue a complete Ethernet frame. Frames to our own MAC/GIDs loop back
+ * (delivered to rx on a later progress pass). Takes ownership of m in every
+ * case; 0, or -ENOBUFS when the tx queue is full (m freed, drop counted).
+ */
+int rocemu_port_tx(struct rocemu_port *port, struct rte_mbuf *m);
+/** Push queued frames to the device now. */
+void rocemu_port_flush(struct rocemu_port *port);
+
+/* Progress and locking */
+void rocemu_port_lock(struct rocemu_port *port);
+void rocemu_port_unlock(struct rocemu_port *port);
+/**
+ * One progress pass if the engine lock is free: rx burst, dispatch (ARP/ND,
+ * ICMP, loopback, upper rx), upper poll, tx flush. Returns the amount of work
+ * done, 0 if idle or if another thread holds the lock.
+ */
+unsigned rocemu_port_progress(struct rocemu_port *port);
+/** The same with the lock already held by the caller. */
+unsigned rocemu_port_progress_locked(struct rocemu_port *port);
+/** Start/stop the background progress thread (started by rocemu_port_open). */
+int rocemu_port_progress_thread_start(struct rocemu_port *port);
+void rocemu_port_progress_thread_stop(struct rocemu_port *port);
+/** Wake the progress thread (new work was posted). Cheap, lock-free. */
+void rocemu_port_kick(struct rocemu_port *port);
+/** A caller is busy-polling (e.g. ibv_poll_cq in a loop): thread may back off. */
+void rocemu_port_note_app_poll(struct rocemu_port *port);
+
+/* Diagnostics */
+/** ICMP echo request to dst (IPv4-mapped or IPv6 GID). Reply shows in counters and callback. */
+int rocemu_port_ping(struct rocemu_port *port, const uint8_t dst[16], uint16_t id, uint16_t seq);
+/** Echo replies received so far (for `rocemu port --ping`). */
+uint64_t rocemu_port_ping_replies(const struct rocemu_port *port);
+
+/** A named counter (rx_frames, tx_frames, drop_<reason>, ...). */
+struct rocemu_counter {
+	const char *name;
+	uint64_t value;
+};
+/** Fill up to max counters; returns how many exist. Names are stable. */
+unsigned rocemu_port_counters(const struct rocemu_port *port, struct rocemu_counter *out,
+			      unsigned max);
+/** Count a drop by the upper layer under a named reason (reason string must be static). */
+void rocemu_port_count(struct rocemu_port *port, const char *reason);
+void rocemu_port_counters_print(const struct rocemu_port *port, FILE *f);
+
+#endif /* ROCEMU_PORT_H */

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The engine's interface to its host (the verbs provider today, a per-host
+ * daemon later): work requests in, completions out, memory accessed only
+ * through the MR table. One engine = one emulated RoCE port.
+ *
+ * The vocabulary (QP types and states, access flags, WR opcodes, WC status
+ * and opcodes, struct ibv_qp_attr and its mask, struct ibv_sge) is the
+ * InfiniBand verbs one, taken from <infiniband/verbs.h> as plain data; no
+ * libibverbs function is called from here.
+ *
+ * Every function takes the engine lock itself unless it says otherwise.
+ * Functions return 0 or a negative errno.
+ */
+#ifndef ROCEMU_ENGINE_H
+#define ROCEMU_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+#include "../port/rocemu_port.h"
+
+struct rocemu_engine;
+struct rocemu_pd;
+struct rocemu_mr;
+struct rocemu_cq;
+struct rocemu_srq;
+struct rocemu_qp;
+struct rocemu_ah;
+
+/* ------------------------------------------------------------------------ */
+/* Engine                                                                     */
+
+/** Limits the engine enforces; what ibv_query_device reports. */
+struct rocemu_caps {
+	uint64_t max_mr_size;
+	uint32_t max_qp, max_qp_wr, max_sge, max_sge_rd, max_inline_data;
+	uint32_t max_cq, max_cqe, max_mr, max_pd, max_ah;
+	uint32_t max_qp_rd_atom, max_qp_init_rd_atom, max_res_rd_atom;
+	uint32_t max_srq, max_srq_wr, max_srq_sge;
+	uint32_t max_msg_sz;
+	uint32_t max_pkeys;
+	bool atomic_hca;      /**< atomics are atomic w.r.t. the CPU (IBV_ATOMIC_HCA) */
+	bool odp;             /**< on-demand paging: always true */
+	uint64_t timestamp_hz; /**< completion timestamp clock (1e9: nanoseconds) */
+};
+
+/** Async events raised by the engine (CQ overflow, SRQ limit, QP fatal, ...). */
+struct rocemu_event {
+	enum ibv_event_type type;
+	void *obj_ctx; /**< the user_ctx given when the QP/CQ/SRQ was created; NULL for port events */
+};
+typedef void (*rocemu_event_fn)(void *arg, const struct rocemu_event *ev);
+
+/** Open the port described by cfg and start the engine on it. */
+int rocemu_engine_create(const struct rocemu_port_config *cfg, struct rocemu_engine **out,
+			 char *err, size_t errlen);
+/** Stops progress, destroys every object still alive, closes the port. */
+void rocemu_engine_destroy(struct rocemu_engine *e);
+struct rocemu_port *rocemu_engine_port(struct rocemu_engine *e);
+void rocemu_engine_caps(const struct rocemu_engine *e, struct rocemu_caps *caps);
+/** Where async events go (one sink per engine; called with the engine lock held). */
+void rocemu_engine_set_event_handler(struct rocemu_engine *e, rocemu_event_fn fn, void *arg);
+/** One progress pass (try-lock). */
+unsigned rocemu_engine_progress(struct rocemu_engine *e);
+
+/** Transport counters (retransmissions, NAKs by code, RNR, duplicates, ...). */
+unsigned rocemu_engine_counters(const struct rocemu_engine *e, struct rocemu_counter *out,
+				unsigned max);
+
+/* ------------------------------------------------------------------------ */
+/* Protection domains and memory regions                                      */
+
+int rocemu_pd_alloc(struct rocemu_engine *e, struct rocemu_pd **out);
+/** -EBUSY while MRs, QPs, SRQs or AHs still use it. */
+int rocemu_pd_free(struct rocemu_pd *pd);
+
+/** Public view of a memory region. */
+struct rocemu_mr_info {
+	uint32_t lkey, rkey;
+	void *addr;
+	size_t length;
+	uint64_t iova;
+	unsigned access; /**< enum ibv_access_flags */
+};
+
+/**
+ * Register [addr, addr+length) with IO virtual address iova. access follows
+ * ibv_reg_mr(3): REMOTE_WRITE or REMOTE_ATOMIC without LOCAL_WRITE is
+ * -EINVAL. Zero length is allowed. IBV_ACCESS_ON_DEMAND is accepted; with
+ * addr NULL and length SIZE_MAX it is an implicit ODP region (the whole
+ * address space; accesses are checked against the process's mappings).
+ */
+int rocemu_mr_reg(struct rocemu_pd *pd, void *addr, size_t length, uint64_t iova,
+		  unsigned access, struct rocemu_mr **out);
+/** ibv_rereg_mr semantics: flags IBV_REREG_MR_CHANGE_{TRANSLATION,PD,ACCESS}. Keys may change. */
+int rocemu_mr_rereg(struct rocemu_mr *mr, int flags, struct rocemu_pd *pd, void *addr,
+		    size_t length, uint64_t iova, unsigned access);
+int rocemu_mr_dereg(struct rocemu_mr *mr);
+void rocemu_mr_info(const struct rocemu_mr *mr, struct rocemu_mr_info *info);
+/** ibv_advise_mr: nothing to prefetch in a user-space NIC; validates and returns 0. */
+int rocemu_mr_advise(struct rocemu_pd *pd, uint32_t flags, const struct ibv_sge *sg, uint32_t n);
+
+/* ------------------------------------------------------------------------ */
+/* Completion queues                                                          */
+
+/** A completion: everything ibv_wc and the ibv_cq_ex read functions expose. */
+struct rocemu_wc {
+	uint64_t wr_id;
+	enum ibv_wc_status status;
+	enum ibv_wc_opcode opcode;
+	uint32_t vendor_err;
+	uint32_t byte_len;
+	uint32_t imm_data;        /**< network order, as in ibv_wc */
+	uint32_t invalidated_rkey;
+	uint32_t qp_num;
+	uint32_t src_qp;
+	unsigned wc_flags;        /**< enum ibv_wc_flags */
+	uint16_t pkey_index;
+	uint8_t sl;
+	uint64_t timestamp_ns;    /**< rocemu_now_ns() when the completion was generated */
+};
+
+/** Called (engine lock held) when an armed CQ receives a completion; the provider signals its channel. */
+typedef void (*rocemu_cq_notify_fn)(void *arg);
+
+int rocemu_cq_create(struct rocemu_engine *e, uint32_t cqe, rocemu_cq_notify_fn notify,
+		     void *notify_arg, void *user_ctx, struct rocemu_cq **out);
+/** Actual capacity (>= requested). */
+uint32_t rocemu_cq_capacity(const struct rocemu_cq *cq);
+int rocemu_cq_resize(struct rocemu_cq *cq, uint32_t cqe);
+/** -EBUSY while QPs or SRQs still use it. */
+int rocemu_cq_destroy(struct rocemu_cq *cq);
+/**
+ * Run a progress pass (try-lock) and pop up to n completions. Returns the
+ * number popped (>= 0) or -errno.
+ */
+int rocemu_cq_poll(struct rocemu_cq *cq, int n, struct rocemu_wc *wc);
+/** Arm for one notification: the next completion (solicited only: the next solicited/error one). */
+int rocemu_cq_arm(struct rocemu_cq *cq, bool solicited_only);
+
+/* ------------------------------------------------------------------------ */
+/* Shared receive queues                                                      */
+
+int rocemu_srq_create(struct rocemu_pd *pd, uint32_t max_wr, uint32_t max_sge, uint32_t limit,
+		      void *user_ctx, struct rocemu_srq **out);
+/** ibv_modify_srq: mask IBV_SRQ_MAX_WR / IBV_SRQ_LIMIT. */
+int rocemu_srq_modify(struct rocemu_srq *srq, const struct ibv_srq_attr *attr, int mask);
+int rocemu_srq_query(struct rocemu_srq *srq, struct ibv_srq_attr *attr);
+int rocemu_srq_post_recv(struct rocemu_srq *srq, uint64_t wr_id, const struct ibv_sge *sg,
+			 uint32_t num_sge);
+int rocemu_srq_destroy(struct rocemu_srq *srq);
+
+/* ------------------------------------------------------------------------ */
+/* Address handles (UD)                                                       */
+
+/** attr->is_global must be set (RoCE needs a GRH); sgid_index must exist. */
+int rocemu_ah_create(struct rocemu_pd *pd, const struct ibv_ah_attr *attr,
+		     struct rocemu_ah **out);
+int rocemu_ah_destroy(struct rocemu_ah *ah);
+
+/* ------------------------------------------------------------------------ */
+/* Queue pairs                                                                */
+
+struct rocemu_qp_init {
+	enum ibv_qp_type qp_type;   /**< IBV_QPT_RC, IBV_QPT_UC or IBV_QPT_UD */
+	struct rocemu_cq *send_cq, *recv_cq;
+	struct rocemu_srq *srq;     /**< optional */
+	struct ibv_qp_cap cap;      /**< in: requested; out: granted */
+	bool sq_sig_all;
+	void *user_ctx;             /**< given back in async events */
+};
+
+int rocemu_qp_create(struct rocemu_pd *pd, struct rocemu_qp_init *init, struct rocemu_qp **out);
+uint32_t rocemu_qp_num(const struct rocemu_qp *qp);
+enum ibv_qp_state rocemu_qp_state(const struct rocemu_qp *qp);
+/**
+ * ibv_modify_qp: validates state transition and the required/optional mask
+ * for the QP type (IBA 11.2.5 / table 98); on -EINVAL nothing changed.
+ */
+int rocemu_qp_modify(struct rocemu_qp *qp, const struct ibv_qp_attr *attr, int mask);
+int rocemu_qp_query(struct rocemu_qp *qp, struct ibv_qp_attr *attr, int mask,
+		    struct ibv_qp_init_attr *init);
+int rocemu_qp_destroy(struct rocemu_qp *qp);
+
+/** A send work request: the fields of ibv_send_wr, flattened. */
+struct rocemu_send_wr {
+	uint64_t wr_id;
+	enum ibv_wr_opcode opcode;
+	unsigned send_flags;        /**< IBV_SEND_{FENCE,SIGNALED,SOLICITED,INLINE} */
+	uint32_t imm_data;          /**< network order */
+	uint32_t invalidate_rkey;   /**< SEND_WITH_INV, LOCAL_INV */
+	const struct ibv_sge *sg_list;
+	uint32_t num_sge;
+	/** With IBV_SEND_INLINE the data is copied at post time from sg_list (addr/length; lkey ignored). */
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint64_t compare_add;       /**< atomics */
+	uint64_t swap;
+	struct rocemu_ah *ah;       /**< UD */
+	uint32_t remote_qpn;        /**< UD */
+	uint32_t remote_qkey;       /**< UD */
+};
+
+/**
+ * Post one send WR. -EINVAL bad WR (opcode not valid for the QP type, too
+ * many SGEs, inline too large...), -ENOMEM send queue full, -EINVAL if the
+ * QP is in RESET/INIT/RTR (IBA: posting to SQ is allowed from RTS, and from
+ * ERR where it completes with FLUSH_ERR).
+ */
+int rocemu_qp_post_send(struct rocemu_qp *qp, const struct rocemu_send_wr *wr);
+/** Post several; *bad = index of the first failing one. Takes the lock once. */
+int rocemu_qp_post_send_batch(struct rocemu_qp *qp, const struct rocemu_send_wr *wrs, unsigned n,
+			      unsigned *bad);
+/** Post a receive WR (-EINVAL if the QP uses an SRQ or is in RESET). */
+int rocemu_qp_post_recv(struct rocemu_qp *qp, uint64_t wr_id, const struct ibv_sge *sg,
+			uint32_t num_sge);
+
+#endif /* ROCEMU_ENGINE_H */

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The wire codec on rte_mbufs: build a RoCEv2 frame directly into an mbuf's
+ * data room, and parse a received mbuf. Thin wrappers over roce_wire.h.
+ */
+#ifndef ROCEMU_WIRE_MBUF_H
+#define ROCEMU_WIRE_MBUF_H
+
+#include <rte_mbuf.h>
+
+#include "roce_wire.h"
+
+/**
+ * Reset m and write the headers for pkt (payload_len from pkt). Returns a
+ * pointer to the payload area (pkt->payload_len bytes the caller fills), or
+ * NULL if the mbuf's data room is too small (a single segment is required).
+ */
+uint8_t *roce_mbuf_prepare(struct rte_mbuf *m, const struct roce_pkt *pkt);
+
+/** Write pad and ICRC after the caller filled the payload. 0 or -errno. */
+int roce_mbuf_finish(struct rte_mbuf *m, const struct roce_pkt *pkt);
+
+/** prepare + copy `payload` (may be NULL when payload_len is 0) + finish. */
+int roce_mbuf_build(struct rte_mbuf *m, const struct roce_pkt *pkt, const void *payload);
+
+/**
+ * Parse a received frame. A multi-segment mbuf is linearised first (fails
+ * with ROCE_PARSE_TRUNCATED if it cannot be).
+ */
+enum roce_parse_status roce_mbuf_parse(struct rte_mbuf *m, unsigned flags, struct roce_pkt *pkt);
+
+#endif
