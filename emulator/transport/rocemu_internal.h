@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Contract between the engine's inner parts: memory (emulator/memory),
+ * queues (emulator/transport/queues: CQ, SRQ, AH) and the transport proper
+ * (engine, QP state machine, requester, responder, completer).
+ *
+ * Everything here is called with the engine lock held unless it says
+ * otherwise. The public API (rocemu_engine.h) takes the lock itself.
+ */
+#ifndef ROCEMU_INTERNAL_H
+#define ROCEMU_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+#include "rocemu_engine.h"
+
+/** Most SGEs per work request, send or receive (reported as max_sge). */
+#define ROCEMU_MAX_SGE 32
+
+/* ------------------------------------------------------------------------ */
+/* Engine services used by the inner parts (implemented in engine.c).        */
+
+/** The port (addresses, tx, lock). */
+struct rocemu_port *rocemu_engine_port(struct rocemu_engine *e);
+/** The engine's MR table. */
+struct rocemu_mem_table *rocemu_engine_mem(struct rocemu_engine *e);
+/** Deliver an async event to the provider's handler (no-op when none is set). */
+void rocemu_engine_raise(struct rocemu_engine *e, enum ibv_event_type type, void *obj_ctx);
+/** Take/release the engine lock (the port's lock). */
+void rocemu_engine_lock(struct rocemu_engine *e);
+void rocemu_engine_unlock(struct rocemu_engine *e);
+
+/* ------------------------------------------------------------------------ */
+/* Memory: PDs, MRs, the one translation function (emulator/memory).         */
+
+struct rocemu_pd {
+	struct rocemu_engine *engine;
+	uint32_t handle;
+	uint32_t refcnt; /**< MRs, QPs, SRQs, AHs using it */
+};
+
+/** Take/drop a reference on a PD (engine lock held). */
+void rocemu_pd_get(struct rocemu_pd *pd);
+void rocemu_pd_put(struct rocemu_pd *pd);
+
+/** Why a translation failed; the transport maps each to a NAK/WC status. */
+enum rocemu_mem_err {
+	ROCEMU_MEM_OK = 0,
+	ROCEMU_MEM_BAD_KEY,     /**< no such key, or stale variant, or invalidated */
+	ROCEMU_MEM_BAD_PD,      /**< key belongs to another PD */
+	ROCEMU_MEM_BOUNDS,      /**< [iova, iova+len) not inside the region (or overflows) */
+	ROCEMU_MEM_ACCESS,      /**< region lacks the access right */
+	ROCEMU_MEM_FAULT,       /**< implicit ODP: address not mapped in the process */
+	ROCEMU_MEM_ALIGN,       /**< atomic on an iova that is not 8-byte aligned */
+};
+
+/** Rights a translation asks for (subset of IBV_ACCESS_*; local read is implicit). */
+enum rocemu_mem_right {
+	ROCEMU_RIGHT_LOCAL_READ = 0,
+	ROCEMU_RIGHT_LOCAL_WRITE = IBV_ACCESS_LOCAL_WRITE,
+	ROCEMU_RIGHT_REMOTE_READ = IBV_ACCESS_REMOTE_READ,
+	ROCEMU_RIGHT_REMOTE_WRITE = IBV_ACCESS_REMOTE_WRITE,
+	ROCEMU_RIGHT_REMOTE_ATOMIC = IBV_ACCESS_REMOTE_ATOMIC,
+};
+
+struct rocemu_mem_table;
+int rocemu_mem_table_create(uint32_t max_mr, struct rocemu_mem_table **out);
+/** Frees the table and every MR left in it. */
+void rocemu_mem_table_destroy(struct rocemu_mem_table *t);
+
+/**
+ * The one place registered memory is reached. Looks key up (as an lkey when
+ * remote is false, as an rkey when true), checks PD, bounds of
+ * [iova, iova+len) (len may be 0) and rights, and on success sets *ptr to
+ * the host address of iova. For implicit ODP regions *ptr is set but the
+ * caller must use rocemu_mem_copy_* (which survive unmapped pages).
+ */
+enum rocemu_mem_err rocemu_mem_translate(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+					 uint32_t key, bool remote, uint64_t iova, uint64_t len,
+					 unsigned rights, uint8_t **ptr);
+
+/**
+ * Copy len bytes starting at byte `offset` of the gather list (local keys,
+ * local read) into dst. Returns ROCEMU_MEM_OK or the first error.
+ */
+enum rocemu_mem_err rocemu_mem_gather(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+				      const struct ibv_sge *sg, uint32_t num_sge, uint64_t offset,
+				      void *dst, uint32_t len);
+/** Copy len bytes from src into the scatter list at byte offset (local write right). */
+enum rocemu_mem_err rocemu_mem_scatter(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+				       const struct ibv_sge *sg, uint32_t num_sge, uint64_t offset,
+				       const void *src, uint32_t len);
+/** Remote access: copy into/out of the region named by rkey at iova (rights checked). */
+enum rocemu_mem_err rocemu_mem_remote_write(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+					    uint32_t rkey, uint64_t iova, const void *src,
+					    uint32_t len);
+enum rocemu_mem_err rocemu_mem_remote_read(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+					   uint32_t rkey, uint64_t iova, void *dst, uint32_t len);
+/**
+ * 8-byte atomic on remote memory (REMOTE_ATOMIC right; a misaligned iova is
+ * ROCEMU_MEM_ALIGN). cmp_swap: if *p == compare then *p = swap_add;
+ * otherwise fetch_add: *p += swap_add. *orig gets the value before. Atomic
+ * with respect to the CPU (__atomic builtins), so the device can report
+ * IBV_ATOMIC_HCA.
+ */
+enum rocemu_mem_err rocemu_mem_atomic(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+				      uint32_t rkey, uint64_t iova, bool cmp_swap,
+				      uint64_t compare, uint64_t swap_add, uint64_t *orig);
+/**
+ * Invalidate the MR whose rkey (remote=true, SEND_WITH_INV) or lkey
+ * (LOCAL_INV) is key: later translations with that key fail with BAD_KEY.
+ * Fails with BAD_KEY/BAD_PD when it does not exist or is another PD's.
+ */
+enum rocemu_mem_err rocemu_mem_invalidate(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+					  uint32_t key, bool remote);
+/** Short name of an error, for counters and logs. */
+const char *rocemu_mem_err_name(enum rocemu_mem_err err);
+
+/* ------------------------------------------------------------------------ */
+/* Queues: CQ, SRQ, AH (emulator/transport/queues).                           */
+
+/**
+ * Append a completion. solicited: the WC came from a packet with SE set
+ * (wakes a CQ armed solicited-only); error completions also wake it.
+ * On overflow the completion is dropped, IBV_EVENT_CQ_ERR is raised once,
+ * and -ENOSPC returned; the caller moves the QP to ERR as the spec says.
+ */
+int rocemu_cq_push(struct rocemu_cq *cq, const struct rocemu_wc *wc, bool solicited);
+/** Free slots left (for deciding whether a completion can be generated). */
+uint32_t rocemu_cq_free_slots(const struct rocemu_cq *cq);
+/** The engine a CQ belongs to. */
+struct rocemu_engine *rocemu_cq_engine(const struct rocemu_cq *cq);
+/** QPs attach to a CQ (destroy of a CQ with attached QPs is -EBUSY). */
+void rocemu_cq_get(struct rocemu_cq *cq);
+void rocemu_cq_put(struct rocemu_cq *cq);
+
+/** A receive work request as queued (QP receive queue or SRQ). */
+struct rocemu_recv_wqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint64_t total_len;
+	struct ibv_sge sge[ROCEMU_MAX_SGE];
+};
+
+/** Take the oldest receive WQE; -EAGAIN when empty. Raises IBV_EVENT_SRQ_LIMIT_REACHED when armed and the count falls below the limit. */
+int rocemu_srq_pop(struct rocemu_srq *srq, struct rocemu_recv_wqe *out);
+struct rocemu_pd *rocemu_srq_pd(const struct rocemu_srq *srq);
+void rocemu_srq_get(struct rocemu_srq *srq);
+void rocemu_srq_put(struct rocemu_srq *srq);
+
+struct rocemu_ah {
+	struct rocemu_pd *pd;
+	uint8_t dgid[16];
+	uint8_t sgid_index;
+	uint8_t tclass;
+	uint8_t hop_limit;
+	uint32_t flow_label;
+	uint8_t sl;
+	uint16_t dlid;
+};
+
+#endif /* ROCEMU_INTERNAL_H */
