@@ -393,6 +393,18 @@ const char *roce_icrc_impl_name(void);
 /** Plain bytewise table-driven CRC-32 (IEEE, reflected), the benchmark baseline. */
 uint32_t roce_crc32_table(uint32_t crc, const void *data, size_t len);
 
+/** CRC-32 implementations the ICRC can use (see roce_icrc.c). */
+enum roce_icrc_impl {
+	ROCE_ICRC_IMPL_AUTO = 0, /**< DPDK's PCLMULQDQ CRC when usable, else the table */
+	ROCE_ICRC_IMPL_TABLE,    /**< always the byte-wise table */
+	ROCE_ICRC_IMPL_DPDK,     /**< rte_net_crc (SSE4.2/PCLMULQDQ); needs the EAL's SIMD limit >= 128 */
+};
+/**
+ * Choose the CRC-32 behind roce_icrc_compute() (process-wide; for benchmarks
+ * and tests). 0, -ENOTSUP if the DPDK path cannot run here, -EINVAL.
+ */
+int roce_icrc_set_impl(enum roce_icrc_impl impl);
+
 /* ------------------------------------------------------------------------ */
 /* GID helpers.                                                               */
 

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The builder: writes Ethernet [802.1Q] / IPv4 or IPv6 / UDP / BTH /
+ * extension headers for a descriptor; roce_finish() then zeroes the pad and
+ * stores the ICRC once the payload is in place. The builder derives what
+ * follows from the payload length (PadCnt, IP and UDP lengths, the IPv4
+ * header checksum) and takes everything else from the descriptor, so that a
+ * parsed frame rebuilds to the same bytes.
+ *
+ * IPv4 always goes out with DF set (RoCEv2 packets are not fragmented;
+ * path.dont_fragment is only reported by the parser). The UDP checksum is
+ * written as given: 0 means "none", which is what RoCEv2 NICs send (the ICRC
+ * protects the packet, and the annex masks the UDP checksum out of it).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "roce_bytes.h"
+#include "roce_wire.h"
+
+static uint32_t l2_len(const struct roce_pkt *pkt)
+{
+	return RB_ETH_LEN + (pkt->path.has_vlan ? RB_VLAN_LEN : 0);
+}
+
+static uint32_t l3_len(const struct roce_pkt *pkt)
+{
+	return pkt->path.ip_version == 6 ? RB_IPV6_LEN : RB_IPV4_LEN;
+}
+
+/* PadCnt: bytes that bring the payload to a multiple of 4 (IBA 9.2.1). */
+static uint32_t pad_of(uint32_t payload_len)
+{
+	return (4 - (payload_len & 3)) & 3;
+}
+
+uint32_t roce_header_len(const struct roce_pkt *pkt)
+{
+	const struct roce_opcode_info *op = roce_opcode_info(pkt->opcode);
+
+	if (op == NULL || (pkt->path.ip_version != 4 && pkt->path.ip_version != 6))
+		return 0;
+	return l2_len(pkt) + l3_len(pkt) + RB_UDP_LEN + ROCE_BTH_LEN + op->ext_len;
+}
+
+uint32_t roce_frame_len(const struct roce_pkt *pkt)
+{
+	uint32_t hdr = roce_header_len(pkt);
+
+	if (hdr == 0)
+		return 0;
+	return hdr + pkt->payload_len + pad_of(pkt->payload_len) + ROCE_ICRC_LEN;
+}
+
+static int check_descriptor(const struct roce_pkt *pkt, const struct roce_opcode_info *op)
+{
+	uint32_t ip_payload;
+
+	if (op == NULL)
+		return -EINVAL;
+	if (pkt->path.ip_version == 4 && (!roce_gid_is_v4mapped(pkt->path.src_gid) ||
+					  !roce_gid_is_v4mapped(pkt->path.dst_gid)))
+		return -EINVAL;
+	if (pkt->payload_len != 0 && !(op->flags & ROCE_OPF_PAYLOAD))
+		return -EINVAL;
+	if (op->fixed_payload != 0 && pkt->payload_len != op->fixed_payload)
+		return -EINVAL;
+	if (pkt->dqpn > 0xFFFFFF || pkt->psn > ROCE_PSN_MASK || pkt->tver > 0xF ||
+	    pkt->resv8a_low > 0x3F || pkt->resv7 > 0x7F)
+		return -EINVAL;
+	if (pkt->path.ip_version == 6 && pkt->path.flow_label > 0xFFFFF)
+		return -EINVAL;
+	if ((op->hdrs & ROCE_HDR_AETH) && pkt->aeth.msn > 0xFFFFFF)
+		return -EINVAL;
+	if ((op->hdrs & ROCE_HDR_DETH) && pkt->deth.src_qp > 0xFFFFFF)
+		return -EINVAL;
+	/* IP length fields are 16 bits. */
+	ip_payload = RB_UDP_LEN + ROCE_BTH_LEN + op->ext_len + pkt->payload_len +
+		     pad_of(pkt->payload_len) + ROCE_ICRC_LEN;
+	if (pkt->payload_len > 0xFFFF || ip_payload + RB_IPV4_LEN > 0xFFFF)
+		return -EINVAL;
+	return 0;
+}
+
+static uint8_t *put_l2(uint8_t *p, const struct roce_pkt *pkt)
+{
+	uint16_t type = pkt->path.ip_version == 6 ? ROCE_ETH_TYPE_IPV6 : ROCE_ETH_TYPE_IPV4;
+
+	memcpy(p, pkt->path.dst_mac, 6);
+	memcpy(p + 6, pkt->path.src_mac, 6);
+	p += 12;
+	if (pkt->path.has_vlan) {
+		rb_put16(p, ROCE_ETH_TYPE_VLAN);
+		rb_put16(p + 2, pkt->path.vlan_tci);
+		p += RB_VLAN_LEN;
+	}
+	rb_put16(p, type);
+	return p + 2;
+}
+
+static uint8_t *put_l3(uint8_t *p, const struct roce_pkt *pkt, uint32_t ip_payload)
+{
+	if (pkt->path.ip_version == 4) {
+		p[0] = 0x45;
+		p[1] = pkt->path.tclass;
+		rb_put16(p + 2, (uint16_t)(RB_IPV4_LEN + ip_payload));
+		rb_put16(p + 4, pkt->path.ip_id);
+		rb_put16(p + 6, RB_IPV4_DF);
+		p[8] = pkt->path.ttl;
+		p[9] = RB_IP_PROTO_UDP;
+		rb_put16(p + 10, 0);
+		memcpy(p + 12, &pkt->path.src_gid[12], 4);
+		memcpy(p + 16, &pkt->path.dst_gid[12], 4);
+		rb_put16(p + 10, rb_inet_csum(p, RB_IPV4_LEN));
+		return p + RB_IPV4_LEN;
+	}
+	rb_put32(p, (6u << 28) | ((uint32_t)pkt->path.tclass << 20) | pkt->path.flow_label);
+	rb_put16(p + 4, (uint16_t)ip_payload);
+	p[6] = RB_IP_PROTO_UDP;
+	p[7] = pkt->path.ttl;
+	memcpy(p + 8, pkt->path.src_gid, 16);
+	memcpy(p + 24, pkt->path.dst_gid, 16);
+	return p + RB_IPV6_LEN;
+}
+
+static void put_bth(uint8_t *p, const struct roce_pkt *pkt)
+{
+	p[0] = pkt->opcode;
+	p[1] = (uint8_t)((pkt->se ? ROCE_BTH_SE : 0) | (pkt->mig ? ROCE_BTH_MIG : 0) |
+			 (pad_of(pkt->payload_len) << ROCE_BTH_PAD_SHIFT) | pkt->tver);
+	rb_put16(p + 2, pkt->pkey);
+	p[4] = (uint8_t)((pkt->fecn ? ROCE_BTH_FECN : 0) | (pkt->becn ? ROCE_BTH_BECN : 0) |
+			 pkt->resv8a_low);
+	rb_put24(p + 5, pkt->dqpn);
+	p[8] = (uint8_t)((pkt->ackreq ? ROCE_BTH_ACKREQ : 0) | pkt->resv7);
+	rb_put24(p + 9, pkt->psn);
+}
+
+static void put_ext_headers(uint8_t *ext, const struct roce_pkt *pkt,
+			    const struct roce_opcode_info *op)
+{
+	uint8_t *h;
+
+	if (op->hdrs & ROCE_HDR_RETH) {
+		h = ext + op->hdr_off[0];
+		rb_put64(h, pkt->reth.va);
+		rb_put32(h + 8, pkt->reth.rkey);
+		rb_put32(h + 12, pkt->reth.dma_len);
+	}
+	if (op->hdrs & ROCE_HDR_AETH) {
+		h = ext + op->hdr_off[1];
+		h[0] = pkt->aeth.syndrome;
+		rb_put24(h + 1, pkt->aeth.msn);
+	}
+	if (op->hdrs & ROCE_HDR_ATOMIC_ETH) {
+		h = ext + op->hdr_off[2];
+		rb_put64(h, pkt->atomic.va);
+		rb_put32(h + 8, pkt->atomic.rkey);
+		rb_put64(h + 12, pkt->atomic.swap_add);
+		rb_put64(h + 20, pkt->atomic.compare);
+	}
+	if (op->hdrs & ROCE_HDR_ATOMIC_ACK_ETH)
+		rb_put64(ext + op->hdr_off[3], pkt->atomic_orig);
+	if (op->hdrs & ROCE_HDR_IMMDT)
+		rb_put32(ext + op->hdr_off[4], pkt->imm);
+	if (op->hdrs & ROCE_HDR_IETH)
+		rb_put32(ext + op->hdr_off[5], pkt->ieth_rkey);
+	if (op->hdrs & ROCE_HDR_DETH) {
+		h = ext + op->hdr_off[6];
+		rb_put32(h, pkt->deth.qkey);
+		h[4] = 0;
+		rb_put24(h + 5, pkt->deth.src_qp);
+	}
+}
+
+int roce_build_headers(uint8_t *buf, uint32_t room, const struct roce_pkt *pkt)
+{
+	const struct roce_opcode_info *op = roce_opcode_info(pkt->opcode);
+	uint32_t hdr_len = roce_header_len(pkt);
+	uint32_t ip_payload;
+	uint8_t *p;
+	int rc;
+
+	if (hdr_len == 0)
+		return -EINVAL;
+	rc = check_descriptor(pkt, op);
+	if (rc != 0)
+		return rc;
+	if (buf == NULL || room < hdr_len)
+		return -ENOSPC;
+
+	ip_payload = roce_frame_len(pkt) - l2_len(pkt) - l3_len(pkt);
+	p = put_l2(buf, pkt);
+	p = put_l3(p, pkt, ip_payload);
+	rb_put16(p, pkt->path.udp_sport);
+	rb_put16(p + 2, ROCE_UDP_PORT);
+	rb_put16(p + 4, (uint16_t)ip_payload);
+	rb_put16(p + 6, pkt->path.udp_csum);
+	p += RB_UDP_LEN;
+	put_bth(p, pkt);
+	put_ext_headers(p + ROCE_BTH_LEN, pkt, op);
+	return (int)hdr_len;
+}
+
+int roce_finish(uint8_t *frame, uint32_t frame_len, const struct roce_pkt *pkt)
+{
+	uint32_t hdr_len = roce_header_len(pkt);
+
+	if (frame == NULL || hdr_len == 0 || frame_len != roce_frame_len(pkt))
+		return -EINVAL;
+	memset(frame + hdr_len + pkt->payload_len, 0, pad_of(pkt->payload_len));
+	roce_icrc_store(frame, frame_len, roce_icrc_compute(frame, l2_len(pkt), frame_len));
+	return 0;
+}

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * ICRC (RoCEv2 annex A17.3.3): the IEEE CRC-32 (the Ethernet FCS polynomial,
+ * reflected, init and final XOR all ones) over
+ *
+ *   8 bytes of 0xFF (the masked LRH of native InfiniBand)
+ *   | IP header with the variant fields set to ones
+ *       IPv4: TOS, TTL, header checksum
+ *       IPv6: traffic class, flow label, hop limit
+ *   | UDP header with the checksum set to ones
+ *   | BTH with the resv8a byte (FECN, BECN, reserved) set to ones
+ *   | extension headers, payload and pad, up to the ICRC itself.
+ *
+ * The CRC value goes on the wire least significant byte first, as the
+ * Ethernet FCS does (Linux rxe stores the host-order value with a plain
+ * 32-bit store on little-endian machines; the reference captures agree).
+ *
+ * Which CRC-32 runs:
+ * - "dpdk-net-crc-sse42": DPDK's rte_net_crc_calc(RTE_NET_CRC32_ETH), which
+ *   folds with PCLMULQDQ. It has no seed argument, so the masked header
+ *   (at most 68 bytes, copied to the stack anyway) is done with the table
+ *   and the rest of the packet by DPDK, and the two CRCs are joined with
+ *   crc32_combine-style GF(2) arithmetic (crc(A|B) = crc(A)*x^(8|B|) + crc(B)).
+ *   DPDK picks its SIMD path only when the CPU has PCLMULQDQ and the EAL's
+ *   SIMD bit-width limit allows 128 bits; without rte_eal_init() that limit
+ *   reads 0 and DPDK would fall back to its own byte-wise table, which is
+ *   exactly "table" below, so we use ours and look again on later calls.
+ * - "table": byte-wise table-driven CRC-32 (roce_crc32_table), the baseline
+ *   and the fallback.
+ * rte_hash_crc is NOT usable: it computes CRC-32C (Castagnoli polynomial,
+ * the SSE4.2 crc32 instruction), a different CRC from the one ICRC needs.
+ */
+/* rte_vect_get_max_simd_bitwidth() is still experimental in DPDK 22.11. */
+#define ALLOW_EXPERIMENTAL_API 1
+
+#include <errno.h>
+#include <string.h>
+
+#include <rte_cpuflags.h>
+#include <rte_net_crc.h>
+#include <rte_vect.h>
+
+#include "roce_bytes.h"
+#include "roce_wire.h"
+
+#define CRC32_POLY_REFLECTED 0xEDB88320u
+
+static uint32_t crc_table[256];
+/* x^(2^k) mod P in reflected form, for the combine step. */
+static uint32_t x_pow2k[32];
+/* CRC register after the 8 bytes of 0xFF that open every ICRC. */
+static uint32_t reg_after_lrh;
+
+static uint32_t crc_table_update(uint32_t reg, const uint8_t *p, size_t len)
+{
+	while (len--)
+		reg = crc_table[(reg ^ *p++) & 0xFF] ^ (reg >> 8);
+	return reg;
+}
+
+/* a * b modulo the CRC polynomial, both in reflected bit order (bit 31 = x^0). */
+static uint32_t gf2_mulmod(uint32_t a, uint32_t b)
+{
+	uint32_t product = 0;
+	uint32_t bit;
+
+	for (bit = 1u << 31; bit != 0; bit >>= 1) {
+		if (a & bit)
+			product ^= b;
+		b = (b & 1) ? (b >> 1) ^ CRC32_POLY_REFLECTED : b >> 1;
+	}
+	return product;
+}
+
+/* x^(8 * nbytes) mod P: the operator that shifts a CRC over nbytes zeros. */
+static uint32_t x_pow_bytes(size_t nbytes)
+{
+	uint32_t r = 1u << 31; /* x^0 */
+	unsigned k = 3;        /* 8 * n = n << 3 */
+
+	for (; nbytes != 0; nbytes >>= 1, k++)
+		if (nbytes & 1)
+			r = gf2_mulmod(x_pow2k[k & 31], r);
+	return r;
+}
+
+/* CRC-32 of A|B from crc(A), crc(B) and |B| (standard, conditioned CRCs). */
+static uint32_t crc32_combine(uint32_t crc_a, uint32_t crc_b, size_t len_b)
+{
+	return gf2_mulmod(x_pow_bytes(len_b), crc_a) ^ crc_b;
+}
+
+static void __attribute__((constructor)) roce_crc_tables_init(void)
+{
+	static const uint8_t ones[8] = { 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF };
+	uint32_t i, j, c;
+
+	for (i = 0; i < 256; i++) {
+		c = i;
+		for (j = 0; j < 8; j++)
+			c = (c & 1) ? (c >> 1) ^ CRC32_POLY_REFLECTED : c >> 1;
+		crc_table[i] = c;
+	}
+	x_pow2k[0] = 1u << 30; /* x^1 */
+	for (i = 1; i < 32; i++)
+		x_pow2k[i] = gf2_mulmod(x_pow2k[i - 1], x_pow2k[i - 1]);
+	reg_after_lrh = crc_table_update(0xFFFFFFFFu, ones, sizeof(ones));
+}
+
+uint32_t roce_crc32_table(uint32_t crc, const void *data, size_t len)
+{
+	return ~crc_table_update(~crc, data, len);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Implementation choice.                                                    */
+
+enum icrc_impl_state {
+	IMPL_UNDECIDED = 0, /* nothing chosen yet, or table while EAL is not up */
+	IMPL_TABLE,         /* table, final */
+	IMPL_DPDK,          /* rte_net_crc with PCLMULQDQ, final */
+};
+
+static int impl_state;           /* enum icrc_impl_state, accessed atomically */
+
+/* Below this many bytes after the BTH, the table beats DPDK + combine. */
+#define DPDK_MIN_TAIL 192
+
+static bool dpdk_simd_crc_usable(void)
+{
+#if defined(RTE_ARCH_X86)
+	static const char check[] = "123456789";
+
+	if (rte_cpu_get_flag_enabled(RTE_CPUFLAG_PCLMULQDQ) <= 0)
+		return false;
+	if (rte_vect_get_max_simd_bitwidth() < RTE_VECT_SIMD_128)
+		return false;
+	rte_net_crc_set_alg(RTE_NET_CRC_SSE42);
+	/* Same value as ours, or we do not use it. */
+	return rte_net_crc_calc(check, 9, RTE_NET_CRC32_ETH) ==
+	       roce_crc32_table(0, check, 9);
+#else
+	return false;
+#endif
+}
+
+static int impl_current(void)
+{
+	int s = __atomic_load_n(&impl_state, __ATOMIC_ACQUIRE);
+
+	if (s != IMPL_UNDECIDED)
+		return s;
+	if (dpdk_simd_crc_usable())
+		s = IMPL_DPDK;
+	else if (rte_vect_get_max_simd_bitwidth() != 0)
+		s = IMPL_TABLE; /* EAL is up and still no SIMD CRC: final */
+	else
+		return IMPL_TABLE; /* EAL not initialised: look again next time */
+	__atomic_store_n(&impl_state, s, __ATOMIC_RELEASE);
+	return s;
+}
+
+int roce_icrc_set_impl(enum roce_icrc_impl impl)
+{
+	switch (impl) {
+	case ROCE_ICRC_IMPL_AUTO:
+		__atomic_store_n(&impl_state, IMPL_UNDECIDED, __ATOMIC_RELEASE);
+		break;
+	case ROCE_ICRC_IMPL_TABLE:
+		__atomic_store_n(&impl_state, IMPL_TABLE, __ATOMIC_RELEASE);
+		break;
+	case ROCE_ICRC_IMPL_DPDK:
+		if (!dpdk_simd_crc_usable())
+			return -ENOTSUP;
+		__atomic_store_n(&impl_state, IMPL_DPDK, __ATOMIC_RELEASE);
+		break;
+	default:
+		return -EINVAL;
+	}
+	return 0;
+}
+
+const char *roce_icrc_impl_name(void)
+{
+	return impl_current() == IMPL_DPDK ? "dpdk-net-crc-sse42" : "table";
+}
+
+/* ------------------------------------------------------------------------ */
+/* ICRC.                                                                     */
+
+/*
+ * Copy IP, UDP and BTH headers into hdr with the variant fields set to ones.
+ * Returns the number of bytes written, or 0 if the frame is too short.
+ */
+static unsigned icrc_masked_headers(const uint8_t *ip, uint32_t avail, uint8_t *hdr)
+{
+	unsigned ip_len, n;
+
+	if (avail < 1)
+		return 0;
+	ip_len = (ip[0] >> 4) == 6 ? RB_IPV6_LEN : RB_IPV4_LEN;
+	n = ip_len + RB_UDP_LEN + ROCE_BTH_LEN;
+	if (avail < n)
+		return 0;
+	memcpy(hdr, ip, n);
+	if (ip_len == RB_IPV4_LEN) {
+		hdr[1] = 0xFF;                 /* TOS */
+		hdr[8] = 0xFF;                 /* TTL */
+		hdr[10] = hdr[11] = 0xFF;      /* header checksum */
+	} else {
+		hdr[0] |= 0x0F;                /* traffic class high nibble */
+		hdr[1] = hdr[2] = hdr[3] = 0xFF; /* traffic class low nibble, flow label */
+		hdr[7] = 0xFF;                 /* hop limit */
+	}
+	hdr[ip_len + 6] = hdr[ip_len + 7] = 0xFF;   /* UDP checksum */
+	hdr[ip_len + RB_UDP_LEN + 4] = 0xFF;        /* BTH resv8a: FECN, BECN, resv6 */
+	return n;
+}
+
+uint32_t roce_icrc_compute(const uint8_t *frame, uint32_t l3_off, uint32_t frame_len)
+{
+	uint8_t hdr[RB_IPV6_LEN + RB_UDP_LEN + ROCE_BTH_LEN];
+	const uint8_t *tail;
+	uint32_t tail_len, reg, crc_head;
+	unsigned n;
+
+	if (frame_len < l3_off + ROCE_ICRC_LEN)
+		return 0;
+	n = icrc_masked_headers(frame + l3_off, frame_len - l3_off - ROCE_ICRC_LEN, hdr);
+	if (n == 0)
+		return 0;
+	tail = frame + l3_off + n;
+	tail_len = frame_len - l3_off - n - ROCE_ICRC_LEN;
+
+	reg = crc_table_update(reg_after_lrh, hdr, n);
+	if (tail_len >= DPDK_MIN_TAIL && impl_current() == IMPL_DPDK) {
+		crc_head = ~reg;
+		return crc32_combine(crc_head, rte_net_crc_calc(tail, tail_len, RTE_NET_CRC32_ETH),
+				     tail_len);
+	}
+	return ~crc_table_update(reg, tail, tail_len);
+}
+
+void roce_icrc_store(uint8_t *frame, uint32_t frame_len, uint32_t icrc)
+{
+	uint8_t *p = frame + frame_len - ROCE_ICRC_LEN;
+
+	p[0] = (uint8_t)icrc;
+	p[1] = (uint8_t)(icrc >> 8);
+	p[2] = (uint8_t)(icrc >> 16);
+	p[3] = (uint8_t)(icrc >> 24);
+}
+
+uint32_t roce_icrc_load(const uint8_t *frame, uint32_t frame_len)
+{
+	const uint8_t *p = frame + frame_len - ROCE_ICRC_LEN;
+
+	return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+	       ((uint32_t)p[3] << 24);
+}

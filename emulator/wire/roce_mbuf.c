@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The codec on rte_mbufs: the builder writes straight into the mbuf's data
+ * room (single segment), the parser reads a linear mbuf.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <rte_mbuf.h>
+
+#include "roce_mbuf.h"
+
+uint8_t *roce_mbuf_prepare(struct rte_mbuf *m, const struct roce_pkt *pkt)
+{
+	uint32_t frame_len = roce_frame_len(pkt);
+	uint8_t *data;
+	int hdr_len;
+
+	if (m == NULL || frame_len == 0)
+		return NULL;
+	rte_pktmbuf_reset(m);
+	if (frame_len > rte_pktmbuf_tailroom(m))
+		return NULL;
+	data = rte_pktmbuf_mtod(m, uint8_t *);
+	hdr_len = roce_build_headers(data, frame_len, pkt);
+	if (hdr_len < 0)
+		return NULL;
+	m->data_len = (uint16_t)frame_len;
+	m->pkt_len = frame_len;
+	m->l2_len = pkt->path.has_vlan ? 18 : 14;
+	m->l3_len = pkt->path.ip_version == 6 ? 40 : 20;
+	m->l4_len = 8;
+	return data + hdr_len;
+}
+
+int roce_mbuf_finish(struct rte_mbuf *m, const struct roce_pkt *pkt)
+{
+	if (m == NULL || m->nb_segs != 1 || m->data_len != roce_frame_len(pkt))
+		return -EINVAL;
+	return roce_finish(rte_pktmbuf_mtod(m, uint8_t *), m->data_len, pkt);
+}
+
+int roce_mbuf_build(struct rte_mbuf *m, const struct roce_pkt *pkt, const void *payload)
+{
+	uint8_t *pay = roce_mbuf_prepare(m, pkt);
+
+	if (pay == NULL)
+		return m == NULL || roce_frame_len(pkt) == 0 ? -EINVAL : -ENOSPC;
+	if (pkt->payload_len != 0) {
+		if (payload != NULL)
+			memcpy(pay, payload, pkt->payload_len);
+		else
+			memset(pay, 0, pkt->payload_len);
+	}
+	return roce_mbuf_finish(m, pkt);
+}
+
+enum roce_parse_status roce_mbuf_parse(struct rte_mbuf *m, unsigned flags, struct roce_pkt *pkt)
+{
+	if (m == NULL) {
+		memset(pkt, 0, sizeof(*pkt));
+		return ROCE_PARSE_TRUNCATED;
+	}
+	if (m->nb_segs > 1 && rte_pktmbuf_linearize(m) != 0) {
+		memset(pkt, 0, sizeof(*pkt));
+		return ROCE_PARSE_TRUNCATED;
+	}
+	return roce_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, flags, pkt);
+}
