@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The one way to registered memory: a key is looked up, its PD, rights and
+ * bounds checked, and only then are bytes copied, through memcpy for
+ * regular regions and through the fault-safe copies for ODP ones.
+ */
+#include <string.h>
+
+#include "mem_private.h"
+
+/*
+ * Look key up and check it for an access of [iova, iova+len). The bounds
+ * test never adds: iova+len may wrap 64 bits, so it compares the offset
+ * into the region with what is left of it.
+ */
+static enum rocemu_mem_err mem_check(const struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+				     uint32_t key, uint64_t iova, uint64_t len, unsigned rights,
+				     struct rocemu_mr **mr_out, uint8_t **ptr)
+{
+	struct rocemu_mr *mr = rocemu_mem_lookup(t, key);
+	uint64_t off;
+
+	if (!mr || mr->invalidated)
+		return ROCEMU_MEM_BAD_KEY;
+	if (mr->pd != pd)
+		return ROCEMU_MEM_BAD_PD;
+	if ((mr->access & rights) != rights)
+		return ROCEMU_MEM_ACCESS;
+	if (iova < mr->iova)
+		return ROCEMU_MEM_BOUNDS;
+	off = iova - mr->iova;
+	if (len > mr->length || off > mr->length - len)
+		return ROCEMU_MEM_BOUNDS;
+	*mr_out = mr;
+	/* Implicit ODP: iova is the host address itself. */
+	*ptr = mr->implicit ? (uint8_t *)(uintptr_t)iova : mr->addr + off;
+	return ROCEMU_MEM_OK;
+}
+
+enum rocemu_mem_err rocemu_mem_translate(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+					 uint32_t key, bool remote, uint64_t iova, uint64_t len,
+					 unsigned rights, uint8_t **ptr)
+{
+	struct rocemu_mr *mr;
+
+	/* lkey == rkey, so remote changes nothing in the lookup: the rights
+	 * asked for (REMOTE_*) are what separate a peer from the owner. */
+	(void)remote;
+	return mem_check(t, pd, key, iova, len, rights, &mr, ptr);
+}
+
+static bool copy_from_region(const struct rocemu_mr *mr, void *dst, const uint8_t *src, size_t len)
+{
+	if (len == 0)
+		return true;
+	if (mr->odp)
+		return rocemu_host_read(dst, src, len);
+	memcpy(dst, src, len);
+	return true;
+}
+
+static bool copy_to_region(const struct rocemu_mr *mr, uint8_t *dst, const void *src, size_t len)
+{
+	if (len == 0)
+		return true;
+	if (mr->odp)
+		return rocemu_host_write(dst, src, len);
+	memcpy(dst, src, len);
+	return true;
+}
+
+/*
+ * Walk a scatter/gather list from byte offset for len bytes, checking each
+ * piece with rights and handing it to copy. An SGE whose own range wraps
+ * 64 bits is out of bounds wherever the walk touches it.
+ */
+static enum rocemu_mem_err sg_walk(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+				   const struct ibv_sge *sg, uint32_t num_sge, uint64_t offset,
+				   uint8_t *buf, uint32_t len, unsigned rights, bool to_region)
+{
+	uint64_t left = len;
+	uint32_t i;
+
+	if (len == 0)
+		return ROCEMU_MEM_OK;
+	if (!sg)
+		return ROCEMU_MEM_BOUNDS;
+	for (i = 0; i < num_sge && left > 0; i++) {
+		uint64_t sl = sg[i].length, chunk;
+		enum rocemu_mem_err err;
+		struct rocemu_mr *mr;
+		uint8_t *p;
+		bool ok;
+
+		if (offset >= sl) {
+			offset -= sl;
+			continue;
+		}
+		if (sg[i].addr > UINT64_MAX - (sl - 1))
+			return ROCEMU_MEM_BOUNDS;
+		chunk = sl - offset < left ? sl - offset : left;
+		err = mem_check(t, pd, sg[i].lkey, sg[i].addr + offset, chunk, rights, &mr, &p);
+		if (err != ROCEMU_MEM_OK)
+			return err;
+		ok = to_region ? copy_to_region(mr, p, buf, chunk) : copy_from_region(mr, buf, p, chunk);
+		if (!ok)
+			return ROCEMU_MEM_FAULT;
+		buf += chunk;
+		left -= chunk;
+		offset = 0;
+	}
+	return left ? ROCEMU_MEM_BOUNDS : ROCEMU_MEM_OK;
+}
+
+enum rocemu_mem_err rocemu_mem_gather(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+				      const struct ibv_sge *sg, uint32_t num_sge, uint64_t offset,
+				      void *dst, uint32_t len)
+{
+	return sg_walk(t, pd, sg, num_sge, offset, dst, len, ROCEMU_RIGHT_LOCAL_READ, false);
+}
+
+enum rocemu_mem_err rocemu_mem_scatter(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+				       const struct ibv_sge *sg, uint32_t num_sge, uint64_t offset,
+				       const void *src, uint32_t len)
+{
+	return sg_walk(t, pd, sg, num_sge, offset, (uint8_t *)(uintptr_t)src, len,
+		       ROCEMU_RIGHT_LOCAL_WRITE, true);
+}
+
+enum rocemu_mem_err rocemu_mem_remote_write(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+					    uint32_t rkey, uint64_t iova, const void *src,
+					    uint32_t len)
+{
+	enum rocemu_mem_err err;
+	struct rocemu_mr *mr;
+	uint8_t *p;
+
+	err = mem_check(t, pd, rkey, iova, len, ROCEMU_RIGHT_REMOTE_WRITE, &mr, &p);
+	if (err != ROCEMU_MEM_OK)
+		return err;
+	return copy_to_region(mr, p, src, len) ? ROCEMU_MEM_OK : ROCEMU_MEM_FAULT;
+}
+
+enum rocemu_mem_err rocemu_mem_remote_read(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+					   uint32_t rkey, uint64_t iova, void *dst, uint32_t len)
+{
+	enum rocemu_mem_err err;
+	struct rocemu_mr *mr;
+	uint8_t *p;
+
+	err = mem_check(t, pd, rkey, iova, len, ROCEMU_RIGHT_REMOTE_READ, &mr, &p);
+	if (err != ROCEMU_MEM_OK)
+		return err;
+	return copy_from_region(mr, dst, p, len) ? ROCEMU_MEM_OK : ROCEMU_MEM_FAULT;
+}
+
+/*
+ * Atomics (IBA ch. 9): the 8-byte target must be naturally aligned (checked on the
+ * iova the peer sent and on the host address it maps to). ODP targets are
+ * checked against the process map first, since an atomic instruction on an
+ * unmapped page cannot be made to fail softly.
+ */
+enum rocemu_mem_err rocemu_mem_atomic(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+				      uint32_t rkey, uint64_t iova, bool cmp_swap,
+				      uint64_t compare, uint64_t swap_add, uint64_t *orig)
+{
+	enum rocemu_mem_err err;
+	struct rocemu_mr *mr;
+	uint64_t *target;
+	uint8_t *p;
+
+	err = mem_check(t, pd, rkey, iova, sizeof(uint64_t), ROCEMU_RIGHT_REMOTE_ATOMIC, &mr, &p);
+	if (err != ROCEMU_MEM_OK)
+		return err;
+	if ((iova & 7) || ((uintptr_t)p & 7))
+		return ROCEMU_MEM_ALIGN;
+	if (mr->odp && rocemu_host_range_check(p, sizeof(uint64_t), true))
+		return ROCEMU_MEM_FAULT;
+	target = (uint64_t *)(void *)p;
+	if (cmp_swap) {
+		uint64_t expected = compare;
+
+		__atomic_compare_exchange_n(target, &expected, swap_add, false, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
+		*orig = expected; /* the old value whether or not it matched */
+	} else {
+		*orig = __atomic_fetch_add(target, swap_add, __ATOMIC_SEQ_CST);
+	}
+	return ROCEMU_MEM_OK;
+}
+
+enum rocemu_mem_err rocemu_mem_invalidate(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+					  uint32_t key, bool remote)
+{
+	struct rocemu_mr *mr = rocemu_mem_lookup(t, key);
+
+	(void)remote; /* lkey == rkey */
+	if (!mr || mr->invalidated)
+		return ROCEMU_MEM_BAD_KEY;
+	if (mr->pd != pd)
+		return ROCEMU_MEM_BAD_PD;
+	mr->invalidated = true;
+	return ROCEMU_MEM_OK;
+}
+
+const char *rocemu_mem_err_name(enum rocemu_mem_err err)
+{
+	switch (err) {
+	case ROCEMU_MEM_OK:
+		return "ok";
+	case ROCEMU_MEM_BAD_KEY:
+		return "bad_key";
+	case ROCEMU_MEM_BAD_PD:
+		return "bad_pd";
+	case ROCEMU_MEM_BOUNDS:
+		return "bounds";
+	case ROCEMU_MEM_ACCESS:
+		return "access";
+	case ROCEMU_MEM_FAULT:
+		return "fault";
+	case ROCEMU_MEM_ALIGN:
+		return "align";
+	}
+	return "unknown";
+}

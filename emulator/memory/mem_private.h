@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Inside of the memory layer: the MR object, the key table and the host
+ * memory helpers. Nothing outside emulator/memory includes this.
+ *
+ * Keys. A key is (slot index << 8) | variant. The variant of a slot is
+ * bumped every time the slot is handed out (and on every rereg), and is
+ * never 0, so key 0 is never valid and a key kept after dereg fails until
+ * the same slot has been reused 255 times. Free slots are reused in FIFO
+ * order, which makes that as late as possible. lkey and rkey are the same
+ * number: the rights recorded in the MR, not the key, decide what a remote
+ * peer may do.
+ */
+#ifndef ROCEMU_MEM_PRIVATE_H
+#define ROCEMU_MEM_PRIVATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mem_objects.h"
+
+/** Largest slot count: the index has 24 bits. */
+#define ROCEMU_MEM_MAX_SLOTS (1u << 24)
+
+struct rocemu_mr {
+	struct rocemu_pd *pd;
+	uint32_t index;   /**< slot in the table */
+	uint32_t key;     /**< lkey == rkey */
+	uint8_t *addr;    /**< host address of iova (NULL for implicit ODP: identity) */
+	uint64_t length;
+	uint64_t iova;
+	unsigned access;  /**< enum ibv_access_flags as registered */
+	bool odp;         /**< IBV_ACCESS_ON_DEMAND: copies must survive unmapped pages */
+	bool implicit;    /**< implicit ODP: the whole address space, iova == host address */
+	bool invalidated; /**< LOCAL_INV / SEND_WITH_INV: the key no longer translates */
+};
+
+/** Give mr a free slot and a fresh key; -ENOMEM when the table is full. */
+int rocemu_mem_key_alloc(struct rocemu_mem_table *t, struct rocemu_mr *mr);
+/** New key for the same slot (rereg). */
+void rocemu_mem_key_renew(struct rocemu_mem_table *t, struct rocemu_mr *mr);
+/** Release mr's slot. */
+void rocemu_mem_key_free(struct rocemu_mem_table *t, struct rocemu_mr *mr);
+/** The MR with exactly this key (variant included), or NULL. */
+struct rocemu_mr *rocemu_mem_lookup(const struct rocemu_mem_table *t, uint32_t key);
+
+/** A fresh PD handle (1, 2, ...; unique within the engine). */
+uint32_t rocemu_mem_pd_handle(struct rocemu_mem_table *t);
+
+/* Host memory (host_memory.c) */
+
+/**
+ * 0 when every byte of [addr, addr+len) is mapped readable (and writable
+ * when write is set) in this process, per /proc/self/maps; -EFAULT if not,
+ * -errno if the map cannot be read.
+ */
+int rocemu_host_range_check(const void *addr, uint64_t len, bool write);
+/** Copy that survives unmapped/protected source pages (process_vm_readv on ourselves). */
+bool rocemu_host_read(void *dst, const void *src, size_t len);
+/** Copy that survives unmapped/protected destination pages (process_vm_writev). */
+bool rocemu_host_write(void *dst, const void *src, size_t len);
+
+#endif /* ROCEMU_MEM_PRIVATE_H */

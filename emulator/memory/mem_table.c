@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The MR table: slots addressed by the index part of a key, the variant
+ * byte of each slot, a FIFO of free slots, and the census of the engine's
+ * other objects (mem_objects.h). See mem_private.h for the key layout.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "mem_private.h"
+
+struct rocemu_mem_table {
+	uint32_t max_mr;
+	uint32_t nr_mr;
+	struct rocemu_mr **slot; /**< by index */
+	uint8_t *variant;        /**< variant last handed out per slot */
+	uint32_t *free_fifo;     /**< ring of free indices, oldest first */
+	uint32_t free_head;
+	uint32_t free_count;
+	struct rocemu_obj *objs[ROCEMU_OBJ_KINDS];
+	uint32_t nr_obj[ROCEMU_OBJ_KINDS];
+	uint32_t last_pd_handle;
+};
+
+int rocemu_mem_table_create(uint32_t max_mr, struct rocemu_mem_table **out)
+{
+	struct rocemu_mem_table *t;
+	uint32_t i;
+
+	if (!out || max_mr == 0 || max_mr > ROCEMU_MEM_MAX_SLOTS)
+		return -EINVAL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->max_mr = max_mr;
+	t->slot = calloc(max_mr, sizeof(*t->slot));
+	t->variant = calloc(max_mr, sizeof(*t->variant));
+	t->free_fifo = calloc(max_mr, sizeof(*t->free_fifo));
+	if (!t->slot || !t->variant || !t->free_fifo) {
+		free(t->slot);
+		free(t->variant);
+		free(t->free_fifo);
+		free(t);
+		return -ENOMEM;
+	}
+	for (i = 0; i < max_mr; i++)
+		t->free_fifo[i] = i;
+	t->free_count = max_mr;
+	*out = t;
+	return 0;
+}
+
+static void release_kind(struct rocemu_mem_table *t, enum rocemu_obj_kind kind)
+{
+	while (t->objs[kind]) {
+		struct rocemu_obj *obj = t->objs[kind];
+
+		rocemu_obj_untrack(t, obj);
+		obj->release(obj);
+	}
+}
+
+/*
+ * Frees every object still alive: AHs, SRQs, CQs, then MRs, then PDs (so
+ * nothing is freed while something that points at it still exists). The
+ * engine destroys its QPs before calling this.
+ */
+void rocemu_mem_table_destroy(struct rocemu_mem_table *t)
+{
+	uint32_t i;
+
+	if (!t)
+		return;
+	release_kind(t, ROCEMU_OBJ_AH);
+	release_kind(t, ROCEMU_OBJ_SRQ);
+	release_kind(t, ROCEMU_OBJ_CQ);
+	for (i = 0; i < t->max_mr; i++)
+		free(t->slot[i]);
+	release_kind(t, ROCEMU_OBJ_PD);
+	free(t->slot);
+	free(t->variant);
+	free(t->free_fifo);
+	free(t);
+}
+
+/* Next variant of a slot: never 0, so key 0 never translates. */
+static uint32_t next_key(struct rocemu_mem_table *t, uint32_t index)
+{
+	uint8_t v = (uint8_t)(t->variant[index] + 1);
+
+	if (v == 0)
+		v = 1;
+	t->variant[index] = v;
+	return index << 8 | v;
+}
+
+int rocemu_mem_key_alloc(struct rocemu_mem_table *t, struct rocemu_mr *mr)
+{
+	uint32_t index;
+
+	if (t->free_count == 0)
+		return -ENOMEM;
+	index = t->free_fifo[t->free_head];
+	t->free_head = (t->free_head + 1) % t->max_mr;
+	t->free_count--;
+	t->slot[index] = mr;
+	t->nr_mr++;
+	mr->index = index;
+	mr->key = next_key(t, index);
+	return 0;
+}
+
+void rocemu_mem_key_renew(struct rocemu_mem_table *t, struct rocemu_mr *mr)
+{
+	mr->key = next_key(t, mr->index);
+}
+
+void rocemu_mem_key_free(struct rocemu_mem_table *t, struct rocemu_mr *mr)
+{
+	uint32_t tail = (t->free_head + t->free_count) % t->max_mr;
+
+	t->slot[mr->index] = NULL;
+	t->free_fifo[tail] = mr->index;
+	t->free_count++;
+	t->nr_mr--;
+}
+
+struct rocemu_mr *rocemu_mem_lookup(const struct rocemu_mem_table *t, uint32_t key)
+{
+	uint32_t index = key >> 8;
+	struct rocemu_mr *mr;
+
+	if (index >= t->max_mr)
+		return NULL;
+	mr = t->slot[index];
+	if (!mr || mr->key != key)
+		return NULL;
+	return mr;
+}
+
+int rocemu_obj_track(struct rocemu_mem_table *t, struct rocemu_obj *obj, enum rocemu_obj_kind kind,
+		     uint32_t max, rocemu_obj_release_fn release)
+{
+	if (t->nr_obj[kind] >= max)
+		return -ENOMEM;
+	obj->kind = kind;
+	obj->release = release;
+	obj->prev = NULL;
+	obj->next = t->objs[kind];
+	if (obj->next)
+		obj->next->prev = obj;
+	t->objs[kind] = obj;
+	t->nr_obj[kind]++;
+	return 0;
+}
+
+void rocemu_obj_untrack(struct rocemu_mem_table *t, struct rocemu_obj *obj)
+{
+	if (obj->prev)
+		obj->prev->next = obj->next;
+	else
+		t->objs[obj->kind] = obj->next;
+	if (obj->next)
+		obj->next->prev = obj->prev;
+	obj->prev = obj->next = NULL;
+	t->nr_obj[obj->kind]--;
+}
+
+uint32_t rocemu_obj_count(const struct rocemu_mem_table *t, enum rocemu_obj_kind kind)
+{
+	return t->nr_obj[kind];
+}
+
+uint32_t rocemu_mem_pd_handle(struct rocemu_mem_table *t)
+{
+	return ++t->last_pd_handle;
+}

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Test-only stand-ins for engine.c and the port (see engine_stub.h). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "engine_stub.h"
+
+static void stub_fail(const char *what)
+{
+	fprintf(stderr, "engine stub: %s\n", what);
+	abort();
+}
+
+struct rocemu_engine *stub_engine_new(uint32_t max_mr)
+{
+	struct rocemu_engine *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		stub_fail("out of memory");
+	pthread_mutex_init(&e->mu, NULL);
+	e->caps = (struct rocemu_caps){
+		.max_mr_size = UINT64_MAX,
+		.max_sge = ROCEMU_MAX_SGE,
+		.max_cq = 16,
+		.max_cqe = 1024,
+		.max_mr = max_mr,
+		.max_pd = 8,
+		.max_ah = 4,
+		.max_srq = 4,
+		.max_srq_wr = 256,
+		.max_srq_sge = ROCEMU_MAX_SGE,
+		.odp = true,
+		.atomic_hca = true,
+	};
+	e->gid_count = 2;
+	if (rocemu_mem_table_create(max_mr, &e->mem))
+		stub_fail("mem table");
+	return e;
+}
+
+void stub_engine_free(struct rocemu_engine *e)
+{
+	if (e->locked)
+		stub_fail("engine freed with the lock held");
+	rocemu_mem_table_destroy(e->mem);
+	pthread_mutex_destroy(&e->mu);
+	free(e);
+}
+
+unsigned stub_events(const struct rocemu_engine *e, enum ibv_event_type type)
+{
+	unsigned i, n = 0;
+
+	for (i = 0; i < e->nevents; i++)
+		n += e->events[i].type == type;
+	return n;
+}
+
+static bool held_by_me(struct rocemu_engine *e)
+{
+	return e->locked && pthread_equal(e->owner, pthread_self());
+}
+
+void rocemu_engine_lock(struct rocemu_engine *e)
+{
+	if (held_by_me(e))
+		stub_fail("engine lock taken twice by one thread");
+	pthread_mutex_lock(&e->mu);
+	e->owner = pthread_self();
+	e->locked = true;
+}
+
+void rocemu_engine_unlock(struct rocemu_engine *e)
+{
+	if (!held_by_me(e))
+		stub_fail("engine unlock without the lock");
+	e->locked = false;
+	pthread_mutex_unlock(&e->mu);
+}
+
+struct rocemu_mem_table *rocemu_engine_mem(struct rocemu_engine *e)
+{
+	if (!held_by_me(e))
+		stub_fail("MR table used without the engine lock");
+	return e->mem;
+}
+
+void rocemu_engine_raise(struct rocemu_engine *e, enum ibv_event_type type, void *obj_ctx)
+{
+	if (!held_by_me(e))
+		stub_fail("event raised without the engine lock");
+	if (e->nevents < STUB_MAX_EVENTS)
+		e->events[e->nevents++] = (struct rocemu_event){.type = type, .obj_ctx = obj_ctx};
+}
+
+void rocemu_engine_caps(const struct rocemu_engine *e, struct rocemu_caps *caps)
+{
+	*caps = e->caps;
+}
+
+/* The port is the engine itself here: the stand-ins only need to count. */
+struct rocemu_port *rocemu_engine_port(struct rocemu_engine *e)
+{
+	return (struct rocemu_port *)(void *)e;
+}
+
+unsigned rocemu_port_progress(struct rocemu_port *port)
+{
+	struct rocemu_engine *e = (struct rocemu_engine *)(void *)port;
+
+	if (held_by_me(e))
+		stub_fail("progress called with the engine lock held");
+	e->progress_calls++;
+	return 0;
+}
+
+void rocemu_port_note_app_poll(struct rocemu_port *port)
+{
+	((struct rocemu_engine *)(void *)port)->app_polls++;
+}
+
+unsigned rocemu_port_gid_count(const struct rocemu_port *port)
+{
+	return ((const struct rocemu_engine *)(const void *)port)->gid_count;
+}
