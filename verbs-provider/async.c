@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Asynchronous events: the engine raises them (engine lock held), the
+ * provider queues them on the owning context and makes its async_fd (an
+ * eventfd in semaphore mode: one count per queued event) readable, so a
+ * program may block in ibv_get_async_event or poll/epoll the fd.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "provider.h"
+
+pthread_mutex_t rocemu_ctx_list_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void rocemu_async_push(struct rocemu_vcontext *c, const struct ibv_async_event *ev)
+{
+	struct rocemu_async_event *e = calloc(1, sizeof(*e));
+	uint64_t one = 1;
+
+	if (!e)
+		return; /* nothing sane to do: the event is lost */
+	e->ev = *ev;
+	pthread_mutex_lock(&c->ev_lock);
+	if (c->ev_tail)
+		c->ev_tail->next = e;
+	else
+		c->ev_head = e;
+	c->ev_tail = e;
+	pthread_mutex_unlock(&c->ev_lock);
+	if (write(c->vctx.context.async_fd, &one, sizeof(one)) != sizeof(one))
+		return; /* counter overflow cannot happen with one count per event */
+}
+
+static bool is_qp_event(enum ibv_event_type t)
+{
+	switch (t) {
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		return true;
+	default:
+		return false;
+	}
+}
+
+void rocemu_async_from_engine(void *arg, const struct rocemu_event *ev)
+{
+	struct rocemu_vdevice *d = arg;
+	struct ibv_async_event out;
+
+	memset(&out, 0, sizeof(out));
+	out.event_type = ev->type;
+	if (ev->obj_ctx && ev->type == IBV_EVENT_CQ_ERR) {
+		struct rocemu_vcq *cq = ev->obj_ctx;
+		out.element.cq = (struct ibv_cq *)&cq->cqx;
+		rocemu_async_push(cq->ctx, &out);
+		return;
+	}
+	if (ev->obj_ctx && is_qp_event(ev->type)) {
+		struct rocemu_vqp *qp = ev->obj_ctx;
+		out.element.qp = &qp->qpx.qp_base;
+		rocemu_async_push(qp->ctx, &out);
+		return;
+	}
+	if (ev->obj_ctx &&
+	    (ev->type == IBV_EVENT_SRQ_ERR || ev->type == IBV_EVENT_SRQ_LIMIT_REACHED)) {
+		struct rocemu_vsrq *srq = ev->obj_ctx;
+		out.element.srq = &srq->srq;
+		rocemu_async_push(srq->ctx, &out);
+		return;
+	}
+	/* Port and device events go to every context open on the device. */
+	out.element.port_num = 1;
+	pthread_mutex_lock(&rocemu_ctx_list_lock);
+	for (struct rocemu_vcontext *c = d->contexts; c; c = c->next)
+		rocemu_async_push(c, &out);
+	pthread_mutex_unlock(&rocemu_ctx_list_lock);
+}
+
+int ibv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *event)
+{
+	uint64_t v;
+
+	if (!ctx || !event) {
+		errno = EINVAL;
+		return -1;
+	}
+	struct rocemu_vcontext *c = to_vctx(ctx);
+	/* Blocks unless the program made async_fd non-blocking (then EAGAIN). */
+	if (read(ctx->async_fd, &v, sizeof(v)) != sizeof(v))
+		return -1;
+	pthread_mutex_lock(&c->ev_lock);
+	struct rocemu_async_event *e = c->ev_head;
+	if (e) {
+		c->ev_head = e->next;
+		if (!c->ev_head)
+			c->ev_tail = NULL;
+	}
+	pthread_mutex_unlock(&c->ev_lock);
+	if (!e) {
+		errno = EAGAIN;
+		return -1;
+	}
+	*event = e->ev;
+	free(e);
+	return 0;
+}
+ROCEMU_PUBLIC(ibv_get_async_event)
+
+static void count_ack(pthread_mutex_t *m, pthread_cond_t *cond, uint32_t *counter)
+{
+	pthread_mutex_lock(m);
+	(*counter)++;
+	pthread_cond_broadcast(cond);
+	pthread_mutex_unlock(m);
+}
+
+void ibv_ack_async_event(struct ibv_async_event *event)
+{
+	if (!event)
+		return;
+	if (event->event_type == IBV_EVENT_CQ_ERR && event->element.cq) {
+		struct ibv_cq *cq = event->element.cq;
+		count_ack(&cq->mutex, &cq->cond, &cq->async_events_completed);
+	} else if (is_qp_event(event->event_type) && event->element.qp) {
+		struct ibv_qp *qp = event->element.qp;
+		count_ack(&qp->mutex, &qp->cond, &qp->events_completed);
+	} else if ((event->event_type == IBV_EVENT_SRQ_ERR ||
+		    event->event_type == IBV_EVENT_SRQ_LIMIT_REACHED) &&
+		   event->element.srq) {
+		struct ibv_srq *srq = event->element.srq;
+		count_ack(&srq->mutex, &srq->cond, &srq->events_completed);
+	}
+}
+ROCEMU_PUBLIC(ibv_ack_async_event)
+
+/* ------------------------------------------------------------------------ */
+/* fork(): the engine reaches registered memory through the process's own   */
+/* virtual addresses, never by physical page, so copy-on-write after fork   */
+/* cannot detach a registration from the parent's memory: fork is safe.     */
+
+static bool g_fork_init;
+
+int ibv_fork_init(void)
+{
+	g_fork_init = true;
+	return 0;
+}
+ROCEMU_PUBLIC(ibv_fork_init)
+
+enum ibv_fork_status ibv_is_fork_initialized(void)
+{
+	return IBV_FORK_UNNEEDED;
+}
+ROCEMU_PUBLIC(ibv_is_fork_initialized)
+
+int ibv_dontfork_range(void *base, size_t size)
+{
+	(void)base;
+	(void)size;
+	return 0;
+}
+ROCEMU_PUBLIC(ibv_dontfork_range)
+
+int ibv_dofork_range(void *base, size_t size)
+{
+	(void)base;
+	(void)size;
+	return 0;
+}
+ROCEMU_PUBLIC(ibv_dofork_range)

@@ -1,0 +1,664 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Devices and contexts: the device list (from configuration), opening a
+ * device (its engine is created at the first open and shared, refcounted,
+ * by every context on it), and the query verbs.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "provider.h"
+
+#undef ibv_get_device_list
+#undef ibv_query_port
+
+static struct rocemu_vdevice *g_devices[ROCEMU_MAX_DEVICES];
+static unsigned g_n_devices;
+static int g_config_errno;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void load_devices(void)
+{
+	static struct rocemu_port_config cfgs[ROCEMU_MAX_DEVICES];
+	char err[512];
+	unsigned n = 0;
+
+	int rc = rocemu_config_load(cfgs, ROCEMU_MAX_DEVICES, &n, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "rocemu: %s\n", err);
+		g_config_errno = -rc;
+		return;
+	}
+	if (n == 0) {
+		g_config_errno = ENODEV;
+		return;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct rocemu_vdevice *d = calloc(1, sizeof(*d));
+		if (!d) {
+			g_config_errno = ENOMEM;
+			return;
+		}
+		d->cfg = cfgs[i];
+		d->index = i;
+		pthread_mutex_init(&d->lock, NULL);
+		d->ibdev.node_type = IBV_NODE_CA;
+		d->ibdev.transport_type = IBV_TRANSPORT_IB;
+		snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%s", cfgs[i].name);
+		snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "%s", cfgs[i].name);
+		snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path), "/sys/class/infiniband_verbs/%s",
+			 cfgs[i].name);
+		snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path), ROCEMU_SYSFS_CLASS "/%s",
+			 cfgs[i].name);
+		if (cfgs[i].mac_set) {
+			d->guid = rocemu_guid_from_mac(cfgs[i].mac);
+			d->guid_known = true;
+		}
+		g_devices[g_n_devices++] = d;
+	}
+}
+
+struct rocemu_vdevice **rocemu_devices(unsigned *n)
+{
+	pthread_once(&g_once, load_devices);
+	*n = g_n_devices;
+	return g_devices;
+}
+
+/* Modified EUI-64 from a MAC (RFC 4291 appendix A), as the GUID's bytes. */
+uint64_t rocemu_guid_from_mac(const uint8_t mac[6])
+{
+	uint8_t b[8] = {mac[0] ^ 0x02, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]};
+	uint64_t g;
+
+	memcpy(&g, b, sizeof(g));
+	return g;
+}
+
+static struct rocemu_vdevice *to_vdev(struct ibv_device *ibdev)
+{
+	unsigned n;
+	struct rocemu_vdevice **devs = rocemu_devices(&n);
+
+	for (unsigned i = 0; i < n; i++)
+		if (&devs[i]->ibdev == ibdev)
+			return devs[i];
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Device list                                                                */
+
+struct ibv_device **ibv_get_device_list(int *num_devices)
+{
+	unsigned n;
+	struct rocemu_vdevice **devs = rocemu_devices(&n);
+	struct ibv_device **list = calloc(n + 1, sizeof(*list));
+
+	if (!list) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (unsigned i = 0; i < n; i++)
+		list[i] = &devs[i]->ibdev;
+	if (num_devices)
+		*num_devices = (int)n;
+	if (n == 0 && g_config_errno)
+		errno = g_config_errno;
+	return list;
+}
+ROCEMU_PUBLIC(ibv_get_device_list)
+
+void ibv_free_device_list(struct ibv_device **list)
+{
+	free(list);
+}
+ROCEMU_PUBLIC(ibv_free_device_list)
+
+const char *ibv_get_device_name(struct ibv_device *device)
+{
+	if (!device) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return device->name;
+}
+ROCEMU_PUBLIC(ibv_get_device_name)
+
+int ibv_get_device_index(struct ibv_device *device)
+{
+	struct rocemu_vdevice *d = device ? to_vdev(device) : NULL;
+
+	if (!d) {
+		errno = EINVAL;
+		return -1;
+	}
+	return (int)d->index;
+}
+ROCEMU_PUBLIC(ibv_get_device_index)
+
+/* ------------------------------------------------------------------------ */
+/* Engine sharing                                                             */
+
+static int engine_acquire(struct rocemu_vdevice *d)
+{
+	char err[512] = "";
+	int rc = 0;
+
+	pthread_mutex_lock(&d->lock);
+	if (!d->engine) {
+		rc = rocemu_engine_create(&d->cfg, &d->engine, err, sizeof(err));
+		if (rc < 0) {
+			fprintf(stderr, "rocemu: %s: %s\n", d->ibdev.name, err[0] ? err : strerror(-rc));
+			d->engine = NULL;
+		} else {
+			uint8_t mac[6];
+			rocemu_port_mac(rocemu_engine_port(d->engine), mac);
+			d->guid = rocemu_guid_from_mac(mac);
+			d->guid_known = true;
+			rocemu_engine_set_event_handler(d->engine, rocemu_async_from_engine, d);
+		}
+	}
+	if (rc == 0)
+		d->refs++;
+	pthread_mutex_unlock(&d->lock);
+	return rc;
+}
+
+/* The last close destroys the engine: that stops progress and flushes the capture. */
+static void engine_release(struct rocemu_vdevice *d)
+{
+	struct rocemu_engine *dead = NULL;
+
+	pthread_mutex_lock(&d->lock);
+	if (d->refs && --d->refs == 0) {
+		dead = d->engine;
+		d->engine = NULL;
+	}
+	pthread_mutex_unlock(&d->lock);
+	if (dead)
+		rocemu_engine_destroy(dead);
+}
+
+__be64 ibv_get_device_guid(struct ibv_device *device)
+{
+	struct rocemu_vdevice *d = device ? to_vdev(device) : NULL;
+
+	if (!d) {
+		errno = EINVAL;
+		return 0;
+	}
+	/* Without a configured MAC, only the port knows it (af_packet uses the interface's). */
+	if (!d->guid_known && engine_acquire(d) == 0)
+		engine_release(d);
+	return d->guid;
+}
+ROCEMU_PUBLIC(ibv_get_device_guid)
+
+/* Close remaining engines at exit so captures are complete even without ibv_close_device. */
+__attribute__((destructor)) static void close_engines_at_exit(void)
+{
+	for (unsigned i = 0; i < g_n_devices; i++) {
+		struct rocemu_vdevice *d = g_devices[i];
+		pthread_mutex_lock(&d->lock);
+		struct rocemu_engine *e = d->engine;
+		d->engine = NULL;
+		d->refs = 0;
+		pthread_mutex_unlock(&d->lock);
+		if (e)
+			rocemu_engine_destroy(e);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Context ops                                                                */
+
+/* Slots of ibv_context_ops that only old (1.0) binaries could call. */
+static void *op_compat_unsupported(void)
+{
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+static int op_compat_query_device(struct ibv_context *ctx, struct ibv_device_attr *attr)
+{
+	return ibv_query_device(ctx, attr);
+}
+
+static int op_compat_query_port(struct ibv_context *ctx, uint8_t port,
+				struct _compat_ibv_port_attr *attr)
+{
+	return ibv_query_port(ctx, port, attr);
+}
+
+static struct ibv_mw *op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	(void)pd;
+	(void)type;
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+static int op_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
+{
+	(void)qp;
+	(void)mw;
+	(void)bind;
+	return EOPNOTSUPP;
+}
+
+static int op_dealloc_mw(struct ibv_mw *mw)
+{
+	(void)mw;
+	return EOPNOTSUPP;
+}
+
+static void fill_ops(struct rocemu_vcontext *c)
+{
+	struct ibv_context_ops *o = &c->vctx.context.ops;
+	void *(*u)(void) = op_compat_unsupported;
+
+	o->_compat_query_device = op_compat_query_device;
+	o->_compat_query_port = op_compat_query_port;
+	o->_compat_alloc_pd = o->_compat_dealloc_pd = o->_compat_reg_mr = u;
+	o->_compat_rereg_mr = o->_compat_dereg_mr = o->_compat_create_cq = u;
+	o->_compat_cq_event = o->_compat_resize_cq = o->_compat_destroy_cq = u;
+	o->_compat_create_srq = o->_compat_modify_srq = o->_compat_query_srq = u;
+	o->_compat_destroy_srq = o->_compat_create_qp = o->_compat_query_qp = u;
+	o->_compat_modify_qp = o->_compat_destroy_qp = o->_compat_create_ah = u;
+	o->_compat_destroy_ah = o->_compat_attach_mcast = o->_compat_detach_mcast = u;
+	o->_compat_async_event = u;
+	o->alloc_mw = op_alloc_mw;
+	o->bind_mw = op_bind_mw;
+	o->dealloc_mw = op_dealloc_mw;
+	o->poll_cq = rocemu_op_poll_cq;
+	o->req_notify_cq = rocemu_op_req_notify_cq;
+	o->post_srq_recv = rocemu_op_post_srq_recv;
+	o->post_send = rocemu_op_post_send;
+	o->post_recv = rocemu_op_post_recv;
+
+	/* verbs_context ops: NULL means "unsupported" to the inline wrappers. */
+	struct verbs_context *v = &c->vctx;
+	v->query_port = rocemu_op_query_port;
+	v->advise_mr = rocemu_op_advise_mr;
+	v->create_cq_ex = rocemu_op_create_cq_ex;
+	v->create_qp_ex = rocemu_op_create_qp_ex;
+	v->create_srq_ex = rocemu_op_create_srq_ex;
+	v->query_device_ex = rocemu_op_query_device_ex;
+	v->query_rt_values = rocemu_op_query_rt_values;
+}
+
+struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct rocemu_vdevice *d = device ? to_vdev(device) : NULL;
+
+	if (!d) {
+		errno = ENODEV;
+		return NULL;
+	}
+	struct rocemu_vcontext *c = calloc(1, sizeof(*c));
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	int async_fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+	if (async_fd < 0) {
+		int e = errno;
+		free(c);
+		errno = e;
+		return NULL;
+	}
+	int rc = engine_acquire(d);
+	if (rc < 0) {
+		close(async_fd);
+		free(c);
+		errno = -rc;
+		return NULL;
+	}
+	c->dev = d;
+	c->engine = d->engine;
+	c->port = rocemu_engine_port(d->engine);
+	pthread_mutex_init(&c->ev_lock, NULL);
+
+	struct ibv_context *ctx = &c->vctx.context;
+	ctx->device = device;
+	ctx->cmd_fd = -1;
+	ctx->async_fd = async_fd;
+	ctx->num_comp_vectors = 1;
+	pthread_mutex_init(&ctx->mutex, NULL);
+	ctx->abi_compat = __VERBS_ABI_IS_EXTENDED;
+	c->vctx.sz = sizeof(struct verbs_context);
+	fill_ops(c);
+
+	pthread_mutex_lock(&rocemu_ctx_list_lock);
+	c->next = d->contexts;
+	d->contexts = c;
+	pthread_mutex_unlock(&rocemu_ctx_list_lock);
+	return ctx;
+}
+ROCEMU_PUBLIC(ibv_open_device)
+
+int ibv_close_device(struct ibv_context *ctx)
+{
+	if (!ctx)
+		return EINVAL;
+	struct rocemu_vcontext *c = to_vctx(ctx);
+	struct rocemu_vdevice *d = c->dev;
+
+	pthread_mutex_lock(&rocemu_ctx_list_lock);
+	for (struct rocemu_vcontext **pp = &d->contexts; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	pthread_mutex_unlock(&rocemu_ctx_list_lock);
+	/* Hold the engine lock once so no event handler still sees c. */
+	rocemu_port_lock(c->port);
+	rocemu_port_unlock(c->port);
+	engine_release(d);
+	while (c->ev_head) {
+		struct rocemu_async_event *e = c->ev_head;
+		c->ev_head = e->next;
+		free(e);
+	}
+	close(ctx->async_fd);
+	pthread_mutex_destroy(&c->ev_lock);
+	pthread_mutex_destroy(&ctx->mutex);
+	free(c);
+	return 0;
+}
+ROCEMU_PUBLIC(ibv_close_device)
+
+/* ------------------------------------------------------------------------ */
+/* Query device                                                               */
+
+void rocemu_fill_device_attr(struct rocemu_vcontext *c, struct ibv_device_attr *a)
+{
+	struct rocemu_caps caps;
+
+	rocemu_engine_caps(c->engine, &caps);
+	memset(a, 0, sizeof(*a));
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", ROCEMU_VERSION);
+	a->node_guid = c->dev->guid;
+	a->sys_image_guid = c->dev->guid;
+	a->max_mr_size = caps.max_mr_size;
+	a->page_size_cap = ~(uint64_t)4095; /* any power of two from 4 KiB */
+	a->vendor_id = 0xffffff;            /* no IEEE OUI: a software device */
+	a->vendor_part_id = 0;
+	a->hw_ver = 0;
+	a->max_qp = (int)caps.max_qp;
+	a->max_qp_wr = (int)caps.max_qp_wr;
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE |
+			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID;
+	a->max_sge = (int)caps.max_sge;
+	a->max_sge_rd = (int)caps.max_sge_rd;
+	a->max_cq = (int)caps.max_cq;
+	a->max_cqe = (int)caps.max_cqe;
+	a->max_mr = (int)caps.max_mr;
+	a->max_pd = (int)caps.max_pd;
+	a->max_qp_rd_atom = (int)caps.max_qp_rd_atom;
+	a->max_res_rd_atom = (int)caps.max_res_rd_atom;
+	a->max_qp_init_rd_atom = (int)caps.max_qp_init_rd_atom;
+	a->atomic_cap = caps.atomic_hca ? IBV_ATOMIC_HCA : IBV_ATOMIC_NONE;
+	a->max_ah = (int)caps.max_ah;
+	a->max_srq = (int)caps.max_srq;
+	a->max_srq_wr = (int)caps.max_srq_wr;
+	a->max_srq_sge = (int)caps.max_srq_sge;
+	a->max_pkeys = (uint16_t)(caps.max_pkeys ? caps.max_pkeys : 1);
+	a->local_ca_ack_delay = 15;
+	a->phys_port_cnt = 1;
+}
+
+int ibv_query_device(struct ibv_context *ctx, struct ibv_device_attr *attr)
+{
+	if (!ctx || !attr)
+		return EINVAL;
+	rocemu_fill_device_attr(to_vctx(ctx), attr);
+	return 0;
+}
+ROCEMU_PUBLIC(ibv_query_device)
+
+int rocemu_op_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex_input *in,
+			      struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ibv_device_attr_ex a;
+	struct rocemu_caps caps;
+
+	if (!ctx || !attr || (in && in->comp_mask) || attr_size < sizeof(a.orig_attr))
+		return EINVAL;
+	struct rocemu_vcontext *c = to_vctx(ctx);
+	rocemu_engine_caps(c->engine, &caps);
+	memset(&a, 0, sizeof(a));
+	rocemu_fill_device_attr(c, &a.orig_attr);
+	if (caps.odp) {
+		a.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+		a.odp_caps.per_transport_caps.rc_odp_caps =
+			IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+			IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+		a.odp_caps.per_transport_caps.uc_odp_caps =
+			IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE;
+		a.odp_caps.per_transport_caps.ud_odp_caps =
+			IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV;
+	}
+	if (caps.timestamp_hz) {
+		a.completion_timestamp_mask = UINT64_MAX;
+		a.hca_core_clock = caps.timestamp_hz / 1000; /* kHz */
+	}
+	a.device_cap_flags_ex = a.orig_attr.device_cap_flags;
+	a.phys_port_cnt_ex = 1;
+	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
+	if (attr_size > sizeof(a))
+		memset((char *)attr + sizeof(a), 0, attr_size - sizeof(a));
+	return 0;
+}
+
+int rocemu_op_query_rt_values(struct ibv_context *ctx, struct ibv_values_ex *values)
+{
+	if (!ctx || !values)
+		return EINVAL;
+	if (values->comp_mask & ~(uint32_t)IBV_VALUES_MASK_RAW_CLOCK)
+		return EINVAL;
+	if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) {
+		uint64_t ns = rocemu_now_ns();
+		values->raw_clock.tv_sec = (time_t)(ns / 1000000000u);
+		values->raw_clock.tv_nsec = (long)(ns % 1000000000u);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Query port                                                                 */
+
+static enum ibv_mtu mtu_enum(uint32_t bytes)
+{
+	if (bytes >= 4096)
+		return IBV_MTU_4096;
+	if (bytes >= 2048)
+		return IBV_MTU_2048;
+	if (bytes >= 1024)
+		return IBV_MTU_1024;
+	if (bytes >= 512)
+		return IBV_MTU_512;
+	return IBV_MTU_256;
+}
+
+/* Express an Ethernet speed as IB width x speed (the pair ibv_devinfo shows). */
+static void link_width_speed(uint32_t mbps, uint8_t *width, uint8_t *speed)
+{
+	static const struct {
+		uint32_t mbps;
+		uint8_t width, speed;
+	} table[] = {
+		{400000, 2, 64}, {200000, 2, 64}, {100000, 2, 32}, {50000, 16, 32}, {40000, 2, 4},
+		{25000, 1, 32},  {10000, 1, 8},   {1000, 1, 1},
+	};
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		if (mbps >= table[i].mbps) {
+			*width = table[i].width;
+			*speed = table[i].speed;
+			return;
+		}
+	*width = 1; /* unknown or slow: 1X SDR */
+	*speed = 1;
+}
+
+static void fill_port_attr(struct rocemu_vcontext *c, struct ibv_port_attr *a)
+{
+	struct rocemu_caps caps;
+	bool up = rocemu_port_link_up(c->port);
+
+	rocemu_engine_caps(c->engine, &caps);
+	memset(a, 0, sizeof(*a));
+	a->state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+	a->max_mtu = IBV_MTU_4096;
+	a->active_mtu = mtu_enum(rocemu_port_active_mtu(c->port));
+	a->gid_tbl_len = ROCEMU_PORT_MAX_GIDS;
+	a->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
+	a->max_msg_sz = caps.max_msg_sz;
+	a->pkey_tbl_len = (uint16_t)(caps.max_pkeys ? caps.max_pkeys : 1);
+	a->max_vl_num = 1;
+	link_width_speed(rocemu_port_link_speed(c->port), &a->active_width, &a->active_speed);
+	a->phys_state = up ? 5 : 3; /* LinkUp : Disabled */
+	a->link_layer = IBV_LINK_LAYER_ETHERNET;
+}
+
+int rocemu_op_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr,
+			 size_t attr_len)
+{
+	struct ibv_port_attr a;
+
+	if (!ctx || !attr || port != 1)
+		return EINVAL;
+	fill_port_attr(to_vctx(ctx), &a);
+	memcpy(attr, &a, attr_len < sizeof(a) ? attr_len : sizeof(a));
+	return 0;
+}
+
+/* The exported symbol is the old-layout entry point (struct before port_cap_flags2). */
+int ibv_query_port(struct ibv_context *ctx, uint8_t port, struct _compat_ibv_port_attr *attr)
+{
+	return rocemu_op_query_port(ctx, port, (struct ibv_port_attr *)attr,
+				    offsetof(struct ibv_port_attr, port_cap_flags2));
+}
+ROCEMU_PUBLIC(ibv_query_port)
+
+/* ------------------------------------------------------------------------ */
+/* GIDs and P_Keys                                                            */
+
+/* 0 and gid filled; -ENODATA for an empty slot; -EINVAL out of the table. */
+static int gid_at(struct rocemu_vcontext *c, uint32_t port, uint32_t index, uint8_t gid[16])
+{
+	if (port != 1 || index >= ROCEMU_PORT_MAX_GIDS)
+		return -EINVAL;
+	if (index >= rocemu_port_gid_count(c->port) || rocemu_port_gid(c->port, index, gid) < 0)
+		return -ENODATA;
+	return 0;
+}
+
+int ibv_query_gid(struct ibv_context *ctx, uint8_t port, int index, union ibv_gid *gid)
+{
+	if (!ctx || !gid || index < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	int rc = gid_at(to_vctx(ctx), port, (uint32_t)index, gid->raw);
+	if (rc == -ENODATA) {
+		memset(gid, 0, sizeof(*gid));
+		return 0;
+	}
+	if (rc < 0) {
+		errno = -rc;
+		return -1;
+	}
+	return 0;
+}
+ROCEMU_PUBLIC(ibv_query_gid)
+
+static void fill_gid_entry(struct rocemu_vcontext *c, uint32_t index, const uint8_t gid[16],
+			   struct ibv_gid_entry *e)
+{
+	memset(e, 0, sizeof(*e));
+	memcpy(e->gid.raw, gid, 16);
+	e->gid_index = index;
+	e->port_num = 1;
+	e->gid_type = IBV_GID_TYPE_ROCE_V2;
+	e->ndev_ifindex = 0; /* no kernel netdev behind a rocemu port */
+	(void)c;
+}
+
+int _ibv_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_t index,
+		      struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size)
+{
+	uint8_t gid[16];
+
+	if (!ctx || !entry || flags || entry_size < sizeof(*entry))
+		return EINVAL;
+	int rc = gid_at(to_vctx(ctx), port, index, gid);
+	if (rc < 0)
+		return -rc;
+	fill_gid_entry(to_vctx(ctx), index, gid, entry);
+	return 0;
+}
+ROCEMU_PUBLIC(_ibv_query_gid_ex)
+
+ssize_t _ibv_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries,
+			     size_t max_entries, uint32_t flags, size_t entry_size)
+{
+	uint8_t gid[16];
+	size_t n = 0;
+
+	if (!ctx || (!entries && max_entries) || flags || entry_size < sizeof(*entries))
+		return -EINVAL;
+	struct rocemu_vcontext *c = to_vctx(ctx);
+	for (uint32_t i = 0; i < ROCEMU_PORT_MAX_GIDS; i++) {
+		if (gid_at(c, 1, i, gid) < 0)
+			continue;
+		if (n == max_entries)
+			return -EINVAL; /* man page: table larger than max_entries */
+		fill_gid_entry(c, i, gid, (struct ibv_gid_entry *)((char *)entries + n * entry_size));
+		n++;
+	}
+	return (ssize_t)n;
+}
+ROCEMU_PUBLIC(_ibv_query_gid_table)
+
+int ibv_query_gid_type(struct ibv_context *ctx, uint8_t port, unsigned int index, int *type)
+{
+	if (!ctx || !type || port != 1 || index >= ROCEMU_PORT_MAX_GIDS) {
+		errno = EINVAL;
+		return -1;
+	}
+	*type = ROCEMU_GID_TYPE_SYSFS_ROCE_V2; /* every rocemu GID is RoCE v2 */
+	return 0;
+}
+ROCEMU_PUBLIC(ibv_query_gid_type)
+
+/* One P_Key: the default full-membership 0xffff at index 0. */
+int ibv_query_pkey(struct ibv_context *ctx, uint8_t port, int index, __be16 *pkey)
+{
+	if (!ctx || !pkey || port != 1 || index != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	*pkey = htobe16(0xffff);
+	return 0;
+}
+ROCEMU_PUBLIC(ibv_query_pkey)
+
+int ibv_get_pkey_index(struct ibv_context *ctx, uint8_t port, __be16 pkey)
+{
+	if (!ctx || port != 1) {
+		errno = EINVAL;
+		return -1;
+	}
+	if ((be16toh(pkey) & 0x7fff) != 0x7fff) {
+		errno = ENOENT;
+		return -1;
+	}
+	return 0;
+}
+ROCEMU_PUBLIC(ibv_get_pkey_index)

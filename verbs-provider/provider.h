@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Internals of rocemu's drop-in libibverbs: the objects behind the public
+ * ibv_* structures, and the helpers every verb file shares.
+ *
+ * Each public object (ibv_context, ibv_pd, ibv_mr, ibv_cq, ...) is the first
+ * member of a provider object that also holds the engine object it stands
+ * for. Programs only ever see the public part.
+ *
+ * Exports: a function defined here is exported by marking it
+ * ROCEMU_PUBLIC(name) on the line after its body; gen_abi.py finds the mark,
+ * binds the name to the default version the installed libibverbs gives it,
+ * and leaves it out of the generated error stubs.
+ */
+#ifndef ROCEMU_VERBS_PROVIDER_H
+#define ROCEMU_VERBS_PROVIDER_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+#include "rocemu_engine.h"
+#include "rocemu_port.h"
+#include "rocemu_config.h"
+#include "abi_symver.h"
+
+#define ROCEMU_PUBLIC(name) ROCEMU_SYMVER_##name
+
+/** The sysfs directory rocemu devices pretend to live in. */
+#define ROCEMU_SYSFS_CLASS "/sys/class/infiniband"
+#define ROCEMU_MAX_DEVICES 16
+
+/** enum ibv_gid_type_sysfs of rdma-core's driver.h (not installed). */
+#define ROCEMU_GID_TYPE_SYSFS_ROCE_V2 1
+
+/* ------------------------------------------------------------------------ */
+/* Devices and contexts (device.c)                                            */
+
+struct rocemu_vcontext;
+
+struct rocemu_vdevice {
+	struct ibv_device ibdev;          /**< what programs see; must be first */
+	struct rocemu_port_config cfg;
+	unsigned index;
+	pthread_mutex_t lock;             /**< guards engine, refs, guid */
+	struct rocemu_engine *engine;     /**< created at first open, shared */
+	unsigned refs;
+	struct rocemu_vcontext *contexts; /**< open contexts (async event fan-out) */
+	uint64_t guid;                    /**< node GUID (EUI-64 of the MAC), network order */
+	bool guid_known;
+};
+
+struct rocemu_async_event {
+	struct rocemu_async_event *next;
+	struct ibv_async_event ev;
+};
+
+struct rocemu_vcontext {
+	struct verbs_context vctx;        /**< vctx.context is what programs see */
+	struct rocemu_vdevice *dev;
+	struct rocemu_engine *engine;
+	struct rocemu_port *port;
+	struct rocemu_vcontext *next;     /**< in dev->contexts */
+	pthread_mutex_t ev_lock;          /**< guards the async event queue */
+	struct rocemu_async_event *ev_head, *ev_tail;
+};
+
+static inline struct rocemu_vcontext *to_vctx(struct ibv_context *ctx)
+{
+	return (struct rocemu_vcontext *)((char *)ctx - offsetof(struct rocemu_vcontext, vctx.context));
+}
+
+/** Guards every device's contexts list (taken inside the engine lock by event fan-out). */
+extern pthread_mutex_t rocemu_ctx_list_lock;
+/** Queue an async event on one context (any thread, no engine lock needed). */
+void rocemu_async_push(struct rocemu_vcontext *c, const struct ibv_async_event *ev);
+/** The engine's event sink for a device (engine lock held). */
+void rocemu_async_from_engine(void *arg, const struct rocemu_event *ev);
+/** All devices; n gets the count. Loads the configuration once. */
+struct rocemu_vdevice **rocemu_devices(unsigned *n);
+uint64_t rocemu_guid_from_mac(const uint8_t mac[6]);
+/** Device attributes the way ibv_query_device reports them. */
+void rocemu_fill_device_attr(struct rocemu_vcontext *c, struct ibv_device_attr *a);
+
+/* ------------------------------------------------------------------------ */
+/* Objects                                                                    */
+
+struct rocemu_vpd {
+	struct ibv_pd pd;
+	struct rocemu_pd *epd;
+};
+
+struct rocemu_vmr {
+	struct ibv_mr mr;
+	struct rocemu_mr *emr;
+};
+
+struct rocemu_vchannel;
+
+struct rocemu_vcq {
+	struct ibv_cq_ex cqx;             /**< starts with struct ibv_cq's layout */
+	struct rocemu_cq *ecq;
+	struct rocemu_vcontext *ctx;
+	struct rocemu_vchannel *channel;
+	uint64_t wc_flags;                /**< IBV_WC_EX_WITH_* requested */
+	struct rocemu_wc cur;             /**< the completion start/next_poll popped */
+	/* Completion channel bookkeeping (guarded by the channel's lock). */
+	struct rocemu_vcq *ch_next;
+	unsigned ch_pending;
+};
+
+struct rocemu_vchannel {
+	struct ibv_comp_channel ch;
+	pthread_mutex_t lock;
+	struct rocemu_vcq *head, *tail;   /**< CQs with an undelivered event */
+};
+
+struct rocemu_vsrq {
+	struct ibv_srq srq;
+	struct rocemu_srq *esrq;
+	struct rocemu_vcontext *ctx;
+};
+
+struct rocemu_vah {
+	struct ibv_ah ah;
+	struct rocemu_ah *eah;
+};
+
+struct rocemu_wr_aux {
+	uint32_t first_sge;
+	bool inline_copy; /**< SGE addrs are offsets into batch.inl until complete */
+};
+
+/** State of one ibv_wr_start()..ibv_wr_complete() batch. */
+struct rocemu_wr_batch {
+	struct rocemu_send_wr *wrs;
+	unsigned n, cap;
+	struct ibv_sge *sges;             /**< sg_list of each WR, by index (fixed up at complete) */
+	struct rocemu_wr_aux *aux;        /**< per WR: where its SGEs are */
+	unsigned n_sge, cap_sge;
+	uint8_t *inl;                     /**< inline data copied at set time */
+	size_t n_inl, cap_inl;
+	int err;                          /**< first error seen since wr_start */
+};
+
+struct rocemu_vqp {
+	struct ibv_qp_ex qpx;             /**< qpx.qp_base is what programs see */
+	struct rocemu_qp *eqp;
+	struct rocemu_vcontext *ctx;
+	bool has_qp_ex;                   /**< created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS */
+	uint64_t send_ops_flags;
+	uint32_t max_inline;
+	struct rocemu_wr_batch batch;
+};
+
+/* Per-file entry points used by the context ops table. */
+int rocemu_op_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int rocemu_op_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int rocemu_op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int rocemu_op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int rocemu_op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+struct ibv_cq_ex *rocemu_op_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr);
+struct ibv_qp *rocemu_op_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
+struct ibv_srq *rocemu_op_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr);
+int rocemu_op_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+			struct ibv_sge *sg, uint32_t n);
+int rocemu_op_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex_input *in,
+			      struct ibv_device_attr_ex *attr, size_t attr_size);
+int rocemu_op_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr,
+			 size_t attr_len);
+int rocemu_op_query_rt_values(struct ibv_context *ctx, struct ibv_values_ex *values);
+
+/** Set errno from a negative engine return and return NULL. */
+static inline void *rocemu_null_errno(int rc)
+{
+	errno = rc < 0 ? -rc : EINVAL;
+	return NULL;
+}
+
+#endif /* ROCEMU_VERBS_PROVIDER_H */
