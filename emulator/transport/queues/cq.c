@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Completion queues: a ring of rocemu_wc, the one-shot arm of
+ * ibv_req_notify_cq(3), overflow reported as IBV_EVENT_CQ_ERR.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../memory/mem_objects.h"
+#include "../rocemu_internal.h"
+
+enum cq_arm {
+	CQ_DISARMED,
+	CQ_ARMED_SOLICITED, /**< next solicited or error completion */
+	CQ_ARMED_ANY,       /**< next completion */
+};
+
+struct rocemu_cq {
+	struct rocemu_engine *engine;
+	struct rocemu_obj obj;
+	struct rocemu_wc *ring;
+	uint32_t cap;
+	uint32_t head; /**< oldest entry */
+	uint32_t count;
+	uint32_t refcnt; /**< QPs attached */
+	enum cq_arm arm;
+	bool overflow_reported; /**< CQ_ERR raised since the ring was last full */
+	rocemu_cq_notify_fn notify;
+	void *notify_arg;
+	void *user_ctx;
+};
+
+static void cq_release(struct rocemu_obj *obj)
+{
+	struct rocemu_cq *cq = container_of(obj, struct rocemu_cq, obj);
+
+	free(cq->ring);
+	free(cq);
+}
+
+static bool cq_size_ok(const struct rocemu_engine *e, uint32_t cqe)
+{
+	struct rocemu_caps caps;
+
+	rocemu_engine_caps(e, &caps);
+	return cqe > 0 && cqe <= caps.max_cqe;
+}
+
+int rocemu_cq_create(struct rocemu_engine *e, uint32_t cqe, rocemu_cq_notify_fn notify,
+		     void *notify_arg, void *user_ctx, struct rocemu_cq **out)
+{
+	struct rocemu_caps caps;
+	struct rocemu_cq *cq;
+	int rc;
+
+	if (!e || !out || !cq_size_ok(e, cqe))
+		return -EINVAL;
+	rocemu_engine_caps(e, &caps);
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return -ENOMEM;
+	cq->ring = calloc(cqe, sizeof(*cq->ring));
+	if (!cq->ring) {
+		free(cq);
+		return -ENOMEM;
+	}
+	cq->engine = e;
+	cq->cap = cqe;
+	cq->notify = notify;
+	cq->notify_arg = notify_arg;
+	cq->user_ctx = user_ctx;
+	rocemu_engine_lock(e);
+	rc = rocemu_obj_track(rocemu_engine_mem(e), &cq->obj, ROCEMU_OBJ_CQ, caps.max_cq,
+			      cq_release);
+	rocemu_engine_unlock(e);
+	if (rc) {
+		cq_release(&cq->obj);
+		return rc;
+	}
+	*out = cq;
+	return 0;
+}
+
+uint32_t rocemu_cq_capacity(const struct rocemu_cq *cq)
+{
+	return cq->cap;
+}
+
+/* ibv_resize_cq(3): entries are kept; fewer slots than entries is EINVAL. */
+int rocemu_cq_resize(struct rocemu_cq *cq, uint32_t cqe)
+{
+	struct rocemu_wc *ring;
+	uint32_t i;
+
+	if (!cq || !cq_size_ok(cq->engine, cqe))
+		return -EINVAL;
+	ring = calloc(cqe, sizeof(*ring));
+	if (!ring)
+		return -ENOMEM;
+	rocemu_engine_lock(cq->engine);
+	if (cqe < cq->count) {
+		rocemu_engine_unlock(cq->engine);
+		free(ring);
+		return -EINVAL;
+	}
+	for (i = 0; i < cq->count; i++)
+		ring[i] = cq->ring[(cq->head + i) % cq->cap];
+	free(cq->ring);
+	cq->ring = ring;
+	cq->cap = cqe;
+	cq->head = 0;
+	if (cq->count < cq->cap)
+		cq->overflow_reported = false;
+	rocemu_engine_unlock(cq->engine);
+	return 0;
+}
+
+int rocemu_cq_destroy(struct rocemu_cq *cq)
+{
+	struct rocemu_engine *e;
+
+	if (!cq)
+		return -EINVAL;
+	e = cq->engine;
+	rocemu_engine_lock(e);
+	if (cq->refcnt > 0) {
+		rocemu_engine_unlock(e);
+		return -EBUSY;
+	}
+	rocemu_obj_untrack(rocemu_engine_mem(e), &cq->obj);
+	rocemu_engine_unlock(e);
+	cq_release(&cq->obj);
+	return 0;
+}
+
+int rocemu_cq_poll(struct rocemu_cq *cq, int n, struct rocemu_wc *wc)
+{
+	struct rocemu_port *port;
+	int got = 0;
+
+	if (!cq || n < 0 || (n > 0 && !wc))
+		return -EINVAL;
+	/* Progress runs in the polling thread too (try-lock, so never with
+	 * the lock held here), and tells the progress thread it may back off. */
+	port = rocemu_engine_port(cq->engine);
+	rocemu_port_progress(port);
+	rocemu_port_note_app_poll(port);
+	rocemu_engine_lock(cq->engine);
+	while (got < n && cq->count > 0) {
+		wc[got++] = cq->ring[cq->head];
+		cq->head = (cq->head + 1) % cq->cap;
+		cq->count--;
+	}
+	if (got > 0)
+		cq->overflow_reported = false;
+	rocemu_engine_unlock(cq->engine);
+	return got;
+}
+
+/* ibv_req_notify_cq(3): one-shot; asking for "any" while armed for
+ * solicited-only widens the arm, never the reverse. */
+int rocemu_cq_arm(struct rocemu_cq *cq, bool solicited_only)
+{
+	enum cq_arm want = solicited_only ? CQ_ARMED_SOLICITED : CQ_ARMED_ANY;
+
+	if (!cq)
+		return -EINVAL;
+	rocemu_engine_lock(cq->engine);
+	if (want > cq->arm)
+		cq->arm = want;
+	rocemu_engine_unlock(cq->engine);
+	return 0;
+}
+
+int rocemu_cq_push(struct rocemu_cq *cq, const struct rocemu_wc *wc, bool solicited)
+{
+	bool wake;
+
+	if (cq->count == cq->cap) {
+		/* A CQ overrun is an affiliated asynchronous error (IBA ch. 11). The
+		 * entries already queued stay intact; this one is lost. */
+		if (!cq->overflow_reported) {
+			cq->overflow_reported = true;
+			rocemu_engine_raise(cq->engine, IBV_EVENT_CQ_ERR, cq->user_ctx);
+		}
+		return -ENOSPC;
+	}
+	cq->ring[(cq->head + cq->count) % cq->cap] = *wc;
+	cq->count++;
+	wake = cq->arm == CQ_ARMED_ANY ||
+	       (cq->arm == CQ_ARMED_SOLICITED && (solicited || wc->status != IBV_WC_SUCCESS));
+	if (wake) {
+		cq->arm = CQ_DISARMED;
+		if (cq->notify)
+			cq->notify(cq->notify_arg);
+	}
+	return 0;
+}
+
+uint32_t rocemu_cq_free_slots(const struct rocemu_cq *cq)
+{
+	return cq->cap - cq->count;
+}
+
+struct rocemu_engine *rocemu_cq_engine(const struct rocemu_cq *cq)
+{
+	return cq->engine;
+}
+
+void rocemu_cq_get(struct rocemu_cq *cq)
+{
+	cq->refcnt++;
+}
+
+void rocemu_cq_put(struct rocemu_cq *cq)
+{
+	if (cq->refcnt > 0)
+		cq->refcnt--;
+}
