@@ -213,3 +213,46 @@ int roce_finish(uint8_t *frame, uint32_t frame_len, const struct roce_pkt *pkt)
 	roce_icrc_store(frame, frame_len, roce_icrc_compute(frame, l2_len(pkt), frame_len));
 	return 0;
 }
+
+static uint32_t csum_add(uint32_t sum, const uint8_t *p, uint32_t len)
+{
+	uint32_t i;
+
+	for (i = 0; i + 1 < len; i += 2)
+		sum += rb_get16(p + i);
+	if (len & 1)
+		sum += (uint32_t)p[len - 1] << 8;
+	return sum;
+}
+
+uint16_t roce_udp_checksum(const uint8_t *frame, uint32_t l3_off, uint32_t frame_len)
+{
+	const uint8_t *ip, *udp;
+	uint32_t sum = 0, ip_hdr, udp_len;
+	int version;
+
+	if (frame == NULL || frame_len < l3_off + RB_IPV4_LEN)
+		return 0;
+	ip = frame + l3_off;
+	version = ip[0] >> 4;
+	ip_hdr = version == 6 ? RB_IPV6_LEN : RB_IPV4_LEN;
+	if (frame_len < l3_off + ip_hdr + RB_UDP_LEN)
+		return 0;
+	udp = ip + ip_hdr;
+	udp_len = rb_get16(udp + 4);
+	if (udp_len < RB_UDP_LEN || frame_len - l3_off - ip_hdr < udp_len)
+		return 0;
+	/* pseudo-header: addresses, protocol, UDP length */
+	if (version == 6)
+		sum = csum_add(sum, ip + 8, 32);
+	else
+		sum = csum_add(sum, ip + 12, 8);
+	sum += RB_IP_PROTO_UDP + udp_len;
+	/* the UDP header without its checksum field, then the data */
+	sum = csum_add(sum, udp, 6);
+	sum = csum_add(sum, udp + RB_UDP_LEN, udp_len - RB_UDP_LEN);
+	while (sum >> 16)
+		sum = (sum & 0xFFFF) + (sum >> 16);
+	sum = ~sum & 0xFFFF;
+	return sum == 0 ? 0xFFFF : (uint16_t)sum;
+}

@@ -376,6 +376,18 @@ int roce_build_headers(uint8_t *buf, uint32_t room, const struct roce_pkt *pkt);
  */
 int roce_finish(uint8_t *frame, uint32_t frame_len, const struct roce_pkt *pkt);
 
+/**
+ * UDP checksum (RFC 768, with the IPv4 or IPv6 pseudo-header) of a finished
+ * frame whose IP header starts at l3_off, as it must be written into the UDP
+ * header (0 is sent as 0xFFFF). RoCEv2 senders normally send 0 (see
+ * roce_build_headers), but IPv6 forbids a zero UDP checksum (RFC 8200 8.1)
+ * and Wireshark flags one as an error. The ICRC masks this field, so it can be
+ * filled in after roce_finish() without touching the ICRC:
+ *     pkt.path.udp_csum = roce_udp_checksum(frame, pkt.l3_off, len); and store it
+ * at l4_off + 6 (or rebuild). Returns 0 if the frame is too short.
+ */
+uint16_t roce_udp_checksum(const uint8_t *frame, uint32_t l3_off, uint32_t frame_len);
+
 /* ------------------------------------------------------------------------ */
 /* ICRC (RoCEv2 annex A17.3.3).                                               */
 

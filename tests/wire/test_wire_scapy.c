@@ -33,12 +33,26 @@
 
 struct frame_case {
 	struct roce_pkt pkt;
+	bool scapy_udp_csum; /* scapy computes the UDP checksum; compare with ours */
 	uint8_t payload[PAYLOAD_MAX];
 };
 
 static struct frame_case cases[MAX_CASES];
 static unsigned n_cases;
 static char spec_path[4200], pcap_path[4200];
+
+/* A real UDP checksum from roce_udp_checksum(); scapy computes its own. */
+static void fill_udp_csum(struct frame_case *c)
+{
+	static uint8_t f[4096];
+	int len = wt_build(&c->pkt, c->payload, f, sizeof(f));
+	uint16_t l3 = c->pkt.path.has_vlan ? 18 : 14;
+
+	assert_true(len > 0);
+	c->pkt.path.udp_csum = roce_udp_checksum(f, l3, (uint32_t)len);
+	assert_int_not_equal(c->pkt.path.udp_csum, 0);
+	c->scapy_udp_csum = true;
+}
 
 static void add_cases(void)
 {
@@ -65,6 +79,8 @@ static void add_cases(void)
 					c->pkt.path.udp_csum = 0x1234;
 				}
 				wt_fill_payload(c->payload, c->pkt.payload_len, seed);
+				if (seed % 5 == 3 || (ipv == 6 && seed % 2 == 0))
+					fill_udp_csum(c);
 			}
 }
 
@@ -92,10 +108,10 @@ static void write_spec_line(FILE *f, const struct frame_case *c)
 	for (k = 0; k < 6; k++)
 		fprintf(f, "%02x", p->path.src_mac[k]);
 	fprintf(f, " vlan=%d vlan_tci=%u ipv=%u src_ip=%s dst_ip=%s tclass=%u ttl=%u ip_id=%u"
-		   " flow_label=%u sport=%u udp_csum=%u",
+		   " flow_label=%u sport=%u udp_csum=%d",
 		p->path.has_vlan, p->path.vlan_tci, p->path.ip_version, src, dst, p->path.tclass,
 		p->path.ttl, p->path.ip_id, p->path.flow_label, p->path.udp_sport,
-		p->path.udp_csum);
+		c->scapy_udp_csum ? -1 : (int)p->path.udp_csum);
 	fprintf(f, " opcode=%u se=%d mig=%d pkey=%u fecn=%d becn=%d resv6=%u dqpn=%u ackreq=%d"
 		   " resv7=%u psn=%u",
 		p->opcode, p->se, p->mig, p->pkey, p->fecn, p->becn, p->resv8a_low, p->dqpn,

@@ -101,11 +101,16 @@ def build(f):
               version=0, pkey=f["pkey"], fecn=f["fecn"], becn=f["becn"], resv6=f["resv6"],
               dqpn=f["dqpn"], ackreq=f["ackreq"], resv7=f["resv7"], psn=f["psn"])
     body = pack_ext(f["opcode"], f) + payload + b"\x00" * pad
-    pkt = eth / ip / UDP(sport=f["sport"], dport=4791, chksum=f["udp_csum"]) / bth / Raw(body)
-    frame = raw(pkt)
+    # udp_csum=-1: let scapy compute the UDP checksum (over the final ICRC)
+    csum = None if f["udp_csum"] < 0 else f["udp_csum"]
+    pkt = eth / ip / UDP(sport=f["sport"], dport=4791, chksum=csum) / bth / Raw(body)
     if f["ipv"] == 6:
-        frame = frame[:-4] + ipv6_icrc(frame, 18 if f["vlan"] else 14)
-    return frame
+        # scapy leaves the IPv6 ICRC 0: compute it, then build again with it
+        # in place so that a scapy-computed UDP checksum covers it.
+        l3_off = 18 if f["vlan"] else 14
+        icrc = ipv6_icrc(raw(pkt), l3_off)
+        pkt[BTH].icrc = int.from_bytes(icrc, "big")
+    return raw(pkt)
 
 
 def parse_spec_line(line):
