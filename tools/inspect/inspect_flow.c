@@ -1,0 +1,952 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * rocemu inspect: conversations. Every RoCEv2 packet belongs to a "half":
+ * all packets from one host to one destination QP, (src, dst, DQPN), plus
+ * the DETH source QP for UD. An RC or UC QP is connected to exactly one
+ * remote QP, so a half is what one QP sends to its peer: its requests and
+ * its responses to the peer's requests. Two halves in opposite directions
+ * make a conversation.
+ *
+ * Pairing rule (documented in docs/inspect.md):
+ *  - RC: the BTH of a response (ACK, NAK, READ response, ATOMIC ACK) carries
+ *    the requester's QPN as DQPN and the PSN of a request. A response in half
+ *    B->A/dqpn=a whose PSN lies in the outstanding window of exactly one
+ *    unpaired request half A->B/dqpn=x pairs the two: a <-> x. If several
+ *    windows contain the PSN, the one with the same UDP source port (rxe and
+ *    mlx5 derive it from both QPNs, so it is the same both ways) wins, then
+ *    the most recently active one.
+ *  - UD: exact, A->B (dqpn b, source QP a) pairs with B->A (dqpn a, source b).
+ *  - UC (no responses) or a one-sided capture: at the end, two unpaired
+ *    halves in opposite directions between the same hosts with the same UDP
+ *    source port pair when that match is unique.
+ *
+ * Sequence analysis of requests (per half, RC and UC): a PSN equal to the
+ * next expected one is in order; ahead of it opens a gap (out of sequence);
+ * behind it is a late packet when it fills a gap, a retransmission when it
+ * restarts at the PSN the responder NAKed or (timeout) at the oldest
+ * unacknowledged PSN at least INSP_RETX_MIN_NS after the previous request
+ * (go-back-N: the packets that follow it up to the old head are
+ * retransmissions too), and otherwise a duplicate.
+ *
+ * Memory is bounded by the number of halves: per half a fixed number of gaps,
+ * a message ring of at most INSP_RING_MAX entries and a fixed histogram.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inspect.h"
+
+#define INSP_RING_MIN 16
+#define INSP_RING_MAX 4096
+#define INSP_HALVES_MAX (1u << 20)
+/** A requester never retransmits on timeout faster than this (IBA 9.7.6.1.3: 4.096 us << timeout). */
+#define INSP_RETX_MIN_NS 1000000ull
+/** PMTU assumed for READ spans until one is seen: the smallest IB MTU. */
+#define INSP_PMTU_MIN 256u
+
+struct flow_key {
+	uint8_t src[16], dst[16];
+	uint32_t dqpn, src_qp;
+};
+
+static uint64_t key_hash(const struct flow_key *k)
+{
+	uint64_t h = 1469598103934665603ull;
+	const uint8_t *p = (const uint8_t *)k;
+
+	for (size_t i = 0; i < sizeof(*k); i++) {
+		h ^= p[i];
+		h *= 1099511628211ull;
+	}
+	return h ^ (h >> 29);
+}
+
+static bool half_has_key(const struct insp_half *h, const struct flow_key *k)
+{
+	return h->dqpn == k->dqpn && h->src_qp == k->src_qp && !memcmp(h->src, k->src, 16) &&
+	       !memcmp(h->dst, k->dst, 16);
+}
+
+int insp_state_init(struct insp_state *s, bool want_series)
+{
+	memset(s, 0, sizeof(*s));
+	s->want_series = want_series;
+	s->table_cap = 1024;
+	s->table = calloc(s->table_cap, sizeof(*s->table));
+	s->events = calloc(INSP_EVENTS_MAX, sizeof(*s->events));
+	if (want_series)
+		s->total_series = calloc(1, sizeof(*s->total_series));
+	if (!s->table || !s->events || (want_series && !s->total_series)) {
+		insp_state_free(s);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void insp_state_free(struct insp_state *s)
+{
+	for (unsigned i = 0; i < s->nhalves; i++) {
+		free(s->halves[i]->ring);
+		free(s->halves[i]->lat);
+		free(s->halves[i]->series);
+		free(s->halves[i]);
+	}
+	free(s->halves);
+	free(s->table);
+	free(s->events);
+	free(s->total_series);
+	memset(s, 0, sizeof(*s));
+}
+
+static struct insp_half **table_slot(struct insp_state *s, const struct flow_key *k)
+{
+	unsigned mask = s->table_cap - 1, i = (unsigned)key_hash(k) & mask;
+
+	while (s->table[i] && !half_has_key(s->table[i], k))
+		i = (i + 1) & mask;
+	return &s->table[i];
+}
+
+static int table_grow(struct insp_state *s)
+{
+	struct insp_half **old = s->table;
+	unsigned old_cap = s->table_cap;
+	struct flow_key k;
+
+	s->table = calloc((size_t)old_cap * 2, sizeof(*s->table));
+	if (!s->table) {
+		s->table = old;
+		return -ENOMEM;
+	}
+	s->table_cap = old_cap * 2;
+	for (unsigned i = 0; i < old_cap; i++) {
+		if (!old[i])
+			continue;
+		memcpy(k.src, old[i]->src, 16);
+		memcpy(k.dst, old[i]->dst, 16);
+		k.dqpn = old[i]->dqpn;
+		k.src_qp = old[i]->src_qp;
+		*table_slot(s, &k) = old[i];
+	}
+	free(old);
+	return 0;
+}
+
+static void frame_key(const struct insp_frame *f, struct flow_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	memcpy(k->src, f->src_gid, 16);
+	memcpy(k->dst, f->dst_gid, 16);
+	k->dqpn = f->dqpn;
+	k->src_qp = INSP_QPN_UNKNOWN;
+	if (f->headers_ok && f->pkt.op && (f->pkt.op->hdrs & ROCE_HDR_DETH))
+		k->src_qp = f->pkt.deth.src_qp;
+}
+
+struct insp_half *insp_flow_lookup(struct insp_state *s, const struct insp_frame *f)
+{
+	struct flow_key k;
+
+	if (!f->has_bth)
+		return NULL;
+	frame_key(f, &k);
+	return *table_slot(s, &k);
+}
+
+static void pair(struct insp_half *a, struct insp_half *b, const char *how)
+{
+	a->peer = b;
+	b->peer = a;
+	a->paired_by = how;
+	b->paired_by = how;
+	if (a->id < b->id) {
+		a->is_first = true;
+		b->is_first = false;
+	} else {
+		b->is_first = true;
+		a->is_first = false;
+	}
+}
+
+static struct insp_half *half_get(struct insp_state *s, const struct insp_frame *f)
+{
+	struct flow_key k, rk;
+	struct insp_half **slot, *h;
+
+	frame_key(f, &k);
+	slot = table_slot(s, &k);
+	if (*slot)
+		return *slot;
+	if (s->nhalves >= INSP_HALVES_MAX)
+		return NULL;
+	if ((s->nhalves + 1) * 2 > s->table_cap) {
+		if (table_grow(s) < 0)
+			return NULL;
+		slot = table_slot(s, &k);
+	}
+	if (s->nhalves == s->halves_cap) {
+		unsigned cap = s->halves_cap ? s->halves_cap * 2 : 64;
+		struct insp_half **v = realloc(s->halves, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		s->halves = v;
+		s->halves_cap = cap;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return NULL;
+	memcpy(h->src, k.src, 16);
+	memcpy(h->dst, k.dst, 16);
+	h->dqpn = k.dqpn;
+	h->src_qp = k.src_qp;
+	h->transport = 0xFF;
+	h->id = s->nhalves;
+	h->is_first = true;
+	h->sport = f->sport;
+	h->first_ts = f->ts_ns;
+	if (s->want_series)
+		h->series = calloc(1, sizeof(*h->series)); /* NULL: drawn without it */
+	s->halves[s->nhalves++] = h;
+	*slot = h;
+
+	/* UD: the reverse direction is known exactly from the DETH */
+	if (k.src_qp != INSP_QPN_UNKNOWN) {
+		memcpy(rk.src, k.dst, 16);
+		memcpy(rk.dst, k.src, 16);
+		rk.dqpn = k.src_qp;
+		rk.src_qp = k.dqpn;
+		struct insp_half *r = *table_slot(s, &rk);
+		if (r && !r->peer)
+			pair(r, h, "UD source QP");
+	}
+	return h;
+}
+
+/* ------------------------------------------------------------------------ */
+/* events                                                                    */
+
+static struct insp_event *event_add(struct insp_state *s, const struct insp_frame *f,
+				    enum insp_event_kind kind, struct insp_half *h, bool violation)
+{
+	struct insp_event *e;
+
+	if (violation)
+		s->violations++;
+	if (s->nevents >= INSP_EVENTS_MAX) {
+		s->events_dropped++;
+		return NULL;
+	}
+	e = &s->events[s->nevents++];
+	memset(e, 0, sizeof(*e));
+	e->frame = f ? f->index : 0;
+	e->file = f ? f->file_no : 0;
+	e->kind = (uint8_t)kind;
+	e->violation = violation;
+	e->half = h;
+	e->psn = f ? f->psn : 0;
+	return e;
+}
+
+/* ------------------------------------------------------------------------ */
+/* time series (--plot)                                                      */
+
+static void series_halve(struct insp_series *x)
+{
+	if (!x)
+		return;
+	for (unsigned i = 0; i < INSP_SERIES_BINS / 2; i++) {
+		unsigned a = 2 * i, b = 2 * i + 1;
+
+		x->bytes[i] = x->bytes[a] + x->bytes[b];
+		x->lat_sum[i] = x->lat_sum[a] + x->lat_sum[b];
+		x->lat_n[i] = x->lat_n[a] + x->lat_n[b];
+		x->lat_max[i] = x->lat_max[a] > x->lat_max[b] ? x->lat_max[a] : x->lat_max[b];
+	}
+	memset(x->bytes + INSP_SERIES_BINS / 2, 0, sizeof(x->bytes) / 2);
+	memset(x->lat_sum + INSP_SERIES_BINS / 2, 0, sizeof(x->lat_sum) / 2);
+	memset(x->lat_n + INSP_SERIES_BINS / 2, 0, sizeof(x->lat_n) / 2);
+	memset(x->lat_max + INSP_SERIES_BINS / 2, 0, sizeof(x->lat_max) / 2);
+}
+
+/* Bin of time t; widens every series (doubling the bin) until t fits. */
+static int series_bin(struct insp_state *s, uint64_t t)
+{
+	if (!s->want_series)
+		return -1;
+	if (!s->series_bin_ns) {
+		s->series_t0 = t;
+		s->series_bin_ns = 1000; /* 1 us to start with */
+	}
+	if (t < s->series_t0)
+		return 0;
+	while ((t - s->series_t0) / s->series_bin_ns >= INSP_SERIES_BINS) {
+		series_halve(s->total_series);
+		for (unsigned i = 0; i < s->nhalves; i++)
+			series_halve(s->halves[i]->series);
+		s->series_bin_ns *= 2;
+	}
+	return (int)((t - s->series_t0) / s->series_bin_ns);
+}
+
+static void series_bytes(struct insp_state *s, struct insp_half *h, uint64_t t, uint64_t bytes)
+{
+	int b = series_bin(s, t);
+
+	if (b < 0)
+		return;
+	s->total_series->bytes[b] += bytes;
+	if (h->series)
+		h->series->bytes[b] += bytes;
+}
+
+static void series_latency(struct insp_state *s, struct insp_half *h, uint64_t t, uint64_t lat)
+{
+	int b = series_bin(s, t);
+	struct insp_series *xs[2] = {s->total_series, h->series};
+
+	if (b < 0)
+		return;
+	for (unsigned i = 0; i < 2; i++) {
+		if (!xs[i])
+			continue;
+		xs[i]->lat_sum[b] += lat;
+		xs[i]->lat_n[b]++;
+		if (lat > xs[i]->lat_max[b])
+			xs[i]->lat_max[b] = lat;
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* messages                                                                  */
+
+static struct insp_msg *ring_at(struct insp_half *h, unsigned i)
+{
+	return &h->ring[(h->ring_head + i) % h->ring_cap];
+}
+
+static struct insp_msg *ring_tail(struct insp_half *h)
+{
+	return h->ring_len ? ring_at(h, h->ring_len - 1) : NULL;
+}
+
+static void ring_pop(struct insp_half *h)
+{
+	h->ring_head = (h->ring_head + 1) % h->ring_cap;
+	h->ring_len--;
+}
+
+static struct insp_msg *ring_push(struct insp_half *h)
+{
+	if (h->ring_len == h->ring_cap) {
+		if (h->ring_cap < INSP_RING_MAX) {
+			unsigned cap = h->ring_cap ? h->ring_cap * 2 : INSP_RING_MIN;
+			struct insp_msg *r = malloc(cap * sizeof(*r));
+
+			if (r) {
+				for (unsigned i = 0; i < h->ring_len; i++)
+					r[i] = *ring_at(h, i);
+				free(h->ring);
+				h->ring = r;
+				h->ring_cap = cap;
+				h->ring_head = 0;
+			}
+		}
+		if (h->ring_len == h->ring_cap) {
+			if (!h->ring_cap)
+				return NULL;
+			/* full: forget the oldest, it can no longer be timed */
+			ring_pop(h);
+			h->msgs_untracked++;
+		}
+	}
+	h->ring_len++;
+	memset(ring_tail(h), 0, sizeof(struct insp_msg));
+	return ring_tail(h);
+}
+
+static enum insp_msg_kind msg_kind(uint16_t flags)
+{
+	if (flags & ROCE_OPF_WRITE)
+		return INSP_MSG_WRITE;
+	if (flags & ROCE_OPF_READ)
+		return INSP_MSG_READ;
+	if (flags & ROCE_OPF_ATOMIC)
+		return INSP_MSG_ATOMIC;
+	return INSP_MSG_SEND;
+}
+
+static void msg_done(struct insp_state *s, struct insp_half *h, const struct insp_msg *m,
+		     uint64_t t)
+{
+	uint64_t lat = t >= m->t_last ? t - m->t_last : 0;
+
+	h->msgs_completed++;
+	if (!h->lat)
+		h->lat = calloc(1, sizeof(*h->lat));
+	if (h->lat)
+		insp_hist_add(h->lat, lat);
+	h->last_done_ts = t;
+	series_latency(s, h, t, lat);
+}
+
+/* Count a message once its last packet is seen (UC, UD: nothing completes it on the wire). */
+static void msg_count(struct insp_half *h, enum insp_msg_kind kind, uint64_t bytes, uint64_t t)
+{
+	if (!h->msgs[0] && !h->msgs[1] && !h->msgs[2] && !h->msgs[3])
+		h->first_msg_ts = t;
+	h->msgs[kind]++;
+	h->msg_bytes[kind] += bytes;
+}
+
+/*
+ * A new request packet (first sighting of its PSN at the head of the
+ * stream) builds messages: FIRST/ONLY opens one, LAST/ONLY ends it. A READ
+ * or an atomic is one request packet. RC messages wait in the ring for the
+ * response that completes them; UC ones are only counted.
+ */
+static void msg_request(struct insp_half *h, const struct insp_frame *f, bool reliable)
+{
+	const struct roce_opcode_info *op = f->pkt.op;
+	enum insp_msg_kind kind = msg_kind(op->flags);
+	bool single = kind == INSP_MSG_READ || kind == INSP_MSG_ATOMIC;
+	bool first = single || (op->flags & ROCE_OPF_FIRST);
+	bool last = single || (op->flags & ROCE_OPF_LAST);
+	uint64_t bytes = f->pkt.payload_len;
+	struct insp_msg *m;
+
+	if (kind == INSP_MSG_READ)
+		bytes = f->pkt.reth.dma_len;
+	else if (kind == INSP_MSG_ATOMIC)
+		bytes = 8;
+
+	if (!reliable) {
+		/* UC: FIRST..LAST in order, counted at the end, never completed on the wire */
+		h->uc_open_bytes = first ? bytes : h->uc_open_bytes + bytes;
+		h->uc_open = !last;
+		if (last)
+			msg_count(h, kind, h->uc_open_bytes, f->ts_ns);
+		return;
+	}
+	m = ring_tail(h);
+	if (!m || m->ended || first) {
+		if (m && !m->ended) {
+			/* a FIRST while the previous never ended: count it as it is */
+			m->ended = true;
+			m->t_last = f->ts_ns;
+			msg_count(h, m->kind, m->bytes, f->ts_ns);
+		}
+		m = ring_push(h);
+		if (!m)
+			return;
+		m->kind = (uint8_t)kind;
+		m->start_psn = f->psn;
+		m->t_first = f->ts_ns;
+		m->frame_first = f->index;
+		m->file_first = f->file_no;
+	}
+	m->end_psn = f->psn;
+	m->bytes += bytes;
+	if (last) {
+		m->ended = true;
+		m->t_last = f->ts_ns;
+		msg_count(h, kind, m->bytes, f->ts_ns);
+	}
+}
+
+/* A late or retransmitted packet fills a PSN that was missing: add its bytes. */
+static void msg_fill(struct insp_half *h, const struct insp_frame *f)
+{
+	for (unsigned i = 0; i < h->ring_len; i++) {
+		struct insp_msg *m = ring_at(h, i);
+
+		if (roce_psn_cmp(f->psn, m->start_psn) >= 0 && roce_psn_cmp(f->psn, m->end_psn) <= 0) {
+			if (m->kind != INSP_MSG_READ && m->kind != INSP_MSG_ATOMIC) {
+				m->bytes += f->pkt.payload_len;
+				h->msg_bytes[m->kind] += m->ended ? f->pkt.payload_len : 0;
+			}
+			return;
+		}
+	}
+}
+
+/*
+ * Response with PSN p from the responder: complete the requests it
+ * acknowledges. ACK/ATOMIC ACK/READ RESPONSE LAST|ONLY cover up to p; a NAK
+ * or a READ RESPONSE FIRST|MIDDLE covers what is before p (IBA 9.7.5.1.1:
+ * responses acknowledge every earlier request implicitly).
+ */
+static void msg_complete(struct insp_state *s, struct insp_half *q, uint32_t p, bool inclusive,
+			 bool read_last, uint64_t t)
+{
+	while (q->ring_len) {
+		struct insp_msg *m = ring_at(q, 0);
+
+		if (m->kind == INSP_MSG_READ) {
+			int c = roce_psn_cmp(p, m->start_psn);
+
+			/* its LAST/ONLY response or a later ACK ends it; FIRST/MIDDLE and NAKs do not */
+			if (c < 0 || !(read_last || (inclusive && c > 0)))
+				return;
+			m->end_psn = p;
+		} else {
+			if (!m->ended)
+				return;
+			if (inclusive ? roce_psn_cmp(m->end_psn, p) > 0 : roce_psn_cmp(m->end_psn, p) >= 0)
+				return;
+		}
+		msg_done(s, q, m, t);
+		ring_pop(q);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* gaps                                                                      */
+
+static void gap_open(struct insp_state *s, struct insp_half *h, const struct insp_frame *f,
+		     uint32_t first, uint32_t last)
+{
+	struct insp_event *e;
+	uint32_t n = (uint32_t)roce_psn_diff(last, first) + 1;
+
+	h->gaps_seen++;
+	h->psn_missing += n;
+	e = event_add(s, f, INSP_EV_GAP, h, false);
+	if (e) {
+		e->psn = first;
+		e->psn2 = last;
+	}
+	if (h->ngaps == INSP_GAPS_MAX) {
+		/* forget the oldest: it can no longer be checked */
+		h->gaps_untracked++;
+		memmove(h->gaps, h->gaps + 1, (INSP_GAPS_MAX - 1) * sizeof(h->gaps[0]));
+		h->ngaps--;
+	}
+	h->gaps[h->ngaps++] = (struct insp_gap){.first = first, .last = last, .frame = f->index,
+						.file = f->file_no, .ts = f->ts_ns};
+}
+
+/* Index of the gap holding psn, or -1. */
+static int gap_find(const struct insp_half *h, uint32_t psn)
+{
+	for (unsigned i = 0; i < h->ngaps; i++)
+		if (roce_psn_cmp(psn, h->gaps[i].first) >= 0 && roce_psn_cmp(psn, h->gaps[i].last) <= 0)
+			return (int)i;
+	return -1;
+}
+
+static void gap_fill(struct insp_half *h, unsigned i, uint32_t psn)
+{
+	struct insp_gap *g = &h->gaps[i];
+
+	h->psn_missing--;
+	if (g->first == psn && g->last == psn) {
+		memmove(g, g + 1, (h->ngaps - i - 1) * sizeof(*g));
+		h->ngaps--;
+	} else if (g->first == psn) {
+		g->first = roce_psn_add(psn, 1);
+	} else if (g->last == psn) {
+		g->last = roce_psn_add(psn, ROCE_PSN_MASK); /* psn - 1 */
+	} else if (h->ngaps < INSP_GAPS_MAX) {
+		/* split */
+		memmove(g + 2, g + 1, (h->ngaps - i - 1) * sizeof(*g));
+		g[1] = *g;
+		g[1].first = roce_psn_add(psn, 1);
+		g->last = roce_psn_add(psn, ROCE_PSN_MASK);
+		h->ngaps++;
+	} else {
+		g->last = roce_psn_add(psn, ROCE_PSN_MASK); /* the rest is forgotten */
+		h->gaps_untracked++;
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* requests                                                                  */
+
+static void retx_start(struct insp_half *h, uint32_t p)
+{
+	h->retx_next = roce_psn_add(p, 1);
+	h->retx_end = h->req_next;
+	h->nak_pending = false;
+}
+
+static unsigned request_packet(struct insp_state *s, struct insp_half *h,
+			       const struct insp_frame *f)
+{
+	const struct roce_opcode_info *op = f->pkt.op;
+	uint32_t p = f->psn;
+	bool reliable = op->transport == ROCE_TRANSPORT_RC;
+	unsigned notes = 0;
+	int32_t d;
+	int gi;
+	struct insp_event *e;
+
+	h->req_pkts++;
+	if (op->transport == ROCE_TRANSPORT_UD) {
+		/* PSNs of a UD QP are shared by all its destinations: no sequence here */
+		msg_count(h, INSP_MSG_SEND, f->pkt.payload_len, f->ts_ns);
+		series_bytes(s, h, f->ts_ns, f->pkt.payload_len);
+		return 0;
+	}
+	if (!h->req_seen) {
+		h->req_seen = true;
+		h->req_first = p;
+		h->req_next = p;
+		h->oldest_unacked = p;
+		h->retx_next = h->retx_end = 0;
+	}
+
+	/* a go-back-N episode continues while the PSNs follow on */
+	if (h->retx_next != h->retx_end) {
+		if (p == h->retx_next) {
+			h->retransmitted++;
+			h->retx_next = roce_psn_add(p, 1);
+			gi = gap_find(h, p);
+			if (gi >= 0) {
+				gap_fill(h, (unsigned)gi, p);
+				msg_fill(h, f);
+			}
+			h->last_req_ts = f->ts_ns;
+			return INSP_NOTE_RETX;
+		}
+		h->retx_next = h->retx_end = 0;
+	}
+
+	d = roce_psn_diff(p, h->req_next);
+	/* a READ occupies one PSN per response packet: its span is not a gap */
+	if (d > 0 && h->read_span && roce_psn_cmp(p, roce_psn_add(h->read_span_end, 1)) <= 0)
+		d = 0;
+	if (d >= 0) {
+		if (d > 0) {
+			notes |= INSP_NOTE_OOS;
+			h->out_of_seq++;
+			gap_open(s, h, f, h->req_next, roce_psn_add(p, ROCE_PSN_MASK));
+		}
+		h->read_span = false;
+		h->req_next = roce_psn_add(p, 1);
+		if (op->flags & ROCE_OPF_READ) {
+			uint32_t pmtu = s->pmtu_seen ? s->pmtu_seen : INSP_PMTU_MIN;
+			uint32_t n = (f->pkt.reth.dma_len + pmtu - 1) / pmtu;
+
+			if (n > 1) {
+				h->read_span = true;
+				h->read_span_end = roce_psn_add(p, n - 1);
+			}
+		}
+		msg_request(h, f, reliable);
+		series_bytes(s, h, f->ts_ns, f->pkt.payload_len);
+		h->last_req_ts = f->ts_ns;
+		return notes;
+	}
+
+	/* behind the head */
+	gi = gap_find(h, p);
+	if ((h->nak_pending && p == h->nak_psn) ||
+	    (p == h->oldest_unacked && f->ts_ns - h->last_req_ts >= INSP_RETX_MIN_NS)) {
+		h->retransmitted++;
+		retx_start(h, p);
+		notes = INSP_NOTE_RETX;
+		e = event_add(s, f, INSP_EV_RETRANSMIT, h, false);
+		if (e)
+			e->psn2 = roce_psn_add(h->retx_end, ROCE_PSN_MASK);
+	} else if (gi >= 0) {
+		h->out_of_seq++;
+		h->reordered++;
+		notes = INSP_NOTE_OOS | INSP_NOTE_LATE;
+		event_add(s, f, INSP_EV_REORDERED, h, false);
+	} else {
+		h->duplicates++;
+		notes = INSP_NOTE_DUP;
+		event_add(s, f, INSP_EV_DUPLICATE, h, false);
+	}
+	if (gi >= 0) {
+		gap_fill(h, (unsigned)gi, p);
+		msg_fill(h, f);
+	}
+	h->last_req_ts = f->ts_ns;
+	return notes;
+}
+
+/* ------------------------------------------------------------------------ */
+/* responses                                                                 */
+
+/* Is psn in the window of requests a half has sent and not seen acknowledged? */
+static bool in_window(const struct insp_half *q, uint32_t psn)
+{
+	uint32_t hi;
+
+	if (!q->req_seen)
+		return false;
+	hi = q->read_span ? q->read_span_end : roce_psn_add(q->req_next, ROCE_PSN_MASK);
+	return roce_psn_cmp(psn, q->req_first) >= 0 && roce_psn_cmp(psn, hi) <= 0;
+}
+
+/* Find the request half a response in r answers (see the pairing rule on top). */
+static struct insp_half *pair_by_response(struct insp_state *s, struct insp_half *r,
+					  const struct insp_frame *f)
+{
+	struct insp_half *best = NULL;
+	int best_score = -1;
+
+	for (unsigned i = 0; i < s->nhalves; i++) {
+		struct insp_half *q = s->halves[i];
+		int score;
+
+		if (q->peer || q == r || q->src_qp != INSP_QPN_UNKNOWN)
+			continue;
+		if (memcmp(q->src, r->dst, 16) || memcmp(q->dst, r->src, 16))
+			continue;
+		if (!in_window(q, f->psn))
+			continue;
+		score = (q->sport == f->sport ? 2 : 0) + (roce_psn_cmp(f->psn, q->oldest_unacked) >= 0);
+		if (score > best_score ||
+		    (score == best_score && best && q->last_req_ts > best->last_req_ts)) {
+			best = q;
+			best_score = score;
+		}
+	}
+	if (best)
+		pair(r, best, "response PSN");
+	return best;
+}
+
+static unsigned response_packet(struct insp_state *s, struct insp_half *r,
+				const struct insp_frame *f)
+{
+	const struct roce_opcode_info *op = f->pkt.op;
+	struct insp_half *q = r->peer;
+	uint32_t p = f->psn;
+	uint8_t syn = f->pkt.aeth.syndrome;
+	bool has_aeth = op->hdrs & ROCE_HDR_AETH;
+	unsigned type = has_aeth ? ROCE_AETH_TYPE(syn) : ROCE_AETH_ACK;
+	struct insp_event *e;
+
+	if (op->flags & ROCE_OPF_READ) {
+		r->read_resps++;
+		series_bytes(s, r, f->ts_ns, f->pkt.payload_len);
+	} else if (op->flags & ROCE_OPF_ATOMIC) {
+		r->atomic_acks++;
+	}
+	if (has_aeth && (op->flags & ROCE_OPF_ACK)) {
+		if (r->last_ack_valid && r->last_ack_psn == p && r->last_ack_syndrome == syn &&
+		    type == ROCE_AETH_ACK)
+			r->repeated_acks++;
+		r->last_ack_valid = true;
+		r->last_ack_psn = p;
+		r->last_ack_syndrome = syn;
+		if (type == ROCE_AETH_ACK) {
+			r->acks++;
+		} else if (type == ROCE_AETH_RNR_NAK) {
+			r->rnr_naks++;
+			r->rnr_timer[ROCE_AETH_VALUE(syn)]++;
+			e = event_add(s, f, INSP_EV_RNR_NAK, r, false);
+			if (e)
+				e->value = ROCE_AETH_VALUE(syn);
+		} else if (type == ROCE_AETH_NAK) {
+			unsigned code = ROCE_AETH_VALUE(syn);
+
+			r->naks[code < INSP_NAK_CODES ? code : INSP_NAK_CODES]++;
+			e = event_add(s, f, INSP_EV_NAK, r, false);
+			if (e)
+				e->value = code;
+		}
+	}
+
+	if (!q)
+		q = pair_by_response(s, r, f);
+	if (!q || !q->req_seen || !in_window(q, p)) {
+		/* nothing requested this PSN (in what the capture holds) */
+		if (!(q && q->req_seen && type != ROCE_AETH_ACK && roce_psn_cmp(p, q->req_next) == 0)) {
+			r->unmatched_responses++;
+			event_add(s, f, INSP_EV_NO_REQUEST, r, true);
+			return INSP_NOTE_NO_REQUEST;
+		}
+	}
+
+	if (type == ROCE_AETH_NAK || type == ROCE_AETH_RNR_NAK) {
+		/* C9-96, 9.7.5.2: a NAK acknowledges what precedes its PSN; the requester resends from it */
+		if (roce_psn_cmp(p, q->oldest_unacked) > 0)
+			q->oldest_unacked = p;
+		q->nak_pending = true;
+		q->nak_psn = p;
+		if (type == ROCE_AETH_NAK && ROCE_AETH_VALUE(syn) == ROCE_NAK_PSN_SEQ_ERR) {
+			int gi = gap_find(q, p);
+
+			if (gi >= 0)
+				q->gaps[gi].naked = true;
+		}
+		msg_complete(s, q, p, false, false, f->ts_ns);
+		return 0;
+	}
+	if (roce_psn_cmp(roce_psn_add(p, 1), q->oldest_unacked) > 0)
+		q->oldest_unacked = roce_psn_add(p, 1);
+	if ((op->flags & ROCE_OPF_READ) && !(op->flags & ROCE_OPF_LAST)) {
+		/* READ RESPONSE FIRST/MIDDLE: earlier requests are done, this read is not */
+		q->oldest_unacked = p;
+		msg_complete(s, q, p, false, false, f->ts_ns);
+		return 0;
+	}
+	msg_complete(s, q, p, true, (op->flags & ROCE_OPF_READ) != 0, f->ts_ns);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+
+void insp_flow_packet(struct insp_state *s, const struct insp_frame *f)
+{
+	struct insp_half *h = NULL;
+	const struct roce_opcode_info *op;
+	struct insp_event *e;
+
+	s->last_notes = 0;
+	s->last_half = NULL;
+	s->frames++;
+	s->wire_bytes += f->wirelen;
+	if (!s->ts_valid || f->ts_ns < s->first_ts)
+		s->first_ts = f->ts_ns;
+	if (!s->ts_valid || f->ts_ns > s->last_ts)
+		s->last_ts = f->ts_ns;
+	s->ts_valid = true;
+	s->frames_by_class[f->cls]++;
+	if (f->truncated)
+		s->truncated_frames++;
+	if (f->cls != INSP_ROCE && f->cls != INSP_ROCE_MALFORMED)
+		return;
+	if (f->truncated)
+		s->roce_truncated++;
+	s->parse_status[f->status < ROCE_PARSE_STATUS_COUNT ? f->status : 0]++;
+
+	if (f->has_bth) {
+		h = half_get(s, f);
+		if (!h)
+			s->flow_table_full++;
+	}
+	s->last_half = h;
+	if (h) {
+		h->pkts++;
+		h->wire_bytes += f->wirelen;
+		h->ops[f->opcode]++;
+		h->last_ts = f->ts_ns;
+		if (f->sport != h->sport)
+			h->sport_varies = true;
+		if ((f->tclass & 0x3) == 0x3)
+			h->ecn_ce++;
+	}
+
+	if (f->cls == INSP_ROCE_MALFORMED) {
+		/* the frame is on the wire as it is: the capture did not cut it */
+		if (h)
+			h->malformed++;
+		e = event_add(s, f, INSP_EV_MALFORMED, h, true);
+		if (e)
+			e->value = f->status;
+		return;
+	}
+	if (f->truncated) {
+		if (h)
+			h->truncated++;
+		e = event_add(s, f, INSP_EV_TRUNCATED, h, false);
+		if (e) {
+			e->value = f->caplen;
+			e->psn2 = f->wirelen;
+		}
+	}
+	if (!h || !f->headers_ok)
+		return;
+
+	op = f->pkt.op;
+	if (f->pkt.fecn)
+		h->fecn++;
+	if (f->pkt.becn)
+		h->becn++;
+	h->payload_bytes += f->pkt.payload_len;
+	if (f->icrc == INSP_ICRC_BAD) {
+		/* the receiver drops it: for the sequence it is as if lost */
+		h->icrc_errors++;
+		event_add(s, f, INSP_EV_ICRC, h, true);
+		return;
+	}
+	if (op->flags & ROCE_OPF_CNP) {
+		h->cnps++;
+		return;
+	}
+	if (h->transport == 0xFF)
+		h->transport = op->transport;
+	if ((op->flags & (ROCE_OPF_FIRST | ROCE_OPF_MIDDLE)) == ROCE_OPF_MIDDLE ||
+	    ((op->flags & ROCE_OPF_ONLY) == ROCE_OPF_FIRST)) {
+		/* FIRST and MIDDLE packets are exactly one path MTU long */
+		if (f->pkt.payload_len > s->pmtu_seen)
+			s->pmtu_seen = f->pkt.payload_len;
+	}
+	if (op->flags & ROCE_OPF_REQUEST)
+		s->last_notes = request_packet(s, h, f);
+	else if (op->flags & ROCE_OPF_RESPONSE)
+		s->last_notes = response_packet(s, h, f);
+}
+
+/* UC, or a capture with requests only: pair by reversed addresses and UDP source port. */
+static void pair_leftovers(struct insp_state *s)
+{
+	for (unsigned i = 0; i < s->nhalves; i++) {
+		struct insp_half *a = s->halves[i], *match = NULL;
+		unsigned n = 0;
+
+		if (a->peer || a->src_qp != INSP_QPN_UNKNOWN || a->sport_varies)
+			continue;
+		for (unsigned j = 0; j < s->nhalves; j++) {
+			struct insp_half *b = s->halves[j];
+
+			if (b == a || b->peer || b->src_qp != INSP_QPN_UNKNOWN || b->sport_varies)
+				continue;
+			if (memcmp(a->src, b->dst, 16) || memcmp(a->dst, b->src, 16) ||
+			    a->sport != b->sport)
+				continue;
+			if (a->transport != 0xFF && b->transport != 0xFF && a->transport != b->transport)
+				continue;
+			match = b;
+			n++;
+		}
+		if (n == 1) {
+			/* unique only if nothing else in a's direction also matches b */
+			unsigned m = 0;
+
+			for (unsigned j = 0; j < s->nhalves; j++) {
+				struct insp_half *c = s->halves[j];
+
+				if (!c->peer && c->src_qp == INSP_QPN_UNKNOWN &&
+				    !memcmp(c->src, a->src, 16) && !memcmp(c->dst, a->dst, 16) &&
+				    c->sport == match->sport && !c->sport_varies)
+					m++;
+			}
+			if (m == 1)
+				pair(a, match, "UDP source port");
+		}
+	}
+}
+
+void insp_flow_finish(struct insp_state *s)
+{
+	pair_leftovers(s);
+	for (unsigned i = 0; i < s->nhalves; i++) {
+		struct insp_half *h = s->halves[i];
+
+		for (unsigned g = 0; g < h->ngaps; g++) {
+			struct insp_gap *gap = &h->gaps[g];
+			struct insp_frame where = {.index = gap->frame, .file_no = gap->file};
+			/* UC loses silently by design; RC must NAK or retransmit (9.7.5.1.2) */
+			bool violation = h->transport == ROCE_TRANSPORT_RC && !gap->naked;
+			struct insp_event *e;
+
+			if (!violation && h->transport != ROCE_TRANSPORT_RC)
+				continue;
+			e = event_add(s, &where, INSP_EV_GAP_UNRECOVERED, h, violation);
+			if (e) {
+				e->psn = gap->first;
+				e->psn2 = gap->last;
+				e->value = gap->naked;
+			}
+		}
+		h->msgs_incomplete += h->ring_len + (h->uc_open ? 1 : 0);
+	}
+}
