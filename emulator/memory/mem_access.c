@@ -32,8 +32,9 @@ static enum rocemu_mem_err mem_check(const struct rocemu_mem_table *t, const str
 	if (len > mr->length || off > mr->length - len)
 		return ROCEMU_MEM_BOUNDS;
 	*mr_out = mr;
-	/* Implicit ODP: iova is the host address itself. */
-	*ptr = mr->implicit ? (uint8_t *)(uintptr_t)iova : mr->addr + off;
+	/* Implicit ODP: iova is the host address itself. Integer arithmetic,
+	 * because a zero-length region may have a NULL address. */
+	*ptr = (uint8_t *)(mr->implicit ? (uintptr_t)iova : (uintptr_t)mr->addr + (uintptr_t)off);
 	return ROCEMU_MEM_OK;
 }
 
@@ -102,7 +103,8 @@ static enum rocemu_mem_err sg_walk(struct rocemu_mem_table *t, const struct roce
 		err = mem_check(t, pd, sg[i].lkey, sg[i].addr + offset, chunk, rights, &mr, &p);
 		if (err != ROCEMU_MEM_OK)
 			return err;
-		ok = to_region ? copy_to_region(mr, p, buf, chunk) : copy_from_region(mr, buf, p, chunk);
+		ok = to_region ? copy_to_region(mr, p, buf, chunk)
+			       : copy_from_region(mr, buf, p, chunk);
 		if (!ok)
 			return ROCEMU_MEM_FAULT;
 		buf += chunk;
@@ -161,8 +163,8 @@ enum rocemu_mem_err rocemu_mem_remote_read(struct rocemu_mem_table *t, const str
  * unmapped page cannot be made to fail softly.
  */
 enum rocemu_mem_err rocemu_mem_atomic(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
-				      uint32_t rkey, uint64_t iova, bool cmp_swap,
-				      uint64_t compare, uint64_t swap_add, uint64_t *orig)
+				      uint32_t rkey, uint64_t iova, bool cmp_swap, uint64_t compare,
+				      uint64_t swap_add, uint64_t *orig)
 {
 	enum rocemu_mem_err err;
 	struct rocemu_mr *mr;

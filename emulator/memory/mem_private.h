@@ -26,14 +26,14 @@
 
 struct rocemu_mr {
 	struct rocemu_pd *pd;
-	uint32_t index;   /**< slot in the table */
-	uint32_t key;     /**< lkey == rkey */
-	uint8_t *addr;    /**< host address of iova (NULL for implicit ODP: identity) */
+	uint32_t index; /**< slot in the table */
+	uint32_t key;	/**< lkey == rkey */
+	uint8_t *addr;	/**< host address of iova (NULL for implicit ODP: identity) */
 	uint64_t length;
 	uint64_t iova;
 	unsigned access;  /**< enum ibv_access_flags as registered */
-	bool odp;         /**< IBV_ACCESS_ON_DEMAND: copies must survive unmapped pages */
-	bool implicit;    /**< implicit ODP: the whole address space, iova == host address */
+	bool odp;	  /**< IBV_ACCESS_ON_DEMAND: copies must survive unmapped pages */
+	bool implicit;	  /**< implicit ODP: the whole address space, iova == host address */
 	bool invalidated; /**< LOCAL_INV / SEND_WITH_INV: the key no longer translates */
 };
 

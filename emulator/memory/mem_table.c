@@ -13,8 +13,8 @@ struct rocemu_mem_table {
 	uint32_t max_mr;
 	uint32_t nr_mr;
 	struct rocemu_mr **slot; /**< by index */
-	uint8_t *variant;        /**< variant last handed out per slot */
-	uint32_t *free_fifo;     /**< ring of free indices, oldest first */
+	uint8_t *variant;	 /**< variant last handed out per slot */
+	uint32_t *free_fifo;	 /**< ring of free indices, oldest first */
 	uint32_t free_head;
 	uint32_t free_count;
 	struct rocemu_obj *objs[ROCEMU_OBJ_KINDS];
@@ -86,10 +86,8 @@ void rocemu_mem_table_destroy(struct rocemu_mem_table *t)
 /* Next variant of a slot: never 0, so key 0 never translates. */
 static uint32_t next_key(struct rocemu_mem_table *t, uint32_t index)
 {
-	uint8_t v = (uint8_t)(t->variant[index] + 1);
+	uint8_t v = t->variant[index] == UINT8_MAX ? 1 : (uint8_t)(t->variant[index] + 1);
 
-	if (v == 0)
-		v = 1;
 	t->variant[index] = v;
 	return index << 8 | v;
 }

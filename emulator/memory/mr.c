@@ -12,7 +12,7 @@
 /* Bits ibv_reg_mr(3) lets us see. MW_BIND and ZERO_BASED belong to memory
  * windows, which this device does not have (max_mw = 0). The optional range
  * (RELAXED_ORDERING, ...) is a set of hints a provider may ignore. */
-#define MR_ACCESS_KNOWN                                                                             \
+#define MR_ACCESS_KNOWN                                                                            \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
 	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB |                    \
 	 IBV_ACCESS_OPTIONAL_RANGE)
@@ -71,8 +71,8 @@ static void mr_apply(struct rocemu_mr *mr, const struct mr_layout *l)
 	mr->invalidated = false;
 }
 
-int rocemu_mr_reg(struct rocemu_pd *pd, void *addr, size_t length, uint64_t iova,
-		  unsigned access, struct rocemu_mr **out)
+int rocemu_mr_reg(struct rocemu_pd *pd, void *addr, size_t length, uint64_t iova, unsigned access,
+		  struct rocemu_mr **out)
 {
 	struct mr_layout l = {.addr = addr, .length = length, .iova = iova, .access = access};
 	struct rocemu_engine *e;
@@ -129,8 +129,8 @@ int rocemu_mr_rereg(struct rocemu_mr *mr, int flags, struct rocemu_pd *pd, void 
 	/* The layout is read under the lock; the maps check runs with it held
 	 * too, which is slow but rereg is rare and this keeps it atomic. */
 	rocemu_engine_lock(e);
-	l = (struct mr_layout){.addr = mr->addr, .length = mr->length, .iova = mr->iova,
-			       .access = mr->access};
+	l = (struct mr_layout){
+	    .addr = mr->addr, .length = mr->length, .iova = mr->iova, .access = mr->access};
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
 		l.addr = addr;
 		l.length = length;

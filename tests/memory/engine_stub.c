@@ -19,18 +19,18 @@ struct rocemu_engine *stub_engine_new(uint32_t max_mr)
 		stub_fail("out of memory");
 	pthread_mutex_init(&e->mu, NULL);
 	e->caps = (struct rocemu_caps){
-		.max_mr_size = UINT64_MAX,
-		.max_sge = ROCEMU_MAX_SGE,
-		.max_cq = 16,
-		.max_cqe = 1024,
-		.max_mr = max_mr,
-		.max_pd = 8,
-		.max_ah = 4,
-		.max_srq = 4,
-		.max_srq_wr = 256,
-		.max_srq_sge = ROCEMU_MAX_SGE,
-		.odp = true,
-		.atomic_hca = true,
+	    .max_mr_size = UINT64_MAX,
+	    .max_sge = ROCEMU_MAX_SGE,
+	    .max_cq = 16,
+	    .max_cqe = 1024,
+	    .max_mr = max_mr,
+	    .max_pd = 8,
+	    .max_ah = 4,
+	    .max_srq = 4,
+	    .max_srq_wr = 256,
+	    .max_srq_sge = ROCEMU_MAX_SGE,
+	    .odp = true,
+	    .atomic_hca = true,
 	};
 	e->gid_count = 2;
 	if (rocemu_mem_table_create(max_mr, &e->mem))

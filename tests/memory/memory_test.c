@@ -146,10 +146,11 @@ static void test_reg_access_flags(void **state)
 
 	/* ibv_reg_mr(3): remote write or atomic needs local write. */
 	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 64, 0, IBV_ACCESS_REMOTE_WRITE, &mr), -EINVAL);
-	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 64, 0, IBV_ACCESS_REMOTE_ATOMIC, &mr), -EINVAL);
-	assert_int_equal(
-		rocemu_mr_reg(f->pd, g.buf, 64, 0, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, &mr),
-		-EINVAL);
+	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 64, 0, IBV_ACCESS_REMOTE_ATOMIC, &mr),
+			 -EINVAL);
+	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 64, 0,
+				       IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, &mr),
+			 -EINVAL);
 	/* Unknown bits, and memory-window bits this device does not have. */
 	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 64, 0, 1u << 12, &mr), -EINVAL);
 	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 64, 0, IBV_ACCESS_MW_BIND, &mr), -EINVAL);
@@ -157,9 +158,8 @@ static void test_reg_access_flags(void **state)
 	/* Read-only rights and optional hints are fine. */
 	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 64, 0, IBV_ACCESS_REMOTE_READ, &mr), 0);
 	assert_int_equal(rocemu_mr_dereg(mr), 0);
-	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 64, 0,
-				       ALL_ACCESS | IBV_ACCESS_RELAXED_ORDERING, &mr),
-			 0);
+	assert_int_equal(
+	    rocemu_mr_reg(f->pd, g.buf, 64, 0, ALL_ACCESS | IBV_ACCESS_RELAXED_ORDERING, &mr), 0);
 	assert_int_equal(rocemu_mr_dereg(mr), 0);
 	assert_int_equal(rocemu_mr_reg(NULL, g.buf, 64, 0, 0, &mr), -EINVAL);
 	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 64, 0, 0, NULL), -EINVAL);
@@ -204,26 +204,25 @@ static void test_reg_overflow(void **state)
 	/* iova + length past 2^64 cannot be registered ... */
 	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 2 * page, UINT64_MAX - page, 0, &mr), -EINVAL);
 	/* ... but a region ending exactly at 2^64 can. */
-	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 2 * page, 0 - (uint64_t)(2 * page),
-				       ALL_ACCESS, &mr),
-			 0);
+	assert_int_equal(
+	    rocemu_mr_reg(f->pd, g.buf, 2 * page, 0 - (uint64_t)(2 * page), ALL_ACCESS, &mr), 0);
 	uint32_t k = key_of(mr);
 	uint64_t last = UINT64_MAX;
 
-	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, k, true, last, 1,
-					      ROCEMU_RIGHT_REMOTE_READ, &p),
-			 ROCEMU_MEM_OK);
+	assert_int_equal(
+	    rocemu_mem_translate(f->e->mem, f->pd, k, true, last, 1, ROCEMU_RIGHT_REMOTE_READ, &p),
+	    ROCEMU_MEM_OK);
 	assert_ptr_equal(p, g.buf + 2 * page - 1);
 	/* iova + len wraps to a small number: out of bounds, not "inside". */
-	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, k, true, last, 2,
-					      ROCEMU_RIGHT_REMOTE_READ, &p),
-			 ROCEMU_MEM_BOUNDS);
+	assert_int_equal(
+	    rocemu_mem_translate(f->e->mem, f->pd, k, true, last, 2, ROCEMU_RIGHT_REMOTE_READ, &p),
+	    ROCEMU_MEM_BOUNDS);
 	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, k, true, 0 - (uint64_t)page,
 					      UINT64_MAX, ROCEMU_RIGHT_REMOTE_READ, &p),
 			 ROCEMU_MEM_BOUNDS);
-	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, k, true, 0, 1,
-					      ROCEMU_RIGHT_REMOTE_READ, &p),
-			 ROCEMU_MEM_BOUNDS);
+	assert_int_equal(
+	    rocemu_mem_translate(f->e->mem, f->pd, k, true, 0, 1, ROCEMU_RIGHT_REMOTE_READ, &p),
+	    ROCEMU_MEM_BOUNDS);
 	assert_int_equal(rocemu_mr_dereg(mr), 0);
 
 	/* A region with length up to 2^32 and beyond is just a number. */
@@ -411,8 +410,9 @@ static void test_stale_key_after_reuse(void **state)
 		assert_int_equal(seen[i] >> 8, first >> 8); /* same slot */
 		for (unsigned j = 0; j < i; j++) {
 			assert_int_not_equal(seen[i], seen[j]);
-			assert_int_equal(rocemu_mem_translate(e->mem, pd, seen[j], false, 0, 1, 0, &p),
-					 ROCEMU_MEM_BAD_KEY);
+			assert_int_equal(
+			    rocemu_mem_translate(e->mem, pd, seen[j], false, 0, 1, 0, &p),
+			    ROCEMU_MEM_BAD_KEY);
 		}
 		assert_int_equal(rocemu_mem_translate(e->mem, pd, seen[i], false, 0, 1, 0, &p),
 				 ROCEMU_MEM_OK);
@@ -448,7 +448,16 @@ static void test_zero_length_region(void **state)
 	assert_int_equal(rocemu_mem_scatter(f->e->mem, f->pd, &sge, 1, 0, data, 1),
 			 ROCEMU_MEM_BOUNDS);
 	/* A NULL, zero-length region is fine too (nothing to map). */
-	assert_int_equal(rocemu_mr_reg(f->pd, NULL, 0, 0, 0, &mr0), 0);
+	assert_int_equal(rocemu_mr_reg(f->pd, NULL, 0, 0, IBV_ACCESS_LOCAL_WRITE, &mr0), 0);
+	sge = (struct ibv_sge){.addr = 0, .length = 0, .lkey = key_of(mr0)};
+	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, sge.lkey, false, 0, 0,
+					      ROCEMU_RIGHT_LOCAL_WRITE, &p),
+			 ROCEMU_MEM_OK);
+	assert_null(p);
+	assert_int_equal(rocemu_mem_scatter(f->e->mem, f->pd, &sge, 1, 0, data, 0), ROCEMU_MEM_OK);
+	sge.length = 1;
+	assert_int_equal(rocemu_mem_scatter(f->e->mem, f->pd, &sge, 1, 0, data, 1),
+			 ROCEMU_MEM_BOUNDS);
 	assert_int_equal(rocemu_mr_dereg(mr0), 0);
 	assert_outside_untouched(&g, 0, 0);
 	assert_int_equal(rocemu_mr_dereg(mr), 0);
@@ -521,35 +530,36 @@ static void test_implicit_odp(void **state)
 	/* Implicit ODP needs ON_DEMAND (else it is a regular region, and the
 	 * address space is not all mapped) and iova 0. */
 	assert_int_equal(rocemu_mr_reg(f->pd, NULL, SIZE_MAX, 0, ALL_ACCESS, &mr), -EFAULT);
-	assert_int_equal(rocemu_mr_reg(f->pd, NULL, SIZE_MAX, 4096,
-				       ALL_ACCESS | IBV_ACCESS_ON_DEMAND, &mr),
-			 -EINVAL);
 	assert_int_equal(
-		rocemu_mr_reg(f->pd, NULL, SIZE_MAX, 0, ALL_ACCESS | IBV_ACCESS_ON_DEMAND, &mr), 0);
+	    rocemu_mr_reg(f->pd, NULL, SIZE_MAX, 4096, ALL_ACCESS | IBV_ACCESS_ON_DEMAND, &mr),
+	    -EINVAL);
+	assert_int_equal(
+	    rocemu_mr_reg(f->pd, NULL, SIZE_MAX, 0, ALL_ACCESS | IBV_ACCESS_ON_DEMAND, &mr), 0);
 	rocemu_mr_info(mr, &info);
 	assert_int_equal(info.length, SIZE_MAX);
 	assert_null(info.addr);
 	k = info.rkey;
 
 	/* Mapped memory works, addressed by its own virtual address. */
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, (uintptr_t)g.buf + 8, data, 16),
-			 ROCEMU_MEM_OK);
+	assert_int_equal(
+	    rocemu_mem_remote_write(f->e->mem, f->pd, k, (uintptr_t)g.buf + 8, data, 16),
+	    ROCEMU_MEM_OK);
 	assert_memory_equal(g.buf + 8, data, 16);
 	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, k, (uintptr_t)g.buf + 8, out, 16),
 			 ROCEMU_MEM_OK);
 	assert_memory_equal(out, data, 16);
-	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, k, (uintptr_t)&counter, false, 0, 1,
-					   &orig),
-			 ROCEMU_MEM_OK);
+	assert_int_equal(
+	    rocemu_mem_atomic(f->e->mem, f->pd, k, (uintptr_t)&counter, false, 0, 1, &orig),
+	    ROCEMU_MEM_OK);
 	assert_int_equal(orig, 41);
 	assert_int_equal(counter, 42);
 
 	/* Guard pages and unmapped memory fault softly, in every direction. */
 	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, k, (uintptr_t)g.buf - 1, out, 2),
 			 ROCEMU_MEM_FAULT);
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, (uintptr_t)g.buf + g.len,
-						 data, 1),
-			 ROCEMU_MEM_FAULT);
+	assert_int_equal(
+	    rocemu_mem_remote_write(f->e->mem, f->pd, k, (uintptr_t)g.buf + g.len, data, 1),
+	    ROCEMU_MEM_FAULT);
 	gone = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	assert_true(gone != MAP_FAILED);
 	munmap(gone, page);
@@ -589,17 +599,16 @@ static void test_implicit_odp(void **state)
 static void test_explicit_odp_unmapped(void **state)
 {
 	struct fixture *f = *state;
-	uint8_t *buf = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			    -1, 0);
+	uint8_t *buf =
+	    mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	uint8_t out[8];
 	struct rocemu_mr *mr;
 	uint32_t k;
 
 	assert_true(buf != MAP_FAILED);
 	buf[page] = 9;
-	assert_int_equal(rocemu_mr_reg(f->pd, buf, 2 * page, 0, ALL_ACCESS | IBV_ACCESS_ON_DEMAND,
-				       &mr),
-			 0);
+	assert_int_equal(
+	    rocemu_mr_reg(f->pd, buf, 2 * page, 0, ALL_ACCESS | IBV_ACCESS_ON_DEMAND, &mr), 0);
 	k = key_of(mr);
 	munmap(buf, page);
 	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, k, 0, out, 8), ROCEMU_MEM_FAULT);
@@ -644,9 +653,9 @@ static void test_atomics(void **state)
 	assert_int_equal(word[1], 1);
 	/* Alignment, and the last word must fit entirely. */
 	for (unsigned off = 1; off < 8; off++)
-		assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, k, iova + off, false, 0, 1,
-						   &orig),
-				 ROCEMU_MEM_ALIGN);
+		assert_int_equal(
+		    rocemu_mem_atomic(f->e->mem, f->pd, k, iova + off, false, 0, 1, &orig),
+		    ROCEMU_MEM_ALIGN);
 	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, k, iova + 56, false, 0, 1, &orig),
 			 ROCEMU_MEM_OK);
 	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, k, iova + 64, false, 0, 1, &orig),
@@ -661,7 +670,7 @@ static void test_atomics(void **state)
 }
 
 #define ATOMIC_THREADS 4
-#define ATOMIC_ROUNDS 20000
+#define ATOMIC_ROUNDS  20000
 
 struct atomic_job {
 	struct rocemu_engine *e;
@@ -680,8 +689,8 @@ static void *atomic_worker(void *arg)
 
 	for (unsigned i = 0; i < ATOMIC_ROUNDS; i++) {
 		if (!j->cas) {
-			j->failures += rocemu_mem_atomic(j->e->mem, j->pd, j->key, j->iova, false, 0,
-							 1, &orig) != ROCEMU_MEM_OK;
+			j->failures += rocemu_mem_atomic(j->e->mem, j->pd, j->key, j->iova, false,
+							 0, 1, &orig) != ROCEMU_MEM_OK;
 			continue;
 		}
 		for (;;) {
@@ -711,8 +720,8 @@ static void test_atomics_concurrent(void **state)
 	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, page, 0, ALL_ACCESS, &mr), 0);
 	*word = 0;
 	for (i = 0; i < ATOMIC_THREADS; i++) {
-		jobs[i] = (struct atomic_job){.e = f->e, .pd = f->pd, .key = key_of(mr),
-					      .iova = 64, .cas = i % 2};
+		jobs[i] = (struct atomic_job){
+		    .e = f->e, .pd = f->pd, .key = key_of(mr), .iova = 64, .cas = i % 2};
 		assert_int_equal(pthread_create(&th[i], NULL, atomic_worker, &jobs[i]), 0);
 	}
 	/* The CPU adds too, as an application thread would. */
@@ -748,9 +757,9 @@ static void test_rereg(void **state)
 					 IBV_ACCESS_REMOTE_WRITE),
 			 -EINVAL);
 	assert_int_equal(rocemu_mr_rereg(mr, IBV_REREG_MR_CHANGE_PD, NULL, NULL, 0, 0, 0), -EINVAL);
-	assert_int_equal(rocemu_mr_rereg(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, g.buf - 8, 64,
-					 0x100, 0),
-			 -EFAULT);
+	assert_int_equal(
+	    rocemu_mr_rereg(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, g.buf - 8, 64, 0x100, 0),
+	    -EFAULT);
 	assert_int_equal(key_of(mr), k0);
 	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, k0, false, 0x100, 64,
 					      ROCEMU_RIGHT_LOCAL_WRITE, &p),
@@ -797,7 +806,7 @@ static void test_rereg(void **state)
 	/* All three at once; then back to a read-only mapping with write: EFAULT. */
 	assert_int_equal(rocemu_mr_rereg(mr,
 					 IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
-						 IBV_REREG_MR_CHANGE_ACCESS,
+					     IBV_REREG_MR_CHANGE_ACCESS,
 					 f->pd, g.buf, 16, 0, IBV_ACCESS_REMOTE_READ),
 			 0);
 	assert_int_equal(f->pd->refcnt, 1);
@@ -905,28 +914,28 @@ static void test_teardown_frees_leftovers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_pd_refcount, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pd_limit, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_reg_access_flags, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_reg_mapping_checked, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_reg_overflow, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_bounds_both_ends, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_wrong_pd, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_missing_rights, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stale_key_after_dereg, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stale_key_after_reuse, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_zero_length_region, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_gather_scatter, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_implicit_odp, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_explicit_odp_unmapped, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_atomics, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_atomics_concurrent, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_rereg, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_invalidate, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_advise, setup, teardown),
-		cmocka_unit_test(test_err_names),
-		cmocka_unit_test(test_table_limits),
-		cmocka_unit_test(test_teardown_frees_leftovers),
+	    cmocka_unit_test_setup_teardown(test_pd_refcount, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pd_limit, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_reg_access_flags, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_reg_mapping_checked, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_reg_overflow, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bounds_both_ends, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_wrong_pd, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_missing_rights, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stale_key_after_dereg, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stale_key_after_reuse, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_zero_length_region, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_gather_scatter, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_implicit_odp, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_explicit_odp_unmapped, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_atomics, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_atomics_concurrent, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rereg, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_invalidate, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_advise, setup, teardown),
+	    cmocka_unit_test(test_err_names),
+	    cmocka_unit_test(test_table_limits),
+	    cmocka_unit_test(test_teardown_frees_leftovers),
 	};
 
 	page = (size_t)sysconf(_SC_PAGESIZE);

@@ -21,8 +21,7 @@ static void ah_release(struct rocemu_obj *obj)
 	free(container_of(obj, struct ah_obj, obj));
 }
 
-int rocemu_ah_create(struct rocemu_pd *pd, const struct ibv_ah_attr *attr,
-		     struct rocemu_ah **out)
+int rocemu_ah_create(struct rocemu_pd *pd, const struct ibv_ah_attr *attr, struct rocemu_ah **out)
 {
 	struct rocemu_engine *e;
 	struct rocemu_caps caps;

@@ -13,7 +13,7 @@
 enum cq_arm {
 	CQ_DISARMED,
 	CQ_ARMED_SOLICITED, /**< next solicited or error completion */
-	CQ_ARMED_ANY,       /**< next completion */
+	CQ_ARMED_ANY,	    /**< next completion */
 };
 
 struct rocemu_cq {
