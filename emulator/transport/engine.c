@@ -1,0 +1,405 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The engine: one emulated RoCE port with its QPN space, limits, async
+ * events and counters. It plugs into the port as the upper layer: received
+ * packets are dispatched by opcode class (requests to the responder,
+ * responses to the completer, UD to ud.c), and each progress pass runs the
+ * requesters, the READ response streams and the timers of the QPs on the
+ * work list.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rocemu_transport.h"
+
+static const char *const ctr_names[CTR_COUNT] = {
+#define ROCEMU_CTR_NAME(n) #n,
+	ROCEMU_COUNTERS(ROCEMU_CTR_NAME)
+#undef ROCEMU_CTR_NAME
+};
+
+/* ------------------------------------------------------------------------ */
+/* Engine services (rocemu_internal.h)                                        */
+
+struct rocemu_port *rocemu_engine_port(struct rocemu_engine *e)
+{
+	return e->port;
+}
+
+struct rocemu_mem_table *rocemu_engine_mem(struct rocemu_engine *e)
+{
+	return e->mem;
+}
+
+void rocemu_engine_raise(struct rocemu_engine *e, enum ibv_event_type type, void *obj_ctx)
+{
+	struct rocemu_event ev = {.type = type, .obj_ctx = obj_ctx};
+
+	if (e->event_fn)
+		e->event_fn(e->event_arg, &ev);
+}
+
+void rocemu_engine_lock(struct rocemu_engine *e)
+{
+	rocemu_port_lock(e->port);
+}
+
+void rocemu_engine_unlock(struct rocemu_engine *e)
+{
+	rocemu_port_unlock(e->port);
+}
+
+void rocemu_engine_set_event_handler(struct rocemu_engine *e, rocemu_event_fn fn, void *arg)
+{
+	rocemu_engine_lock(e);
+	e->event_fn = fn;
+	e->event_arg = arg;
+	rocemu_engine_unlock(e);
+}
+
+void rocemu_engine_caps(const struct rocemu_engine *e, struct rocemu_caps *caps)
+{
+	*caps = e->caps;
+}
+
+unsigned rocemu_engine_progress(struct rocemu_engine *e)
+{
+	return rocemu_port_progress(e->port);
+}
+
+unsigned rocemu_engine_counters(const struct rocemu_engine *e, struct rocemu_counter *out,
+				unsigned max)
+{
+	for (unsigned i = 0; i < CTR_COUNT && i < max; i++) {
+		out[i].name = ctr_names[i];
+		out[i].value = e->ctr[i];
+	}
+	return CTR_COUNT;
+}
+
+/* ------------------------------------------------------------------------ */
+/* QPN table and work list                                                    */
+
+struct rocemu_qp *rocemu_engine_qp_lookup(struct rocemu_engine *e, uint32_t qpn)
+{
+	if (qpn >= ROCEMU_QPN_TABLE)
+		return NULL;
+	return e->qpn_table[qpn];
+}
+
+void rocemu_engine_schedule(struct rocemu_qp *qp)
+{
+	struct rocemu_engine *e = qp->engine;
+
+	if (qp->on_work)
+		return;
+	qp->on_work = true;
+	qp->work_next = e->work_head;
+	e->work_head = qp;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Packet construction helpers                                                */
+
+int rocemu_engine_fill_path(struct rocemu_engine *e, const struct rocemu_path *p,
+			    struct roce_pkt *pkt)
+{
+	struct roce_path *np = &pkt->path;
+	int rc;
+
+	rc = rocemu_port_resolve(e->port, p->sgid_index, p->dgid, np->dst_mac);
+	if (rc == -EAGAIN) {
+		ENGINE_COUNT(e, resolve_pending);
+		return rc;
+	}
+	if (rc < 0) {
+		ENGINE_COUNT(e, resolve_failed);
+		return rc;
+	}
+	memcpy(np->src_mac, e->mac, 6);
+	np->ip_version = p->v6 ? 6 : 4;
+	memcpy(np->src_gid, p->sgid, 16);
+	memcpy(np->dst_gid, p->dgid, 16);
+	np->tclass = p->tclass;
+	np->ttl = p->hop_limit ? p->hop_limit : 64;
+	np->flow_label = p->flow_label;
+	np->dont_fragment = true;
+	np->udp_sport = p->udp_sport;
+	np->udp_dport = ROCE_UDP_PORT;
+	np->udp_csum = 0;
+	return 0;
+}
+
+struct rte_mbuf *rocemu_engine_pkt_alloc(struct rocemu_engine *e, const struct roce_pkt *pkt,
+					 uint8_t **payload)
+{
+	struct rte_mbuf *m = rocemu_port_alloc_mbuf(e->port);
+
+	if (!m) {
+		ENGINE_COUNT(e, tx_no_mbuf);
+		return NULL;
+	}
+	*payload = roce_mbuf_prepare(m, pkt);
+	if (!*payload) {
+		rte_pktmbuf_free(m);
+		ENGINE_COUNT(e, tx_no_mbuf);
+		return NULL;
+	}
+	return m;
+}
+
+int rocemu_engine_pkt_send(struct rocemu_engine *e, struct rte_mbuf *m, const struct roce_pkt *pkt)
+{
+	int rc = roce_mbuf_finish(m, pkt);
+
+	if (rc < 0) {
+		rte_pktmbuf_free(m);
+		return rc;
+	}
+	rc = rocemu_port_tx(e->port, m);
+	if (rc < 0) {
+		ENGINE_COUNT(e, tx_queue_full);
+		return rc;
+	}
+	ENGINE_COUNT(e, tx_packets);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Receive dispatch                                                           */
+
+static bool transport_matches(const struct rocemu_qp *qp, uint8_t transport)
+{
+	switch (qp->type) {
+	case IBV_QPT_RC:
+		return transport == ROCE_TRANSPORT_RC;
+	case IBV_QPT_UC:
+		return transport == ROCE_TRANSPORT_UC;
+	case IBV_QPT_UD:
+		return transport == ROCE_TRANSPORT_UD;
+	default:
+		return false;
+	}
+}
+
+static void dispatch_one(struct rocemu_engine *e, struct rte_mbuf *m, const struct roce_pkt *pkt)
+{
+	struct rocemu_qp *qp;
+
+	ENGINE_COUNT(e, rx_packets);
+	if (!pkt->op || (pkt->op->flags & ROCE_OPF_CNP))
+		return; /* CNPs carry no transport work (no congestion control yet) */
+	if (pkt->dqpn == 1) {
+		ENGINE_COUNT(e, drop_gsi_qp);
+		return;
+	}
+	qp = rocemu_engine_qp_lookup(e, pkt->dqpn);
+	if (!qp) {
+		ENGINE_COUNT(e, drop_unknown_qp);
+		return;
+	}
+	if (!transport_matches(qp, pkt->op->transport)) {
+		ENGINE_COUNT(e, drop_qp_type);
+		return;
+	}
+	if (qp->type == IBV_QPT_UD) {
+		rocemu_ud_rx(qp, m, pkt);
+		return;
+	}
+	/* Connected QPs accept packets from their peer only (C9-54 style address check). */
+	if (qp->path.valid && memcmp(pkt->path.src_gid, qp->path.dgid, 16) != 0) {
+		ENGINE_COUNT(e, drop_addr_mismatch);
+		return;
+	}
+	if (pkt->op->flags & ROCE_OPF_RESPONSE)
+		rocemu_comp_rx(qp, m, pkt);
+	else
+		rocemu_resp_rx(qp, m, pkt);
+	rocemu_engine_schedule(qp);
+}
+
+static unsigned run_work(struct rocemu_engine *e, uint64_t now);
+
+static void engine_rx(void *ctx, struct rte_mbuf **pkts, struct roce_pkt *descs, uint16_t n)
+{
+	struct rocemu_engine *e = ctx;
+
+	for (uint16_t i = 0; i < n; i++) {
+		dispatch_one(e, pkts[i], &descs[i]);
+		rte_pktmbuf_free(pkts[i]);
+	}
+	/* Coalesced ACKs go out once per burst; requesters whose window opened send now. */
+	run_work(e, rocemu_now_ns());
+}
+
+static bool qp_has_work(const struct rocemu_qp *qp)
+{
+	if (qp->state == IBV_QPS_RESET)
+		return false;
+	return rocemu_req_pending(qp) || qp->resp.res_active || qp->resp.ack_pending ||
+	       rocemu_comp_next_deadline(qp) != UINT64_MAX;
+}
+
+static unsigned run_qp(struct rocemu_qp *qp, uint64_t now)
+{
+	unsigned work = 0;
+
+	if (qp->state == IBV_QPS_RESET)
+		return 0;
+	rocemu_resp_flush_ack(qp);
+	if (qp->type == IBV_QPT_UD) {
+		work += rocemu_ud_send(qp, ROCEMU_TX_BUDGET);
+		return work;
+	}
+	work += rocemu_comp_timers(qp, now);
+	work += rocemu_resp_run(qp, ROCEMU_TX_BUDGET);
+	work += rocemu_req_run(qp, ROCEMU_TX_BUDGET);
+	rocemu_comp_retire(qp);
+	return work;
+}
+
+static unsigned run_work(struct rocemu_engine *e, uint64_t now)
+{
+	struct rocemu_qp *list = e->work_head, *qp;
+	unsigned work = 0;
+
+	e->work_head = NULL;
+	while ((qp = list) != NULL) {
+		list = qp->work_next;
+		qp->on_work = false;
+		qp->work_next = NULL;
+		work += run_qp(qp, now);
+		if (qp_has_work(qp))
+			rocemu_engine_schedule(qp);
+	}
+	if (work)
+		rocemu_port_flush(e->port);
+	return work;
+}
+
+static unsigned engine_poll(void *ctx, uint64_t now_ns)
+{
+	return run_work(ctx, now_ns);
+}
+
+/* The progress thread spins only while something is due soon: queued sends,
+ * responses to stream, or a timer within a millisecond. Longer timers are
+ * served by its periodic wake-ups. */
+static bool engine_has_work(void *ctx)
+{
+	struct rocemu_engine *e = ctx;
+	uint64_t soon = rocemu_now_ns() + 1000000;
+
+	for (struct rocemu_qp *qp = e->work_head; qp; qp = qp->work_next) {
+		if (rocemu_req_pending(qp) || qp->resp.res_active || qp->resp.ack_pending)
+			return true;
+		if (rocemu_comp_next_deadline(qp) <= soon)
+			return true;
+	}
+	return false;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Create / destroy                                                           */
+
+static void engine_fill_caps(struct rocemu_engine *e)
+{
+	struct rocemu_caps *c = &e->caps;
+
+	memset(c, 0, sizeof(*c));
+	c->max_mr_size = UINT64_MAX;
+	c->max_qp = ROCEMU_MAX_QP;
+	c->max_qp_wr = ROCEMU_MAX_QP_WR;
+	c->max_sge = ROCEMU_MAX_SGE;
+	c->max_sge_rd = ROCEMU_MAX_SGE;
+	c->max_inline_data = ROCEMU_MAX_INLINE;
+	c->max_cq = ROCEMU_MAX_CQ;
+	c->max_cqe = ROCEMU_MAX_CQE;
+	c->max_mr = ROCEMU_MAX_MR;
+	c->max_pd = ROCEMU_MAX_PD;
+	c->max_ah = ROCEMU_MAX_AH;
+	c->max_qp_rd_atom = ROCEMU_MAX_RD_ATOM;
+	c->max_qp_init_rd_atom = ROCEMU_MAX_RD_ATOM;
+	c->max_res_rd_atom = ROCEMU_MAX_RD_ATOM * ROCEMU_MAX_QP;
+	c->max_srq = ROCEMU_MAX_SRQ;
+	c->max_srq_wr = ROCEMU_MAX_SRQ_WR;
+	c->max_srq_sge = ROCEMU_MAX_SGE;
+	c->max_msg_sz = ROCEMU_MAX_MSG_SZ;
+	c->max_pkeys = 1;
+	c->atomic_hca = true;
+	c->odp = true;
+	c->timestamp_hz = 1000000000ull;
+}
+
+int rocemu_engine_create(const struct rocemu_port_config *cfg, struct rocemu_engine **out,
+			 char *err, size_t errlen)
+{
+	struct rocemu_engine *e;
+	struct rocemu_port_upper upper;
+	int rc;
+
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	e->qpn_table = calloc(ROCEMU_QPN_TABLE, sizeof(*e->qpn_table));
+	if (!e->qpn_table) {
+		free(e);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	e->qpn_next = ROCEMU_QPN_FIRST;
+	engine_fill_caps(e);
+	rc = rocemu_mem_table_create(e->caps.max_mr, &e->mem);
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot create the MR table: %s", strerror(-rc));
+		goto fail;
+	}
+	rc = rocemu_port_open(cfg, &e->port, err, errlen);
+	if (rc < 0)
+		goto fail;
+	rocemu_port_mac(e->port, e->mac);
+	upper = (struct rocemu_port_upper){
+		.ctx = e,
+		.rx = engine_rx,
+		.poll = engine_poll,
+		.has_work = engine_has_work,
+	};
+	rocemu_port_set_upper(e->port, &upper);
+	*out = e;
+	return 0;
+fail:
+	if (e->mem)
+		rocemu_mem_table_destroy(e->mem);
+	free(e->qpn_table);
+	free(e);
+	return rc;
+}
+
+void rocemu_engine_destroy(struct rocemu_engine *e)
+{
+	struct rocemu_port_upper none = {0};
+
+	if (!e)
+		return;
+	/* No progress thread any more, so no lock is needed to unhook. */
+	rocemu_port_progress_thread_stop(e->port);
+	rocemu_port_set_upper(e->port, &none);
+	for (uint32_t i = 0; i < ROCEMU_QPN_TABLE; i++) {
+		struct rocemu_qp *qp = e->qpn_table[i];
+
+		if (!qp)
+			continue;
+		free(qp->sq);
+		free(qp->rq);
+		free(qp->resp.res);
+		free(qp);
+	}
+	rocemu_port_close(e->port);
+	rocemu_mem_table_destroy(e->mem);
+	free(e->qpn_table);
+	free(e);
+}

@@ -1,0 +1,892 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Queue pairs: creation, the state machine (IBA 11.2.5, the attribute table
+ * ibv_modify_qp(3) documents), query, destruction, work request posting and
+ * validation, flushing on the way to ERR, and completion delivery.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rocemu_transport.h"
+
+/* ------------------------------------------------------------------------ */
+/* The transition table: required and optional attributes per QP type.        */
+
+enum { T_RC, T_UC, T_UD, T_NTYPES };
+
+struct qp_transition {
+	bool valid;
+	int req[T_NTYPES];
+	int opt[T_NTYPES];
+};
+
+#define ALL3(m) {(m), (m), (m)}
+#define M_ACCESS IBV_QP_ACCESS_FLAGS
+#define M_PKEY IBV_QP_PKEY_INDEX
+#define M_PORT IBV_QP_PORT
+#define M_QKEY IBV_QP_QKEY
+#define M_CUR IBV_QP_CUR_STATE
+#define M_MIG (IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE)
+
+static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
+	[IBV_QPS_RESET] = {
+		[IBV_QPS_RESET] = {.valid = true},
+		[IBV_QPS_ERR] = {.valid = true},
+		[IBV_QPS_INIT] = {
+			.valid = true,
+			.req = {M_PKEY | M_PORT | M_ACCESS, M_PKEY | M_PORT | M_ACCESS,
+				M_PKEY | M_PORT | M_QKEY},
+		},
+	},
+	[IBV_QPS_INIT] = {
+		[IBV_QPS_RESET] = {.valid = true},
+		[IBV_QPS_ERR] = {.valid = true},
+		[IBV_QPS_INIT] = {
+			.valid = true,
+			.opt = {M_PKEY | M_PORT | M_ACCESS, M_PKEY | M_PORT | M_ACCESS,
+				M_PKEY | M_PORT | M_QKEY},
+		},
+		[IBV_QPS_RTR] = {
+			.valid = true,
+			.req = {IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+				IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN, 0},
+			.opt = {IBV_QP_ALT_PATH | M_ACCESS | M_PKEY, IBV_QP_ALT_PATH | M_ACCESS | M_PKEY,
+				M_PKEY | M_QKEY},
+		},
+	},
+	[IBV_QPS_RTR] = {
+		[IBV_QPS_RESET] = {.valid = true},
+		[IBV_QPS_ERR] = {.valid = true},
+		[IBV_QPS_RTS] = {
+			.valid = true,
+			.req = {IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					IBV_QP_MAX_QP_RD_ATOMIC,
+				IBV_QP_SQ_PSN, IBV_QP_SQ_PSN},
+			.opt = {M_CUR | M_MIG | M_ACCESS | IBV_QP_MIN_RNR_TIMER, M_CUR | M_MIG | M_ACCESS,
+				M_CUR | M_QKEY},
+		},
+	},
+	[IBV_QPS_RTS] = {
+		[IBV_QPS_RESET] = {.valid = true},
+		[IBV_QPS_ERR] = {.valid = true},
+		[IBV_QPS_RTS] = {
+			.valid = true,
+			.opt = {M_CUR | M_ACCESS | M_MIG | IBV_QP_MIN_RNR_TIMER, M_CUR | M_ACCESS | M_MIG,
+				M_CUR | M_QKEY},
+		},
+		[IBV_QPS_SQD] = {.valid = true, .opt = ALL3(IBV_QP_EN_SQD_ASYNC_NOTIFY)},
+	},
+	[IBV_QPS_SQD] = {
+		[IBV_QPS_RESET] = {.valid = true},
+		[IBV_QPS_ERR] = {.valid = true},
+		[IBV_QPS_RTS] = {
+			.valid = true,
+			.opt = {M_CUR | M_MIG | M_ACCESS | IBV_QP_MIN_RNR_TIMER, M_CUR | M_MIG | M_ACCESS,
+				M_CUR | M_QKEY},
+		},
+		[IBV_QPS_SQD] = {
+			.valid = true,
+			.opt = {M_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC | M_MIG |
+					M_ACCESS | M_PKEY | IBV_QP_MIN_RNR_TIMER,
+				IBV_QP_AV | M_MIG | M_ACCESS | M_PKEY, M_PKEY | M_QKEY},
+		},
+	},
+	[IBV_QPS_SQE] = {
+		[IBV_QPS_RESET] = {.valid = true},
+		[IBV_QPS_ERR] = {.valid = true},
+		[IBV_QPS_RTS] = {.valid = true, .opt = {0, M_CUR | M_ACCESS, M_CUR | M_QKEY}},
+	},
+	[IBV_QPS_ERR] = {
+		[IBV_QPS_RESET] = {.valid = true},
+		[IBV_QPS_ERR] = {.valid = true},
+	},
+};
+
+static int qp_type_index(enum ibv_qp_type t)
+{
+	switch (t) {
+	case IBV_QPT_RC:
+		return T_RC;
+	case IBV_QPT_UC:
+		return T_UC;
+	case IBV_QPT_UD:
+		return T_UD;
+	default:
+		return -1;
+	}
+}
+
+uint32_t rocemu_mtu_bytes(enum ibv_mtu mtu)
+{
+	if (mtu < IBV_MTU_256 || mtu > IBV_MTU_4096)
+		return 0;
+	return 128u << mtu;
+}
+
+static enum ibv_mtu mtu_enum(uint32_t bytes)
+{
+	enum ibv_mtu m = IBV_MTU_256;
+
+	while (m < IBV_MTU_4096 && (128u << (m + 1)) <= bytes)
+		m++;
+	return m;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Completions and flushing.                                                  */
+
+void rocemu_qp_complete(struct rocemu_qp *qp, bool send, const struct rocemu_wc *wc,
+			bool solicited)
+{
+	struct rocemu_cq *cq = send ? qp->send_cq : qp->recv_cq;
+
+	if (rocemu_cq_push(cq, wc, solicited) == -ENOSPC) {
+		/* 11.4.2.1: a CQ overrun is an error for every QP feeding it. */
+		ENGINE_COUNT(qp->engine, cq_overflow);
+		if (qp->state != IBV_QPS_ERR)
+			rocemu_qp_to_error(qp, true);
+	}
+}
+
+static enum ibv_wc_opcode send_wc_opcode(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	case IBV_WR_LOCAL_INV:
+		return IBV_WC_LOCAL_INV;
+	case IBV_WR_BIND_MW:
+		return IBV_WC_BIND_MW;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+void rocemu_qp_send_wc(struct rocemu_qp *qp, const struct rocemu_send_wqe *w)
+{
+	struct rocemu_wc wc = {0};
+
+	if (w->status == IBV_WC_SUCCESS && !w->signaled)
+		return;
+	wc.wr_id = w->wr_id;
+	wc.status = w->status;
+	wc.opcode = send_wc_opcode(w->opcode);
+	wc.qp_num = qp->qpn;
+	wc.timestamp_ns = rocemu_now_ns();
+	if (w->status == IBV_WC_SUCCESS) {
+		switch (w->opcode) {
+		case IBV_WR_RDMA_READ:
+			wc.byte_len = w->length;
+			break;
+		case IBV_WR_ATOMIC_CMP_AND_SWP:
+		case IBV_WR_ATOMIC_FETCH_AND_ADD:
+			wc.byte_len = 8;
+			break;
+		default:
+			wc.byte_len = w->length;
+			break;
+		}
+	}
+	rocemu_qp_complete(qp, true, &wc, false);
+}
+
+static void flush_recv_wqe(struct rocemu_qp *qp, uint64_t wr_id)
+{
+	struct rocemu_wc wc = {
+		.wr_id = wr_id,
+		.status = IBV_WC_WR_FLUSH_ERR,
+		.opcode = IBV_WC_RECV,
+		.qp_num = qp->qpn,
+		.timestamp_ns = rocemu_now_ns(),
+	};
+
+	rocemu_qp_complete(qp, false, &wc, false);
+}
+
+static void qp_flush(struct rocemu_qp *qp)
+{
+	/* Send queue: WQEs that already finished keep their status, the rest flush. */
+	while (qp->sq_head != qp->sq_tail) {
+		struct rocemu_send_wqe *w = sq_at(qp, qp->sq_head);
+
+		if (w->state != WQE_DONE)
+			w->status = IBV_WC_WR_FLUSH_ERR;
+		qp->sq_head++;
+		rocemu_qp_send_wc(qp, w);
+	}
+	qp->sq_cur = qp->sq_tail;
+	qp->req.rd_atomic = 0;
+	qp->comp.deadline_ns = 0;
+	qp->comp.rnr_until_ns = 0;
+
+	/* Receive side: the WQE being filled, then the receive queue (an SRQ keeps its WQEs). */
+	if (qp->resp.have_wqe) {
+		qp->resp.have_wqe = false;
+		flush_recv_wqe(qp, qp->resp.wqe.wr_id);
+	}
+	while (qp->rq_head != qp->rq_tail) {
+		uint64_t wr_id = qp->rq[qp->rq_head & qp->rq_mask].wr_id;
+
+		qp->rq_head++;
+		flush_recv_wqe(qp, wr_id);
+	}
+	qp->resp.res_active = false;
+	qp->resp.ack_pending = false;
+}
+
+void rocemu_qp_to_error(struct rocemu_qp *qp, bool fatal)
+{
+	bool was_err = qp->state == IBV_QPS_ERR;
+
+	qp->state = IBV_QPS_ERR;
+	qp->attr.qp_state = IBV_QPS_ERR;
+	if (fatal && !was_err)
+		rocemu_engine_raise(qp->engine, IBV_EVENT_QP_FATAL, qp->user_ctx);
+	qp_flush(qp);
+}
+
+int rocemu_qp_take_recv(struct rocemu_qp *qp, struct rocemu_recv_wqe *out)
+{
+	if (qp->srq)
+		return rocemu_srq_pop(qp->srq, out);
+	if (qp->rq_head == qp->rq_tail)
+		return -EAGAIN;
+	*out = qp->rq[qp->rq_head & qp->rq_mask];
+	qp->rq_head++;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Create / destroy                                                           */
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+static int qpn_alloc(struct rocemu_engine *e, struct rocemu_qp *qp)
+{
+	if (e->n_qps >= e->caps.max_qp)
+		return -ENOMEM;
+	/* Rotate through the space so a destroyed QP's number is not reused at once
+	 * (stale packets for it then find no QP instead of a stranger). */
+	for (uint32_t n = 0; n < ROCEMU_QPN_TABLE; n++) {
+		uint32_t qpn = e->qpn_next;
+
+		e->qpn_next = qpn + 1 >= ROCEMU_QPN_TABLE ? ROCEMU_QPN_FIRST : qpn + 1;
+		if (!e->qpn_table[qpn]) {
+			e->qpn_table[qpn] = qp;
+			qp->qpn = qpn;
+			e->n_qps++;
+			return 0;
+		}
+	}
+	return -ENOMEM;
+}
+
+static int qp_check_init(struct rocemu_engine *e, const struct rocemu_qp_init *init)
+{
+	const struct ibv_qp_cap *c = &init->cap;
+
+	if (qp_type_index(init->qp_type) < 0)
+		return -EOPNOTSUPP;
+	if (!init->send_cq || !init->recv_cq)
+		return -EINVAL;
+	if (rocemu_cq_engine(init->send_cq) != e || rocemu_cq_engine(init->recv_cq) != e)
+		return -EINVAL;
+	if (c->max_send_wr > e->caps.max_qp_wr || c->max_send_sge > e->caps.max_sge ||
+	    c->max_inline_data > e->caps.max_inline_data)
+		return -EINVAL;
+	if (!init->srq && (c->max_recv_wr > e->caps.max_qp_wr || c->max_recv_sge > e->caps.max_sge))
+		return -EINVAL;
+	return 0;
+}
+
+int rocemu_qp_create(struct rocemu_pd *pd, struct rocemu_qp_init *init, struct rocemu_qp **out)
+{
+	struct rocemu_engine *e = pd->engine;
+	struct rocemu_qp *qp;
+	int rc;
+
+	rocemu_engine_lock(e);
+	rc = qp_check_init(e, init);
+	if (rc < 0)
+		goto out;
+	rc = -ENOMEM;
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		goto out;
+	qp->engine = e;
+	qp->pd = pd;
+	qp->type = init->qp_type;
+	qp->send_cq = init->send_cq;
+	qp->recv_cq = init->recv_cq;
+	qp->srq = init->srq;
+	qp->sq_sig_all = init->sq_sig_all;
+	qp->user_ctx = init->user_ctx;
+	qp->state = IBV_QPS_RESET;
+
+	qp->cap = init->cap;
+	if (qp->cap.max_send_wr == 0)
+		qp->cap.max_send_wr = 1;
+	if (qp->cap.max_send_sge == 0)
+		qp->cap.max_send_sge = 1;
+	qp->cap.max_inline_data = ROCEMU_MAX_INLINE;
+	if (qp->srq) {
+		qp->cap.max_recv_wr = 0;
+		qp->cap.max_recv_sge = 0;
+	} else {
+		if (qp->cap.max_recv_wr == 0)
+			qp->cap.max_recv_wr = 1;
+		if (qp->cap.max_recv_sge == 0)
+			qp->cap.max_recv_sge = 1;
+	}
+	qp->sq_mask = pow2_at_least(qp->cap.max_send_wr) - 1;
+	qp->sq = calloc(qp->sq_mask + 1, sizeof(*qp->sq));
+	if (!qp->srq) {
+		qp->rq_mask = pow2_at_least(qp->cap.max_recv_wr) - 1;
+		qp->rq = calloc(qp->rq_mask + 1, sizeof(*qp->rq));
+	}
+	qp->resp.res = calloc(ROCEMU_MAX_RD_ATOM, sizeof(*qp->resp.res));
+	if (!qp->sq || (!qp->srq && !qp->rq) || !qp->resp.res)
+		goto fail;
+	rc = qpn_alloc(e, qp);
+	if (rc < 0)
+		goto fail;
+	qp->attr.qp_state = IBV_QPS_RESET;
+	qp->attr.cap = qp->cap;
+	qp->attr.port_num = 1;
+	qp->attr.path_mtu = IBV_MTU_1024;
+	qp->mtu = 1024;
+
+	rocemu_pd_get(pd);
+	rocemu_cq_get(qp->send_cq);
+	rocemu_cq_get(qp->recv_cq);
+	if (qp->srq)
+		rocemu_srq_get(qp->srq);
+	init->cap = qp->cap;
+	*out = qp;
+	rc = 0;
+	goto out;
+fail:
+	free(qp->sq);
+	free(qp->rq);
+	free(qp->resp.res);
+	free(qp);
+out:
+	rocemu_engine_unlock(e);
+	return rc;
+}
+
+static void work_unlink(struct rocemu_qp *qp)
+{
+	struct rocemu_qp **pp = &qp->engine->work_head;
+
+	while (*pp) {
+		if (*pp == qp) {
+			*pp = qp->work_next;
+			break;
+		}
+		pp = &(*pp)->work_next;
+	}
+	qp->on_work = false;
+	qp->work_next = NULL;
+}
+
+int rocemu_qp_destroy(struct rocemu_qp *qp)
+{
+	struct rocemu_engine *e = qp->engine;
+
+	rocemu_engine_lock(e);
+	work_unlink(qp);
+	e->qpn_table[qp->qpn] = NULL;
+	e->n_qps--;
+	rocemu_cq_put(qp->send_cq);
+	rocemu_cq_put(qp->recv_cq);
+	if (qp->srq)
+		rocemu_srq_put(qp->srq);
+	rocemu_pd_put(qp->pd);
+	rocemu_engine_unlock(e);
+	free(qp->sq);
+	free(qp->rq);
+	free(qp->resp.res);
+	free(qp);
+	return 0;
+}
+
+uint32_t rocemu_qp_num(const struct rocemu_qp *qp)
+{
+	return qp->qpn;
+}
+
+enum ibv_qp_state rocemu_qp_state(const struct rocemu_qp *qp)
+{
+	return qp->state;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Modify                                                                     */
+
+static int check_av(struct rocemu_engine *e, const struct ibv_ah_attr *ah)
+{
+	uint8_t sgid[16];
+
+	if (!ah->is_global)
+		return -EINVAL; /* RoCE: every packet carries a GRH (IP header) */
+	if (ah->port_num > 1)
+		return -EINVAL;
+	if (rocemu_port_gid(e->port, ah->grh.sgid_index, sgid) < 0)
+		return -EINVAL;
+	if (roce_gid_is_v4mapped(sgid) != roce_gid_is_v4mapped(ah->grh.dgid.raw))
+		return -EINVAL;
+	return 0;
+}
+
+static int check_values(struct rocemu_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	struct rocemu_engine *e = qp->engine;
+	unsigned access_ok = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			     IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE;
+
+	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= e->caps.max_pkeys)
+		return -EINVAL;
+	if ((mask & IBV_QP_PORT) && a->port_num != 1)
+		return -EINVAL;
+	if ((mask & IBV_QP_ACCESS_FLAGS) && (a->qp_access_flags & ~access_ok))
+		return -EINVAL;
+	if ((mask & IBV_QP_AV) && check_av(e, &a->ah_attr) < 0)
+		return -EINVAL;
+	if ((mask & IBV_QP_ALT_PATH) && check_av(e, &a->alt_ah_attr) < 0)
+		return -EINVAL;
+	if ((mask & IBV_QP_PATH_MTU) && rocemu_mtu_bytes(a->path_mtu) == 0)
+		return -EINVAL;
+	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > ROCE_PSN_MASK)
+		return -EINVAL;
+	if ((mask & IBV_QP_RQ_PSN) && a->rq_psn > ROCE_PSN_MASK)
+		return -EINVAL;
+	if ((mask & IBV_QP_SQ_PSN) && a->sq_psn > ROCE_PSN_MASK)
+		return -EINVAL;
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > e->caps.max_qp_rd_atom)
+		return -EINVAL;
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > e->caps.max_qp_init_rd_atom)
+		return -EINVAL;
+	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
+		return -EINVAL;
+	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7)
+		return -EINVAL;
+	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
+		return -EINVAL;
+	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+		return -EINVAL;
+	if ((mask & IBV_QP_PATH_MIG_STATE) && a->path_mig_state > IBV_MIG_ARMED)
+		return -EINVAL;
+	return 0;
+}
+
+static void set_path(struct rocemu_qp *qp, const struct ibv_ah_attr *ah)
+{
+	struct rocemu_path *p = &qp->path;
+
+	memset(p, 0, sizeof(*p));
+	p->valid = true;
+	p->sgid_index = ah->grh.sgid_index;
+	rocemu_port_gid(qp->engine->port, p->sgid_index, p->sgid);
+	memcpy(p->dgid, ah->grh.dgid.raw, 16);
+	p->v6 = !roce_gid_is_v4mapped(p->dgid);
+	p->tclass = ah->grh.traffic_class;
+	p->hop_limit = ah->grh.hop_limit;
+	p->flow_label = ah->grh.flow_label;
+}
+
+static void set_udp_sport(struct rocemu_qp *qp)
+{
+	uint32_t h;
+
+	/* A17.4.5.1: the source port carries flow entropy. Same scheme as the
+	 * flow label mapping of rdma-core when a label is given, otherwise a
+	 * hash of both QP numbers; always within 0xC000..0xFFFF. */
+	if (qp->path.flow_label)
+		h = qp->path.flow_label ^ (qp->path.flow_label >> 14);
+	else
+		h = (qp->qpn * 0x9E3779B1u) ^ (qp->attr.dest_qp_num * 0x85EBCA6Bu);
+	qp->path.udp_sport = (uint16_t)(ROCE_UDP_SPORT_MIN | (h & 0x3FFF));
+}
+
+static void qp_reset(struct rocemu_qp *qp)
+{
+	qp->sq_head = qp->sq_cur = qp->sq_tail = 0;
+	qp->rq_head = qp->rq_tail = 0;
+	memset(&qp->req, 0, sizeof(qp->req));
+	memset(&qp->comp, 0, sizeof(qp->comp));
+	struct rocemu_rd_res *res = qp->resp.res;
+	memset(&qp->resp, 0, sizeof(qp->resp));
+	memset(res, 0, ROCEMU_MAX_RD_ATOM * sizeof(*res));
+	qp->resp.res = res;
+	qp->path.valid = false;
+	qp->sq_draining = false;
+}
+
+static void apply_attrs(struct rocemu_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	struct ibv_qp_attr *s = &qp->attr;
+
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		s->qp_access_flags = a->qp_access_flags;
+	if (mask & IBV_QP_PKEY_INDEX)
+		s->pkey_index = a->pkey_index;
+	if (mask & IBV_QP_PORT)
+		s->port_num = a->port_num;
+	if (mask & IBV_QP_QKEY)
+		s->qkey = a->qkey;
+	if (mask & IBV_QP_DEST_QPN)
+		s->dest_qp_num = a->dest_qp_num;
+	if (mask & IBV_QP_AV) {
+		s->ah_attr = a->ah_attr;
+		set_path(qp, &a->ah_attr);
+	}
+	if (mask & IBV_QP_ALT_PATH) {
+		s->alt_ah_attr = a->alt_ah_attr;
+		s->alt_pkey_index = a->alt_pkey_index;
+		s->alt_port_num = a->alt_port_num;
+		s->alt_timeout = a->alt_timeout;
+	}
+	if (mask & IBV_QP_PATH_MIG_STATE)
+		s->path_mig_state = a->path_mig_state;
+	if (mask & IBV_QP_PATH_MTU) {
+		uint32_t port_mtu = rocemu_port_active_mtu(qp->engine->port);
+		uint32_t want = rocemu_mtu_bytes(a->path_mtu);
+
+		/* The path cannot carry more than the port does: clamp, as rxe does. */
+		qp->mtu = want < port_mtu ? want : port_mtu;
+		s->path_mtu = mtu_enum(qp->mtu);
+	}
+	if (mask & IBV_QP_RQ_PSN) {
+		s->rq_psn = a->rq_psn;
+		qp->resp.epsn = a->rq_psn;
+	}
+	if (mask & IBV_QP_SQ_PSN) {
+		s->sq_psn = a->sq_psn;
+		qp->req.psn = a->sq_psn;
+		qp->comp.psn = a->sq_psn;
+	}
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		s->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		s->max_rd_atomic = a->max_rd_atomic;
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		s->min_rnr_timer = a->min_rnr_timer;
+	if (mask & IBV_QP_TIMEOUT)
+		s->timeout = a->timeout;
+	if (mask & IBV_QP_RETRY_CNT) {
+		s->retry_cnt = a->retry_cnt;
+		qp->comp.retry_left = a->retry_cnt;
+	}
+	if (mask & IBV_QP_RNR_RETRY) {
+		s->rnr_retry = a->rnr_retry;
+		qp->comp.rnr_left = a->rnr_retry;
+	}
+	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
+		s->en_sqd_async_notify = a->en_sqd_async_notify;
+	if (mask & (IBV_QP_AV | IBV_QP_DEST_QPN))
+		set_udp_sport(qp);
+	if (qp->type == IBV_QPT_UD)
+		qp->mtu = rocemu_port_active_mtu(qp->engine->port);
+}
+
+/** Validate everything first; change nothing unless all of it is valid. */
+static int qp_modify_locked(struct rocemu_qp *qp, const struct ibv_qp_attr *attr, int mask)
+{
+	enum ibv_qp_state cur = qp->state, next;
+	const struct qp_transition *t;
+	int ti = qp_type_index(qp->type);
+	int allowed;
+	int rc;
+
+	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur)
+		return -EINVAL;
+	next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
+	if (next > IBV_QPS_ERR || cur > IBV_QPS_ERR)
+		return -EINVAL;
+	t = &qp_table[cur][next];
+	if (!t->valid)
+		return -EINVAL;
+	if ((mask & t->req[ti]) != t->req[ti])
+		return -EINVAL;
+	allowed = IBV_QP_STATE | t->req[ti] | t->opt[ti];
+	if (mask & ~allowed)
+		return -EINVAL;
+	rc = check_values(qp, attr, mask);
+	if (rc < 0)
+		return rc;
+	/* SQD -> SQD may change the path and limits only once the SQ is drained (11.2.5.4). */
+	if (cur == IBV_QPS_SQD && next == IBV_QPS_SQD && qp->sq_head != qp->sq_cur &&
+	    (mask & ~IBV_QP_STATE))
+		return -EINVAL;
+
+	if (next == IBV_QPS_RESET) {
+		qp_reset(qp);
+		qp->state = IBV_QPS_RESET;
+		qp->attr.qp_state = IBV_QPS_RESET;
+		return 0;
+	}
+	if (next == IBV_QPS_ERR) {
+		rocemu_qp_to_error(qp, false);
+		return 0;
+	}
+	apply_attrs(qp, attr, mask);
+	if (qp->type == IBV_QPT_RC && (mask & IBV_QP_MAX_DEST_RD_ATOMIC))
+		qp->resp.nres = qp->attr.max_dest_rd_atomic;
+	if (next == IBV_QPS_SQD && cur != IBV_QPS_SQD) {
+		qp->sqd_notify = (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) && attr->en_sqd_async_notify;
+		qp->sq_draining = true;
+	}
+	if (next == IBV_QPS_RTS)
+		qp->sq_draining = false;
+	qp->state = next;
+	qp->attr.qp_state = next;
+	qp->attr.cur_qp_state = next;
+	rocemu_engine_schedule(qp);
+	return 0;
+}
+
+int rocemu_qp_modify(struct rocemu_qp *qp, const struct ibv_qp_attr *attr, int mask)
+{
+	struct rocemu_engine *e = qp->engine;
+	int rc;
+
+	if (!attr)
+		return -EINVAL;
+	rocemu_engine_lock(e);
+	rc = qp_modify_locked(qp, attr, mask);
+	rocemu_engine_unlock(e);
+	if (rc == 0)
+		rocemu_port_kick(e->port);
+	return rc;
+}
+
+int rocemu_qp_query(struct rocemu_qp *qp, struct ibv_qp_attr *attr, int mask,
+		    struct ibv_qp_init_attr *init)
+{
+	struct rocemu_engine *e = qp->engine;
+
+	(void)mask; /* everything is cheap to report */
+	rocemu_engine_lock(e);
+	if (attr) {
+		*attr = qp->attr;
+		attr->qp_state = qp->state;
+		attr->cur_qp_state = qp->state;
+		attr->cap = qp->cap;
+		attr->sq_draining = qp->state == IBV_QPS_SQD && qp->sq_head != qp->sq_cur;
+	}
+	if (init) {
+		memset(init, 0, sizeof(*init));
+		init->qp_type = qp->type;
+		init->cap = qp->cap;
+		init->sq_sig_all = qp->sq_sig_all;
+	}
+	rocemu_engine_unlock(e);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Posting                                                                    */
+
+static bool opcode_valid(enum ibv_qp_type t, enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		return true;
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_LOCAL_INV:
+		return t == IBV_QPT_RC || t == IBV_QPT_UC;
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	case IBV_WR_SEND_WITH_INV:
+		return t == IBV_QPT_RC;
+	default:
+		return false;
+	}
+}
+
+static void kick(struct rocemu_qp *qp)
+{
+	rocemu_engine_schedule(qp);
+}
+
+static int post_send_locked(struct rocemu_qp *qp, const struct rocemu_send_wr *wr)
+{
+	struct rocemu_send_wqe *w;
+	uint64_t len = 0;
+
+	if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT || qp->state == IBV_QPS_RTR)
+		return -EINVAL;
+	if (!opcode_valid(qp->type, wr->opcode))
+		return -EINVAL;
+	if (wr->num_sge > qp->cap.max_send_sge || (wr->num_sge && !wr->sg_list))
+		return -EINVAL;
+	if (qp->type == IBV_QPT_UD && (!wr->ah || wr->ah->pd->engine != qp->engine))
+		return -EINVAL;
+	for (uint32_t i = 0; i < wr->num_sge; i++)
+		len += wr->sg_list[i].length;
+	if (len > qp->engine->caps.max_msg_sz)
+		return -EINVAL;
+	if ((wr->send_flags & IBV_SEND_INLINE) && len > qp->cap.max_inline_data)
+		return -EINVAL;
+	if (qp->sq_tail - qp->sq_head >= qp->cap.max_send_wr)
+		return -ENOMEM;
+
+	w = sq_at(qp, qp->sq_tail);
+	memset(w, 0, offsetof(struct rocemu_send_wqe, sge));
+	w->wr_id = wr->wr_id;
+	w->opcode = wr->opcode;
+	w->send_flags = wr->send_flags;
+	w->imm_data = wr->imm_data;
+	w->invalidate_rkey = wr->invalidate_rkey;
+	w->remote_addr = wr->remote_addr;
+	w->rkey = wr->rkey;
+	w->compare_add = wr->compare_add;
+	w->swap = wr->swap;
+	w->ah = wr->ah;
+	w->remote_qpn = wr->remote_qpn & ROCE_PSN_MASK;
+	w->remote_qkey = wr->remote_qkey;
+	w->num_sge = wr->num_sge;
+	w->length = (uint32_t)len;
+	w->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+	w->rd_atomic = wr->opcode == IBV_WR_RDMA_READ || wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+		       wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+		w->length = 8;
+	w->state = WQE_POSTED;
+	w->status = IBV_WC_SUCCESS;
+	if ((wr->send_flags & IBV_SEND_INLINE) && !w->rd_atomic && wr->opcode != IBV_WR_LOCAL_INV) {
+		uint32_t off = 0;
+
+		/* Inline: the data is copied now, the buffers may be reused at once. */
+		w->is_inline = true;
+		for (uint32_t i = 0; i < wr->num_sge; i++) {
+			memcpy(w->inline_data + off, (const void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			off += wr->sg_list[i].length;
+		}
+		w->num_sge = 0;
+	} else if (wr->num_sge) {
+		memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(*w->sge));
+	}
+	qp->sq_tail++;
+
+	if (qp->state == IBV_QPS_ERR ||
+	    (qp->state == IBV_QPS_SQE && qp->type != IBV_QPT_RC)) {
+		/* 10.8.3.1 / 11.4.1.1: in ERR (and SQE) new work completes with a flush. */
+		while (qp->sq_head != qp->sq_tail) {
+			struct rocemu_send_wqe *f = sq_at(qp, qp->sq_head);
+
+			if (f->state != WQE_DONE)
+				f->status = IBV_WC_WR_FLUSH_ERR;
+			qp->sq_head++;
+			rocemu_qp_send_wc(qp, f);
+		}
+		qp->sq_cur = qp->sq_tail;
+	}
+	return 0;
+}
+
+static void transmit_now(struct rocemu_qp *qp)
+{
+	struct rocemu_engine *e = qp->engine;
+
+	if (qp->state != IBV_QPS_RTS)
+		return;
+	if (qp->type == IBV_QPT_UD)
+		rocemu_ud_send(qp, ROCEMU_TX_BUDGET);
+	else
+		rocemu_req_run(qp, ROCEMU_TX_BUDGET);
+	rocemu_comp_retire(qp);
+	rocemu_port_flush(e->port);
+}
+
+int rocemu_qp_post_send(struct rocemu_qp *qp, const struct rocemu_send_wr *wr)
+{
+	unsigned bad;
+
+	return rocemu_qp_post_send_batch(qp, wr, 1, &bad);
+}
+
+int rocemu_qp_post_send_batch(struct rocemu_qp *qp, const struct rocemu_send_wr *wrs, unsigned n,
+			      unsigned *bad)
+{
+	struct rocemu_engine *e = qp->engine;
+	int rc = 0;
+	unsigned i;
+
+	rocemu_engine_lock(e);
+	for (i = 0; i < n; i++) {
+		rc = post_send_locked(qp, &wrs[i]);
+		if (rc < 0)
+			break;
+	}
+	if (bad)
+		*bad = i;
+	if (i > 0) {
+		kick(qp);
+		transmit_now(qp);
+	}
+	rocemu_engine_unlock(e);
+	rocemu_port_kick(e->port);
+	return rc;
+}
+
+int rocemu_qp_post_recv(struct rocemu_qp *qp, uint64_t wr_id, const struct ibv_sge *sg,
+			uint32_t num_sge)
+{
+	struct rocemu_engine *e = qp->engine;
+	struct rocemu_recv_wqe *w;
+	int rc = 0;
+
+	rocemu_engine_lock(e);
+	if (qp->srq || qp->state == IBV_QPS_RESET || num_sge > qp->cap.max_recv_sge ||
+	    (num_sge && !sg)) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (qp->rq_tail - qp->rq_head >= qp->cap.max_recv_wr) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	w = &qp->rq[qp->rq_tail & qp->rq_mask];
+	w->wr_id = wr_id;
+	w->num_sge = num_sge;
+	w->total_len = 0;
+	for (uint32_t i = 0; i < num_sge; i++) {
+		w->sge[i] = sg[i];
+		w->total_len += sg[i].length;
+	}
+	qp->rq_tail++;
+	if (qp->state == IBV_QPS_ERR) {
+		while (qp->rq_head != qp->rq_tail) {
+			uint64_t id = qp->rq[qp->rq_head & qp->rq_mask].wr_id;
+
+			qp->rq_head++;
+			flush_recv_wqe(qp, id);
+		}
+	}
+out:
+	rocemu_engine_unlock(e);
+	return rc;
+}

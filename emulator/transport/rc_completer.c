@@ -1,0 +1,411 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Completer (RC): consumes ACKs, NAKs, RNR NAKs, READ responses and atomic
+ * acknowledgements; completes send WQEs strictly in order; writes READ data
+ * and atomic results into the local scatter list; turns NAK codes into WC
+ * statuses (9.7.5.2, 10.8.3); and runs the two per-QP timers: the
+ * retransmission timer (4.096 us * 2^timeout, retry_cnt) and the RNR
+ * back-off (min_rnr_timer code of the responder, rnr_retry, 7 = infinite).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "rocemu_transport.h"
+
+/** IBA table 45: RNR NAK timer field -> delay, in units of 10 us. */
+static const uint32_t rnr_delay_10us[32] = {
+	65536, 1,    2,    3,    4,    6,    8,     12,    16,    24,    32,
+	48,    64,   96,   128,  192,  256,  384,   512,   768,   1024,  1536,
+	2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
+};
+
+static uint64_t timeout_ns(const struct rocemu_qp *qp)
+{
+	/* 9.7.6.1.3: 4.096 us * 2^timeout; 0 means no timer. */
+	if (qp->attr.timeout == 0)
+		return 0;
+	return 4096ull << qp->attr.timeout;
+}
+
+/** First WQE not yet finished, or NULL. */
+static struct rocemu_send_wqe *first_pending(struct rocemu_qp *qp)
+{
+	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+		struct rocemu_send_wqe *w = sq_at(qp, i);
+
+		if (w->state == WQE_POSTED)
+			return NULL;
+		if (w->state != WQE_DONE)
+			return w;
+	}
+	return NULL;
+}
+
+static bool outstanding(struct rocemu_qp *qp)
+{
+	return first_pending(qp) != NULL;
+}
+
+void rocemu_comp_rearm(struct rocemu_qp *qp, uint64_t now)
+{
+	uint64_t t = timeout_ns(qp);
+
+	if (qp->type != IBV_QPT_RC || t == 0 || !outstanding(qp)) {
+		qp->comp.deadline_ns = 0;
+		return;
+	}
+	qp->comp.deadline_ns = now + t;
+}
+
+uint64_t rocemu_comp_next_deadline(const struct rocemu_qp *qp)
+{
+	uint64_t d = UINT64_MAX;
+
+	if (qp->comp.deadline_ns)
+		d = qp->comp.deadline_ns;
+	if (qp->comp.rnr_until_ns && qp->comp.rnr_until_ns < d)
+		d = qp->comp.rnr_until_ns;
+	return d;
+}
+
+void rocemu_comp_retire(struct rocemu_qp *qp)
+{
+	while (qp->sq_head != qp->sq_cur) {
+		struct rocemu_send_wqe *w = sq_at(qp, qp->sq_head);
+
+		if (w->state != WQE_DONE)
+			break;
+		qp->sq_head++;
+		rocemu_qp_send_wc(qp, w);
+		if (qp->state == IBV_QPS_ERR)
+			return; /* the completion overflowed the CQ: everything was flushed */
+	}
+	if (qp->state == IBV_QPS_SQD && qp->sq_draining && qp->sq_head == qp->sq_cur) {
+		qp->sq_draining = false;
+		if (qp->sqd_notify)
+			rocemu_engine_raise(qp->engine, IBV_EVENT_SQ_DRAINED, qp->user_ctx);
+	}
+}
+
+static void wqe_finish(struct rocemu_qp *qp, struct rocemu_send_wqe *w, enum ibv_wc_status st)
+{
+	if (w->rd_atomic && qp->req.rd_atomic)
+		qp->req.rd_atomic--;
+	w->state = WQE_DONE;
+	w->status = st;
+}
+
+/** A WQE fails after a response: its status, then the QP to ERR (flushing the rest). */
+static void comp_fail(struct rocemu_qp *qp, struct rocemu_send_wqe *w, enum ibv_wc_status st)
+{
+	if (w)
+		wqe_finish(qp, w, st);
+	rocemu_qp_to_error(qp, false);
+}
+
+/** Forward progress: retry budgets refill (9.7.6.1.3 / 9.7.5.2.8). */
+static void progress_made(struct rocemu_qp *qp)
+{
+	qp->comp.retry_left = qp->attr.retry_cnt;
+	qp->comp.rnr_left = qp->attr.rnr_retry;
+	rocemu_comp_rearm(qp, rocemu_now_ns());
+}
+
+/**
+ * Everything up to and including psn has been received by the responder:
+ * complete SEND/WRITE WQEs it covers. Stops at a READ/atomic that has not
+ * got its response; if psn covers one of that READ's responses, those
+ * responses were lost: returns false and sets *lost_psn.
+ */
+static bool ack_upto(struct rocemu_qp *qp, uint32_t psn, uint32_t *lost_psn)
+{
+	bool progress = false;
+	uint32_t end = qp->sq_cur + (qp->sq_cur != qp->sq_tail);
+
+	for (uint32_t i = qp->sq_head; i != end; i++) {
+		struct rocemu_send_wqe *w = sq_at(qp, i);
+		uint32_t last;
+
+		if (w->state == WQE_DONE)
+			continue;
+		if (w->state == WQE_POSTED)
+			break;
+		if (w->rd_atomic) {
+			uint32_t expect = roce_psn_add(w->first_psn, w->rcvd_pkts);
+
+			if (roce_psn_diff(psn, expect) >= 0) {
+				*lost_psn = expect;
+				return false;
+			}
+			break;
+		}
+		last = roce_psn_add(w->first_psn, w->npkts - 1);
+		if (roce_psn_diff(psn, last) >= 0 && w->state == WQE_SENT) {
+			wqe_finish(qp, w, IBV_WC_SUCCESS);
+			progress = true;
+			continue;
+		}
+		break;
+	}
+	if (roce_psn_diff(roce_psn_add(psn, 1), qp->comp.psn) > 0) {
+		qp->comp.psn = roce_psn_add(psn, 1);
+		progress = true;
+	}
+	if (progress)
+		progress_made(qp);
+	return true;
+}
+
+static void go_back(struct rocemu_qp *qp, uint32_t psn)
+{
+	if (qp->comp.retry_left == 0) {
+		ENGINE_COUNT(qp->engine, retry_exceeded);
+		comp_fail(qp, first_pending(qp), IBV_WC_RETRY_EXC_ERR);
+		return;
+	}
+	qp->comp.retry_left--;
+	rocemu_req_rewind(qp, psn);
+	rocemu_comp_rearm(qp, rocemu_now_ns());
+}
+
+static enum ibv_wc_status nak_status(uint8_t code)
+{
+	switch (code) {
+	case ROCE_NAK_INVALID_REQUEST:
+		return IBV_WC_REM_INV_REQ_ERR;
+	case ROCE_NAK_REMOTE_ACCESS_ERR:
+		return IBV_WC_REM_ACCESS_ERR;
+	case ROCE_NAK_REMOTE_OP_ERR:
+		return IBV_WC_REM_OP_ERR;
+	case ROCE_NAK_INVALID_RD_REQUEST:
+		return IBV_WC_REM_INV_RD_REQ_ERR;
+	default:
+		return IBV_WC_REM_OP_ERR;
+	}
+}
+
+static void count_nak(struct rocemu_engine *e, uint8_t code)
+{
+	switch (code) {
+	case ROCE_NAK_PSN_SEQ_ERR:
+		ENGINE_COUNT(e, rx_nak_psn_seq);
+		break;
+	case ROCE_NAK_INVALID_REQUEST:
+		ENGINE_COUNT(e, rx_nak_invalid_req);
+		break;
+	case ROCE_NAK_REMOTE_ACCESS_ERR:
+		ENGINE_COUNT(e, rx_nak_remote_access);
+		break;
+	case ROCE_NAK_REMOTE_OP_ERR:
+		ENGINE_COUNT(e, rx_nak_remote_op);
+		break;
+	default:
+		ENGINE_COUNT(e, rx_nak_other);
+		break;
+	}
+}
+
+/** The WQE whose PSN range holds psn. */
+static struct rocemu_send_wqe *wqe_of_psn(struct rocemu_qp *qp, uint32_t psn)
+{
+	uint32_t end = qp->sq_cur + (qp->sq_cur != qp->sq_tail);
+
+	for (uint32_t i = qp->sq_head; i != end; i++) {
+		struct rocemu_send_wqe *w = sq_at(qp, i);
+
+		if (w->state != WQE_ACTIVE && w->state != WQE_SENT)
+			continue;
+		if (roce_psn_diff(psn, w->first_psn) >= 0 &&
+		    roce_psn_diff(psn, w->first_psn) < (int32_t)w->npkts)
+			return w;
+	}
+	return NULL;
+}
+
+static void handle_ack(struct rocemu_qp *qp, const struct roce_pkt *pkt)
+{
+	struct rocemu_engine *e = qp->engine;
+	uint8_t syn = pkt->aeth.syndrome;
+	uint32_t psn = pkt->psn, lost;
+
+	switch (ROCE_AETH_TYPE(syn)) {
+	case ROCE_AETH_ACK:
+		ENGINE_COUNT(e, rx_acks);
+		if (!ack_upto(qp, psn, &lost))
+			go_back(qp, lost);
+		break;
+	case ROCE_AETH_RNR_NAK:
+		ENGINE_COUNT(e, rx_rnr_nak);
+		if (!ack_upto(qp, roce_psn_add(psn, ROCE_PSN_MASK), &lost)) {
+			go_back(qp, lost);
+			break;
+		}
+		if (qp->comp.rnr_left == 0) {
+			ENGINE_COUNT(e, rnr_retry_exceeded);
+			comp_fail(qp, wqe_of_psn(qp, psn), IBV_WC_RNR_RETRY_EXC_ERR);
+			break;
+		}
+		if (qp->comp.rnr_left != 7) /* 7: retry forever (9.7.5.2.8) */
+			qp->comp.rnr_left--;
+		/* Wait, then resend from the NAKed PSN; the transport timer pauses meanwhile. */
+		qp->comp.rnr_until_ns =
+			rocemu_now_ns() + (uint64_t)rnr_delay_10us[ROCE_AETH_VALUE(syn)] * 10000;
+		qp->comp.rnr_psn = psn;
+		qp->comp.deadline_ns = 0;
+		break;
+	case ROCE_AETH_NAK: {
+		uint8_t code = ROCE_AETH_VALUE(syn);
+
+		count_nak(e, code);
+		if (!ack_upto(qp, roce_psn_add(psn, ROCE_PSN_MASK), &lost)) {
+			go_back(qp, lost);
+			break;
+		}
+		if (code == ROCE_NAK_PSN_SEQ_ERR) {
+			go_back(qp, psn);
+			break;
+		}
+		comp_fail(qp, wqe_of_psn(qp, psn), nak_status(code));
+		break;
+	}
+	default:
+		ENGINE_COUNT(e, drop_resp_unexpected);
+		break;
+	}
+}
+
+static void handle_read_resp(struct rocemu_qp *qp, const struct roce_pkt *pkt,
+			     const uint8_t *payload)
+{
+	struct rocemu_engine *e = qp->engine;
+	struct rocemu_send_wqe *w;
+	uint32_t psn = pkt->psn, lost, expect, idx, want;
+	bool last_pkt;
+	enum rocemu_mem_err err;
+
+	/* A READ response acknowledges everything before it (9.7.5.1.1). */
+	if (!ack_upto(qp, roce_psn_add(psn, ROCE_PSN_MASK), &lost) && lost != psn) {
+		go_back(qp, lost);
+		return;
+	}
+	w = first_pending(qp);
+	if (!w || w->opcode != IBV_WR_RDMA_READ) {
+		ENGINE_COUNT(e, drop_resp_unexpected);
+		return;
+	}
+	expect = roce_psn_add(w->first_psn, w->rcvd_pkts);
+	if (psn != expect) {
+		if (roce_psn_diff(psn, expect) < 0) {
+			ENGINE_COUNT(e, drop_resp_duplicate);
+		} else {
+			/* A response went missing: re-request from it, once per gap. */
+			ENGINE_COUNT(e, drop_psn_out_of_seq);
+			if (w->state == WQE_SENT)
+				go_back(qp, expect);
+		}
+		return;
+	}
+	idx = w->rcvd_pkts;
+	last_pkt = idx + 1 == w->npkts;
+	want = last_pkt ? w->length - idx * qp->mtu : qp->mtu;
+	if (((pkt->op->flags & ROCE_OPF_LAST) != 0) != last_pkt || pkt->payload_len != want) {
+		ENGINE_COUNT(e, drop_resp_bad_length);
+		return;
+	}
+	if (want) {
+		err = rocemu_mem_scatter(e->mem, qp->pd, w->sge, w->num_sge,
+					 (uint64_t)idx * qp->mtu, payload, want);
+		if (err != ROCEMU_MEM_OK) {
+			comp_fail(qp, w, rocemu_comp_local_status(err));
+			return;
+		}
+	}
+	w->rcvd_pkts++;
+	qp->comp.psn = roce_psn_add(psn, 1);
+	if (last_pkt)
+		wqe_finish(qp, w, IBV_WC_SUCCESS);
+	progress_made(qp);
+}
+
+static void handle_atomic_ack(struct rocemu_qp *qp, const struct roce_pkt *pkt)
+{
+	struct rocemu_engine *e = qp->engine;
+	struct rocemu_send_wqe *w;
+	uint32_t lost;
+	enum rocemu_mem_err err;
+	uint64_t orig = pkt->atomic_orig;
+
+	if (!ack_upto(qp, roce_psn_add(pkt->psn, ROCE_PSN_MASK), &lost) && lost != pkt->psn) {
+		go_back(qp, lost);
+		return;
+	}
+	w = first_pending(qp);
+	if (!w || !w->rd_atomic || w->opcode == IBV_WR_RDMA_READ || w->first_psn != pkt->psn) {
+		ENGINE_COUNT(e, drop_resp_unexpected);
+		return;
+	}
+	if (w->num_sge) {
+		err = rocemu_mem_scatter(e->mem, qp->pd, w->sge, w->num_sge, 0, &orig, 8);
+		if (err != ROCEMU_MEM_OK) {
+			comp_fail(qp, w, rocemu_comp_local_status(err));
+			return;
+		}
+	}
+	w->rcvd_pkts = 1;
+	qp->comp.psn = roce_psn_add(pkt->psn, 1);
+	wqe_finish(qp, w, IBV_WC_SUCCESS);
+	progress_made(qp);
+}
+
+void rocemu_comp_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_pkt *pkt)
+{
+	struct rocemu_engine *e = qp->engine;
+	const uint8_t *payload = rte_pktmbuf_mtod(m, const uint8_t *) + pkt->payload_off;
+
+	if (qp->type != IBV_QPT_RC) {
+		ENGINE_COUNT(e, drop_qp_type);
+		return;
+	}
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) {
+		ENGINE_COUNT(e, drop_qp_state);
+		return;
+	}
+	/* A response for a PSN never sent, or older than anything outstanding. */
+	if (roce_psn_diff(pkt->psn, qp->req.psn) >= 0 ||
+	    roce_psn_diff(pkt->psn, qp->comp.psn) < -(int32_t)ROCEMU_REQ_WINDOW * 2) {
+		ENGINE_COUNT(e, drop_resp_unexpected);
+		return;
+	}
+	if (pkt->op->flags & ROCE_OPF_READ)
+		handle_read_resp(qp, pkt, payload);
+	else if (pkt->op->flags & ROCE_OPF_ATOMIC)
+		handle_atomic_ack(qp, pkt);
+	else
+		handle_ack(qp, pkt);
+	if (qp->state != IBV_QPS_ERR)
+		rocemu_comp_retire(qp);
+}
+
+unsigned rocemu_comp_timers(struct rocemu_qp *qp, uint64_t now)
+{
+	unsigned work = 0;
+
+	if (qp->type != IBV_QPT_RC || (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD))
+		return 0;
+	if (qp->comp.rnr_until_ns && now >= qp->comp.rnr_until_ns) {
+		qp->comp.rnr_until_ns = 0;
+		rocemu_req_rewind(qp, qp->comp.rnr_psn);
+		rocemu_comp_rearm(qp, now);
+		work++;
+	}
+	if (qp->comp.deadline_ns && now >= qp->comp.deadline_ns) {
+		if (!outstanding(qp)) {
+			qp->comp.deadline_ns = 0;
+		} else {
+			ENGINE_COUNT(qp->engine, retransmit_timeouts);
+			go_back(qp, qp->comp.psn);
+			work++;
+		}
+	}
+	return work;
+}

@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Requester (RC and UC): turns send WQEs into request packets. PSNs are
+ * assigned when a WQE starts (a READ takes one PSN per response packet,
+ * 9.7.1), messages are segmented by the path MTU into FIRST/MIDDLE/LAST/ONLY
+ * packets, and the send window, fences and max_rd_atomic decide when a WQE
+ * may start. Each WQE remembers its PSN range so that go-back-N
+ * (rocemu_req_rewind) can resend from any PSN without recomputing anything.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+
+#include "rocemu_transport.h"
+
+/** The requester's view of a WQE's position in the transmission. */
+enum req_step {
+	REQ_SENT_PACKET,  /**< one packet went out */
+	REQ_BLOCKED,      /**< must wait (resolution, mbufs, window): try again later */
+	REQ_FAILED,       /**< the WQE completed in error; the QP went to ERR */
+};
+
+static uint8_t transport_bits(const struct rocemu_qp *qp)
+{
+	return qp->type == IBV_QPT_UC ? ROCE_TRANSPORT_UC : ROCE_TRANSPORT_RC;
+}
+
+/** Opcode of packet idx (of n) of a SEND or WRITE message (IBA table 38). */
+static uint8_t data_opcode(const struct rocemu_send_wqe *w, uint32_t idx, uint32_t n)
+{
+	bool first = idx == 0, last = idx + 1 == n;
+	bool write = w->opcode == IBV_WR_RDMA_WRITE || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+
+	if (write) {
+		bool imm = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+
+		if (first && last)
+			return imm ? ROCE_OP_WRITE_ONLY_IMM : ROCE_OP_WRITE_ONLY;
+		if (first)
+			return ROCE_OP_WRITE_FIRST;
+		if (!last)
+			return ROCE_OP_WRITE_MIDDLE;
+		return imm ? ROCE_OP_WRITE_LAST_IMM : ROCE_OP_WRITE_LAST;
+	}
+	if (first && last) {
+		if (w->opcode == IBV_WR_SEND_WITH_IMM)
+			return ROCE_OP_SEND_ONLY_IMM;
+		if (w->opcode == IBV_WR_SEND_WITH_INV)
+			return ROCE_OP_SEND_ONLY_INV;
+		return ROCE_OP_SEND_ONLY;
+	}
+	if (first)
+		return ROCE_OP_SEND_FIRST;
+	if (!last)
+		return ROCE_OP_SEND_MIDDLE;
+	if (w->opcode == IBV_WR_SEND_WITH_IMM)
+		return ROCE_OP_SEND_LAST_IMM;
+	if (w->opcode == IBV_WR_SEND_WITH_INV)
+		return ROCE_OP_SEND_LAST_INV;
+	return ROCE_OP_SEND_LAST;
+}
+
+static uint32_t packets_for(uint32_t len, uint32_t mtu)
+{
+	return len == 0 ? 1 : (len + mtu - 1) / mtu;
+}
+
+enum ibv_wc_status rocemu_comp_local_status(enum rocemu_mem_err err)
+{
+	switch (err) {
+	case ROCEMU_MEM_OK:
+		return IBV_WC_SUCCESS;
+	case ROCEMU_MEM_BOUNDS:
+		return IBV_WC_LOC_PROT_ERR;
+	default:
+		return IBV_WC_LOC_PROT_ERR;
+	}
+}
+
+/** A WQE fails at the requester: it completes with status, the QP goes to ERR (10.8.3). */
+static void req_fail(struct rocemu_qp *qp, struct rocemu_send_wqe *w, enum ibv_wc_status status)
+{
+	w->state = WQE_DONE;
+	w->status = status;
+	rocemu_qp_to_error(qp, false);
+}
+
+static enum req_step path_error(struct rocemu_qp *qp, struct rocemu_send_wqe *w, int rc)
+{
+	if (rc == -EAGAIN) {
+		qp->req.wait_resolve = true;
+		return REQ_BLOCKED;
+	}
+	/* Unreachable destination: as if every retry timed out (documented in docs/transport.md). */
+	req_fail(qp, w, IBV_WC_RETRY_EXC_ERR);
+	return REQ_FAILED;
+}
+
+static void base_pkt(struct rocemu_qp *qp, struct roce_pkt *pkt, uint8_t opcode, uint32_t psn)
+{
+	pkt->opcode = opcode;
+	pkt->op = roce_opcode_info(opcode);
+	pkt->pkey = ROCE_DEFAULT_PKEY;
+	pkt->dqpn = qp->attr.dest_qp_num;
+	pkt->psn = psn;
+}
+
+/** Build and send packet idx of a SEND/WRITE WQE. */
+static enum req_step send_data_packet(struct rocemu_qp *qp, struct rocemu_send_wqe *w,
+				      uint32_t idx)
+{
+	struct rocemu_engine *e = qp->engine;
+	struct roce_pkt pkt = {0};
+	uint64_t offset = (uint64_t)idx * qp->mtu;
+	uint32_t plen = w->length - offset < qp->mtu ? (uint32_t)(w->length - offset) : qp->mtu;
+	bool last = idx + 1 == w->npkts;
+	uint8_t *payload;
+	struct rte_mbuf *m;
+	int rc;
+
+	rc = rocemu_engine_fill_path(e, &qp->path, &pkt);
+	if (rc < 0)
+		return path_error(qp, w, rc);
+	base_pkt(qp, &pkt, transport_bits(qp) | data_opcode(w, idx, w->npkts),
+		 roce_psn_add(w->first_psn, idx));
+	if (qp->type == IBV_QPT_RC) {
+		/* 9.7.6.1.1: AckReq on the last packet of a message, and now and then on
+		 * long ones so that the window keeps moving. */
+		if (last || ++qp->req.since_ackreq >= ROCEMU_ACKREQ_INTERVAL) {
+			pkt.ackreq = true;
+			qp->req.since_ackreq = 0;
+		}
+	}
+	if (last && (w->send_flags & IBV_SEND_SOLICITED) && w->opcode != IBV_WR_RDMA_WRITE)
+		pkt.se = true;
+	if (pkt.op->hdrs & ROCE_HDR_RETH) {
+		pkt.reth.va = w->remote_addr;
+		pkt.reth.rkey = w->rkey;
+		pkt.reth.dma_len = w->length;
+	}
+	if (pkt.op->hdrs & ROCE_HDR_IMMDT)
+		pkt.imm = be32toh(w->imm_data);
+	if (pkt.op->hdrs & ROCE_HDR_IETH)
+		pkt.ieth_rkey = w->invalidate_rkey;
+	pkt.payload_len = plen;
+
+	m = rocemu_engine_pkt_alloc(e, &pkt, &payload);
+	if (!m)
+		return REQ_BLOCKED;
+	if (w->is_inline) {
+		memcpy(payload, w->inline_data + offset, plen);
+	} else if (plen) {
+		enum rocemu_mem_err err = rocemu_mem_gather(e->mem, qp->pd, w->sge, w->num_sge,
+							    offset, payload, plen);
+		if (err != ROCEMU_MEM_OK) {
+			rte_pktmbuf_free(m);
+			req_fail(qp, w, rocemu_comp_local_status(err));
+			return REQ_FAILED;
+		}
+	}
+	rocemu_engine_pkt_send(e, m, &pkt);
+	return REQ_SENT_PACKET;
+}
+
+/** READ request (from the first response not yet received) or atomic request. */
+static enum req_step send_rd_atomic_packet(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
+{
+	struct rocemu_engine *e = qp->engine;
+	struct roce_pkt pkt = {0};
+	uint8_t *payload;
+	struct rte_mbuf *m;
+	int rc;
+
+	rc = rocemu_engine_fill_path(e, &qp->path, &pkt);
+	if (rc < 0)
+		return path_error(qp, w, rc);
+	if (w->opcode == IBV_WR_RDMA_READ) {
+		uint64_t done = (uint64_t)w->rcvd_pkts * qp->mtu;
+
+		base_pkt(qp, &pkt, ROCE_OP_READ_REQUEST, roce_psn_add(w->first_psn, w->rcvd_pkts));
+		pkt.reth.va = w->remote_addr + done;
+		pkt.reth.rkey = w->rkey;
+		pkt.reth.dma_len = (uint32_t)(w->length - done);
+	} else {
+		bool cas = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
+
+		base_pkt(qp, &pkt, cas ? ROCE_OP_CMP_SWAP : ROCE_OP_FETCH_ADD, w->first_psn);
+		pkt.atomic.va = w->remote_addr;
+		pkt.atomic.rkey = w->rkey;
+		pkt.atomic.swap_add = cas ? w->swap : w->compare_add;
+		pkt.atomic.compare = cas ? w->compare_add : 0;
+	}
+	pkt.ackreq = true;
+	qp->req.since_ackreq = 0;
+	pkt.payload_len = 0;
+	m = rocemu_engine_pkt_alloc(e, &pkt, &payload);
+	if (!m)
+		return REQ_BLOCKED;
+	rocemu_engine_pkt_send(e, m, &pkt);
+	return REQ_SENT_PACKET;
+}
+
+static void local_invalidate(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
+{
+	enum rocemu_mem_err err;
+
+	err = rocemu_mem_invalidate(qp->engine->mem, qp->pd, w->invalidate_rkey, false);
+	w->state = WQE_DONE;
+	w->status = err == ROCEMU_MEM_OK ? IBV_WC_SUCCESS : IBV_WC_LOC_PROT_ERR;
+	if (err != ROCEMU_MEM_OK)
+		rocemu_qp_to_error(qp, false);
+}
+
+static uint32_t max_rd_atomic(const struct rocemu_qp *qp)
+{
+	/* 0 would forbid READ/atomics altogether; rdma-core users routinely
+	 * leave it 0 on UC-like setups, so one outstanding is the floor. */
+	return qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
+}
+
+static bool window_full(const struct rocemu_qp *qp, uint32_t psn)
+{
+	return qp->type == IBV_QPT_RC && roce_psn_diff(psn, qp->comp.psn) >= ROCEMU_REQ_WINDOW;
+}
+
+/** Start a posted WQE: fences, READ/atomic credits, PSN range. false = must wait. */
+static bool req_start(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
+{
+	if ((w->send_flags & IBV_SEND_FENCE) && qp->req.rd_atomic > 0)
+		return false; /* 10.8.3.3: a fenced WQE waits for prior READ/atomics */
+	if (w->rd_atomic && qp->req.rd_atomic >= max_rd_atomic(qp))
+		return false;
+	if (window_full(qp, qp->req.psn))
+		return false;
+	w->first_psn = qp->req.psn;
+	w->npkts = (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+		    w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+			   ? 1
+			   : packets_for(w->length, qp->mtu);
+	qp->req.psn = roce_psn_add(qp->req.psn, w->npkts);
+	w->sent_pkts = 0;
+	w->rcvd_pkts = 0;
+	w->state = WQE_ACTIVE;
+	if (w->rd_atomic)
+		qp->req.rd_atomic++;
+	return true;
+}
+
+bool rocemu_req_pending(const struct rocemu_qp *qp)
+{
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		return false;
+	if (qp->comp.rnr_until_ns)
+		return false;
+	return qp->sq_cur != qp->sq_tail;
+}
+
+unsigned rocemu_req_run(struct rocemu_qp *qp, unsigned budget)
+{
+	unsigned sent = 0;
+
+	if (qp->type == IBV_QPT_UD)
+		return rocemu_ud_send(qp, budget);
+	qp->req.wait_resolve = false;
+	while (sent < budget && rocemu_req_pending(qp)) {
+		struct rocemu_send_wqe *w = sq_at(qp, qp->sq_cur);
+		enum req_step step;
+
+		if (w->state == WQE_POSTED) {
+			if (qp->state != IBV_QPS_RTS)
+				break; /* SQD: finish what started, start nothing new */
+			if (w->opcode == IBV_WR_LOCAL_INV) {
+				local_invalidate(qp, w);
+				qp->sq_cur++;
+				continue;
+			}
+			if (!req_start(qp, w))
+				break;
+		}
+		if (w->state != WQE_ACTIVE) {
+			qp->sq_cur++;
+			continue;
+		}
+		if (w->rd_atomic) {
+			step = send_rd_atomic_packet(qp, w);
+			if (step != REQ_SENT_PACKET)
+				break;
+			sent++;
+			w->state = WQE_SENT;
+			qp->sq_cur++;
+			rocemu_comp_rearm(qp, rocemu_now_ns());
+			continue;
+		}
+		while (w->sent_pkts < w->npkts && sent < budget) {
+			if (window_full(qp, roce_psn_add(w->first_psn, w->sent_pkts)))
+				goto out;
+			step = send_data_packet(qp, w, w->sent_pkts);
+			if (step != REQ_SENT_PACKET)
+				goto out;
+			w->sent_pkts++;
+			sent++;
+		}
+		if (w->sent_pkts < w->npkts)
+			break;
+		if (qp->type == IBV_QPT_UC) {
+			/* UC: no acknowledgement; the WQE is done once on the wire (9.8). */
+			w->state = WQE_DONE;
+			w->status = IBV_WC_SUCCESS;
+		} else {
+			w->state = WQE_SENT;
+		}
+		qp->sq_cur++;
+	}
+out:
+	if (sent && qp->type == IBV_QPT_RC)
+		rocemu_comp_rearm(qp, rocemu_now_ns());
+	return sent;
+}
+
+void rocemu_req_rewind(struct rocemu_qp *qp, uint32_t psn)
+{
+	uint32_t i, found = qp->sq_cur;
+	bool hit = false;
+
+	for (i = qp->sq_head; i != qp->sq_cur + (qp->sq_cur != qp->sq_tail); i++) {
+		struct rocemu_send_wqe *w = sq_at(qp, i);
+
+		if (w->state != WQE_ACTIVE && w->state != WQE_SENT)
+			continue;
+		if (roce_psn_diff(psn, w->first_psn) >= 0 &&
+		    roce_psn_diff(psn, w->first_psn) < (int32_t)w->npkts) {
+			found = i;
+			hit = true;
+			break;
+		}
+	}
+	if (!hit)
+		return;
+	for (i = found; i != qp->sq_cur + (qp->sq_cur != qp->sq_tail); i++) {
+		struct rocemu_send_wqe *w = sq_at(qp, i);
+		uint32_t from = i == found ? (uint32_t)roce_psn_diff(psn, w->first_psn) : 0;
+
+		if (w->state != WQE_ACTIVE && w->state != WQE_SENT)
+			continue;
+		w->state = WQE_ACTIVE;
+		if (w->opcode == IBV_WR_RDMA_READ) {
+			/* READ data arrives in order: re-request from the first missing response. */
+			if (i != found)
+				w->rcvd_pkts = 0;
+			w->sent_pkts = 0;
+		} else {
+			w->sent_pkts = w->rd_atomic ? 0 : from;
+		}
+		qp->engine->ctr[CTR_retransmit_packets] += w->rd_atomic ? 1 : w->npkts - from;
+	}
+	qp->sq_cur = found;
+	rocemu_engine_schedule(qp);
+}

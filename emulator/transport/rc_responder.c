@@ -1,0 +1,629 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Responder for the connected services (RC, and UC which shares placement):
+ * expected-PSN tracking, opcode sequence checks, SEND reassembly into the
+ * receive WQE (QP RQ or SRQ), RDMA WRITE placement checked against the RETH
+ * of the first packet, READ responses streamed from the responder resources,
+ * atomics answered with ATOMIC ACKNOWLEDGE, coalesced ACKs honouring AckReq,
+ * and the NAKs of 9.7.5.2 (PSN sequence error once per gap, RNR, invalid
+ * request, remote access error, remote operational error).
+ */
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+
+#include "rocemu_transport.h"
+
+/** Outcome of placing one request packet. */
+enum resp_result {
+	RESP_OK = 0,
+	RESP_RNR,      /**< no receive WQE: RNR NAK, nothing consumed */
+	RESP_INV_REQ,  /**< opcode sequence, length, resources: NAK invalid request */
+	RESP_LEN,      /**< message longer than the receive WQE: NAK invalid request */
+	RESP_ACCESS,   /**< R_Key, bounds, rights: NAK remote access error */
+	RESP_OP,       /**< local failure at the responder: NAK remote operational error */
+};
+
+static uint32_t packets_for(uint32_t len, uint32_t mtu)
+{
+	return len == 0 ? 1 : (len + mtu - 1) / mtu;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Sending responses                                                          */
+
+static uint8_t ack_syndrome(void)
+{
+	/* End-to-end credits are not used (no SRQ-less flow control): "invalid" credit count. */
+	return ROCE_AETH_SYNDROME(ROCE_AETH_ACK, ROCE_AETH_CREDITS_INVALID);
+}
+
+/** ACK, NAK, RNR NAK or ATOMIC ACKNOWLEDGE. 0 or -errno (-EAGAIN: try later). */
+static int send_aeth(struct rocemu_qp *qp, uint8_t opcode, uint32_t psn, uint8_t syndrome,
+		     uint64_t orig, uint32_t msn)
+{
+	struct rocemu_engine *e = qp->engine;
+	struct roce_pkt pkt = {0};
+	struct rte_mbuf *m;
+	uint8_t *payload;
+	int rc;
+
+	rc = rocemu_engine_fill_path(e, &qp->path, &pkt);
+	if (rc < 0)
+		return rc;
+	pkt.opcode = opcode;
+	pkt.op = roce_opcode_info(opcode);
+	pkt.pkey = ROCE_DEFAULT_PKEY;
+	pkt.dqpn = qp->attr.dest_qp_num;
+	pkt.psn = psn;
+	pkt.aeth.syndrome = syndrome;
+	pkt.aeth.msn = msn & ROCE_PSN_MASK;
+	pkt.atomic_orig = orig;
+	m = rocemu_engine_pkt_alloc(e, &pkt, &payload);
+	if (!m)
+		return -ENOBUFS;
+	return rocemu_engine_pkt_send(e, m, &pkt);
+}
+
+void rocemu_resp_flush_ack(struct rocemu_qp *qp)
+{
+	if (!qp->resp.ack_pending)
+		return;
+	if (qp->state == IBV_QPS_ERR || qp->state == IBV_QPS_RESET) {
+		qp->resp.ack_pending = false;
+		return;
+	}
+	if (send_aeth(qp, ROCE_OP_ACK, roce_psn_add(qp->resp.epsn, ROCE_PSN_MASK), ack_syndrome(), 0,
+		      qp->resp.msn) == 0) {
+		qp->resp.ack_pending = false;
+		ENGINE_COUNT(qp->engine, tx_acks);
+	}
+}
+
+static void send_nak(struct rocemu_qp *qp, uint8_t code, uint32_t psn)
+{
+	struct rocemu_engine *e = qp->engine;
+
+	/* Any response implicitly acknowledges the PSNs before it. */
+	qp->resp.ack_pending = false;
+	send_aeth(qp, ROCE_OP_ACK, psn, ROCE_AETH_SYNDROME(ROCE_AETH_NAK, code), 0, qp->resp.msn);
+	switch (code) {
+	case ROCE_NAK_PSN_SEQ_ERR:
+		ENGINE_COUNT(e, tx_nak_psn_seq);
+		break;
+	case ROCE_NAK_INVALID_REQUEST:
+		ENGINE_COUNT(e, tx_nak_invalid_req);
+		break;
+	case ROCE_NAK_REMOTE_ACCESS_ERR:
+		ENGINE_COUNT(e, tx_nak_remote_access);
+		break;
+	default:
+		ENGINE_COUNT(e, tx_nak_remote_op);
+		break;
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Receive WQE completion                                                     */
+
+static void recv_complete(struct rocemu_qp *qp, enum ibv_wc_status st, enum ibv_wc_opcode op,
+			  uint32_t byte_len, const struct roce_pkt *pkt, bool solicited)
+{
+	struct rocemu_wc wc = {
+		.wr_id = qp->resp.wqe.wr_id,
+		.status = st,
+		.opcode = op,
+		.byte_len = byte_len,
+		.qp_num = qp->qpn,
+		.src_qp = qp->attr.dest_qp_num,
+		.timestamp_ns = rocemu_now_ns(),
+	};
+
+	if (st == IBV_WC_SUCCESS && pkt) {
+		if (pkt->op->hdrs & ROCE_HDR_IMMDT) {
+			wc.imm_data = htobe32(pkt->imm);
+			wc.wc_flags |= IBV_WC_WITH_IMM;
+		}
+		if (pkt->op->hdrs & ROCE_HDR_IETH) {
+			wc.invalidated_rkey = pkt->ieth_rkey;
+			wc.wc_flags |= IBV_WC_WITH_INV;
+		}
+	}
+	qp->resp.have_wqe = false;
+	rocemu_qp_complete(qp, false, &wc, solicited);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Placement (RC and UC)                                                      */
+
+static bool payload_len_ok(const struct rocemu_qp *qp, const struct roce_pkt *pkt)
+{
+	uint16_t f = pkt->op->flags;
+
+	/* 9.7.7 / C9-91: FIRST and MIDDLE carry exactly one MTU; LAST 1..MTU; ONLY 0..MTU. */
+	if ((f & ROCE_OPF_ONLY) == ROCE_OPF_ONLY)
+		return pkt->payload_len <= qp->mtu;
+	if (f & ROCE_OPF_LAST)
+		return pkt->payload_len >= 1 && pkt->payload_len <= qp->mtu;
+	return pkt->payload_len == qp->mtu;
+}
+
+static enum resp_result place_send(struct rocemu_qp *qp, const struct roce_pkt *pkt,
+				   const uint8_t *payload)
+{
+	struct rocemu_engine *e = qp->engine;
+	uint16_t f = pkt->op->flags;
+	enum rocemu_mem_err err;
+
+	if (f & ROCE_OPF_FIRST) {
+		if (!qp->resp.have_wqe) {
+			if (rocemu_qp_take_recv(qp, &qp->resp.wqe) < 0)
+				return RESP_RNR;
+			qp->resp.have_wqe = true;
+		}
+		qp->resp.offset = 0;
+	}
+	if (!payload_len_ok(qp, pkt))
+		return RESP_INV_REQ;
+	if (qp->resp.offset + pkt->payload_len > qp->resp.wqe.total_len)
+		return RESP_LEN;
+	if (pkt->payload_len) {
+		err = rocemu_mem_scatter(e->mem, qp->pd, qp->resp.wqe.sge, qp->resp.wqe.num_sge,
+					 qp->resp.offset, payload, pkt->payload_len);
+		if (err != ROCEMU_MEM_OK)
+			return RESP_OP;
+	}
+	qp->resp.offset += pkt->payload_len;
+	qp->resp.in_send = !(f & ROCE_OPF_LAST);
+	if (f & ROCE_OPF_LAST) {
+		if ((pkt->op->hdrs & ROCE_HDR_IETH) &&
+		    rocemu_mem_invalidate(e->mem, qp->pd, pkt->ieth_rkey, true) != ROCEMU_MEM_OK)
+			return RESP_OP;
+		recv_complete(qp, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)qp->resp.offset, pkt, pkt->se);
+		qp->resp.msn++;
+	}
+	return RESP_OK;
+}
+
+static enum resp_result place_write(struct rocemu_qp *qp, const struct roce_pkt *pkt,
+				    const uint8_t *payload)
+{
+	struct rocemu_engine *e = qp->engine;
+	uint16_t f = pkt->op->flags;
+	enum rocemu_mem_err err;
+	uint8_t *ptr;
+
+	if (f & ROCE_OPF_FIRST) {
+		if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE))
+			return RESP_ACCESS;
+		/* The whole target range is checked once, against the first packet's RETH (9.7.4.1.5). */
+		if (pkt->reth.dma_len &&
+		    rocemu_mem_translate(e->mem, qp->pd, pkt->reth.rkey, true, pkt->reth.va,
+					 pkt->reth.dma_len, ROCEMU_RIGHT_REMOTE_WRITE,
+					 &ptr) != ROCEMU_MEM_OK)
+			return RESP_ACCESS;
+		qp->resp.write_va = pkt->reth.va;
+		qp->resp.write_rkey = pkt->reth.rkey;
+		qp->resp.write_len = pkt->reth.dma_len;
+		qp->resp.offset = 0;
+		if ((f & ROCE_OPF_ONLY) == ROCE_OPF_ONLY && pkt->payload_len != pkt->reth.dma_len)
+			return RESP_INV_REQ;
+	}
+	if (!payload_len_ok(qp, pkt) || qp->resp.offset + pkt->payload_len > qp->resp.write_len)
+		return RESP_INV_REQ;
+	if ((f & ROCE_OPF_LAST) && qp->resp.offset + pkt->payload_len != qp->resp.write_len)
+		return RESP_INV_REQ;
+	if ((f & ROCE_OPF_LAST) && (pkt->op->hdrs & ROCE_HDR_IMMDT) && !qp->resp.have_wqe) {
+		/* WRITE with immediate consumes a receive WQE: check before placing data. */
+		if (rocemu_qp_take_recv(qp, &qp->resp.wqe) < 0)
+			return RESP_RNR;
+		qp->resp.have_wqe = true;
+	}
+	if (pkt->payload_len) {
+		err = rocemu_mem_remote_write(e->mem, qp->pd, qp->resp.write_rkey,
+					      qp->resp.write_va + qp->resp.offset, payload,
+					      pkt->payload_len);
+		if (err != ROCEMU_MEM_OK)
+			return RESP_ACCESS;
+	}
+	qp->resp.offset += pkt->payload_len;
+	qp->resp.in_write = !(f & ROCE_OPF_LAST);
+	if (f & ROCE_OPF_LAST) {
+		if (pkt->op->hdrs & ROCE_HDR_IMMDT)
+			recv_complete(qp, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
+				      qp->resp.write_len, pkt, pkt->se);
+		qp->resp.msn++;
+	}
+	return RESP_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* RC: READ and atomics                                                       */
+
+static struct rocemu_rd_res *res_alloc(struct rocemu_qp *qp)
+{
+	struct rocemu_rd_res *r;
+
+	if (qp->resp.nres == 0)
+		return NULL;
+	r = &qp->resp.res[qp->resp.res_next % qp->resp.nres];
+	if (r->valid && r->active)
+		return NULL; /* more READs outstanding than max_dest_rd_atomic (9.5.2) */
+	qp->resp.res_next++;
+	memset(r, 0, sizeof(*r));
+	r->valid = true;
+	return r;
+}
+
+static enum resp_result do_read(struct rocemu_qp *qp, const struct roce_pkt *pkt)
+{
+	struct rocemu_engine *e = qp->engine;
+	struct rocemu_rd_res *r;
+	uint8_t *ptr;
+
+	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ))
+		return RESP_ACCESS;
+	if (pkt->reth.dma_len > e->caps.max_msg_sz)
+		return RESP_INV_REQ;
+	if (pkt->reth.dma_len &&
+	    rocemu_mem_translate(e->mem, qp->pd, pkt->reth.rkey, true, pkt->reth.va,
+				 pkt->reth.dma_len, ROCEMU_RIGHT_REMOTE_READ, &ptr) != ROCEMU_MEM_OK)
+		return RESP_ACCESS;
+	r = res_alloc(qp);
+	if (!r)
+		return RESP_INV_REQ;
+	r->active = true;
+	r->psn = pkt->psn;
+	r->npkts = packets_for(pkt->reth.dma_len, qp->mtu);
+	r->va = pkt->reth.va;
+	r->rkey = pkt->reth.rkey;
+	r->length = pkt->reth.dma_len;
+	qp->resp.msn++;
+	r->msn = qp->resp.msn;
+	qp->resp.epsn = roce_psn_add(qp->resp.epsn, r->npkts);
+	qp->resp.res_active = true;
+	qp->resp.ack_pending = false;
+	return RESP_OK;
+}
+
+static int send_atomic_ack(struct rocemu_qp *qp, const struct rocemu_rd_res *r)
+{
+	int rc = send_aeth(qp, ROCE_OP_ATOMIC_ACK, r->psn, ack_syndrome(), r->atomic_orig, r->msn);
+
+	if (rc == 0)
+		ENGINE_COUNT(qp->engine, tx_atomic_ack);
+	return rc;
+}
+
+static enum resp_result do_atomic(struct rocemu_qp *qp, const struct roce_pkt *pkt)
+{
+	struct rocemu_engine *e = qp->engine;
+	struct rocemu_rd_res *r;
+	enum rocemu_mem_err err;
+	uint64_t orig = 0;
+	bool cas = (pkt->opcode & 0x1F) == ROCE_OP_CMP_SWAP;
+
+	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC))
+		return RESP_ACCESS;
+	if (pkt->atomic.va & 7)
+		return RESP_INV_REQ; /* C9-40: atomics must be 8-byte aligned */
+	if (qp->resp.nres == 0 || (qp->resp.res[qp->resp.res_next % qp->resp.nres].valid &&
+				   qp->resp.res[qp->resp.res_next % qp->resp.nres].active))
+		return RESP_INV_REQ;
+	err = rocemu_mem_atomic(e->mem, qp->pd, pkt->atomic.rkey, pkt->atomic.va, cas,
+				pkt->atomic.compare, pkt->atomic.swap_add, &orig);
+	if (err == ROCEMU_MEM_ALIGN)
+		return RESP_INV_REQ;
+	if (err != ROCEMU_MEM_OK)
+		return RESP_ACCESS;
+	r = res_alloc(qp);
+	r->is_atomic = true;
+	r->psn = pkt->psn;
+	r->npkts = 1;
+	r->atomic_orig = orig;
+	qp->resp.msn++;
+	r->msn = qp->resp.msn;
+	qp->resp.epsn = roce_psn_add(qp->resp.epsn, 1);
+	qp->resp.ack_pending = false;
+	send_atomic_ack(qp, r);
+	return RESP_OK;
+}
+
+/** Send READ response packets of the oldest active resource (PSN order). */
+unsigned rocemu_resp_run(struct rocemu_qp *qp, unsigned budget)
+{
+	struct rocemu_engine *e = qp->engine;
+	unsigned sent = 0;
+
+	if (!qp->resp.res_active || qp->state == IBV_QPS_ERR || qp->state == IBV_QPS_RESET) {
+		qp->resp.res_active = false;
+		return 0;
+	}
+	qp->resp.res_active = false;
+	for (uint32_t k = 0; k < qp->resp.nres; k++) {
+		uint32_t slot = (qp->resp.res_next + k) % qp->resp.nres;
+		struct rocemu_rd_res *r = &qp->resp.res[slot];
+
+		if (!r->valid || !r->active)
+			continue;
+		while (r->sent < r->npkts && sent < budget) {
+			struct roce_pkt pkt = {0};
+			uint32_t i = r->sent, n = r->npkts;
+			uint64_t off = (uint64_t)i * qp->mtu;
+			uint32_t plen = r->length - off < qp->mtu ? (uint32_t)(r->length - off) : qp->mtu;
+			uint8_t op, *payload;
+			struct rte_mbuf *m;
+
+			if (rocemu_engine_fill_path(e, &qp->path, &pkt) < 0)
+				goto blocked;
+			op = n == 1 ? ROCE_OP_READ_RESP_ONLY
+			     : i == 0	  ? ROCE_OP_READ_RESP_FIRST
+			     : i + 1 == n ? ROCE_OP_READ_RESP_LAST
+					  : ROCE_OP_READ_RESP_MIDDLE;
+			pkt.opcode = op;
+			pkt.op = roce_opcode_info(op);
+			pkt.pkey = ROCE_DEFAULT_PKEY;
+			pkt.dqpn = qp->attr.dest_qp_num;
+			pkt.psn = roce_psn_add(r->psn, i);
+			pkt.aeth.syndrome = ack_syndrome();
+			pkt.aeth.msn = r->msn & ROCE_PSN_MASK;
+			pkt.payload_len = plen;
+			m = rocemu_engine_pkt_alloc(e, &pkt, &payload);
+			if (!m)
+				goto blocked;
+			if (plen && rocemu_mem_remote_read(e->mem, qp->pd, r->rkey, r->va + off, payload,
+							   plen) != ROCEMU_MEM_OK) {
+				/* The region went away after the request was accepted. */
+				rte_pktmbuf_free(m);
+				r->active = false;
+				send_nak(qp, ROCE_NAK_REMOTE_ACCESS_ERR, pkt.psn);
+				rocemu_qp_to_error(qp, false);
+				rocemu_engine_raise(e, IBV_EVENT_QP_ACCESS_ERR, qp->user_ctx);
+				return sent;
+			}
+			rocemu_engine_pkt_send(e, m, &pkt);
+			ENGINE_COUNT(e, tx_read_resp);
+			r->sent++;
+			sent++;
+		}
+		if (r->sent < r->npkts)
+			goto blocked;
+		r->active = false;
+	}
+	return sent;
+blocked:
+	qp->resp.res_active = true;
+	return sent;
+}
+
+/* ------------------------------------------------------------------------ */
+/* RC request processing                                                      */
+
+static void rc_error(struct rocemu_qp *qp, enum resp_result res, uint32_t psn)
+{
+	struct rocemu_engine *e = qp->engine;
+	enum ibv_wc_status st = IBV_WC_REM_INV_REQ_ERR;
+	enum ibv_event_type ev = IBV_EVENT_QP_REQ_ERR;
+	uint8_t code = ROCE_NAK_INVALID_REQUEST;
+
+	switch (res) {
+	case RESP_RNR:
+		/* 9.7.5.2.8: RNR NAK carrying our min_rnr_timer; the message is retried
+		 * from this PSN, so later packets are dropped without a sequence NAK. */
+		qp->resp.ack_pending = false;
+		send_aeth(qp, ROCE_OP_ACK, psn,
+			  ROCE_AETH_SYNDROME(ROCE_AETH_RNR_NAK, qp->attr.min_rnr_timer), 0,
+			  qp->resp.msn);
+		ENGINE_COUNT(e, tx_rnr_nak);
+		qp->resp.nak_seq_sent = true;
+		return;
+	case RESP_LEN:
+		st = IBV_WC_LOC_LEN_ERR;
+		break;
+	case RESP_ACCESS:
+		st = IBV_WC_REM_ACCESS_ERR;
+		ev = IBV_EVENT_QP_ACCESS_ERR;
+		code = ROCE_NAK_REMOTE_ACCESS_ERR;
+		break;
+	case RESP_OP:
+		st = IBV_WC_LOC_PROT_ERR;
+		ev = IBV_EVENT_QP_FATAL;
+		code = ROCE_NAK_REMOTE_OP_ERR;
+		break;
+	default:
+		break;
+	}
+	/* 9.9.3: these errors are fatal for the responder QP: NAK, then ERR. */
+	send_nak(qp, code, psn);
+	if (qp->resp.have_wqe)
+		recv_complete(qp, st, qp->resp.in_write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV, 0,
+			      NULL, false);
+	rocemu_qp_to_error(qp, false);
+	rocemu_engine_raise(e, ev, qp->user_ctx);
+}
+
+static void rc_duplicate(struct rocemu_qp *qp, const struct roce_pkt *pkt)
+{
+	struct rocemu_engine *e = qp->engine;
+	uint16_t f = pkt->op->flags;
+
+	ENGINE_COUNT(e, dup_requests);
+	if (!(f & (ROCE_OPF_READ | ROCE_OPF_ATOMIC))) {
+		/* 9.7.5.1.1: re-acknowledge; coalesced with the rest of the burst. */
+		qp->resp.ack_pending = true;
+		return;
+	}
+	for (uint32_t k = 0; k < qp->resp.nres; k++) {
+		struct rocemu_rd_res *r = &qp->resp.res[k];
+		int32_t d = roce_psn_diff(pkt->psn, r->psn);
+
+		if (!r->valid || d < 0 || d >= (int32_t)r->npkts)
+			continue;
+		if ((f & ROCE_OPF_ATOMIC) && r->is_atomic && d == 0) {
+			/* 9.7.5.1.3 / o9-28: never execute an atomic twice; replay its result. */
+			send_atomic_ack(qp, r);
+			return;
+		}
+		if ((f & ROCE_OPF_READ) && !r->is_atomic) {
+			uint8_t *ptr;
+
+			/* Re-execute from the requested PSN with the request's RETH. */
+			if (pkt->reth.dma_len &&
+			    rocemu_mem_translate(e->mem, qp->pd, pkt->reth.rkey, true, pkt->reth.va,
+						 pkt->reth.dma_len, ROCEMU_RIGHT_REMOTE_READ,
+						 &ptr) != ROCEMU_MEM_OK) {
+				ENGINE_COUNT(e, drop_dup_unknown);
+				return;
+			}
+			r->psn = pkt->psn;
+			r->va = pkt->reth.va;
+			r->rkey = pkt->reth.rkey;
+			r->length = pkt->reth.dma_len;
+			r->npkts = packets_for(r->length, qp->mtu);
+			r->sent = 0;
+			r->active = true;
+			qp->resp.res_active = true;
+			return;
+		}
+	}
+	ENGINE_COUNT(e, drop_dup_unknown);
+}
+
+static bool rc_sequence_ok(const struct rocemu_qp *qp, uint16_t f)
+{
+	/* 9.7.5.1.2 / C9-89: a FIRST or MIDDLE must be followed by MIDDLE or LAST of the same kind. */
+	if (qp->resp.in_send)
+		return (f & ROCE_OPF_SEND) && !(f & ROCE_OPF_FIRST);
+	if (qp->resp.in_write)
+		return (f & ROCE_OPF_WRITE) && !(f & ROCE_OPF_FIRST);
+	if (f & (ROCE_OPF_READ | ROCE_OPF_ATOMIC))
+		return true;
+	return (f & ROCE_OPF_FIRST) != 0;
+}
+
+static void rc_rx(struct rocemu_qp *qp, const struct roce_pkt *pkt, const uint8_t *payload)
+{
+	struct rocemu_engine *e = qp->engine;
+	uint16_t f = pkt->op->flags;
+	int32_t d = roce_psn_diff(pkt->psn, qp->resp.epsn);
+	enum resp_result res;
+
+	if (d > 0) {
+		/* C9-110: NAK only the first out-of-sequence packet of a gap. */
+		ENGINE_COUNT(e, drop_psn_out_of_seq);
+		if (!qp->resp.nak_seq_sent) {
+			send_nak(qp, ROCE_NAK_PSN_SEQ_ERR, qp->resp.epsn);
+			qp->resp.nak_seq_sent = true;
+		}
+		return;
+	}
+	if (d < 0) {
+		rc_duplicate(qp, pkt);
+		return;
+	}
+	qp->resp.nak_seq_sent = false;
+	if (!rc_sequence_ok(qp, f)) {
+		rc_error(qp, RESP_INV_REQ, pkt->psn);
+		return;
+	}
+	if (f & ROCE_OPF_SEND)
+		res = place_send(qp, pkt, payload);
+	else if (f & ROCE_OPF_WRITE)
+		res = place_write(qp, pkt, payload);
+	else if (f & ROCE_OPF_READ)
+		res = do_read(qp, pkt);
+	else if (f & ROCE_OPF_ATOMIC)
+		res = do_atomic(qp, pkt);
+	else
+		res = RESP_INV_REQ;
+	if (res != RESP_OK) {
+		rc_error(qp, res, pkt->psn);
+		return;
+	}
+	if (f & (ROCE_OPF_READ | ROCE_OPF_ATOMIC))
+		return; /* epsn advanced; the response is the acknowledgement */
+	qp->resp.epsn = roce_psn_add(qp->resp.epsn, 1);
+	if (pkt->ackreq)
+		qp->resp.ack_pending = true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* UC request processing (9.8.3: no ACKs; a gap drops the message)            */
+
+static void uc_abort_message(struct rocemu_qp *qp)
+{
+	if (qp->resp.in_send || qp->resp.in_write)
+		ENGINE_COUNT(qp->engine, drop_uc_incomplete_msg);
+	/* o9-... the receive WQE of a dropped SEND is reused for the next message */
+	qp->resp.in_send = false;
+	qp->resp.in_write = false;
+	qp->resp.offset = 0;
+}
+
+static void uc_rx(struct rocemu_qp *qp, const struct roce_pkt *pkt, const uint8_t *payload)
+{
+	struct rocemu_engine *e = qp->engine;
+	uint16_t f = pkt->op->flags;
+	enum resp_result res;
+
+	if (pkt->psn != qp->resp.epsn) {
+		/* Packets were lost: resynchronise on this one. */
+		uc_abort_message(qp);
+		qp->resp.uc_drop = !(f & ROCE_OPF_FIRST);
+	} else if (f & ROCE_OPF_FIRST) {
+		if (qp->resp.in_send || qp->resp.in_write)
+			uc_abort_message(qp);
+		qp->resp.uc_drop = false;
+	} else if (!qp->resp.in_send && !qp->resp.in_write) {
+		qp->resp.uc_drop = true;
+	} else if ((qp->resp.in_send && !(f & ROCE_OPF_SEND)) ||
+		   (qp->resp.in_write && !(f & ROCE_OPF_WRITE))) {
+		uc_abort_message(qp);
+		qp->resp.uc_drop = true;
+	}
+	qp->resp.epsn = roce_psn_add(pkt->psn, 1);
+	if (qp->resp.uc_drop) {
+		ENGINE_COUNT(e, drop_uc_incomplete_msg);
+		if (f & ROCE_OPF_LAST)
+			qp->resp.uc_drop = false;
+		return;
+	}
+	if (f & ROCE_OPF_SEND)
+		res = place_send(qp, pkt, payload);
+	else
+		res = place_write(qp, pkt, payload);
+	if (res == RESP_OK)
+		return;
+	switch (res) {
+	case RESP_LEN:
+	case RESP_OP:
+		/* Local errors at the responder: the WQE completes in error, the QP goes to ERR. */
+		if (qp->resp.have_wqe)
+			recv_complete(qp, res == RESP_LEN ? IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_PROT_ERR,
+				      IBV_WC_RECV, 0, NULL, false);
+		rocemu_qp_to_error(qp, false);
+		rocemu_engine_raise(e, IBV_EVENT_QP_FATAL, qp->user_ctx);
+		return;
+	default:
+		/* No receive WQE, bad R_Key, bad lengths: the message is silently dropped. */
+		ENGINE_COUNT(e, drop_uc_incomplete_msg);
+		qp->resp.in_send = qp->resp.in_write = false;
+		qp->resp.uc_drop = !(f & ROCE_OPF_LAST);
+		return;
+	}
+}
+
+void rocemu_resp_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_pkt *pkt)
+{
+	const uint8_t *payload = rte_pktmbuf_mtod(m, const uint8_t *) + pkt->payload_off;
+
+	if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD &&
+	    qp->state != IBV_QPS_SQE) {
+		ENGINE_COUNT(qp->engine, drop_qp_state);
+		return;
+	}
+	if (qp->type == IBV_QPT_UC)
+		uc_rx(qp, pkt, payload);
+	else
+		rc_rx(qp, pkt, payload);
+}

@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * Private to the transport proper (engine.c, qp.c, rc_requester.c,
+ * rc_responder.c, rc_completer.c, ud.c): the engine and QP structures, the
+ * transport counters, and the functions the roles call on one another.
+ * Memory and queues never include this; they see rocemu_internal.h only.
+ *
+ * Everything here runs with the engine lock held.
+ */
+#ifndef ROCEMU_TRANSPORT_H
+#define ROCEMU_TRANSPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_mbuf.h>
+
+#include "../wire/roce_mbuf.h"
+#include "../wire/roce_wire.h"
+#include "rocemu_internal.h"
+
+/* ------------------------------------------------------------------------ */
+/* Limits (what rocemu_engine_caps reports).                                  */
+
+#define ROCEMU_MAX_QP 16384
+#define ROCEMU_MAX_QP_WR 16384
+#define ROCEMU_MAX_INLINE 256
+#define ROCEMU_MAX_RD_ATOM 16
+#define ROCEMU_MAX_MSG_SZ (1u << 31)
+#define ROCEMU_MAX_CQ 16384
+#define ROCEMU_MAX_CQE (1u << 20)
+#define ROCEMU_MAX_MR 65536
+#define ROCEMU_MAX_PD 65536
+#define ROCEMU_MAX_AH 65536
+#define ROCEMU_MAX_SRQ 16384
+#define ROCEMU_MAX_SRQ_WR 16384
+/** QPN space: 0 (SMI) and 1 (GSI) are reserved; data QPs start at 0x11. */
+#define ROCEMU_QPN_FIRST 0x11
+#define ROCEMU_QPN_TABLE (1u << 16)
+
+/** Most packets a requester keeps unacknowledged (its send window). */
+#define ROCEMU_REQ_WINDOW 512
+/** AckReq is set at least every this many packets of a long message. */
+#define ROCEMU_ACKREQ_INTERVAL 64
+/** Packets one QP may transmit per progress pass (fairness, tx ring room). */
+#define ROCEMU_TX_BUDGET 64
+
+/* ------------------------------------------------------------------------ */
+/* Counters.                                                                  */
+
+#define ROCEMU_COUNTERS(X)                                                       \
+	X(rx_packets)                                                            \
+	X(drop_unknown_qp)                                                       \
+	X(drop_qp_type)                                                          \
+	X(drop_qp_state)                                                         \
+	X(drop_addr_mismatch)                                                    \
+	X(drop_gsi_qp)                                                           \
+	X(drop_psn_out_of_seq)                                                   \
+	X(drop_bad_length)                                                       \
+	X(drop_uc_incomplete_msg)                                                \
+	X(drop_ud_qkey)                                                          \
+	X(drop_ud_no_recv)                                                       \
+	X(drop_ud_bad_opcode)                                                    \
+	X(drop_resp_unexpected)                                                  \
+	X(drop_resp_duplicate)                                                   \
+	X(drop_resp_bad_length)                                                  \
+	X(drop_dup_unknown)                                                      \
+	X(dup_requests)                                                          \
+	X(tx_packets)                                                            \
+	X(tx_acks)                                                               \
+	X(tx_read_resp)                                                          \
+	X(tx_atomic_ack)                                                         \
+	X(tx_nak_psn_seq)                                                        \
+	X(tx_nak_invalid_req)                                                    \
+	X(tx_nak_remote_access)                                                  \
+	X(tx_nak_remote_op)                                                      \
+	X(tx_rnr_nak)                                                            \
+	X(tx_no_mbuf)                                                            \
+	X(tx_queue_full)                                                         \
+	X(rx_acks)                                                               \
+	X(rx_nak_psn_seq)                                                        \
+	X(rx_nak_invalid_req)                                                    \
+	X(rx_nak_remote_access)                                                  \
+	X(rx_nak_remote_op)                                                      \
+	X(rx_nak_other)                                                          \
+	X(rx_rnr_nak)                                                            \
+	X(retransmit_packets)                                                    \
+	X(retransmit_timeouts)                                                   \
+	X(retry_exceeded)                                                        \
+	X(rnr_retry_exceeded)                                                    \
+	X(resolve_pending)                                                       \
+	X(resolve_failed)                                                        \
+	X(cq_overflow)
+
+enum rocemu_ctr {
+#define ROCEMU_CTR_ENUM(n) CTR_##n,
+	ROCEMU_COUNTERS(ROCEMU_CTR_ENUM)
+#undef ROCEMU_CTR_ENUM
+	CTR_COUNT
+};
+
+/* ------------------------------------------------------------------------ */
+/* Send work queue entries.                                                   */
+
+enum rocemu_wqe_state {
+	WQE_POSTED = 0, /**< not started: no PSN assigned */
+	WQE_ACTIVE,     /**< PSNs assigned; packets [0, sent_pkts) transmitted */
+	WQE_SENT,       /**< every packet transmitted, waiting for the response */
+	WQE_DONE,       /**< finished with `status`; retired in order by the completer */
+};
+
+struct rocemu_send_wqe {
+	uint64_t wr_id;
+	enum ibv_wr_opcode opcode;
+	unsigned send_flags;
+	uint32_t imm_data;
+	uint32_t invalidate_rkey;
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint64_t compare_add, swap;
+	/* UD destination */
+	struct rocemu_ah *ah;
+	uint32_t remote_qpn, remote_qkey;
+
+	uint32_t num_sge;
+	uint32_t length;       /**< message length in bytes */
+	bool is_inline;
+	bool signaled;
+
+	enum rocemu_wqe_state state;
+	enum ibv_wc_status status;
+	uint32_t first_psn;
+	uint32_t npkts;        /**< PSNs the message uses (READ: response packets) */
+	uint32_t sent_pkts;    /**< request packets transmitted in the current pass */
+	uint32_t rcvd_pkts;    /**< READ: response packets received in order */
+	bool rd_atomic;        /**< READ or atomic: counts against max_rd_atomic */
+
+	struct ibv_sge sge[ROCEMU_MAX_SGE];
+	uint8_t inline_data[ROCEMU_MAX_INLINE];
+};
+
+/* ------------------------------------------------------------------------ */
+/* Responder resources (READ and atomic requests, for replay).               */
+
+struct rocemu_rd_res {
+	bool valid;
+	bool active;          /**< READ responses still to send */
+	bool is_atomic;
+	uint32_t psn;         /**< first PSN of the request */
+	uint32_t npkts;       /**< PSNs it uses */
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t length;
+	uint32_t sent;        /**< READ: response packets sent */
+	uint32_t start;       /**< READ: index of the first packet of this (re)execution */
+	uint64_t atomic_orig; /**< atomic: result returned, replayed for duplicates */
+	uint32_t msn;         /**< MSN to report with the response */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Queue pair.                                                                */
+
+struct rocemu_path {
+	bool valid;
+	uint8_t sgid_index;
+	uint8_t sgid[16];
+	uint8_t dgid[16];
+	uint8_t tclass;
+	uint8_t hop_limit;
+	uint32_t flow_label;
+	uint16_t udp_sport;
+	bool v6;
+};
+
+struct rocemu_qp {
+	struct rocemu_engine *engine;
+	struct rocemu_pd *pd;
+	struct rocemu_cq *send_cq, *recv_cq;
+	struct rocemu_srq *srq;
+	enum ibv_qp_type type;
+	uint32_t qpn;
+	enum ibv_qp_state state;
+	bool sq_sig_all;
+	void *user_ctx;
+	struct ibv_qp_cap cap;
+	struct ibv_qp_attr attr; /**< the attributes as last set (query) */
+	struct rocemu_path path;
+	uint32_t mtu;            /**< path MTU in bytes */
+	bool sqd_notify;         /**< raise SQ_DRAINED when the SQ drains in SQD */
+	bool sq_draining;
+
+	/* send queue: indices grow without bound, masked with sq_mask */
+	struct rocemu_send_wqe *sq;
+	uint32_t sq_mask;
+	uint32_t sq_head;        /**< oldest not retired */
+	uint32_t sq_cur;         /**< next WQE the requester works on */
+	uint32_t sq_tail;        /**< next free slot */
+
+	struct {
+		uint32_t psn;            /**< next PSN to assign */
+		uint32_t rd_atomic;      /**< outstanding READ/atomic WQEs */
+		uint32_t since_ackreq;   /**< packets since the last AckReq */
+		bool wait_resolve;       /**< MAC resolution pending */
+	} req;
+
+	struct {
+		uint32_t psn;            /**< oldest unacknowledged PSN */
+		uint32_t retry_left;
+		uint32_t rnr_left;
+		uint64_t deadline_ns;    /**< retransmission timer, 0 = off */
+		uint64_t rnr_until_ns;   /**< RNR back-off end, 0 = none */
+		uint32_t rnr_psn;
+	} comp;
+
+	/* receive queue */
+	struct rocemu_recv_wqe *rq;
+	uint32_t rq_mask;
+	uint32_t rq_head, rq_tail;
+
+	struct {
+		uint32_t epsn;           /**< expected PSN */
+		uint32_t msn;
+		bool in_send, in_write;  /**< inside a multi-packet message */
+		bool have_wqe;
+		struct rocemu_recv_wqe wqe;
+		uint64_t offset;         /**< bytes of the current message placed */
+		uint64_t write_va;
+		uint32_t write_rkey;
+		uint32_t write_len;
+		bool write_imm_pending;
+		bool nak_seq_sent;       /**< C9-110: only the first out-of-sequence packet is NAKed */
+		bool uc_drop;            /**< UC: discard until the next FIRST/ONLY */
+		bool ack_pending;
+		struct rocemu_rd_res *res;
+		uint32_t nres;
+		uint32_t res_next;       /**< slot the next request takes */
+		bool res_active;         /**< some READ response is being streamed */
+	} resp;
+
+	bool on_work;
+	struct rocemu_qp *work_next;
+};
+
+/* ------------------------------------------------------------------------ */
+/* The engine.                                                                */
+
+struct rocemu_engine {
+	struct rocemu_port *port;
+	struct rocemu_mem_table *mem;
+	struct rocemu_caps caps;
+	rocemu_event_fn event_fn;
+	void *event_arg;
+	uint8_t mac[6];
+
+	struct rocemu_qp **qpn_table; /**< QPN -> QP, ROCEMU_QPN_TABLE entries */
+	uint32_t n_qps;
+	uint32_t qpn_next;
+
+	struct rocemu_qp *work_head; /**< QPs with something to send or a timer */
+	uint64_t ctr[CTR_COUNT];
+};
+
+#define ENGINE_COUNT(e, name) ((e)->ctr[CTR_##name]++)
+
+/* engine.c */
+/** Put a QP on the engine's work list (requester, responses, timers). */
+void rocemu_engine_schedule(struct rocemu_qp *qp);
+struct rocemu_qp *rocemu_engine_qp_lookup(struct rocemu_engine *e, uint32_t qpn);
+/** Fill the network path of a packet from a QP or AH path; -EAGAIN/-EHOSTUNREACH from resolve. */
+int rocemu_engine_fill_path(struct rocemu_engine *e, const struct rocemu_path *p,
+			    struct roce_pkt *pkt);
+/** Allocate, build (headers from pkt, payload filled by the caller through *payload) and return the mbuf. */
+struct rte_mbuf *rocemu_engine_pkt_alloc(struct rocemu_engine *e, const struct roce_pkt *pkt,
+					 uint8_t **payload);
+/** Finish (pad, ICRC) and transmit. 0 or -errno (mbuf consumed either way). */
+int rocemu_engine_pkt_send(struct rocemu_engine *e, struct rte_mbuf *m, const struct roce_pkt *pkt);
+
+/* qp.c */
+/** Move to ERR and flush both queues (IBV_WC_WR_FLUSH_ERR); raises QP_FATAL when fatal. */
+void rocemu_qp_to_error(struct rocemu_qp *qp, bool fatal);
+/** Append a completion; on CQ overflow the QP goes to ERR. */
+void rocemu_qp_complete(struct rocemu_qp *qp, bool send, const struct rocemu_wc *wc,
+			bool solicited);
+/** Take the next receive WQE from the RQ or the SRQ. -EAGAIN when none. */
+int rocemu_qp_take_recv(struct rocemu_qp *qp, struct rocemu_recv_wqe *out);
+/** Deliver the completion of a retired send WQE (when signaled or failed). */
+void rocemu_qp_send_wc(struct rocemu_qp *qp, const struct rocemu_send_wqe *w);
+/** Path MTU enum -> bytes (0 if invalid). */
+uint32_t rocemu_mtu_bytes(enum ibv_mtu mtu);
+
+/* rc_requester.c (RC and UC) */
+/** Send what the window allows; returns packets sent. */
+unsigned rocemu_req_run(struct rocemu_qp *qp, unsigned budget);
+/** Go back to psn and resend from there (go-back-N). */
+void rocemu_req_rewind(struct rocemu_qp *qp, uint32_t psn);
+/** Has the requester anything to send now? */
+bool rocemu_req_pending(const struct rocemu_qp *qp);
+
+/* rc_completer.c */
+void rocemu_comp_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_pkt *pkt);
+/** Retire finished WQEs at the head of the SQ, in order. */
+void rocemu_comp_retire(struct rocemu_qp *qp);
+/** Timer work: retransmission timeout and RNR back-off. Returns work done. */
+unsigned rocemu_comp_timers(struct rocemu_qp *qp, uint64_t now);
+/** (Re)arm or stop the retransmission timer after progress. */
+void rocemu_comp_rearm(struct rocemu_qp *qp, uint64_t now);
+/** Earliest deadline of the QP's timers, UINT64_MAX when none. */
+uint64_t rocemu_comp_next_deadline(const struct rocemu_qp *qp);
+/** Map a memory error on a local access to a WC status. */
+enum ibv_wc_status rocemu_comp_local_status(enum rocemu_mem_err err);
+
+/* rc_responder.c (RC and UC) */
+void rocemu_resp_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_pkt *pkt);
+/** Flush the coalesced ACK, if one is pending. */
+void rocemu_resp_flush_ack(struct rocemu_qp *qp);
+/** Stream READ responses; returns packets sent. */
+unsigned rocemu_resp_run(struct rocemu_qp *qp, unsigned budget);
+
+/* ud.c */
+void rocemu_ud_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_pkt *pkt);
+unsigned rocemu_ud_send(struct rocemu_qp *qp, unsigned budget);
+
+static inline struct rocemu_send_wqe *sq_at(const struct rocemu_qp *qp, uint32_t idx)
+{
+	return &qp->sq[idx & qp->sq_mask];
+}
+
+#endif /* ROCEMU_TRANSPORT_H */
