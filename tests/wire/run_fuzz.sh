@@ -1,0 +1,12 @@
+#!/bin/sh
+# Run a libFuzzer target for a bounded time (the `fuzz` suite).
+# usage: run_fuzz.sh TARGET SECONDS SEED_CORPUS WORK_DIR
+# New inputs go to WORK_DIR/corpus (in the build dir), never into the
+# committed seed corpus; a crash leaves its input in WORK_DIR/.
+set -eu
+target=$1 seconds=$2 seeds=$3 work=$4
+mkdir -p "$work/corpus"
+# libFuzzer exits 77 on a finding by default: meson would call that "skipped".
+exec "$target" -max_total_time="$seconds" -print_final_stats=1 \
+	-error_exitcode=1 -timeout_exitcode=1 \
+	-artifact_prefix="$work/" "$work/corpus" "$seeds"
