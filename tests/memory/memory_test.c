@@ -235,6 +235,48 @@ static void test_reg_overflow(void **state)
 	guarded_free(&g);
 }
 
+/* Regions past 4 GiB: lengths and offsets are 64-bit all the way. */
+static void test_region_over_4g(void **state)
+{
+	struct fixture *f = *state;
+	const uint64_t len = (1ull << 32) + 2 * page;
+	const uint64_t iova = 0x123400000000ull;
+	uint8_t *big, data[4] = {1, 2, 3, 4}, out[4], *p;
+	struct rocemu_mr *mr;
+	uint32_t k;
+
+	big = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		   -1, 0);
+	if (big == MAP_FAILED)
+		skip(); /* no 4 GiB of address space here */
+	assert_int_equal(rocemu_mr_reg(f->pd, big, len, iova, ALL_ACCESS, &mr), 0);
+	k = key_of(mr);
+	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, k, true, iova + (1ull << 32) + 4, 4,
+					      ROCEMU_RIGHT_REMOTE_WRITE, &p),
+			 ROCEMU_MEM_OK);
+	assert_ptr_equal(p, big + (1ull << 32) + 4);
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, iova + len - 4, data, 4),
+			 ROCEMU_MEM_OK);
+	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, k, iova + len - 4, out, 4),
+			 ROCEMU_MEM_OK);
+	assert_memory_equal(out, data, 4);
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, iova + len - 3, data, 4),
+			 ROCEMU_MEM_BOUNDS);
+	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, k, true, iova, len,
+					      ROCEMU_RIGHT_REMOTE_WRITE, &p),
+			 ROCEMU_MEM_OK);
+	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, k, true, iova, len + 1,
+					      ROCEMU_RIGHT_REMOTE_WRITE, &p),
+			 ROCEMU_MEM_BOUNDS);
+	assert_int_equal(rocemu_mr_dereg(mr), 0);
+	/* The device's max_mr_size is enforced. */
+	f->e->caps.max_mr_size = page;
+	assert_int_equal(rocemu_mr_reg(f->pd, big, page + 1, 0, 0, &mr), -EINVAL);
+	assert_int_equal(rocemu_mr_reg(f->pd, big, page, 0, 0, &mr), 0);
+	assert_int_equal(rocemu_mr_dereg(mr), 0);
+	munmap(big, len);
+}
+
 static void test_bounds_both_ends(void **state)
 {
 	struct fixture *f = *state;
@@ -919,6 +961,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_reg_access_flags, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reg_mapping_checked, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reg_overflow, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_region_over_4g, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bounds_both_ends, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_wrong_pd, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_missing_rights, setup, teardown),
