@@ -48,12 +48,14 @@ static void load_devices(void)
 		pthread_mutex_init(&d->lock, NULL);
 		d->ibdev.node_type = IBV_NODE_CA;
 		d->ibdev.transport_type = IBV_TRANSPORT_IB;
-		snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%s", cfgs[i].name);
-		snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "%s", cfgs[i].name);
-		snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path), "/sys/class/infiniband_verbs/%s",
-			 cfgs[i].name);
-		snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path), ROCEMU_SYSFS_CLASS "/%s",
-			 cfgs[i].name);
+		/* IBV_SYSFS_NAME_MAX (64) == ROCEMU_PORT_NAME_MAX: names always fit */
+		const int nl = IBV_SYSFS_NAME_MAX - 1;
+		snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%.*s", nl, cfgs[i].name);
+		snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "%.*s", nl, cfgs[i].name);
+		snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path),
+			 "/sys/class/infiniband_verbs/%.*s", nl, cfgs[i].name);
+		snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path), ROCEMU_SYSFS_CLASS "/%.*s",
+			 nl, cfgs[i].name);
 		if (cfgs[i].mac_set) {
 			d->guid = rocemu_guid_from_mac(cfgs[i].mac);
 			d->guid_known = true;

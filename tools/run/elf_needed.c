@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Does a program load libibverbs? Reads the DT_NEEDED entries of an ELF file
+ * (PT_DYNAMIC, strings found through the PT_LOAD that maps DT_STRTAB) and
+ * follows them through the usual library directories, like ldd would,
+ * without running anything. Every offset is bounds-checked: the file is
+ * untrusted input.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "run.h"
+
+#define MAX_NEEDED 64
+#define MAX_DEPTH 4
+
+struct elf_view {
+	const uint8_t *p;
+	size_t len;
+};
+
+static bool in_bounds(const struct elf_view *v, uint64_t off, uint64_t n)
+{
+	return off <= v->len && n <= v->len - off;
+}
+
+/* File offset of virtual address va, through the PT_LOAD segments. */
+static bool va_to_off(const struct elf_view *v, const Elf64_Ehdr *eh, uint64_t va, uint64_t *off)
+{
+	for (unsigned i = 0; i < eh->e_phnum; i++) {
+		const Elf64_Phdr *ph = (const Elf64_Phdr *)(v->p + eh->e_phoff + i * sizeof(*ph));
+		if (ph->p_type == PT_LOAD && va >= ph->p_vaddr && va - ph->p_vaddr < ph->p_filesz) {
+			*off = ph->p_offset + (va - ph->p_vaddr);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Fill names with the DT_NEEDED strings. Returns the count, or -errno (-ENOEXEC: not an ELF64). */
+static int read_needed(const struct elf_view *v, char names[][256], int max)
+{
+	if (!in_bounds(v, 0, sizeof(Elf64_Ehdr)) || memcmp(v->p, ELFMAG, SELFMAG))
+		return -ENOEXEC;
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)v->p;
+	if (eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_phentsize != sizeof(Elf64_Phdr) ||
+	    !in_bounds(v, eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr)))
+		return -ENOEXEC;
+	const Elf64_Phdr *dyn = NULL;
+	for (unsigned i = 0; i < eh->e_phnum; i++) {
+		const Elf64_Phdr *ph = (const Elf64_Phdr *)(v->p + eh->e_phoff + i * sizeof(*ph));
+		if (ph->p_type == PT_DYNAMIC)
+			dyn = ph;
+	}
+	if (!dyn)
+		return 0; /* statically linked */
+	if (!in_bounds(v, dyn->p_offset, dyn->p_filesz))
+		return -ENOEXEC;
+	const Elf64_Dyn *d = (const Elf64_Dyn *)(v->p + dyn->p_offset);
+	size_t nd = dyn->p_filesz / sizeof(*d);
+	uint64_t strtab = 0, strsz = 0, stroff;
+	for (size_t i = 0; i < nd && d[i].d_tag != DT_NULL; i++) {
+		if (d[i].d_tag == DT_STRTAB)
+			strtab = d[i].d_un.d_ptr;
+		if (d[i].d_tag == DT_STRSZ)
+			strsz = d[i].d_un.d_val;
+	}
+	if (!strtab || !va_to_off(v, eh, strtab, &stroff) || !in_bounds(v, stroff, strsz))
+		return -ENOEXEC;
+	int n = 0;
+	for (size_t i = 0; i < nd && d[i].d_tag != DT_NULL && n < max; i++) {
+		if (d[i].d_tag != DT_NEEDED || d[i].d_un.d_val >= strsz)
+			continue;
+		const char *s = (const char *)v->p + stroff + d[i].d_un.d_val;
+		size_t room = strsz - d[i].d_un.d_val;
+		size_t l = strnlen(s, room);
+		if (l == room || l >= 256)
+			continue;
+		memcpy(names[n++], s, l + 1);
+	}
+	return n;
+}
+
+static int needed_of_file(const char *path, char names[][256], int max)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
+		close(fd);
+		return -ENOEXEC;
+	}
+	void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return -errno;
+	struct elf_view v = {p, (size_t)st.st_size};
+	int n = read_needed(&v, names, max);
+	munmap(p, (size_t)st.st_size);
+	return n;
+}
+
+static bool find_lib(const char *name, char *out, size_t len)
+{
+	static const char *const dirs[] = {
+		"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
+		"/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib",
+		"/usr/local/lib",
+	};
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		if (snprintf(out, len, "%s/%.255s", dirs[i], name) >= (int)len)
+			continue;
+		if (access(out, R_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+static int search(const char *path, int depth)
+{
+	char names[MAX_NEEDED][256];
+	int n = needed_of_file(path, names, MAX_NEEDED);
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(names[i], "libibverbs.so.1"))
+			return 1;
+	if (depth >= MAX_DEPTH)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		char lib[512];
+		/* libc and friends never pull in libibverbs: skip the common ones quickly */
+		if (!strncmp(names[i], "libc.so", 7) || !strncmp(names[i], "libm.so", 7) ||
+		    !strncmp(names[i], "ld-linux", 8))
+			continue;
+		if (find_lib(names[i], lib, sizeof(lib)) && search(lib, depth + 1) == 1)
+			return 1;
+	}
+	return 0;
+}
+
+int run_program_uses_ibverbs(const char *path)
+{
+	return search(path, 0);
+}

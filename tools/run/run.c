@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * rocemu run: start an unmodified RDMA program on a rocemu device.
+ *
+ * The program is exec'd with LD_LIBRARY_PATH pointing at our libibverbs.so.1
+ * (the build tree's verbs-provider/ or the installed <libdir>/rocemu/) and
+ * the device described in the environment: $ROCEMU_DEVICE (newline-separated
+ * key=value lines, from the port options given here) or $ROCEMU_CONFIG (a
+ * config file). The port options are those of `rocemu port`, parsed by
+ * rocemu_port_config_set(), so a bad one is reported before anything runs.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../rocemu.h"
+#include "rocemu_config.h"
+#include "run.h"
+
+#ifndef ROCEMU_PRIVATE_LIBDIR
+#define ROCEMU_PRIVATE_LIBDIR "/usr/local/lib/rocemu"
+#endif
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: rocemu run [PORT OPTIONS] [--config FILE] [--no-check] [--] PROGRAM [ARGS...]\n"
+		"\n"
+		"Runs PROGRAM with rocemu's libibverbs: its RDMA device is an emulated RoCEv2 port.\n"
+		"\n"
+		"Port options (the same as 'rocemu port'; --opt VALUE or --opt=VALUE):\n"
+		"  --port SPEC        memif:server:SOCK, memif:client:SOCK, af_packet:IFACE, af_xdp:IFACE, ...\n"
+		"  --ip ADDR/PREFIX   an address of the port (repeatable; GID 1, 2, ... in order)\n"
+		"  --mac MAC  --mtu N  --capture FILE.pcap  --capture-filter BPF  --capture-rotate BYTES\n"
+		"  --name NAME        device name (default rocemu0)\n"
+		"  --fault-*          fault injection, see 'rocemu port --help'\n"
+		"Other options:\n"
+		"  --config FILE      take the device(s) from a config file ([name] sections, key = value)\n"
+		"  --no-check         start PROGRAM even if it does not link libibverbs (e.g. python3)\n"
+		"\n"
+		"Example: rocemu run --port memif:server:/tmp/r.sock --ip 10.88.0.1/24 -- ibv_rc_pingpong -g 1\n");
+}
+
+int run_self_path(char *out, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", out, len - 1);
+	if (n < 0)
+		return -errno;
+	out[n] = '\0';
+	return 0;
+}
+
+int run_find_provider_dir(char *out, size_t len)
+{
+	char self[PATH_MAX], cand[PATH_MAX + 64];
+	const char *env = getenv("ROCEMU_LIBDIR");
+
+	if (env && *env) {
+		snprintf(cand, sizeof(cand), "%s/libibverbs.so.1", env);
+		if (access(cand, R_OK) == 0) {
+			snprintf(out, len, "%s", env);
+			return 0;
+		}
+	}
+	if (run_self_path(self, sizeof(self)) == 0) {
+		char *slash = strrchr(self, '/');
+		if (slash)
+			*slash = '\0';
+		/* build tree: <build>/tools/rocemu and <build>/verbs-provider/ */
+		static const char *const rel[] = {"../verbs-provider", "../lib/rocemu",
+						  "../lib/x86_64-linux-gnu/rocemu", "../lib64/rocemu"};
+		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+			snprintf(cand, sizeof(cand), "%s/%s/libibverbs.so.1", self, rel[i]);
+			if (access(cand, R_OK) == 0) {
+				char *dir = realpath(cand, NULL);
+				if (!dir)
+					continue;
+				*strrchr(dir, '/') = '\0';
+				snprintf(out, len, "%s", dir);
+				free(dir);
+				return 0;
+			}
+		}
+	}
+	snprintf(cand, sizeof(cand), "%s/libibverbs.so.1", ROCEMU_PRIVATE_LIBDIR);
+	if (access(cand, R_OK) == 0) {
+		snprintf(out, len, "%s", ROCEMU_PRIVATE_LIBDIR);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* PROGRAM as execv wants it: a path, searched in $PATH when it has no slash. */
+static bool resolve_program(const char *prog, char *out, size_t len)
+{
+	if (strchr(prog, '/')) {
+		snprintf(out, len, "%s", prog);
+		return access(out, X_OK) == 0;
+	}
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t n = strcspn(path, ":");
+		snprintf(out, len, "%.*s/%s", (int)n, n ? path : ".", prog);
+		if (access(out, X_OK) == 0)
+			return true;
+		path += n + (path[n] == ':');
+	}
+	return false;
+}
+
+static int append(char *buf, size_t cap, size_t *len, const char *key, const char *val)
+{
+	int n = snprintf(buf + *len, cap - *len, "%s=%s\n", key, val);
+	if (n < 0 || (size_t)n >= cap - *len)
+		return -ENOSPC;
+	*len += (size_t)n;
+	return 0;
+}
+
+int rocemu_cmd_run(int argc, char **argv)
+{
+	static struct rocemu_port_config cfgs[16];
+	struct rocemu_port_config cfg;
+	char err[512] = "", device_env[8192] = "", prog[PATH_MAX], libdir[PATH_MAX];
+	size_t env_len = 0;
+	const char *config = NULL;
+	bool no_check = false, port_opts = false;
+	int i;
+
+	rocemu_port_config_init(&cfg);
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return 0;
+		}
+		if (strncmp(a, "--", 2))
+			break; /* PROGRAM */
+		if (!strcmp(a, "--no-check")) {
+			no_check = true;
+			continue;
+		}
+		char key[64];
+		const char *eq = strchr(a, '='), *val;
+		size_t klen = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+		if (klen >= sizeof(key)) {
+			fprintf(stderr, "rocemu run: unknown option '%s'\n", a);
+			return 2;
+		}
+		memcpy(key, a + 2, klen);
+		key[klen] = '\0';
+		if (eq)
+			val = eq + 1;
+		else if (i + 1 < argc)
+			val = argv[++i];
+		else {
+			fprintf(stderr, "rocemu run: option --%s needs a value\n", key);
+			return 2;
+		}
+		if (!strcmp(key, "config")) {
+			config = val;
+			continue;
+		}
+		if (strchr(val, '\n')) {
+			fprintf(stderr, "rocemu run: --%s: the value may not contain a newline\n", key);
+			return 2;
+		}
+		int rc = rocemu_port_config_set(&cfg, key, val, err, sizeof(err));
+		if (rc < 0) {
+			fprintf(stderr, "rocemu run: %s\n",
+				err[0] ? err : (rc == -ENOENT ? "unknown option" : "bad value"));
+			return 2;
+		}
+		if (append(device_env, sizeof(device_env), &env_len, key, val) < 0) {
+			fprintf(stderr, "rocemu run: too many port options\n");
+			return 2;
+		}
+		port_opts = true;
+	}
+	if (i >= argc) {
+		fprintf(stderr, "rocemu run: no PROGRAM given (see rocemu run --help)\n");
+		return 2;
+	}
+	if (port_opts && config) {
+		fprintf(stderr, "rocemu run: give either port options or --config, not both\n");
+		return 2;
+	}
+	if (port_opts) {
+		if (rocemu_port_config_validate(&cfg, err, sizeof(err)) < 0) {
+			fprintf(stderr, "rocemu run: %s\n", err);
+			return 2;
+		}
+		setenv(ROCEMU_ENV_DEVICE, device_env, 1);
+		unsetenv(ROCEMU_ENV_CONFIG);
+	} else {
+		if (!config)
+			config = getenv(ROCEMU_ENV_CONFIG);
+		if (!config || !*config) {
+			fprintf(stderr, "rocemu run: no device: give --port SPEC (with --ip ADDR/PREFIX) or --config FILE\n");
+			return 2;
+		}
+		unsigned n;
+		if (rocemu_config_parse_file(config, cfgs, 16, &n, err, sizeof(err)) < 0) {
+			fprintf(stderr, "rocemu run: %s\n", err);
+			return 2;
+		}
+		char *abs = realpath(config, NULL);
+		setenv(ROCEMU_ENV_CONFIG, abs ? abs : config, 1);
+		free(abs);
+		unsetenv(ROCEMU_ENV_DEVICE);
+	}
+
+	if (!resolve_program(argv[i], prog, sizeof(prog))) {
+		fprintf(stderr, "rocemu run: %s: command not found\n", argv[i]);
+		return 127;
+	}
+	if (!no_check) {
+		int r = run_program_uses_ibverbs(prog);
+		if (r == 0) {
+			fprintf(stderr,
+				"rocemu run: %s is not linked against libibverbs (no libibverbs.so.1 among its "
+				"DT_NEEDED libraries); --no-check starts it anyway\n",
+				prog);
+			return 2;
+		}
+		if (r < 0) {
+			fprintf(stderr, "rocemu run: %s: %s; --no-check starts it anyway\n", prog,
+				r == -ENOEXEC ? "not a 64-bit ELF program" : strerror(-r));
+			return 2;
+		}
+	}
+	if (run_find_provider_dir(libdir, sizeof(libdir)) < 0) {
+		fprintf(stderr, "rocemu run: cannot find rocemu's libibverbs.so.1 (looked next to the "
+				"rocemu executable and in %s); set ROCEMU_LIBDIR\n",
+			ROCEMU_PRIVATE_LIBDIR);
+		return 2;
+	}
+	const char *old = getenv("LD_LIBRARY_PATH");
+	char ld[2 * PATH_MAX + 2];
+	snprintf(ld, sizeof(ld), "%s%s%s", libdir, old && *old ? ":" : "", old && *old ? old : "");
+	setenv("LD_LIBRARY_PATH", ld, 1);
+	execv(prog, argv + i);
+	fprintf(stderr, "rocemu run: cannot execute %s: %s\n", prog, strerror(errno));
+	return 126;
+}

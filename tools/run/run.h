@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/** @file Internals of `rocemu run` and `rocemu demo`. */
+#ifndef ROCEMU_TOOLS_RUN_H
+#define ROCEMU_TOOLS_RUN_H
+
+#include <stddef.h>
+
+/**
+ * 1 if the ELF file at path loads libibverbs.so.1 (DT_NEEDED, followed
+ * through its libraries), 0 if not, -ENOEXEC if it is no 64-bit ELF file,
+ * other -errno if it cannot be read.
+ */
+int run_program_uses_ibverbs(const char *path);
+
+/** Directory holding our libibverbs.so.1 (build tree or <libdir>/rocemu). 0 or -ENOENT. */
+int run_find_provider_dir(char *out, size_t len);
+
+/** Path of the running rocemu executable. 0 or -errno. */
+int run_self_path(char *out, size_t len);
+
+#endif
