@@ -160,7 +160,9 @@ enum rocemu_mem_err rocemu_mem_remote_read(struct rocemu_mem_table *t, const str
  * Atomics (IBA ch. 9): the 8-byte target must be naturally aligned (checked on the
  * iova the peer sent and on the host address it maps to). ODP targets are
  * checked against the process map first, since an atomic instruction on an
- * unmapped page cannot be made to fail softly.
+ * unmapped page cannot be made to fail softly. (A thread that unmaps the
+ * word between that check and the instruction still crashes the process:
+ * the window is a few instructions, and the application raced itself.)
  */
 enum rocemu_mem_err rocemu_mem_atomic(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
 				      uint32_t rkey, uint64_t iova, bool cmp_swap, uint64_t compare,

@@ -277,6 +277,83 @@ static void test_region_over_4g(void **state)
 	munmap(big, len);
 }
 
+/* xorshift64*: a fixed sequence, so failures reproduce. */
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545f4914f6cdd1dull;
+}
+
+/*
+ * The bounds check against a reference computed in 128 bits, over regions
+ * and requests chosen to sit near 0, near 2^64 and near each other's ends.
+ */
+static void test_bounds_model(void **state)
+{
+	struct fixture *f = *state;
+	struct guarded g = guarded_new(4 * page);
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	unsigned r, q, n_in = 0, n_out = 0, n_refused = 0;
+
+	for (r = 0; r < 64; r++) {
+		uint64_t length = rnd(&seed) % (4 * page + 1);
+		uint64_t iova = rnd(&seed);
+		struct rocemu_mr *mr;
+		uint32_t k;
+
+		switch (r % 4) {
+		case 0:
+			iova %= 4096;
+			break;
+		case 1:
+			/* ends near 2^64: some just below, some wrapping past it */
+			iova = UINT64_MAX - length + 1 + rnd(&seed) % 64 - 32;
+			break;
+		default:
+			break;
+		}
+		if (length && iova > UINT64_MAX - (length - 1)) {
+			assert_int_equal(rocemu_mr_reg(f->pd, g.buf, length, iova, 0, &mr),
+					 -EINVAL);
+			n_refused++;
+			continue;
+		}
+		assert_int_equal(rocemu_mr_reg(f->pd, g.buf, length, iova, 0, &mr), 0);
+		k = key_of(mr);
+		for (q = 0; q < 2000; q++) {
+			uint64_t qi = iova + (rnd(&seed) % (length + 32)) - 16;
+			uint64_t mode = rnd(&seed) % 8, ql;
+
+			/* Mostly small lengths; some just under 2^64, whose sum
+			 * with the offset wraps to a small number; some random. */
+			if (mode < 5)
+				ql = rnd(&seed) % (length + 32);
+			else if (mode < 7)
+				ql = 0 - (rnd(&seed) % (length + 64));
+			else
+				ql = rnd(&seed);
+			unsigned __int128 end = (unsigned __int128)qi + ql;
+			unsigned __int128 rend = (unsigned __int128)iova + length;
+			bool inside = qi >= iova && end <= rend;
+			uint8_t *p = NULL;
+			enum rocemu_mem_err err =
+			    rocemu_mem_translate(f->e->mem, f->pd, k, false, qi, ql, 0, &p);
+
+			assert_int_equal(err, inside ? ROCEMU_MEM_OK : ROCEMU_MEM_BOUNDS);
+			n_in += inside;
+			n_out += !inside;
+			if (inside)
+				assert_ptr_equal(p, g.buf + (qi - iova));
+		}
+		assert_int_equal(rocemu_mr_dereg(mr), 0);
+	}
+	/* The sample really covers both answers and wrapping regions. */
+	assert_true(n_in > 10000 && n_out > 10000 && n_refused > 0);
+	guarded_free(&g);
+}
+
 static void test_bounds_both_ends(void **state)
 {
 	struct fixture *f = *state;
@@ -962,6 +1039,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_reg_mapping_checked, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reg_overflow, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_region_over_4g, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bounds_model, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bounds_both_ends, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_wrong_pd, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_missing_rights, setup, teardown),
