@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Test harness for the transport: two engines in one process joined by a
+ * net_ring pair ("ring:NAME:a" / "ring:NAME:b"), each with one IPv4 address
+ * (10.77.N.1 and .2) and optionally one IPv6 address, a PD and two CQs.
+ * Buffers come with PROT_NONE guard pages on both sides.
+ */
+#ifndef TRANSPORT_HARNESS_H
+#define TRANSPORT_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rocemu_engine.h"
+
+struct node {
+	struct rocemu_engine *e;
+	struct rocemu_pd *pd;
+	struct rocemu_cq *scq, *rcq;
+	uint8_t gid4[16];
+	int gid4_index;
+	uint8_t gid6[16];
+	int gid6_index;
+};
+
+/** A buffer [p, p+len) with inaccessible pages right before and after the page span. */
+struct gbuf {
+	uint8_t *p;
+	size_t len;
+	uint8_t *map;
+	size_t map_len;
+};
+
+/**
+ * Bring up two nodes on ring pair `pair`. capture: pcap path for node a
+ * (NULL: none). Returns 0, or 77 (skip) when DPDK cannot start here.
+ */
+int h_setup(struct node *a, struct node *b, const char *pair, const char *capture);
+void h_teardown(struct node *a, struct node *b);
+
+struct rocemu_qp *h_qp(struct node *n, enum ibv_qp_type type, uint32_t depth,
+		       struct rocemu_srq *srq);
+/** RESET -> INIT -> RTR -> RTS for both ends of a connected QP pair. */
+int h_connect(struct node *a, struct rocemu_qp *qa, struct node *b, struct rocemu_qp *qb,
+	      enum ibv_mtu mtu, uint32_t psn_a, uint32_t psn_b, unsigned access, bool v6);
+/** A UD QP to RTS with qkey. */
+int h_ud_up(struct rocemu_qp *qp, uint32_t qkey);
+
+/** Poll until one completion arrives (or ~20 s pass: returns -ETIMEDOUT). */
+int h_poll(struct rocemu_cq *cq, struct rocemu_wc *wc);
+/** Poll for a while and return how many completions arrived (expect none). */
+int h_poll_quiet(struct rocemu_cq *cq, struct rocemu_wc *wc, unsigned ms);
+
+int h_gbuf(struct gbuf *g, size_t len, bool at_end);
+void h_gbuf_free(struct gbuf *g);
+/** Deterministic pattern. */
+void h_fill(uint8_t *p, size_t len, uint32_t seed);
+
+uint64_t h_counter(struct rocemu_engine *e, const char *name);
+
+#endif
