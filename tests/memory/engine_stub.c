@@ -56,9 +56,11 @@ unsigned stub_events(const struct rocemu_engine *e, enum ibv_event_type type)
 	return n;
 }
 
+/* locked/owner are read by threads that do not hold the lock: atomics. */
 static bool held_by_me(struct rocemu_engine *e)
 {
-	return e->locked && pthread_equal(e->owner, pthread_self());
+	return __atomic_load_n(&e->locked, __ATOMIC_ACQUIRE) &&
+	       pthread_equal(__atomic_load_n(&e->owner, __ATOMIC_RELAXED), pthread_self());
 }
 
 void rocemu_engine_lock(struct rocemu_engine *e)
@@ -66,15 +68,15 @@ void rocemu_engine_lock(struct rocemu_engine *e)
 	if (held_by_me(e))
 		stub_fail("engine lock taken twice by one thread");
 	pthread_mutex_lock(&e->mu);
-	e->owner = pthread_self();
-	e->locked = true;
+	__atomic_store_n(&e->owner, pthread_self(), __ATOMIC_RELAXED);
+	__atomic_store_n(&e->locked, true, __ATOMIC_RELEASE);
 }
 
 void rocemu_engine_unlock(struct rocemu_engine *e)
 {
 	if (!held_by_me(e))
 		stub_fail("engine unlock without the lock");
-	e->locked = false;
+	__atomic_store_n(&e->locked, false, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&e->mu);
 }
 
