@@ -61,6 +61,11 @@ struct rocemu_port_config {
 	uint64_t capture_rotate_bytes;        /**< 0 = no rotation */
 	bool fault_enabled;
 	struct rocemu_fault_config fault;
+	/* Neighbour resolution (ARP/ND); 0 = default. */
+	uint32_t arp_timeout_ms;              /**< wait for an answer before retrying (1000) */
+	uint32_t arp_retries;                 /**< requests sent before giving up (3) */
+	uint32_t arp_expire_ms;               /**< an answer stays valid this long (60000) */
+	uint32_t n_mbufs;                     /**< mbufs in the port's pool (8192) */
 };
 
 /** Defaults: everything zero/empty, name "rocemu0". */
@@ -86,6 +91,8 @@ int rocemu_port_config_validate(const struct rocemu_port_config *cfg, char *err,
 /** Idempotent and thread-safe. 0 or -errno; rocemu_eal_error() says why. */
 int rocemu_eal_init(void);
 const char *rocemu_eal_error(void);
+/** The EAL arguments in use (empty before initialisation), for reports. */
+const char *rocemu_eal_args(void);
 
 /** Monotonic clock in nanoseconds. */
 uint64_t rocemu_now_ns(void);
@@ -175,10 +182,20 @@ void rocemu_port_kick(struct rocemu_port *port);
 void rocemu_port_note_app_poll(struct rocemu_port *port);
 
 /* Diagnostics */
-/** ICMP echo request to dst (IPv4-mapped or IPv6 GID). Reply shows in counters and callback. */
+/**
+ * ICMP echo request to dst (IPv4-mapped or IPv6 GID). Takes the engine lock
+ * itself. 0 sent; -EAGAIN while the address is being resolved (call again);
+ * -EHOSTUNREACH, -ENETUNREACH (no source address of that family).
+ * Replies show in the counters and rocemu_port_ping_replies().
+ */
 int rocemu_port_ping(struct rocemu_port *port, const uint8_t dst[16], uint16_t id, uint16_t seq);
 /** Echo replies received so far (for `rocemu port --ping`). */
 uint64_t rocemu_port_ping_replies(const struct rocemu_port *port);
+/** Round-trip time of the last echo reply in ns (0 = none yet). */
+uint64_t rocemu_port_ping_last_rtt_ns(const struct rocemu_port *port);
+
+/** Parse "a.b.c.d" or an IPv6 address into a GID (IPv4 mapped). 0 or -EINVAL. */
+int rocemu_gid_parse(const char *text, uint8_t gid[16]);
 
 /** A named counter (rx_frames, tx_frames, drop_<reason>, ...). */
 struct rocemu_counter {

@@ -1,0 +1,683 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The port's device side: turn a port specification into a started DPDK
+ * ethdev with one rx and one tx queue and a mempool sized at start, derive
+ * the addressing (MAC, MTU, GID table), and move frames: transmit buffering,
+ * internal loopback, flush. Progress and the progress thread are in
+ * port_progress.c; receive dispatch in port_rx.c.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <rte_dev.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_ring.h>
+
+#include "port_internal.h"
+
+/* Default Ethernet MTU for point-to-point software links (memif, ring):
+ * large enough that a 4096-byte IB MTU fits over IPv6 (4096 + 92 = 4188). */
+#define PORT_SOFT_LINK_MTU 4200
+#define PORT_DEFAULT_MTU 1500
+#define PORT_DEFAULT_MBUFS 8192
+#define PORT_RX_DESC 1024
+#define PORT_TX_DESC 1024
+#define PORT_RING_SIZE 1024
+/*
+ * Bytes a RoCEv2 packet adds around the IB payload at the IP layer, worst case:
+ * IPv6 40 + UDP 8 + BTH 12 + 28 (the largest extension headers, AtomicETH) +
+ * ICRC 4 = 92. The active MTU is chosen so that this fits the Ethernet MTU for
+ * either IP version.
+ */
+#define ROCE_IP_OVERHEAD_MAX (40 + 8 + 12 + 28 + 4)
+
+static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Ring pairs: two net_ring ports in one process joined back to back.        */
+
+struct ring_pair {
+	char name[20];
+	struct rte_ring *ring[2]; /* [0]: a -> b, [1]: b -> a */
+	unsigned refs;
+	bool side_open[2];
+};
+
+static pthread_mutex_t ring_pairs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ring_pair ring_pairs[16];
+static unsigned port_seq;
+
+static void ring_drain(struct rte_ring *r)
+{
+	void *obj;
+
+	while (rte_ring_dequeue(r, &obj) == 0)
+		rte_pktmbuf_free(obj);
+}
+
+static int ring_pair_get(const char *name, int side, struct ring_pair **out, char *err,
+			 size_t errlen)
+{
+	struct ring_pair *rp = NULL, *free_slot = NULL;
+	int rc = 0;
+
+	pthread_mutex_lock(&ring_pairs_lock);
+	for (unsigned i = 0; i < 16; i++) {
+		if (ring_pairs[i].refs && !strcmp(ring_pairs[i].name, name))
+			rp = &ring_pairs[i];
+		else if (!ring_pairs[i].refs && !free_slot)
+			free_slot = &ring_pairs[i];
+	}
+	if (!rp) {
+		if (!free_slot) {
+			rc = fail(err, errlen, -ENOSPC, "too many ring pairs in this process");
+			goto out;
+		}
+		rp = free_slot;
+		memset(rp, 0, sizeof(*rp));
+		snprintf(rp->name, sizeof(rp->name), "%.16s", name);
+		for (int d = 0; d < 2; d++) {
+			char rname[RTE_RING_NAMESIZE];
+
+			snprintf(rname, sizeof(rname), "rre%u%c_%.16s", port_seq++ % 1000u,
+				 d ? 'l' : 'r', name);
+			rp->ring[d] = rte_ring_create(rname, PORT_RING_SIZE, SOCKET_ID_ANY, 0);
+			if (!rp->ring[d]) {
+				rc = fail(err, errlen, -rte_errno, "cannot create ring %s: %s", rname,
+					  rte_strerror(rte_errno));
+				if (d)
+					rte_ring_free(rp->ring[0]);
+				goto out;
+			}
+		}
+	}
+	if (rp->side_open[side]) {
+		rc = fail(err, errlen, -EBUSY, "ring pair %s side %c is already open", name,
+			  'a' + side);
+		goto out;
+	}
+	rp->side_open[side] = true;
+	rp->refs++;
+	*out = rp;
+out:
+	pthread_mutex_unlock(&ring_pairs_lock);
+	return rc;
+}
+
+static void ring_pair_put(struct ring_pair *rp, int side)
+{
+	pthread_mutex_lock(&ring_pairs_lock);
+	/* Frames we sent that the peer has not taken yet are ours: free them
+	 * before our pool goes away. Frames sent to us belong to the peer's pool. */
+	ring_drain(rp->ring[side]);
+	ring_drain(rp->ring[!side]);
+	rp->side_open[side] = false;
+	if (--rp->refs == 0) {
+		rte_ring_free(rp->ring[0]);
+		rte_ring_free(rp->ring[1]);
+		memset(rp, 0, sizeof(*rp));
+	}
+	pthread_mutex_unlock(&ring_pairs_lock);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Bring-up.                                                                  */
+
+static int read_sys_int(const char *iface, const char *file, long *out)
+{
+	char path[ROCEMU_PORT_SPEC_MAX + 64];
+	FILE *f;
+	int rc;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%.32s/%s", iface, file);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	rc = fscanf(f, "%ld", out) == 1 ? 0 : -EIO;
+	fclose(f);
+	return rc;
+}
+
+/* A stable locally administered unicast MAC from the device name and spec. */
+static void generated_mac(const struct rocemu_port_config *cfg, uint8_t mac[6])
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	const char *parts[2] = {cfg->name, cfg->spec};
+
+	for (int p = 0; p < 2; p++) {
+		for (const char *c = parts[p]; *c; c++) {
+			h ^= (uint8_t)*c;
+			h *= 0x100000001b3ull;
+		}
+		h ^= 0xff;
+		h *= 0x100000001b3ull;
+	}
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)(h >> (8 * i));
+	mac[0] = (uint8_t)((mac[0] & 0xfc) | 0x02);
+}
+
+static void build_gid_table(struct rocemu_port *port)
+{
+	const uint8_t *m = port->mac.addr_bytes;
+	uint8_t *g = port->gids[0];
+
+	/* 0: link-local fe80::/64 with the modified EUI-64 of the MAC (RFC 4291 2.5.1) */
+	memset(g, 0, 16);
+	g[0] = 0xfe;
+	g[1] = 0x80;
+	g[8] = m[0] ^ 0x02;
+	g[9] = m[1];
+	g[10] = m[2];
+	g[11] = 0xff;
+	g[12] = 0xfe;
+	g[13] = m[3];
+	g[14] = m[4];
+	g[15] = m[5];
+	port->gid_prefix[0] = 64;
+	port->n_gids = 1;
+	for (unsigned i = 0; i < port->cfg.n_ips; i++) {
+		memcpy(port->gids[port->n_gids], port->cfg.ips[i].gid, 16);
+		port->gid_prefix[port->n_gids] = port->cfg.ips[i].prefix;
+		port->n_gids++;
+	}
+}
+
+static int create_device(struct rocemu_port *port, const char *arg, char *err, size_t errlen)
+{
+	char devargs[2 * ROCEMU_PORT_SPEC_MAX + 256];
+	unsigned seq;
+	int rc;
+
+	pthread_mutex_lock(&ring_pairs_lock);
+	seq = port_seq++;
+	pthread_mutex_unlock(&ring_pairs_lock);
+
+	switch (port->kind) {
+	case PORT_KIND_RING: {
+		char pair[24];
+		size_t n = strlen(arg);
+		int side = arg[n - 1] == 'b';
+		struct rte_ring *rx, *tx;
+
+		snprintf(pair, sizeof(pair), "%.*s", (int)(n - 2), arg);
+		rc = ring_pair_get(pair, side, &port->ring_pair, err, errlen);
+		if (rc)
+			return rc;
+		port->ring_side = (char)('a' + side);
+		tx = port->ring_pair->ring[side];
+		rx = port->ring_pair->ring[!side];
+		/* short: net_ring derives object names from it */
+		snprintf(port->dev_name, sizeof(port->dev_name), "net_ring_r%u", seq);
+		rc = rte_eth_from_rings(port->dev_name, &rx, 1, &tx, 1, (unsigned)rte_socket_id());
+		if (rc < 0)
+			return fail(err, errlen, -EIO, "cannot create ring port %s: %s",
+				    port->dev_name, rte_strerror(rte_errno));
+		port->port_id = (uint16_t)rc;
+		port->dev_is_vdev = true;
+		return 0;
+	}
+	case PORT_KIND_MEMIF:
+		snprintf(port->dev_name, sizeof(port->dev_name), "net_memif_re%u", seq);
+		snprintf(devargs, sizeof(devargs), "%s,role=%s,socket=%s", port->dev_name,
+			 strncmp(arg, "server:", 7) ? "client" : "server", arg + 7);
+		break;
+	case PORT_KIND_AF_PACKET: {
+		long blocksz = 4096;
+		uint32_t need = (uint32_t)port->eth_mtu + 18 + 128; /* frame + tpacket header */
+
+		if (need > 2048)
+			blocksz = (need + 4095) & ~4095L;
+		snprintf(port->dev_name, sizeof(port->dev_name), "net_af_packet_re%u", seq);
+		if (need > 2048)
+			snprintf(devargs, sizeof(devargs),
+				 "%s,iface=%s,qdisc_bypass=1,blocksz=%ld,framesz=%ld,framecnt=512",
+				 port->dev_name, arg, blocksz, blocksz);
+		else
+			snprintf(devargs, sizeof(devargs), "%s,iface=%s,qdisc_bypass=1",
+				 port->dev_name, arg);
+		break;
+	}
+	case PORT_KIND_AF_XDP:
+		snprintf(port->dev_name, sizeof(port->dev_name), "net_af_xdp_re%u", seq);
+		snprintf(devargs, sizeof(devargs), "%s,iface=%s,start_queue=0,queue_count=1",
+			 port->dev_name, arg);
+		break;
+	case PORT_KIND_DPDK: {
+		const char *comma = strchr(arg, ',');
+		size_t n = comma ? (size_t)(comma - arg) : strlen(arg);
+
+		snprintf(port->dev_name, sizeof(port->dev_name), "%.*s", (int)n, arg);
+		snprintf(devargs, sizeof(devargs), "%s", arg);
+		break;
+	}
+	}
+	rc = rte_dev_probe(devargs);
+	if (rc < 0)
+		return fail(err, errlen, rc, "cannot create DPDK device '%s': %s", devargs,
+			    rte_strerror(-rc));
+	port->dev_is_vdev = port->kind != PORT_KIND_DPDK || !strncmp(arg, "net_", 4);
+	if (rte_eth_dev_get_port_by_name(port->dev_name, &port->port_id))
+		return fail(err, errlen, -ENODEV, "device '%s' probed but has no ethdev port",
+			    port->dev_name);
+	return 0;
+}
+
+static int start_device(struct rocemu_port *port, char *err, size_t errlen)
+{
+	struct rte_eth_dev_info info;
+	struct rte_eth_conf conf;
+	uint16_t nb_rxd = PORT_RX_DESC, nb_txd = PORT_TX_DESC;
+	int socket = rte_eth_dev_socket_id(port->port_id);
+	int rc;
+
+	if (socket < 0)
+		socket = (int)rte_socket_id();
+	rc = rte_eth_dev_info_get(port->port_id, &info);
+	if (rc)
+		return fail(err, errlen, rc, "%s: cannot read device info", port->dev_name);
+	memset(&conf, 0, sizeof(conf));
+	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	rc = rte_eth_dev_configure(port->port_id, 1, 1, &conf);
+	if (rc)
+		return fail(err, errlen, rc, "%s: configure failed: %s", port->dev_name,
+			    rte_strerror(-rc));
+	rte_eth_dev_adjust_nb_rx_tx_desc(port->port_id, &nb_rxd, &nb_txd);
+	rc = rte_eth_rx_queue_setup(port->port_id, 0, nb_rxd, (unsigned)socket, NULL, port->pool);
+	if (rc)
+		return fail(err, errlen, rc, "%s: rx queue setup failed: %s", port->dev_name,
+			    rte_strerror(-rc));
+	rc = rte_eth_tx_queue_setup(port->port_id, 0, nb_txd, (unsigned)socket, NULL);
+	if (rc)
+		return fail(err, errlen, rc, "%s: tx queue setup failed: %s", port->dev_name,
+			    rte_strerror(-rc));
+	/* Kernel interfaces keep their own MTU; on the others, ask for ours. */
+	if (port->kind == PORT_KIND_DPDK || port->kind == PORT_KIND_MEMIF) {
+		rc = rte_eth_dev_set_mtu(port->port_id, port->eth_mtu);
+		if (rc && rc != -ENOTSUP && port->cfg.mtu)
+			return fail(err, errlen, rc, "%s: cannot set MTU %u: %s", port->dev_name,
+				    port->eth_mtu, rte_strerror(-rc));
+	}
+	rc = rte_eth_dev_start(port->port_id);
+	if (rc)
+		return fail(err, errlen, rc, "%s: start failed: %s", port->dev_name,
+			    rte_strerror(-rc));
+	return 0;
+}
+
+static void choose_mac(struct rocemu_port *port)
+{
+	struct rte_ether_addr dev_mac;
+	bool have_dev_mac = rte_eth_macaddr_get(port->port_id, &dev_mac) == 0 &&
+			    !rte_is_zero_ether_addr(&dev_mac);
+
+	if (port->cfg.mac_set) {
+		memcpy(port->mac.addr_bytes, port->cfg.mac, 6);
+	} else if (have_dev_mac &&
+		   (port->kind == PORT_KIND_AF_PACKET || port->kind == PORT_KIND_AF_XDP ||
+		    port->kind == PORT_KIND_DPDK)) {
+		port->mac = dev_mac;
+	} else {
+		generated_mac(&port->cfg, port->mac.addr_bytes);
+	}
+	if (port->kind == PORT_KIND_DPDK && (!have_dev_mac || !rte_is_same_ether_addr(&dev_mac,
+										    &port->mac)))
+		if (rte_eth_dev_default_mac_addr_set(port->port_id, &port->mac))
+			rte_eth_promiscuous_enable(port->port_id);
+	if ((port->kind == PORT_KIND_AF_PACKET || port->kind == PORT_KIND_AF_XDP) && have_dev_mac &&
+	    !rte_is_same_ether_addr(&dev_mac, &port->mac))
+		rte_eth_promiscuous_enable(port->port_id);
+	if (port->kind == PORT_KIND_DPDK)
+		rte_eth_allmulticast_enable(port->port_id); /* IPv6 ND multicast */
+}
+
+static int choose_mtu(struct rocemu_port *port, const char *arg, char *err, size_t errlen)
+{
+	long v;
+
+	if (port->kind == PORT_KIND_AF_PACKET || port->kind == PORT_KIND_AF_XDP) {
+		if (read_sys_int(arg, "mtu", &v))
+			return fail(err, errlen, -ENODEV,
+				    "interface '%s' not found in this network namespace", arg);
+		if (port->cfg.mtu && port->cfg.mtu > v)
+			return fail(err, errlen, -EINVAL,
+				    "--mtu %u is larger than interface %s's MTU %ld", port->cfg.mtu,
+				    arg, v);
+		port->eth_mtu = port->cfg.mtu ? port->cfg.mtu : (uint16_t)v;
+		if (port->kind == PORT_KIND_AF_XDP && port->eth_mtu > 3498)
+			return fail(err, errlen, -EINVAL,
+				    "af_xdp: MTU %u too large (XDP frames hold at most 3498 bytes of MTU)",
+				    port->eth_mtu);
+	} else if (port->kind == PORT_KIND_DPDK) {
+		port->eth_mtu = port->cfg.mtu ? port->cfg.mtu : PORT_DEFAULT_MTU;
+	} else {
+		port->eth_mtu = port->cfg.mtu ? port->cfg.mtu : PORT_SOFT_LINK_MTU;
+	}
+	return 0;
+}
+
+static int create_pool(struct rocemu_port *port, char *err, size_t errlen)
+{
+	char name[RTE_MEMPOOL_NAMESIZE];
+	unsigned n = port->cfg.n_mbufs ? port->cfg.n_mbufs : PORT_DEFAULT_MBUFS;
+	uint32_t room;
+	unsigned seq;
+
+	pthread_mutex_lock(&ring_pairs_lock);
+	seq = port_seq++;
+	pthread_mutex_unlock(&ring_pairs_lock);
+	if (port->kind == PORT_KIND_AF_XDP) {
+		/* AF_XDP UMEM chunks must fit a page: the standard 2 KB data room. */
+		room = RTE_MBUF_DEFAULT_DATAROOM;
+	} else {
+		/* a whole frame (MTU + Ethernet + VLAN) in one segment, at least
+		 * a 4096-byte-MTU RoCE frame, rounded to a cache line */
+		room = (uint32_t)port->eth_mtu + 18;
+		if (room < 4096 + ROCE_MAX_HDR_LEN + ROCE_ICRC_LEN + 64)
+			room = 4096 + ROCE_MAX_HDR_LEN + ROCE_ICRC_LEN + 64;
+		room = (room + 63) & ~63u;
+	}
+	port->max_frame = room;
+	snprintf(name, sizeof(name), "rocemu_mb%u", seq);
+	port->pool = rte_pktmbuf_pool_create(name, n, 0, 0, (uint16_t)(room + RTE_PKTMBUF_HEADROOM),
+					     (int)rte_socket_id());
+	if (!port->pool)
+		return fail(err, errlen, -ENOMEM, "cannot create a pool of %u mbufs of %u bytes: %s",
+			    n, room, rte_strerror(rte_errno));
+	return 0;
+}
+
+static void release(struct rocemu_port *port)
+{
+	if (port->wake_fd >= 0)
+		close(port->wake_fd);
+	if (port->port_id != UINT16_MAX) {
+		struct rte_eth_dev_info info;
+		struct rte_device *dev = NULL;
+
+		if (rte_eth_dev_info_get(port->port_id, &info) == 0)
+			dev = info.device;
+		rte_eth_dev_stop(port->port_id);
+		rte_eth_dev_close(port->port_id);
+		if (dev && port->dev_is_vdev)
+			rte_dev_remove(dev);
+	}
+	if (port->ring_pair)
+		ring_pair_put(port->ring_pair, port->ring_side == 'b');
+	port_capture_close(port);
+	port_fault_free(port);
+	for (unsigned i = port->loop_head; i != port->loop_tail; i++)
+		rte_pktmbuf_free(port->loop[i & (PORT_LOOP_SLOTS - 1)]);
+	for (unsigned i = 0; i < port->tx_n; i++)
+		rte_pktmbuf_free(port->tx_buf[i]);
+	if (port->pool)
+		rte_mempool_free(port->pool);
+	pthread_mutex_destroy(&port->lock);
+	free(port);
+}
+
+int rocemu_port_open(const struct rocemu_port_config *cfg, struct rocemu_port **out, char *err,
+		     size_t errlen)
+{
+	struct rocemu_port *port;
+	char arg[ROCEMU_PORT_SPEC_MAX];
+	enum port_kind kind;
+	int rc;
+
+	*out = NULL;
+	rc = rocemu_port_config_validate(cfg, err, errlen);
+	if (rc)
+		return rc;
+	port_parse_spec(cfg->spec, &kind, arg, sizeof(arg), NULL, 0);
+	rc = port_eal_init(kind == PORT_KIND_DPDK && strncmp(arg, "net_", 4));
+	if (rc)
+		return fail(err, errlen, rc, "%s", rocemu_eal_error());
+
+	port = calloc(1, sizeof(*port));
+	if (!port)
+		return fail(err, errlen, -ENOMEM, "out of memory");
+	port->cfg = *cfg;
+	port->kind = kind;
+	port->port_id = UINT16_MAX;
+	port->wake_fd = -1;
+	pthread_mutex_init(&port->lock, NULL);
+
+	rc = choose_mtu(port, arg, err, errlen);
+	rc = rc ?: create_pool(port, err, errlen);
+	rc = rc ?: create_device(port, arg, err, errlen);
+	rc = rc ?: start_device(port, err, errlen);
+	if (rc)
+		goto fail;
+	choose_mac(port);
+	build_gid_table(port);
+	rc = port_capture_open(port, err, errlen);
+	if (rc)
+		goto fail;
+	if (cfg->fault_enabled) {
+		rc = port_fault_init(port);
+		if (rc) {
+			fail(err, errlen, rc, "cannot set up the fault injector");
+			goto fail;
+		}
+	}
+	port->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (port->wake_fd < 0) {
+		rc = fail(err, errlen, -errno, "eventfd: %s", strerror(errno));
+		goto fail;
+	}
+	port_eal_register(port);
+	rc = rocemu_port_progress_thread_start(port);
+	if (rc) {
+		port_eal_unregister(port);
+		fail(err, errlen, rc, "cannot start the progress thread: %s", strerror(-rc));
+		goto fail;
+	}
+	*out = port;
+	return 0;
+fail:
+	release(port);
+	return rc;
+}
+
+void rocemu_port_close(struct rocemu_port *port)
+{
+	if (!port)
+		return;
+	rocemu_port_progress_thread_stop(port);
+	port_eal_unregister(port);
+	rocemu_port_lock(port);
+	rocemu_port_flush(port);
+	rocemu_port_unlock(port);
+	release(port);
+}
+
+const struct rocemu_port_config *rocemu_port_get_config(const struct rocemu_port *port)
+{
+	return &port->cfg;
+}
+
+void rocemu_port_set_upper(struct rocemu_port *port, const struct rocemu_port_upper *upper)
+{
+	rocemu_port_lock(port);
+	if (upper && upper->rx) {
+		port->upper = *upper;
+		port->has_upper = true;
+	} else {
+		memset(&port->upper, 0, sizeof(port->upper));
+		port->has_upper = false;
+	}
+	port->upper_has_work = false;
+	rocemu_port_unlock(port);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Addressing.                                                                */
+
+void rocemu_port_mac(const struct rocemu_port *port, uint8_t mac[6])
+{
+	memcpy(mac, port->mac.addr_bytes, 6);
+}
+
+unsigned rocemu_port_gid_count(const struct rocemu_port *port)
+{
+	return port->n_gids;
+}
+
+int rocemu_port_gid(const struct rocemu_port *port, unsigned index, uint8_t gid[16])
+{
+	if (index >= port->n_gids)
+		return -EINVAL;
+	memcpy(gid, port->gids[index], 16);
+	return 0;
+}
+
+int rocemu_port_gid_find(const struct rocemu_port *port, const uint8_t gid[16])
+{
+	for (unsigned i = 0; i < port->n_gids; i++)
+		if (!memcmp(port->gids[i], gid, 16))
+			return (int)i;
+	return -1;
+}
+
+uint16_t rocemu_port_eth_mtu(const struct rocemu_port *port)
+{
+	return port->eth_mtu;
+}
+
+uint32_t rocemu_port_active_mtu(const struct rocemu_port *port)
+{
+	uint32_t room = port->eth_mtu;
+
+	if (room > port->max_frame - 18)
+		room = port->max_frame - 18;
+	for (uint32_t mtu = 4096; mtu >= 256; mtu >>= 1)
+		if (mtu + ROCE_IP_OVERHEAD_MAX <= room)
+			return mtu;
+	return 256;
+}
+
+bool rocemu_port_link_up(const struct rocemu_port *port)
+{
+	struct rte_eth_link link;
+
+	if (rte_eth_link_get_nowait(port->port_id, &link))
+		return false;
+	return link.link_status == RTE_ETH_LINK_UP;
+}
+
+uint32_t rocemu_port_link_speed(const struct rocemu_port *port)
+{
+	struct rte_eth_link link;
+
+	if (rte_eth_link_get_nowait(port->port_id, &link) ||
+	    link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN)
+		return 0;
+	return link.link_speed;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Transmit.                                                                  */
+
+struct rte_mbuf *rocemu_port_alloc_mbuf(struct rocemu_port *port)
+{
+	return rte_pktmbuf_alloc(port->pool);
+}
+
+static int loop_enqueue(struct rocemu_port *port, struct rte_mbuf *m)
+{
+	if (port->loop_tail - port->loop_head >= PORT_LOOP_SLOTS) {
+		rte_pktmbuf_free(m);
+		port_count_drop(port, "loopback_full");
+		port_count(port, PC_TX_DROPS);
+		return -ENOBUFS;
+	}
+	port->loop[port->loop_tail++ & (PORT_LOOP_SLOTS - 1)] = m;
+	port_count(port, PC_LOOPBACK_FRAMES);
+	return 0;
+}
+
+/* After the fault injector: capture, then loop back or queue for the device. */
+int port_transmit(struct rocemu_port *port, struct rte_mbuf *m)
+{
+	const struct rte_ether_hdr *eth;
+
+	if (unlikely(m->pkt_len < RTE_ETHER_HDR_LEN || m->data_len < RTE_ETHER_HDR_LEN)) {
+		rte_pktmbuf_free(m);
+		port_count_drop(port, "tx_runt");
+		port_count(port, PC_TX_DROPS);
+		return -EINVAL;
+	}
+	if (unlikely(port->capture != NULL))
+		port_capture_frame(port, m);
+	eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	if (rte_is_same_ether_addr(&eth->dst_addr, &port->mac))
+		return loop_enqueue(port, m);
+	if (port->tx_n == PORT_TX_BUF) {
+		rocemu_port_flush(port);
+		if (port->tx_n == PORT_TX_BUF) {
+			rte_pktmbuf_free(m);
+			port_count_drop(port, "tx_full");
+			port_count(port, PC_TX_DROPS);
+			return -ENOBUFS;
+		}
+	}
+	port->tx_buf[port->tx_n++] = m;
+	return 0;
+}
+
+int rocemu_port_tx(struct rocemu_port *port, struct rte_mbuf *m)
+{
+	struct rte_mbuf *out[2];
+	unsigned n;
+	int rc = 0;
+
+	if (likely(port->fault == NULL))
+		return port_transmit(port, m);
+	n = port_fault_apply(port, 0, m, out, rocemu_now_ns());
+	for (unsigned i = 0; i < n; i++) {
+		int r = port_transmit(port, out[i]);
+		if (r && !rc)
+			rc = r;
+	}
+	return rc;
+}
+
+void rocemu_port_flush(struct rocemu_port *port)
+{
+	uint32_t len[PORT_TX_BUF];
+	uint16_t sent;
+
+	if (port->tx_n == 0)
+		return;
+	/* lengths first: once sent, the device owns the mbufs */
+	for (unsigned i = 0; i < port->tx_n; i++)
+		len[i] = port->tx_buf[i]->pkt_len;
+	sent = rte_eth_tx_burst(port->port_id, 0, port->tx_buf, (uint16_t)port->tx_n);
+	for (uint16_t i = 0; i < sent; i++)
+		port->fixed[PC_TX_BYTES] += len[i];
+	port->fixed[PC_TX_FRAMES] += sent;
+	if (sent < port->tx_n)
+		memmove(port->tx_buf, port->tx_buf + sent,
+			(port->tx_n - sent) * sizeof(port->tx_buf[0]));
+	port->tx_n -= sent;
+}

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Private to emulator/port: the port structure shared by the files of the
+ * layer (device bring-up, receive dispatch, neighbours, capture, faults).
+ */
+#ifndef ROCEMU_PORT_INTERNAL_H
+#define ROCEMU_PORT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <pcap/pcap.h>
+#include <rte_ether.h>
+#include <rte_mempool.h>
+
+#include "rocemu_port.h"
+
+#define PORT_BURST 32
+#define PORT_TX_BUF 256
+#define PORT_LOOP_SLOTS 512 /* power of two */
+#define PORT_NEIGH_SLOTS 64
+#define PORT_MAX_COUNTERS 96
+#define PORT_COUNTER_NAME_MAX 48
+#define PORT_FAULT_HOLD 64
+
+/* Fixed counters, the hot ones first; names in port_counters.c. */
+enum port_counter {
+	PC_RX_FRAMES,
+	PC_RX_BYTES,
+	PC_TX_FRAMES,
+	PC_TX_BYTES,
+	PC_RX_ROCE,
+	PC_LOOPBACK_FRAMES,
+	PC_RX_DROPS,
+	PC_TX_DROPS,
+	PC_ARP_RX,
+	PC_ARP_REQUESTS_TX,
+	PC_ARP_REPLIES_TX,
+	PC_ARP_RESOLVED,
+	PC_ARP_FAILED,
+	PC_GARP_TX,
+	PC_ND_RX,
+	PC_ND_SOLICITS_TX,
+	PC_ND_ADVERTS_TX,
+	PC_ICMP_ECHO_RX,
+	PC_ICMP_ECHO_REPLIES_TX,
+	PC_PING_TX,
+	PC_PING_REPLIES,
+	PC_CAPTURE_FRAMES,
+	PC_CAPTURE_FILTERED,
+	PC_CAPTURE_FILES,
+	PC_LINK_CHANGES,
+	PC_FIXED_COUNT,
+};
+
+struct port_counter_slot {
+	const char *key; /* static reason string given by the caller (pointer compare first) */
+	char name[PORT_COUNTER_NAME_MAX];
+	uint64_t value;
+};
+
+enum neigh_state {
+	NEIGH_FREE = 0,
+	NEIGH_INCOMPLETE, /* request sent, no answer yet */
+	NEIGH_REACHABLE,  /* answered within the expiry time */
+	NEIGH_STALE,      /* expired: still used, being re-confirmed */
+	NEIGH_FAILED,     /* retries exhausted: -EHOSTUNREACH until failed_until */
+};
+
+struct port_neigh {
+	uint8_t gid[16];
+	uint8_t mac[6];
+	uint8_t state;
+	uint8_t tries;       /* requests sent in the current attempt */
+	unsigned src_index;  /* GID index the requests are sent from */
+	uint64_t confirmed_ns; /* last answer */
+	uint64_t sent_ns;      /* last request */
+	uint64_t failed_until_ns;
+};
+
+struct port_capture {
+	pcap_t *dead;
+	pcap_dumper_t *dumper;
+	struct bpf_program prog;
+	bool has_filter;
+	uint64_t file_bytes;  /* bytes in the current file */
+	unsigned file_index;  /* 0 = FILE, n = FILE.n */
+	uint8_t scratch[16384]; /* for multi-segment frames */
+};
+
+struct port_fault_dir {
+	uint64_t count; /* frames seen, 1-based index of the last one */
+	struct rte_mbuf *held[PORT_FAULT_HOLD];
+	uint64_t held_until[PORT_FAULT_HOLD];
+	unsigned n_held;
+};
+
+struct port_fault {
+	uint64_t rng;
+	struct port_fault_dir dir[2]; /* 0 = tx, 1 = rx */
+};
+
+enum port_kind {
+	PORT_KIND_MEMIF,
+	PORT_KIND_AF_PACKET,
+	PORT_KIND_AF_XDP,
+	PORT_KIND_RING,
+	PORT_KIND_DPDK,
+};
+
+struct ring_pair;
+
+struct rocemu_port {
+	struct rocemu_port_config cfg;
+	enum port_kind kind;
+	uint16_t port_id;
+	char dev_name[ROCEMU_PORT_SPEC_MAX + 64];
+	bool dev_is_vdev;
+	struct rte_mempool *pool;
+	struct ring_pair *ring_pair;
+	char ring_side;
+
+	/* addressing */
+	struct rte_ether_addr mac;
+	uint16_t eth_mtu;
+	uint32_t max_frame; /* largest frame the mbufs hold */
+	unsigned n_gids;
+	uint8_t gids[ROCEMU_PORT_MAX_GIDS][16];
+	uint8_t gid_prefix[ROCEMU_PORT_MAX_GIDS];
+
+	/* engine lock and progress thread */
+	pthread_mutex_t lock;
+	pthread_t thread;
+	bool thread_running;
+	atomic_bool thread_stop;
+	atomic_bool thread_sleeping;
+	atomic_uint_fast64_t last_app_poll_ns;
+	int wake_fd;
+	bool upper_has_work; /* has_work() at the end of the last pass */
+
+	struct rocemu_port_upper upper;
+	bool has_upper;
+
+	/* transmit buffer and loopback FIFO (engine lock) */
+	struct rte_mbuf *tx_buf[PORT_TX_BUF];
+	unsigned tx_n;
+	struct rte_mbuf *loop[PORT_LOOP_SLOTS];
+	unsigned loop_head, loop_tail;
+
+	/* receive scratch for the upper layer */
+	struct rte_mbuf *up_pkts[PORT_BURST];
+	struct roce_pkt up_descs[PORT_BURST];
+	uint16_t up_n;
+
+	/* neighbours (ARP / ND) */
+	struct port_neigh neigh[PORT_NEIGH_SLOTS];
+	uint64_t neigh_next_check_ns;
+
+	/* link */
+	bool link_up;
+	uint64_t link_next_check_ns;
+
+	/* ping */
+	uint64_t ping_replies;
+	uint64_t ping_last_rtt_ns;
+
+	/* capture (NULL = off) and faults (NULL = off) */
+	struct port_capture *capture;
+	struct port_fault *fault;
+
+	/* counters */
+	uint64_t fixed[PC_FIXED_COUNT];
+	struct port_counter_slot dyn[PORT_MAX_COUNTERS];
+	atomic_uint dyn_n;
+};
+
+/* port_counters.c */
+void port_count_drop(struct rocemu_port *port, const char *reason);
+/* a named event counter that is not a drop (name must be static) */
+void port_count_event(struct rocemu_port *port, const char *name);
+static inline void port_count(struct rocemu_port *port, enum port_counter c)
+{
+	port->fixed[c]++;
+}
+
+/* port_eal.c */
+int port_eal_init(bool need_pci);
+void port_eal_register(struct rocemu_port *port);
+void port_eal_unregister(struct rocemu_port *port);
+
+/* port_config.c */
+int port_parse_spec(const char *spec, enum port_kind *kind, char *arg, size_t arglen, char *err,
+		    size_t errlen);
+
+/* port_dev.c */
+int port_transmit(struct rocemu_port *port, struct rte_mbuf *m);
+void port_deliver_rx(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n, uint64_t now);
+
+/* port_rx.c */
+void port_rx_frame(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now);
+void port_rx_flush_upper(struct rocemu_port *port);
+bool port_mac_accepted(const struct rocemu_port *port, const struct rte_ether_addr *dst);
+bool port_ip_is_ours(const struct rocemu_port *port, const uint8_t gid[16]);
+
+/* port_neigh.c */
+void port_arp_input(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now);
+void port_nd_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_t l3_off, uint64_t now);
+unsigned port_neigh_poll(struct rocemu_port *port, uint64_t now);
+void port_announce(struct rocemu_port *port);
+int port_pick_src(const struct rocemu_port *port, const uint8_t dst[16]);
+
+/* port_icmp.c */
+void port_icmp4_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_t l3_off, uint64_t now);
+void port_icmp6_echo_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_t l3_off,
+			   uint32_t l4_off, uint64_t now);
+uint16_t port_icmp6_checksum(const uint8_t *ip6, const uint8_t *l4, uint32_t l4_len);
+
+/* port_capture.c */
+int port_capture_open(struct rocemu_port *port, char *err, size_t errlen);
+void port_capture_frame(struct rocemu_port *port, const struct rte_mbuf *m);
+void port_capture_close(struct rocemu_port *port);
+void port_capture_flush(struct rocemu_port *port);
+
+/* port_fault.c */
+int port_fault_init(struct rocemu_port *port);
+void port_fault_free(struct rocemu_port *port);
+/* Returns how many frames to pass on in out[] (0..2) after the injector ran. */
+unsigned port_fault_apply(struct rocemu_port *port, int dir, struct rte_mbuf *m,
+			  struct rte_mbuf *out[2], uint64_t now);
+/* Frames whose delay expired. */
+unsigned port_fault_release(struct rocemu_port *port, int dir, struct rte_mbuf **out, unsigned max,
+			    uint64_t now);
+
+/* helpers */
+void port_gid_from_ipv4(uint8_t gid[16], uint32_t ipv4_be);
+bool port_gid_is_v4(const uint8_t gid[16]);
+uint32_t port_gid_ipv4(const uint8_t gid[16]);
+const char *port_gid_str(const uint8_t gid[16], char *buf, size_t len);
+
+#endif

@@ -1,0 +1,603 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Neighbours: ARP (RFC 826) for IPv4 GIDs and Neighbor Discovery (RFC 4861)
+ * for IPv6 GIDs. We answer for our own addresses, resolve peers with a small
+ * cache (retries, expiry, failure) and announce ourselves when the link comes
+ * up (gratuitous ARP, unsolicited neighbour advertisement).
+ *
+ * Cache states: INCOMPLETE (asked, -EAGAIN) -> REACHABLE (answered) ->
+ * STALE after arp_expire (still used while a new request re-confirms it) ->
+ * FAILED when arp_retries requests go unanswered (-EHOSTUNREACH for
+ * arp_retries * arp_timeout, then a new attempt starts).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <rte_arp.h>
+#include <rte_ether.h>
+#include <rte_ip.h>
+
+#include "port_internal.h"
+
+#define DEFAULT_TIMEOUT_MS 1000
+#define DEFAULT_RETRIES 3
+#define DEFAULT_EXPIRE_MS 60000
+#define NEIGH_POLL_NS 1000000ull
+
+#define ND_NS 135
+#define ND_NA 136
+#define ND_OPT_SLLA 1
+#define ND_OPT_TLLA 2
+#define ND_NA_ROUTER 0x80
+#define ND_NA_SOLICITED 0x40
+#define ND_NA_OVERRIDE 0x20
+
+static uint64_t timeout_ns(const struct rocemu_port *port)
+{
+	return (uint64_t)(port->cfg.arp_timeout_ms ? port->cfg.arp_timeout_ms : DEFAULT_TIMEOUT_MS) *
+	       1000000ull;
+}
+
+static unsigned retries(const struct rocemu_port *port)
+{
+	return port->cfg.arp_retries ? port->cfg.arp_retries : DEFAULT_RETRIES;
+}
+
+static uint64_t expire_ns(const struct rocemu_port *port)
+{
+	return (uint64_t)(port->cfg.arp_expire_ms ? port->cfg.arp_expire_ms : DEFAULT_EXPIRE_MS) *
+	       1000000ull;
+}
+
+static void drop(struct rocemu_port *port, struct rte_mbuf *m, const char *reason)
+{
+	rte_pktmbuf_free(m);
+	port_count_drop(port, reason);
+	port_count(port, PC_RX_DROPS);
+}
+
+static bool gid_is_link_local(const uint8_t g[16])
+{
+	return g[0] == 0xfe && (g[1] & 0xc0) == 0x80;
+}
+
+static bool same_prefix(const uint8_t a[16], const uint8_t b[16], unsigned bits)
+{
+	unsigned bytes = bits / 8, rest = bits % 8;
+
+	if (memcmp(a, b, bytes))
+		return false;
+	if (!rest)
+		return true;
+	return ((a[bytes] ^ b[bytes]) & (uint8_t)(0xff << (8 - rest))) == 0;
+}
+
+int port_pick_src(const struct rocemu_port *port, const uint8_t dst[16])
+{
+	bool v4 = port_gid_is_v4(dst);
+	int any = -1;
+
+	if (!v4 && gid_is_link_local(dst))
+		return 0;
+	for (unsigned i = 1; i < port->n_gids; i++) {
+		const uint8_t *g = port->gids[i];
+		unsigned bits = port->gid_prefix[i] + (v4 ? 96u : 0u);
+
+		if (port_gid_is_v4(g) != v4 || (!v4 && gid_is_link_local(g)))
+			continue;
+		if (same_prefix(g, dst, bits))
+			return (int)i;
+		if (any < 0)
+			any = (int)i;
+	}
+	if (any < 0 && !v4)
+		any = 0;
+	return any;
+}
+
+static struct rte_mbuf *frame_alloc(struct rocemu_port *port, uint16_t len)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(port->pool);
+	char *p;
+
+	if (!m) {
+		port_count_drop(port, "mbuf_exhausted");
+		port_count(port, PC_TX_DROPS);
+		return NULL;
+	}
+	p = rte_pktmbuf_append(m, len);
+	if (!p) {
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
+	memset(p, 0, len);
+	return m;
+}
+
+/* ------------------------------------------------------------------------ */
+/* ARP                                                                        */
+
+static void arp_fill(struct rocemu_port *port, struct rte_mbuf *m, uint16_t op,
+		     const struct rte_ether_addr *eth_dst, const struct rte_ether_addr *tha,
+		     uint32_t sip, uint32_t tip)
+{
+	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	struct rte_arp_hdr *arp = (struct rte_arp_hdr *)(eth + 1);
+
+	eth->dst_addr = *eth_dst;
+	eth->src_addr = port->mac;
+	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
+	arp->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
+	arp->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	arp->arp_hlen = RTE_ETHER_ADDR_LEN;
+	arp->arp_plen = 4;
+	arp->arp_opcode = rte_cpu_to_be_16(op);
+	arp->arp_data.arp_sha = port->mac;
+	arp->arp_data.arp_sip = sip;
+	arp->arp_data.arp_tha = *tha;
+	arp->arp_data.arp_tip = tip;
+}
+
+static int arp_send_request(struct rocemu_port *port, uint32_t sip, uint32_t tip, bool gratuitous)
+{
+	static const struct rte_ether_addr bcast = {{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}};
+	static const struct rte_ether_addr zero;
+	/* 60 bytes: the Ethernet minimum without FCS */
+	struct rte_mbuf *m = frame_alloc(port, RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN);
+
+	if (!m)
+		return -ENOBUFS;
+	arp_fill(port, m, RTE_ARP_OP_REQUEST, &bcast, &zero, sip, tip);
+	port_count(port, gratuitous ? PC_GARP_TX : PC_ARP_REQUESTS_TX);
+	return rocemu_port_tx(port, m);
+}
+
+/* ------------------------------------------------------------------------ */
+/* ND                                                                         */
+
+uint16_t port_icmp6_checksum(const uint8_t *ip6, const uint8_t *l4, uint32_t l4_len)
+{
+	uint32_t sum = 0;
+	uint8_t ph[8];
+
+	/* pseudo-header (RFC 8200 8.1): src, dst, upper-layer length, next header */
+	sum = rte_raw_cksum(ip6 + 8, 32);
+	ph[0] = (uint8_t)(l4_len >> 24);
+	ph[1] = (uint8_t)(l4_len >> 16);
+	ph[2] = (uint8_t)(l4_len >> 8);
+	ph[3] = (uint8_t)l4_len;
+	ph[4] = ph[5] = ph[6] = 0;
+	ph[7] = IPPROTO_ICMPV6;
+	sum += rte_raw_cksum(ph, 8);
+	sum += rte_raw_cksum(l4, l4_len);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+static void ip6_fill(struct rte_ipv6_hdr *ip, const uint8_t src[16], const uint8_t dst[16],
+		     uint16_t plen, uint8_t hops)
+{
+	ip->vtc_flow = rte_cpu_to_be_32(6u << 28);
+	ip->payload_len = rte_cpu_to_be_16(plen);
+	ip->proto = IPPROTO_ICMPV6;
+	ip->hop_limits = hops;
+	memcpy(ip->src_addr, src, 16);
+	memcpy(ip->dst_addr, dst, 16);
+}
+
+static void mcast_mac_of(const uint8_t ip6[16], struct rte_ether_addr *mac)
+{
+	mac->addr_bytes[0] = 0x33;
+	mac->addr_bytes[1] = 0x33;
+	memcpy(mac->addr_bytes + 2, ip6 + 12, 4);
+}
+
+/* An ND message with one link-layer address option: NS (SLLA) or NA (TLLA). */
+static int nd_send(struct rocemu_port *port, uint8_t type, uint8_t na_flags, const uint8_t src[16],
+		   const uint8_t dst[16], const struct rte_ether_addr *eth_dst,
+		   const uint8_t target[16])
+{
+	const uint16_t plen = 24 + 8;
+	struct rte_mbuf *m = frame_alloc(port, RTE_ETHER_HDR_LEN + 40 + plen);
+	struct rte_ether_hdr *eth;
+	struct rte_ipv6_hdr *ip;
+	uint8_t *nd;
+	uint16_t ck;
+
+	if (!m)
+		return -ENOBUFS;
+	eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	ip = (struct rte_ipv6_hdr *)(eth + 1);
+	nd = (uint8_t *)(ip + 1);
+	eth->dst_addr = *eth_dst;
+	eth->src_addr = port->mac;
+	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6);
+	ip6_fill(ip, src, dst, plen, 255); /* RFC 4861 7.1: hop limit 255 */
+	nd[0] = type;
+	if (type == ND_NA)
+		nd[4] = na_flags;
+	memcpy(nd + 8, target, 16);
+	nd[24] = type == ND_NS ? ND_OPT_SLLA : ND_OPT_TLLA;
+	nd[25] = 1; /* length in units of 8 bytes */
+	memcpy(nd + 26, port->mac.addr_bytes, 6);
+	ck = port_icmp6_checksum((const uint8_t *)ip, nd, plen);
+	memcpy(nd + 2, &ck, 2);
+	port_count(port, type == ND_NS ? PC_ND_SOLICITS_TX : PC_ND_ADVERTS_TX);
+	return rocemu_port_tx(port, m);
+}
+
+static int nd_send_solicit(struct rocemu_port *port, const uint8_t src[16], const uint8_t target[16])
+{
+	uint8_t sn[16] = {0xff, 0x02, [11] = 0x01, [12] = 0xff};
+	struct rte_ether_addr mac;
+
+	memcpy(sn + 13, target + 13, 3); /* solicited-node multicast, RFC 4291 2.7.1 */
+	mcast_mac_of(sn, &mac);
+	return nd_send(port, ND_NS, 0, src, sn, &mac, target);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The cache.                                                                 */
+
+static struct port_neigh *neigh_find(struct rocemu_port *port, const uint8_t gid[16])
+{
+	for (unsigned i = 0; i < PORT_NEIGH_SLOTS; i++)
+		if (port->neigh[i].state != NEIGH_FREE && !memcmp(port->neigh[i].gid, gid, 16))
+			return &port->neigh[i];
+	return NULL;
+}
+
+static struct port_neigh *neigh_alloc(struct rocemu_port *port, const uint8_t gid[16])
+{
+	struct port_neigh *victim = NULL;
+	static const uint8_t evict_order[] = {NEIGH_FREE, NEIGH_FAILED, NEIGH_STALE, NEIGH_REACHABLE,
+					      NEIGH_INCOMPLETE};
+
+	for (unsigned o = 0; o < sizeof(evict_order) && !victim; o++)
+		for (unsigned i = 0; i < PORT_NEIGH_SLOTS; i++) {
+			struct port_neigh *e = &port->neigh[i];
+
+			if (e->state != evict_order[o])
+				continue;
+			if (!victim || e->confirmed_ns + e->sent_ns < victim->confirmed_ns +
+									victim->sent_ns)
+				victim = e;
+			if (e->state == NEIGH_FREE)
+				break;
+		}
+	memset(victim, 0, sizeof(*victim));
+	memcpy(victim->gid, gid, 16);
+	return victim;
+}
+
+static int neigh_send_request(struct rocemu_port *port, struct port_neigh *e, uint64_t now)
+{
+	const uint8_t *src = port->gids[e->src_index];
+
+	e->tries++;
+	e->sent_ns = now;
+	if (port_gid_is_v4(e->gid))
+		return arp_send_request(port, port_gid_ipv4(src), port_gid_ipv4(e->gid), false);
+	return nd_send_solicit(port, src, e->gid);
+}
+
+static void neigh_confirm(struct rocemu_port *port, struct port_neigh *e, const uint8_t mac[6],
+			  uint64_t now)
+{
+	if (e->state == NEIGH_INCOMPLETE || e->state == NEIGH_FAILED)
+		port_count(port, PC_ARP_RESOLVED);
+	memcpy(e->mac, mac, 6);
+	e->state = NEIGH_REACHABLE;
+	e->tries = 0;
+	e->confirmed_ns = now;
+}
+
+/* Learn a sender that talked to us (request for our address, NS). */
+static void neigh_learn(struct rocemu_port *port, const uint8_t gid[16], const uint8_t mac[6],
+			uint64_t now)
+{
+	struct port_neigh *e = neigh_find(port, gid);
+
+	if (!e) {
+		e = neigh_alloc(port, gid);
+		e->src_index = (unsigned)(port_pick_src(port, gid) < 0 ? 0 : port_pick_src(port, gid));
+	}
+	neigh_confirm(port, e, mac, now);
+}
+
+static void mcast_mac_for(const uint8_t dst[16], uint8_t mac[6])
+{
+	if (port_gid_is_v4(dst)) {
+		if (dst[12] == 255 && dst[13] == 255 && dst[14] == 255 && dst[15] == 255) {
+			memset(mac, 0xff, 6);
+			return;
+		}
+		/* RFC 1112 6.4 */
+		mac[0] = 0x01;
+		mac[1] = 0x00;
+		mac[2] = 0x5e;
+		mac[3] = dst[13] & 0x7f;
+		mac[4] = dst[14];
+		mac[5] = dst[15];
+		return;
+	}
+	mac[0] = 0x33;
+	mac[1] = 0x33;
+	memcpy(mac + 2, dst + 12, 4);
+}
+
+static bool gid_is_multicast(const uint8_t dst[16])
+{
+	if (port_gid_is_v4(dst))
+		return (dst[12] & 0xf0) == 0xe0 ||
+		       (dst[12] == 255 && dst[13] == 255 && dst[14] == 255 && dst[15] == 255);
+	return dst[0] == 0xff;
+}
+
+int rocemu_port_resolve(struct rocemu_port *port, unsigned src_index, const uint8_t dst[16],
+			uint8_t mac[6])
+{
+	uint64_t now = rocemu_now_ns();
+	struct port_neigh *e;
+	int src;
+
+	if (port_ip_is_ours(port, dst)) {
+		memcpy(mac, port->mac.addr_bytes, 6);
+		return 0;
+	}
+	if (gid_is_multicast(dst)) {
+		mcast_mac_for(dst, mac);
+		return 0;
+	}
+	e = neigh_find(port, dst);
+	if (!e) {
+		src = (int)src_index;
+		if (src_index >= port->n_gids ||
+		    port_gid_is_v4(port->gids[src_index]) != port_gid_is_v4(dst))
+			src = port_pick_src(port, dst);
+		if (src < 0)
+			return -ENETUNREACH; /* no IPv4 address to ask from */
+		e = neigh_alloc(port, dst);
+		e->src_index = (unsigned)src;
+		e->state = NEIGH_INCOMPLETE;
+		neigh_send_request(port, e, now);
+		return -EAGAIN;
+	}
+	switch (e->state) {
+	case NEIGH_REACHABLE:
+		if (now - e->confirmed_ns >= expire_ns(port)) {
+			/* expired: keep using it while it is re-confirmed */
+			e->state = NEIGH_STALE;
+			e->tries = 0;
+			neigh_send_request(port, e, now);
+		}
+		memcpy(mac, e->mac, 6);
+		return 0;
+	case NEIGH_STALE:
+		memcpy(mac, e->mac, 6);
+		return 0;
+	case NEIGH_FAILED:
+		if (now < e->failed_until_ns)
+			return -EHOSTUNREACH;
+		e->state = NEIGH_INCOMPLETE;
+		e->tries = 0;
+		neigh_send_request(port, e, now);
+		return -EAGAIN;
+	default:
+		return -EAGAIN;
+	}
+}
+
+unsigned port_neigh_poll(struct rocemu_port *port, uint64_t now)
+{
+	uint64_t tmo = timeout_ns(port);
+	unsigned work = 0;
+
+	port->neigh_next_check_ns = now + NEIGH_POLL_NS;
+	for (unsigned i = 0; i < PORT_NEIGH_SLOTS; i++) {
+		struct port_neigh *e = &port->neigh[i];
+
+		if (e->state != NEIGH_INCOMPLETE && e->state != NEIGH_STALE)
+			continue;
+		if (now - e->sent_ns < tmo)
+			continue;
+		if (e->tries >= retries(port)) {
+			e->state = NEIGH_FAILED;
+			e->failed_until_ns = now + tmo * retries(port);
+			port_count(port, PC_ARP_FAILED);
+		} else {
+			neigh_send_request(port, e, now);
+		}
+		work++;
+	}
+	return work;
+}
+
+void port_announce(struct rocemu_port *port)
+{
+	static const uint8_t all_nodes[16] = {0xff, 0x02, [15] = 1};
+	struct rte_ether_addr all_nodes_mac;
+
+	mcast_mac_of(all_nodes, &all_nodes_mac);
+	for (unsigned i = 0; i < port->n_gids; i++) {
+		const uint8_t *g = port->gids[i];
+
+		if (port_gid_is_v4(g))
+			arp_send_request(port, port_gid_ipv4(g), port_gid_ipv4(g), true);
+		else
+			nd_send(port, ND_NA, ND_NA_OVERRIDE, g, all_nodes, &all_nodes_mac, g);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Input.                                                                     */
+
+void port_arp_input(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
+{
+	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	struct rte_arp_hdr *arp = (struct rte_arp_hdr *)(eth + 1);
+	uint8_t sgid[16], tgid[16];
+	struct port_neigh *e;
+	uint16_t op;
+	uint32_t sip, tip;
+
+	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*arp)) {
+		drop(port, m, "arp_truncated");
+		return;
+	}
+	if (arp->arp_hardware != rte_cpu_to_be_16(RTE_ARP_HRD_ETHER) ||
+	    arp->arp_protocol != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
+	    arp->arp_hlen != RTE_ETHER_ADDR_LEN || arp->arp_plen != 4) {
+		drop(port, m, "arp_unsupported");
+		return;
+	}
+	port_count(port, PC_ARP_RX);
+	op = rte_be_to_cpu_16(arp->arp_opcode);
+	sip = arp->arp_data.arp_sip;
+	tip = arp->arp_data.arp_tip;
+	port_gid_from_ipv4(sgid, sip);
+	port_gid_from_ipv4(tgid, tip);
+	if (sip && port_ip_is_ours(port, sgid)) {
+		drop(port, m, rte_is_same_ether_addr(&arp->arp_data.arp_sha, &port->mac) ?
+				      "arp_own" : "arp_address_conflict");
+		return;
+	}
+	e = sip ? neigh_find(port, sgid) : NULL;
+	if (e) /* RFC 826: update an entry we have, whatever the opcode */
+		neigh_confirm(port, e, arp->arp_data.arp_sha.addr_bytes, now);
+	if (sip == tip) {
+		/* gratuitous ARP: an announcement, already applied to our cache */
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (op == RTE_ARP_OP_REQUEST) {
+		if (!port_ip_is_ours(port, tgid)) {
+			drop(port, m, "arp_not_for_us");
+			return;
+		}
+		if (!e && sip)
+			neigh_learn(port, sgid, arp->arp_data.arp_sha.addr_bytes, now);
+		/* answer in place: the request becomes the reply */
+		struct rte_ether_addr requester = arp->arp_data.arp_sha;
+		arp_fill(port, m, RTE_ARP_OP_REPLY, &requester, &requester, tip, sip);
+		port_count(port, PC_ARP_REPLIES_TX);
+		rocemu_port_tx(port, m);
+		return;
+	}
+	if (op == RTE_ARP_OP_REPLY) {
+		rte_pktmbuf_free(m); /* consumed: an entry was updated or the reply was unsolicited */
+		return;
+	}
+	drop(port, m, "arp_unsupported_op");
+}
+
+static const uint8_t *nd_find_lla(const uint8_t *opt, uint32_t len, uint8_t type)
+{
+	while (len >= 8) {
+		uint32_t olen = (uint32_t)opt[1] * 8;
+
+		if (olen == 0 || olen > len)
+			return NULL; /* RFC 4861 4.6: zero length is invalid */
+		if (opt[0] == type && olen >= 8)
+			return opt + 2;
+		opt += olen;
+		len -= olen;
+	}
+	return NULL;
+}
+
+static void nd_ns_input(struct rocemu_port *port, struct rte_mbuf *m, const struct rte_ipv6_hdr *ip,
+			const uint8_t *nd, uint32_t len, uint64_t now)
+{
+	static const uint8_t unspecified[16], all_nodes[16] = {0xff, 0x02, [15] = 1};
+	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	const uint8_t *target = nd + 8, *slla;
+	uint8_t src[16], tgt[16];
+	struct rte_ether_addr reply_mac;
+	int idx;
+
+	if (len < 24 || ip->hop_limits != 255 || nd[1] != 0) {
+		drop(port, m, "nd_invalid");
+		return;
+	}
+	idx = rocemu_port_gid_find(port, target);
+	if (idx < 0 || port_gid_is_v4(target)) {
+		drop(port, m, "nd_not_for_us");
+		return;
+	}
+	slla = nd_find_lla(nd + 24, len - 24, ND_OPT_SLLA);
+	memcpy(src, ip->src_addr, 16);
+	memcpy(tgt, target, 16);
+	if (!memcmp(src, unspecified, 16)) {
+		/* duplicate address detection by someone else: defend (RFC 4862 5.4.3) */
+		struct rte_ether_addr mac;
+
+		mcast_mac_of(all_nodes, &mac);
+		rte_pktmbuf_free(m);
+		nd_send(port, ND_NA, ND_NA_OVERRIDE, tgt, all_nodes, &mac, tgt);
+		return;
+	}
+	if (slla)
+		memcpy(reply_mac.addr_bytes, slla, 6);
+	else
+		reply_mac = eth->src_addr;
+	neigh_learn(port, src, reply_mac.addr_bytes, now);
+	rte_pktmbuf_free(m);
+	nd_send(port, ND_NA, ND_NA_SOLICITED | ND_NA_OVERRIDE, tgt, src, &reply_mac, tgt);
+}
+
+static void nd_na_input(struct rocemu_port *port, struct rte_mbuf *m, const struct rte_ipv6_hdr *ip,
+			const uint8_t *nd, uint32_t len, uint64_t now)
+{
+	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	const uint8_t *tlla;
+	struct port_neigh *e;
+
+	if (len < 24 || ip->hop_limits != 255 || nd[1] != 0) {
+		drop(port, m, "nd_invalid");
+		return;
+	}
+	if (port_ip_is_ours(port, nd + 8)) {
+		drop(port, m, "nd_address_conflict");
+		return;
+	}
+	tlla = nd_find_lla(nd + 24, len - 24, ND_OPT_TLLA);
+	e = neigh_find(port, nd + 8);
+	if (e)
+		neigh_confirm(port, e, tlla ? tlla : eth->src_addr.addr_bytes, now);
+	rte_pktmbuf_free(m);
+}
+
+void port_nd_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_t l3_off, uint64_t now)
+{
+	const struct rte_ipv6_hdr *ip = rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, l3_off);
+	uint32_t plen = rte_be_to_cpu_16(ip->payload_len);
+	const uint8_t *l4 = (const uint8_t *)(ip + 1);
+
+	if (l3_off + sizeof(*ip) + plen > m->data_len || plen < 8) {
+		drop(port, m, "ip_truncated");
+		return;
+	}
+	if (port_icmp6_checksum((const uint8_t *)ip, l4, plen) != 0) {
+		drop(port, m, "icmp6_bad_checksum");
+		return;
+	}
+	switch (l4[0]) {
+	case 128: /* echo request */
+	case 129: /* echo reply */
+		port_icmp6_echo_input(port, m, l3_off, l3_off + (uint32_t)sizeof(*ip), now);
+		return;
+	case ND_NS:
+		port_count(port, PC_ND_RX);
+		nd_ns_input(port, m, ip, l4, plen, now);
+		return;
+	case ND_NA:
+		port_count(port, PC_ND_RX);
+		nd_na_input(port, m, ip, l4, plen, now);
+		return;
+	default:
+		drop(port, m, "icmp6_unhandled");
+		return;
+	}
+}

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Progress (ARCHITECTURE §3): one pass = loopback delivery, rx burst and
+ * dispatch, neighbour and link timers, the upper layer's poll, tx flush.
+ * Any thread may run a pass under the engine try-lock. The progress thread
+ * spins only while there is work and no application thread is polling;
+ * otherwise it sleeps on an eventfd with a 1 ms timeout, so an idle port
+ * costs little CPU yet answers within about a millisecond.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_ethdev.h>
+#include <rte_pause.h>
+
+#include "port_internal.h"
+
+/* The thread keeps spinning this long after the last work it saw. */
+#define SPIN_AFTER_WORK_NS 200000ull
+/* An application poll within this window means the application drives progress. */
+#define APP_POLL_WINDOW_NS 2000000ull
+/* Sleep between idle passes: bounds the reaction time when nobody kicks. */
+#define IDLE_SLEEP_NS 1000000ull
+#define LINK_CHECK_NS 100000000ull
+
+void rocemu_port_lock(struct rocemu_port *port)
+{
+	pthread_mutex_lock(&port->lock);
+}
+
+void rocemu_port_unlock(struct rocemu_port *port)
+{
+	pthread_mutex_unlock(&port->lock);
+}
+
+static unsigned check_link(struct rocemu_port *port, uint64_t now)
+{
+	bool up = rocemu_port_link_up(port);
+
+	port->link_next_check_ns = now + LINK_CHECK_NS;
+	if (unlikely(port->capture != NULL))
+		port_capture_flush(port); /* a killed process still leaves a readable file */
+	if (up == port->link_up)
+		return 0;
+	port->link_up = up;
+	port_count(port, PC_LINK_CHANGES);
+	if (up)
+		port_announce(port); /* gratuitous ARP / unsolicited NA */
+	return 1;
+}
+
+/* A frame from the wire with our own source MAC: the kernel's outgoing
+ * traffic on a shared interface (af_packet sees it) or a reflecting link. */
+static bool from_ourselves(const struct rocemu_port *port, const struct rte_mbuf *m)
+{
+	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+
+	return m->data_len >= RTE_ETHER_HDR_LEN && rte_is_same_ether_addr(&eth->src_addr, &port->mac);
+}
+
+static unsigned rx_device(struct rocemu_port *port, uint64_t now)
+{
+	struct rte_mbuf *pkts[PORT_BURST];
+	uint16_t n = rte_eth_rx_burst(port->port_id, 0, pkts, PORT_BURST);
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+
+		port_count(port, PC_RX_FRAMES);
+		port->fixed[PC_RX_BYTES] += m->pkt_len;
+		if (unlikely(port->fault != NULL)) {
+			struct rte_mbuf *out[2];
+			unsigned k = port_fault_apply(port, 1, m, out, now);
+
+			for (unsigned j = 0; j < k; j++) {
+				if (unlikely(port->capture != NULL))
+					port_capture_frame(port, out[j]);
+				port_rx_frame(port, out[j], now);
+			}
+			continue;
+		}
+		if (unlikely(port->capture != NULL))
+			port_capture_frame(port, m);
+		if (unlikely(from_ourselves(port, m))) {
+			rte_pktmbuf_free(m);
+			port_count_drop(port, "own_source_mac");
+			port_count(port, PC_RX_DROPS);
+			continue;
+		}
+		port_rx_frame(port, m, now);
+	}
+	return n;
+}
+
+static unsigned release_delayed(struct rocemu_port *port, uint64_t now)
+{
+	struct rte_mbuf *held[PORT_FAULT_HOLD];
+	unsigned n, work = 0;
+
+	n = port_fault_release(port, 1, held, PORT_FAULT_HOLD, now);
+	for (unsigned i = 0; i < n; i++) {
+		if (port->capture)
+			port_capture_frame(port, held[i]);
+		port_rx_frame(port, held[i], now);
+	}
+	work += n;
+	n = port_fault_release(port, 0, held, PORT_FAULT_HOLD, now);
+	for (unsigned i = 0; i < n; i++)
+		port_transmit(port, held[i]);
+	return work + n;
+}
+
+unsigned rocemu_port_progress_locked(struct rocemu_port *port)
+{
+	uint64_t now = rocemu_now_ns();
+	unsigned work = 0;
+	unsigned n_loop = port->loop_tail - port->loop_head;
+
+	/* frames looped back before this pass; those looped during it wait */
+	for (unsigned i = 0; i < n_loop; i++) {
+		struct rte_mbuf *m = port->loop[port->loop_head++ & (PORT_LOOP_SLOTS - 1)];
+		port_rx_frame(port, m, now);
+	}
+	work += n_loop;
+	work += rx_device(port, now);
+	if (unlikely(port->fault != NULL))
+		work += release_delayed(port, now);
+	port_rx_flush_upper(port);
+	if (now >= port->neigh_next_check_ns)
+		work += port_neigh_poll(port, now);
+	if (now >= port->link_next_check_ns)
+		work += check_link(port, now);
+	if (port->has_upper) {
+		if (port->upper.poll)
+			work += port->upper.poll(port->upper.ctx, now);
+		port->upper_has_work = port->upper.has_work && port->upper.has_work(port->upper.ctx);
+	}
+	if (port->tx_n) {
+		work += port->tx_n;
+		rocemu_port_flush(port);
+	}
+	return work;
+}
+
+unsigned rocemu_port_progress(struct rocemu_port *port)
+{
+	unsigned work;
+
+	if (pthread_mutex_trylock(&port->lock))
+		return 0;
+	work = rocemu_port_progress_locked(port);
+	pthread_mutex_unlock(&port->lock);
+	return work;
+}
+
+void rocemu_port_kick(struct rocemu_port *port)
+{
+	if (atomic_load_explicit(&port->thread_sleeping, memory_order_seq_cst)) {
+		uint64_t one = 1;
+		ssize_t r = write(port->wake_fd, &one, sizeof(one));
+		(void)r;
+	}
+}
+
+void rocemu_port_note_app_poll(struct rocemu_port *port)
+{
+	atomic_store_explicit(&port->last_app_poll_ns, rocemu_now_ns(), memory_order_relaxed);
+}
+
+static void idle_sleep(struct rocemu_port *port)
+{
+	struct pollfd pfd = {.fd = port->wake_fd, .events = POLLIN};
+	struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)IDLE_SLEEP_NS};
+	uint64_t drain;
+
+	atomic_store_explicit(&port->thread_sleeping, true, memory_order_seq_cst);
+	if (!atomic_load(&port->thread_stop))
+		ppoll(&pfd, 1, &ts, NULL);
+	atomic_store_explicit(&port->thread_sleeping, false, memory_order_seq_cst);
+	if (pfd.revents & POLLIN) {
+		ssize_t r = read(port->wake_fd, &drain, sizeof(drain));
+		(void)r;
+	}
+}
+
+static void *progress_main(void *arg)
+{
+	struct rocemu_port *port = arg;
+	uint64_t last_work = rocemu_now_ns();
+
+	while (!atomic_load_explicit(&port->thread_stop, memory_order_relaxed)) {
+		unsigned work = rocemu_port_progress(port);
+		uint64_t now = rocemu_now_ns();
+		uint64_t app = atomic_load_explicit(&port->last_app_poll_ns, memory_order_relaxed);
+		bool app_polling = app && now - app < APP_POLL_WINDOW_NS;
+
+		if (work || port->upper_has_work)
+			last_work = now;
+		if (!app_polling && now - last_work < SPIN_AFTER_WORK_NS) {
+			rte_pause();
+			continue;
+		}
+		idle_sleep(port);
+	}
+	return NULL;
+}
+
+int rocemu_port_progress_thread_start(struct rocemu_port *port)
+{
+	sigset_t all, old;
+	int rc;
+
+	if (port->thread_running)
+		return 0;
+	atomic_store(&port->thread_stop, false);
+	/* the thread inherits a mask with every signal blocked: signals keep
+	 * going to the program's own threads */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&port->thread, NULL, progress_main, port);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc)
+		return -rc;
+	pthread_setname_np(port->thread, "rocemu-progress");
+	port->thread_running = true;
+	return 0;
+}
+
+void rocemu_port_progress_thread_stop(struct rocemu_port *port)
+{
+	uint64_t one = 1;
+	ssize_t r;
+
+	if (!port->thread_running)
+		return;
+	atomic_store(&port->thread_stop, true);
+	r = write(port->wake_fd, &one, sizeof(one));
+	(void)r;
+	pthread_join(port->thread, NULL);
+	port->thread_running = false;
+}

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Receive dispatch: every frame from the device or the loopback FIFO is
+ * either handed on (ARP/ND, ICMP echo, RoCEv2 to the upper layer) or dropped
+ * and counted under the reason. RoCEv2 frames are parsed by the wire codec
+ * with ICRC verification; its parse status names are the drop reasons.
+ */
+#include <string.h>
+
+#include <rte_ether.h>
+#include <rte_ip.h>
+
+#include "../wire/roce_mbuf.h"
+#include "port_internal.h"
+
+static void drop(struct rocemu_port *port, struct rte_mbuf *m, const char *reason)
+{
+	rte_pktmbuf_free(m);
+	port_count_drop(port, reason);
+	port_count(port, PC_RX_DROPS);
+}
+
+bool port_ip_is_ours(const struct rocemu_port *port, const uint8_t gid[16])
+{
+	return rocemu_port_gid_find(port, gid) >= 0;
+}
+
+static bool is_solicited_node_of_ours(const struct rocemu_port *port, const uint8_t *last3)
+{
+	for (unsigned i = 0; i < port->n_gids; i++)
+		if (!port_gid_is_v4(port->gids[i]) && !memcmp(port->gids[i] + 13, last3, 3))
+			return true;
+	return false;
+}
+
+bool port_mac_accepted(const struct rocemu_port *port, const struct rte_ether_addr *dst)
+{
+	const uint8_t *d = dst->addr_bytes;
+
+	if (rte_is_same_ether_addr(dst, &port->mac) || rte_is_broadcast_ether_addr(dst))
+		return true;
+	if (d[0] != 0x33 || d[1] != 0x33)
+		return false;
+	/* IPv6 all-nodes and our solicited-node groups (RFC 2464 section 7) */
+	if (d[2] == 0 && d[3] == 0 && d[4] == 0 && d[5] == 1)
+		return true;
+	return d[2] == 0xff && is_solicited_node_of_ours(port, d + 3);
+}
+
+/* IPv6 destinations we accept: ours, ff02::1, our solicited-node groups. */
+static bool ip6_dst_accepted(const struct rocemu_port *port, const uint8_t dst[16])
+{
+	static const uint8_t all_nodes[16] = {0xff, 0x02, [15] = 1};
+	static const uint8_t sn_prefix[13] = {0xff, 0x02, [11] = 1, [12] = 0xff};
+
+	if (port_ip_is_ours(port, dst) || !memcmp(dst, all_nodes, 16))
+		return true;
+	return !memcmp(dst, sn_prefix, 13) && is_solicited_node_of_ours(port, dst + 13);
+}
+
+void port_rx_flush_upper(struct rocemu_port *port)
+{
+	if (port->up_n == 0)
+		return;
+	port->upper.rx(port->upper.ctx, port->up_pkts, port->up_descs, port->up_n);
+	port->up_n = 0;
+}
+
+static void rx_roce(struct rocemu_port *port, struct rte_mbuf *m)
+{
+	struct roce_pkt *desc = &port->up_descs[port->up_n];
+	enum roce_parse_status st = roce_mbuf_parse(m, ROCE_PARSE_VERIFY_ICRC, desc);
+
+	if (st != ROCE_PARSE_OK) {
+		drop(port, m, roce_parse_status_name(st));
+		return;
+	}
+	if (!port_ip_is_ours(port, desc->path.dst_gid)) {
+		drop(port, m, "not_our_address");
+		return;
+	}
+	if (!port->has_upper) {
+		drop(port, m, "no_upper");
+		return;
+	}
+	port_count(port, PC_RX_ROCE);
+	port->up_pkts[port->up_n++] = m;
+	if (port->up_n == PORT_BURST)
+		port_rx_flush_upper(port);
+}
+
+static void rx_ipv4(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
+{
+	const struct rte_ipv4_hdr *ip;
+	uint8_t dst[16];
+
+	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*ip)) {
+		drop(port, m, "ip_truncated");
+		return;
+	}
+	ip = rte_pktmbuf_mtod_offset(m, const struct rte_ipv4_hdr *, RTE_ETHER_HDR_LEN);
+	port_gid_from_ipv4(dst, ip->dst_addr);
+	if (ip->next_proto_id == IPPROTO_UDP) {
+		rx_roce(port, m); /* the codec checks the headers and the destination */
+		return;
+	}
+	if (!port_ip_is_ours(port, dst)) {
+		drop(port, m, "not_our_address");
+		return;
+	}
+	if (ip->next_proto_id == IPPROTO_ICMP)
+		port_icmp4_input(port, m, RTE_ETHER_HDR_LEN, now);
+	else
+		drop(port, m, "unsupported_protocol");
+}
+
+static void rx_ipv6(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
+{
+	const struct rte_ipv6_hdr *ip;
+
+	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*ip)) {
+		drop(port, m, "ip_truncated");
+		return;
+	}
+	ip = rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, RTE_ETHER_HDR_LEN);
+	if (ip->proto == IPPROTO_UDP) {
+		rx_roce(port, m);
+		return;
+	}
+	if (!ip6_dst_accepted(port, ip->dst_addr)) {
+		drop(port, m, "not_our_address");
+		return;
+	}
+	if (ip->proto == IPPROTO_ICMPV6)
+		port_nd_input(port, m, RTE_ETHER_HDR_LEN, now);
+	else
+		drop(port, m, "unsupported_protocol");
+}
+
+void port_rx_frame(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
+{
+	const struct rte_ether_hdr *eth;
+
+	if (unlikely(m->nb_segs > 1) && rte_pktmbuf_linearize(m)) {
+		drop(port, m, "rx_too_long");
+		return;
+	}
+	if (unlikely(m->data_len < RTE_ETHER_HDR_LEN)) {
+		drop(port, m, "runt");
+		return;
+	}
+	eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	if (!port_mac_accepted(port, &eth->dst_addr)) {
+		drop(port, m, "not_our_mac");
+		return;
+	}
+	switch (rte_be_to_cpu_16(eth->ether_type)) {
+	case RTE_ETHER_TYPE_ARP:
+		port_arp_input(port, m, now);
+		return;
+	case RTE_ETHER_TYPE_IPV4:
+		rx_ipv4(port, m, now);
+		return;
+	case RTE_ETHER_TYPE_IPV6:
+		rx_ipv6(port, m, now);
+		return;
+	case RTE_ETHER_TYPE_VLAN:
+		rx_roce(port, m); /* tagged RoCE only; the codec rejects the rest */
+		return;
+	default:
+		drop(port, m, "unsupported_ethertype");
+		return;
+	}
+}
