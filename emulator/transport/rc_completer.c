@@ -106,6 +106,7 @@ static void comp_fail(struct rocemu_qp *qp, struct rocemu_send_wqe *w, enum ibv_
 /** Forward progress: retry budgets refill (9.7.6.1.3 / 9.7.5.2.8). */
 static void progress_made(struct rocemu_qp *qp)
 {
+	qp->comp.reread_pending = false;
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.rnr_left = qp->attr.rnr_retry;
 	rocemu_comp_rearm(qp, rocemu_now_ns());
@@ -298,10 +299,14 @@ static void handle_read_resp(struct rocemu_qp *qp, const struct roce_pkt *pkt,
 		if (roce_psn_diff(psn, expect) < 0) {
 			ENGINE_COUNT(e, drop_resp_duplicate);
 		} else {
-			/* A response went missing: re-request from it, once per gap. */
+			/* A response went missing: re-request from it, once per gap
+			 * (later responses of the same stream are dropped quietly). */
 			ENGINE_COUNT(e, drop_psn_out_of_seq);
-			if (w->state == WQE_SENT)
+			if (!qp->comp.reread_pending || qp->comp.reread_psn != expect) {
+				qp->comp.reread_pending = true;
+				qp->comp.reread_psn = expect;
 				go_back(qp, expect);
+			}
 		}
 		return;
 	}
@@ -403,6 +408,7 @@ unsigned rocemu_comp_timers(struct rocemu_qp *qp, uint64_t now)
 			qp->comp.deadline_ns = 0;
 		} else {
 			ENGINE_COUNT(qp->engine, retransmit_timeouts);
+			qp->comp.reread_pending = false;
 			go_back(qp, qp->comp.psn);
 			work++;
 		}

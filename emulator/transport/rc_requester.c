@@ -158,7 +158,9 @@ static enum req_step send_data_packet(struct rocemu_qp *qp, struct rocemu_send_w
 			return REQ_FAILED;
 		}
 	}
-	rocemu_engine_pkt_send(e, m, &pkt);
+	/* A full tx queue loses the frame: build it again on the next pass. */
+	if (rocemu_engine_pkt_send(e, m, &pkt) < 0)
+		return REQ_BLOCKED;
 	return REQ_SENT_PACKET;
 }
 
@@ -194,9 +196,8 @@ static enum req_step send_rd_atomic_packet(struct rocemu_qp *qp, struct rocemu_s
 	qp->req.since_ackreq = 0;
 	pkt.payload_len = 0;
 	m = rocemu_engine_pkt_alloc(e, &pkt, &payload);
-	if (!m)
+	if (!m || rocemu_engine_pkt_send(e, m, &pkt) < 0)
 		return REQ_BLOCKED;
-	rocemu_engine_pkt_send(e, m, &pkt);
 	return REQ_SENT_PACKET;
 }
 

@@ -381,7 +381,8 @@ unsigned rocemu_resp_run(struct rocemu_qp *qp, unsigned budget)
 				rocemu_engine_raise(e, IBV_EVENT_QP_ACCESS_ERR, qp->user_ctx);
 				return sent;
 			}
-			rocemu_engine_pkt_send(e, m, &pkt);
+			if (rocemu_engine_pkt_send(e, m, &pkt) < 0)
+				goto blocked; /* tx queue full: this response again next pass */
 			ENGINE_COUNT(e, tx_read_resp);
 			r->sent++;
 			sent++;

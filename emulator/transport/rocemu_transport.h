@@ -211,6 +211,8 @@ struct rocemu_qp {
 		uint64_t deadline_ns;    /**< retransmission timer, 0 = off */
 		uint64_t rnr_until_ns;   /**< RNR back-off end, 0 = none */
 		uint32_t rnr_psn;
+		bool reread_pending;     /**< a READ gap was re-requested from reread_psn */
+		uint32_t reread_psn;
 	} comp;
 
 	/* receive queue */

@@ -76,8 +76,9 @@ static int ud_send_one(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
 			return rocemu_comp_local_status(err);
 		}
 	}
+	if (rocemu_engine_pkt_send(e, m, &pkt) < 0)
+		return -EAGAIN; /* tx queue full: the datagram goes again next pass */
 	qp->req.psn = roce_psn_add(qp->req.psn, 1);
-	rocemu_engine_pkt_send(e, m, &pkt);
 	return 0;
 }
 
