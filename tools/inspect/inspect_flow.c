@@ -455,12 +455,33 @@ static void msg_request(struct insp_half *h, const struct insp_frame *f, bool re
 	}
 }
 
-/* A late or retransmitted packet fills a PSN that was missing: add its bytes. */
+/* Keep the ring in PSN order after a push at the tail (a late message). */
+static void ring_sort_tail(struct insp_half *h)
+{
+	for (unsigned i = h->ring_len - 1; i > 0; i--) {
+		struct insp_msg *a = ring_at(h, i - 1), *b = ring_at(h, i), t;
+
+		if (roce_psn_cmp(a->start_psn, b->start_psn) <= 0)
+			return;
+		t = *a;
+		*a = *b;
+		*b = t;
+	}
+}
+
+/*
+ * A late or retransmitted packet fills a PSN that was missing: add its
+ * bytes to the message holding it, or, if it is a whole message of its own
+ * (ONLY, READ, atomic) that nobody saw before, count and track it.
+ */
 static void msg_fill(struct insp_half *h, const struct insp_frame *f)
 {
-	for (unsigned i = 0; i < h->ring_len; i++) {
-		struct insp_msg *m = ring_at(h, i);
+	const struct roce_opcode_info *op = f->pkt.op;
+	enum insp_msg_kind kind = msg_kind(op->flags);
+	struct insp_msg *m;
 
+	for (unsigned i = 0; i < h->ring_len; i++) {
+		m = ring_at(h, i);
 		if (roce_psn_cmp(f->psn, m->start_psn) >= 0 && roce_psn_cmp(f->psn, m->end_psn) <= 0) {
 			if (m->kind != INSP_MSG_READ && m->kind != INSP_MSG_ATOMIC) {
 				m->bytes += f->pkt.payload_len;
@@ -469,6 +490,26 @@ static void msg_fill(struct insp_half *h, const struct insp_frame *f)
 			return;
 		}
 	}
+	if (op->transport != ROCE_TRANSPORT_RC) {
+		if (op->flags & ROCE_OPF_LAST)
+			msg_count(h, kind, f->pkt.payload_len, f->ts_ns);
+		return;
+	}
+	if (!(op->flags & ROCE_OPF_LAST) && kind != INSP_MSG_READ && kind != INSP_MSG_ATOMIC)
+		return; /* the rest of a message whose start is not tracked */
+	m = ring_push(h);
+	if (!m)
+		return;
+	m->kind = (uint8_t)kind;
+	m->start_psn = m->end_psn = f->psn;
+	m->ended = true;
+	m->bytes = kind == INSP_MSG_READ ? f->pkt.reth.dma_len
+				      : (kind == INSP_MSG_ATOMIC ? 8 : f->pkt.payload_len);
+	m->t_first = m->t_last = f->ts_ns;
+	m->frame_first = f->index;
+	m->file_first = f->file_no;
+	msg_count(h, kind, m->bytes, f->ts_ns);
+	ring_sort_tail(h);
 }
 
 /*
@@ -718,7 +759,7 @@ static unsigned response_packet(struct insp_state *s, struct insp_half *r,
 	struct insp_half *q = r->peer;
 	uint32_t p = f->psn;
 	uint8_t syn = f->pkt.aeth.syndrome;
-	bool has_aeth = op->hdrs & ROCE_HDR_AETH;
+	bool has_aeth = (op->hdrs & ROCE_HDR_AETH) && f->headers_ok;
 	unsigned type = has_aeth ? ROCE_AETH_TYPE(syn) : ROCE_AETH_ACK;
 	struct insp_event *e;
 
@@ -852,7 +893,9 @@ void insp_flow_packet(struct insp_state *s, const struct insp_frame *f)
 			e->psn2 = f->wirelen;
 		}
 	}
-	if (!h || !f->headers_ok)
+	/* a frame cut by the snaplen still has its BTH: sequence analysis works,
+	 * extension header fields past the cut read as zero */
+	if (!h || !f->pkt.op)
 		return;
 
 	op = f->pkt.op;

@@ -690,7 +690,6 @@ void insp_report_json(FILE *out, const struct insp_state *s, const struct insp_r
 	fprintf(out, " \"conversations\": [");
 	for (unsigned i = 0; i < s->nhalves; i++) {
 		const struct insp_half *h = s->halves[i], *p = h->peer;
-		char qa[16], qb[16];
 
 		if (!h->is_first && p)
 			continue;
@@ -704,10 +703,12 @@ void insp_report_json(FILE *out, const struct insp_state *s, const struct insp_r
 			json_str(out, h->paired_by);
 		else
 			fprintf(out, "null");
-		qpn_text(src_qpn(h), qa, sizeof(qa));
-		qpn_text(h->dqpn, qb, sizeof(qb));
-		fprintf(out, ", \"endpoints\": [{\"ip\": \"%s\", \"qpn\": %s}, {\"ip\": \"%s\", \"qpn\": %u}]",
-			a, src_qpn(h) == INSP_QPN_UNKNOWN ? "null" : qa + 0, b, h->dqpn);
+		fprintf(out, ", \"endpoints\": [{\"ip\": \"%s\", \"qpn\": ", a);
+		if (src_qpn(h) == INSP_QPN_UNKNOWN)
+			fprintf(out, "null");
+		else
+			fprintf(out, "%u", src_qpn(h));
+		fprintf(out, "}, {\"ip\": \"%s\", \"qpn\": %u}]", b, h->dqpn);
 		fprintf(out, ",\n   \"directions\": [");
 		json_half(out, h);
 		if (p) {

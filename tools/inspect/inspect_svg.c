@@ -24,6 +24,7 @@
 #define COL_DUP "#757575"
 #define COL_CNP "#ad1457"
 #define COL_LATE "#f9a825"
+#define HALO "paint-order=\"stroke\" stroke=\"white\" stroke-width=\"4\" stroke-linejoin=\"round\""
 #define FONT "font-family=\"DejaVu Sans Mono,Menlo,Consolas,monospace\""
 
 static void svg_text(FILE *out, const char *s)
@@ -127,7 +128,7 @@ static void lane_title(FILE *out, double x, const struct insp_half *h, bool a_si
 
 int insp_svg_ladder(FILE *out, const struct insp_ladder *l)
 {
-	const double xa = 330, xb = 830, top = 90, row = 24, width = 1000;
+	const double xa = 330, xb = 830, top = 96, row = 26, width = 1000;
 	double y, height;
 	uint64_t t0 = l->n ? l->pkts[0].ts : 0, prev;
 	char tbuf[32], dbuf[32];
@@ -187,8 +188,8 @@ int insp_svg_ladder(FILE *out, const struct insp_ladder *l)
 				"<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#bbb\" "
 				"stroke-dasharray=\"2,4\"/>\n"
 				"<text x=\"%.0f\" y=\"%.0f\" font-size=\"11\" fill=\"#777\" "
-				"text-anchor=\"middle\">pause %s</text>\n",
-				xa - 200, y, xb + 150, y, xm, y - 3,
+				"text-anchor=\"middle\" " HALO ">pause %s</text>\n",
+				xa - 200, y + row / 2 - 8, xb + 150, y + row / 2 - 8, xm, y + row / 2 - 4,
 				insp_fmt_ns(p->ts - prev, dbuf, sizeof(dbuf)));
 			y += row;
 		}
@@ -200,7 +201,7 @@ int insp_svg_ladder(FILE *out, const struct insp_ladder *l)
 		fprintf(out,
 			"<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" "
 			"stroke-width=\"1.6\"%s marker-end=\"url(#h%s)\"/>\n",
-			x1, y, x2, y + row * 0.6, st.colour,
+			x1, y + 3, x2, y + row * 0.6, st.colour,
 			st.dashed ? " stroke-dasharray=\"6,3\"" : "", st.colour + 1);
 		if (st.cross)
 			fprintf(out,
@@ -208,8 +209,8 @@ int insp_svg_ladder(FILE *out, const struct insp_ladder *l)
 				"stroke-width=\"2.5\"/>\n",
 				x2 + (p->from_a ? -25 : 15), y + row * 0.6 - 12, st.colour);
 		fprintf(out, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"11\" text-anchor=\"middle\" "
-			     "fill=\"%s\">",
-			xm, y + 6, st.colour);
+			     "fill=\"%s\" " HALO ">",
+			xm, y + 1, st.colour);
 		fprintf(out, "%s psn %u%s", insp_op_short(p->opcode), p->psn, p->ackreq ? " A" : "");
 		if (p->payload)
 			fprintf(out, " %uB", p->payload);
