@@ -18,10 +18,11 @@
  *
  * Which CRC-32 runs:
  * - "dpdk-net-crc-sse42": DPDK's rte_net_crc_calc(RTE_NET_CRC32_ETH), which
- *   folds with PCLMULQDQ. It has no seed argument, so the masked header
- *   (at most 68 bytes, copied to the stack anyway) is done with the table
- *   and the rest of the packet by DPDK, and the two CRCs are joined with
- *   crc32_combine-style GF(2) arithmetic (crc(A|B) = crc(A)*x^(8|B|) + crc(B)).
+ *   folds with PCLMULQDQ. It has no seed argument, so it runs twice: over
+ *   the 0xFF prefix and masked headers (copied to the stack anyway, at most
+ *   76 bytes) and over the rest of the packet in place; the two CRCs are
+ *   joined with GF(2) arithmetic (crc(A|B) = crc(A)*x^(8|B|) + crc(B)).
+ *   Short rests (ACKs, atomics) continue with the table instead.
  *   DPDK picks its SIMD path only when the CPU has PCLMULQDQ and the EAL's
  *   SIMD bit-width limit allows 128 bits; without rte_eal_init() that limit
  *   reads 0 and DPDK would fall back to its own byte-wise table, which is
@@ -35,6 +36,7 @@
 #define ALLOW_EXPERIMENTAL_API 1
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 
 #include <rte_cpuflags.h>
@@ -63,12 +65,12 @@ static uint32_t crc_table_update(uint32_t reg, const uint8_t *p, size_t len)
 static uint32_t gf2_mulmod(uint32_t a, uint32_t b)
 {
 	uint32_t product = 0;
-	uint32_t bit;
+	int i;
 
-	for (bit = 1u << 31; bit != 0; bit >>= 1) {
-		if (a & bit)
-			product ^= b;
-		b = (b & 1) ? (b >> 1) ^ CRC32_POLY_REFLECTED : b >> 1;
+	/* branch-free: a's bits from x^0 (bit 31) up, b multiplied by x each step */
+	for (i = 31; i >= 0; i--) {
+		product ^= b & (0u - ((a >> i) & 1));
+		b = (b >> 1) ^ (CRC32_POLY_REFLECTED & (0u - (b & 1)));
 	}
 	return product;
 }
@@ -124,22 +126,49 @@ enum icrc_impl_state {
 
 static int impl_state;           /* enum icrc_impl_state, accessed atomically */
 
-/* Below this many bytes after the BTH, the table beats DPDK + combine. */
-#define DPDK_MIN_TAIL 192
+/*
+ * Below this many bytes after the BTH, continuing with the table costs less
+ * than a second DPDK call plus the combine (measured with wire_bench's
+ * machine: the combine is two GF(2) multiplications, ~70 ns).
+ */
+#ifndef DPDK_MIN_TAIL
+#define DPDK_MIN_TAIL 32
+#endif
+
+/*
+ * Decided once, under a lock, as soon as the EAL's SIMD limit is known:
+ * rte_net_crc_set_alg() briefly clears DPDK's handler table, so it must
+ * never run while another thread may be inside rte_net_crc_calc().
+ */
+static pthread_mutex_t dpdk_lock = PTHREAD_MUTEX_INITIALIZER;
+static int dpdk_ok = -1; /* -1 not decided yet, 0 no, 1 yes */
 
 static bool dpdk_simd_crc_usable(void)
 {
 #if defined(RTE_ARCH_X86)
 	static const char check[] = "123456789";
+	int ok = __atomic_load_n(&dpdk_ok, __ATOMIC_ACQUIRE);
 
-	if (rte_cpu_get_flag_enabled(RTE_CPUFLAG_PCLMULQDQ) <= 0)
+	if (ok >= 0)
+		return ok;
+	/* 0 until rte_eal_init() (or rte_vect_set_max_simd_bitwidth()) ran */
+	if (rte_vect_get_max_simd_bitwidth() == 0)
 		return false;
-	if (rte_vect_get_max_simd_bitwidth() < RTE_VECT_SIMD_128)
-		return false;
-	rte_net_crc_set_alg(RTE_NET_CRC_SSE42);
-	/* Same value as ours, or we do not use it. */
-	return rte_net_crc_calc(check, 9, RTE_NET_CRC32_ETH) ==
-	       roce_crc32_table(0, check, 9);
+	pthread_mutex_lock(&dpdk_lock);
+	if (dpdk_ok < 0) {
+		ok = rte_vect_get_max_simd_bitwidth() >= RTE_VECT_SIMD_128 &&
+		     rte_cpu_get_flag_enabled(RTE_CPUFLAG_PCLMULQDQ) > 0;
+		if (ok) {
+			rte_net_crc_set_alg(RTE_NET_CRC_SSE42);
+			/* same value as ours, or we do not use it */
+			ok = rte_net_crc_calc(check, 9, RTE_NET_CRC32_ETH) ==
+			     roce_crc32_table(0, check, 9);
+		}
+		__atomic_store_n(&dpdk_ok, ok, __ATOMIC_RELEASE);
+	}
+	ok = dpdk_ok;
+	pthread_mutex_unlock(&dpdk_lock);
+	return ok;
 #else
 	return false;
 #endif
@@ -220,26 +249,30 @@ static unsigned icrc_masked_headers(const uint8_t *ip, uint32_t avail, uint8_t *
 
 uint32_t roce_icrc_compute(const uint8_t *frame, uint32_t l3_off, uint32_t frame_len)
 {
-	uint8_t hdr[RB_IPV6_LEN + RB_UDP_LEN + ROCE_BTH_LEN];
+	/* 8 x 0xFF, then the masked IP/UDP/BTH headers */
+	uint8_t hdr[8 + RB_IPV6_LEN + RB_UDP_LEN + ROCE_BTH_LEN];
 	const uint8_t *tail;
-	uint32_t tail_len, reg, crc_head;
+	uint32_t tail_len, crc_head;
 	unsigned n;
 
 	if (frame_len < l3_off + ROCE_ICRC_LEN)
 		return 0;
-	n = icrc_masked_headers(frame + l3_off, frame_len - l3_off - ROCE_ICRC_LEN, hdr);
+	n = icrc_masked_headers(frame + l3_off, frame_len - l3_off - ROCE_ICRC_LEN, hdr + 8);
 	if (n == 0)
 		return 0;
 	tail = frame + l3_off + n;
 	tail_len = frame_len - l3_off - n - ROCE_ICRC_LEN;
 
-	reg = crc_table_update(reg_after_lrh, hdr, n);
-	if (tail_len >= DPDK_MIN_TAIL && impl_current() == IMPL_DPDK) {
-		crc_head = ~reg;
-		return crc32_combine(crc_head, rte_net_crc_calc(tail, tail_len, RTE_NET_CRC32_ETH),
-				     tail_len);
+	if (impl_current() == IMPL_DPDK) {
+		memset(hdr, 0xFF, 8);
+		crc_head = rte_net_crc_calc(hdr, 8 + n, RTE_NET_CRC32_ETH);
+		if (tail_len >= DPDK_MIN_TAIL)
+			return crc32_combine(crc_head,
+					     rte_net_crc_calc(tail, tail_len, RTE_NET_CRC32_ETH),
+					     tail_len);
+		return ~crc_table_update(~crc_head, tail, tail_len);
 	}
-	return ~crc_table_update(reg, tail, tail_len);
+	return ~crc_table_update(crc_table_update(reg_after_lrh, hdr + 8, n), tail, tail_len);
 }
 
 void roce_icrc_store(uint8_t *frame, uint32_t frame_len, uint32_t icrc)
