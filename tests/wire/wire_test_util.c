@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,4 +191,23 @@ const char *wt_shared_pcap_dir(char *buf, unsigned len)
 
 	snprintf(buf, len, "%s/../shared/pcaps", src != NULL ? src : ".");
 	return buf;
+}
+
+void wt_remove_dir(const char *dir)
+{
+	char path[4096 + 256 + 2];
+	struct dirent *e;
+	DIR *d = opendir(dir);
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (snprintf(path, sizeof(path), "%.4096s/%.255s", dir, e->d_name) <
+		    (int)sizeof(path))
+			unlink(path);
+	}
+	closedir(d);
+	rmdir(dir);
 }
