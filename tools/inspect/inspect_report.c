@@ -103,12 +103,12 @@ void insp_gid_text(const uint8_t gid[16], char *buf, size_t len)
 
 const char *insp_fmt_ns(uint64_t ns, char *buf, size_t len)
 {
-	if (ns < 10000)
+	if (ns < 1000)
 		snprintf(buf, len, "%" PRIu64 " ns", ns);
-	else if (ns < 10000000)
+	else if (ns < 1000000)
 		snprintf(buf, len, "%.1f us", (double)ns / 1e3);
 	else if (ns < 10000000000ull)
-		snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
+		snprintf(buf, len, "%.2f ms", (double)ns / 1e6);
 	else
 		snprintf(buf, len, "%.2f s", (double)ns / 1e9);
 	return buf;

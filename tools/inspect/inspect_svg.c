@@ -48,13 +48,14 @@ struct ladder_style {
 	const char *colour;
 	bool dashed;
 	bool cross; /* the receiver drops it */
+	bool nak, rnr;
 	const char *tag;
 };
 
 static struct ladder_style packet_style(const struct insp_ladder_pkt *p)
 {
 	const struct roce_opcode_info *op = roce_opcode_info(p->opcode);
-	struct ladder_style st = {COL_REQUEST, false, false, ""};
+	struct ladder_style st = {COL_REQUEST, false, false, false, false, ""};
 
 	if (op && (op->flags & ROCE_OPF_RESPONSE)) {
 		st.colour = (op->flags & ROCE_OPF_READ) ? COL_READ_RESP : COL_ACK;
@@ -63,10 +64,10 @@ static struct ladder_style packet_style(const struct insp_ladder_pkt *p)
 
 			if (t == ROCE_AETH_NAK) {
 				st.colour = COL_NAK;
-				st.tag = " NAK";
+				st.nak = true;
 			} else if (t == ROCE_AETH_RNR_NAK) {
 				st.colour = COL_RNR;
-				st.tag = " RNR";
+				st.rnr = true;
 			}
 		}
 	}
@@ -211,7 +212,14 @@ int insp_svg_ladder(FILE *out, const struct insp_ladder *l)
 		fprintf(out, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"11\" text-anchor=\"middle\" "
 			     "fill=\"%s\" " HALO ">",
 			xm, y + 1, st.colour);
-		fprintf(out, "%s psn %u%s", insp_op_short(p->opcode), p->psn, p->ackreq ? " A" : "");
+		if (st.nak)
+			fprintf(out, "NAK %s psn %u", insp_nak_name(ROCE_AETH_VALUE(p->syndrome)), p->psn);
+		else if (st.rnr)
+			fprintf(out, "RNR NAK psn %u, retry after %.2f ms", p->psn,
+				insp_rnr_timer_us(ROCE_AETH_VALUE(p->syndrome)) / 1000);
+		else
+			fprintf(out, "%s psn %u%s", insp_op_short(p->opcode), p->psn,
+				p->ackreq ? " A" : "");
 		if (p->payload)
 			fprintf(out, " %uB", p->payload);
 		svg_text(out, st.tag);
