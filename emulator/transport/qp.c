@@ -255,6 +255,23 @@ void rocemu_qp_to_error(struct rocemu_qp *qp, bool fatal)
 	qp_flush(qp);
 }
 
+void rocemu_qp_to_sqe(struct rocemu_qp *qp)
+{
+	/* 10.3.1 / 11.4.2: a UC or UD send error stops the send queue only; the
+	 * receive side keeps working and SQE -> RTS resumes sending. */
+	qp->state = IBV_QPS_SQE;
+	qp->attr.qp_state = IBV_QPS_SQE;
+	while (qp->sq_head != qp->sq_tail) {
+		struct rocemu_send_wqe *w = sq_at(qp, qp->sq_head);
+
+		if (w->state != WQE_DONE)
+			w->status = IBV_WC_WR_FLUSH_ERR;
+		qp->sq_head++;
+		rocemu_qp_send_wc(qp, w);
+	}
+	qp->sq_cur = qp->sq_tail;
+}
+
 int rocemu_qp_take_recv(struct rocemu_qp *qp, struct rocemu_recv_wqe *out)
 {
 	if (qp->srq)

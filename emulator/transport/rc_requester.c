@@ -77,12 +77,15 @@ enum ibv_wc_status rocemu_comp_local_status(enum rocemu_mem_err err)
 	}
 }
 
-/** A WQE fails at the requester: it completes with status, the QP goes to ERR (10.8.3). */
+/** A WQE fails at the requester: it completes with status; RC goes to ERR (10.8.3), UC to SQE. */
 static void req_fail(struct rocemu_qp *qp, struct rocemu_send_wqe *w, enum ibv_wc_status status)
 {
 	w->state = WQE_DONE;
 	w->status = status;
-	rocemu_qp_to_error(qp, false);
+	if (qp->type == IBV_QPT_UC)
+		rocemu_qp_to_sqe(qp);
+	else
+		rocemu_qp_to_error(qp, false);
 }
 
 static enum req_step path_error(struct rocemu_qp *qp, struct rocemu_send_wqe *w, int rc)
@@ -209,7 +212,7 @@ static void local_invalidate(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
 	w->state = WQE_DONE;
 	w->status = err == ROCEMU_MEM_OK ? IBV_WC_SUCCESS : IBV_WC_LOC_PROT_ERR;
 	if (err != ROCEMU_MEM_OK)
-		rocemu_qp_to_error(qp, false);
+		req_fail(qp, w, IBV_WC_LOC_PROT_ERR);
 }
 
 static uint32_t max_rd_atomic(const struct rocemu_qp *qp)

@@ -281,6 +281,8 @@ int rocemu_engine_pkt_send(struct rocemu_engine *e, struct rte_mbuf *m, const st
 /* qp.c */
 /** Move to ERR and flush both queues (IBV_WC_WR_FLUSH_ERR); raises QP_FATAL when fatal. */
 void rocemu_qp_to_error(struct rocemu_qp *qp, bool fatal);
+/** UC/UD send error: to SQE, flushing the send queue only. */
+void rocemu_qp_to_sqe(struct rocemu_qp *qp);
 /** Append a completion; on CQ overflow the QP goes to ERR. */
 void rocemu_qp_complete(struct rocemu_qp *qp, bool send, const struct rocemu_wc *wc,
 			bool solicited);

@@ -99,11 +99,14 @@ unsigned rocemu_ud_send(struct rocemu_qp *qp, unsigned budget)
 			sent++;
 			continue;
 		}
-		/* A local error on the send queue: the WQE fails and the QP goes to ERR
-		 * (11.6.3), except an unreachable destination, which concerns this
+		/* A local error on the send queue: the WQE fails and the QP goes to SQE
+		 * (10.3.1), except an unreachable destination, which concerns this
 		 * datagram only. */
-		if (rc != IBV_WC_RETRY_EXC_ERR)
-			rocemu_qp_to_error(qp, false);
+		if (rc != IBV_WC_RETRY_EXC_ERR) {
+			rocemu_comp_retire(qp);
+			rocemu_qp_to_sqe(qp);
+			return sent;
+		}
 	}
 	rocemu_comp_retire(qp);
 	return sent;
