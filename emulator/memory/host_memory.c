@@ -35,6 +35,43 @@ static bool parse_maps_line(const char *line, uint64_t *start, uint64_t *end, bo
 	return true;
 }
 
+/*
+ * Without /proc (some sandboxes): read one byte of every page with
+ * process_vm_readv, up to IOV_MAX pages per call. That proves the pages
+ * are mapped and readable, not writable. If even that syscall is not
+ * allowed there is nothing left to ask: accept, as a NIC that pins memory
+ * would have to trust the application.
+ */
+int rocemu_host_range_probe(uint64_t first, uint64_t last)
+{
+	enum { PROBE_IOV = 1024 };
+	const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	const uint64_t first_pg = first & ~(page - 1);
+	const uint64_t npages = (last - first_pg) / page + 1;
+	struct iovec remote[PROBE_IOV];
+	uint8_t sink[PROBE_IOV];
+	uint64_t i = 0;
+
+	while (i < npages) {
+		struct iovec local = {.iov_base = sink};
+		unsigned n;
+		ssize_t got;
+
+		for (n = 0; n < PROBE_IOV && i < npages; n++, i++) {
+			uint64_t at = i == 0 ? first : first_pg + i * page;
+
+			remote[n] = (struct iovec){.iov_base = (void *)(uintptr_t)at, .iov_len = 1};
+		}
+		local.iov_len = n;
+		got = process_vm_readv(getpid(), &local, 1, remote, n, 0);
+		if (got < 0 && (errno == ENOSYS || errno == EPERM))
+			return 0;
+		if (got != (ssize_t)n)
+			return -EFAULT;
+	}
+	return 0;
+}
+
 int rocemu_host_range_check(const void *addr, uint64_t len, bool write)
 {
 	uint64_t cursor = (uintptr_t)addr, last;
@@ -50,7 +87,7 @@ int rocemu_host_range_check(const void *addr, uint64_t len, bool write)
 	last = cursor + (len - 1);
 	f = fopen("/proc/self/maps", "re");
 	if (!f)
-		return -errno;
+		return rocemu_host_range_probe(cursor, last);
 	/* Lines come sorted by address: walk them, requiring no gap from addr to last. */
 	while (getline(&line, &cap, f) > 0) {
 		uint64_t start, end;

@@ -57,6 +57,11 @@ uint32_t rocemu_mem_pd_handle(struct rocemu_mem_table *t);
  * -errno if the map cannot be read.
  */
 int rocemu_host_range_check(const void *addr, uint64_t len, bool write);
+/**
+ * The fallback of rocemu_host_range_check when /proc is missing: every page
+ * of [first, last] readable (write access is not checked). 0 or -EFAULT.
+ */
+int rocemu_host_range_probe(uint64_t first, uint64_t last);
 /** Copy that survives unmapped/protected source pages (process_vm_readv on ourselves). */
 bool rocemu_host_read(void *dst, const void *src, size_t len);
 /** Copy that survives unmapped/protected destination pages (process_vm_writev). */

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "engine_stub.h"
+#include "../../emulator/memory/mem_private.h"
 
 #define FILL 0xa5
 
@@ -191,6 +192,37 @@ static void test_reg_mapping_checked(void **state)
 	/* Memory that was unmapped. */
 	assert_int_equal(rocemu_mr_reg(f->pd, ro, page, 0, 0, &mr), -EFAULT);
 	assert_int_equal(f->pd->refcnt, 0);
+	guarded_free(&g);
+}
+
+/* The page probe used when /proc/self/maps cannot be read. */
+static void test_range_probe(void **state)
+{
+	struct guarded g = guarded_new(3 * page);
+	uint64_t b = (uintptr_t)g.buf;
+	uint8_t *ro;
+
+	(void)state;
+	assert_int_equal(rocemu_host_range_probe(b, b + g.len - 1), 0);
+	assert_int_equal(rocemu_host_range_probe(b + 5, b + 5), 0);
+	assert_int_equal(rocemu_host_range_probe(b + page - 1, b + page), 0);
+	assert_int_equal(rocemu_host_range_probe(b - 1, b + 10), -EFAULT);
+	assert_int_equal(rocemu_host_range_probe(b + 10, b + g.len), -EFAULT);
+	assert_int_equal(rocemu_host_range_probe(b - page, b - 1), -EFAULT);
+	/* More pages than one call can carry. */
+	size_t big = 1500 * page;
+	uint8_t *m = mmap(NULL, big, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	assert_true(m != MAP_FAILED);
+	assert_int_equal(rocemu_host_range_probe((uintptr_t)m, (uintptr_t)m + big - 1), 0);
+	assert_int_equal(mprotect(m + 1400 * page, page, PROT_NONE), 0);
+	assert_int_equal(rocemu_host_range_probe((uintptr_t)m, (uintptr_t)m + big - 1), -EFAULT);
+	munmap(m, big);
+	/* Read-only passes: the probe only reads. */
+	ro = mmap(NULL, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(ro != MAP_FAILED);
+	assert_int_equal(rocemu_host_range_probe((uintptr_t)ro, (uintptr_t)ro + page - 1), 0);
+	munmap(ro, page);
 	guarded_free(&g);
 }
 
@@ -1038,6 +1070,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_reg_access_flags, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reg_mapping_checked, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reg_overflow, setup, teardown),
+	    cmocka_unit_test(test_range_probe),
 	    cmocka_unit_test_setup_teardown(test_region_over_4g, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bounds_model, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bounds_both_ends, setup, teardown),
