@@ -59,8 +59,8 @@ static double median(double *v, int n)
 
 static void sample_pkt(struct roce_pkt *pkt, uint8_t opcode, int ipv, uint32_t payload_len)
 {
-	static const uint8_t v6a[16] = { 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };
-	static const uint8_t v6b[16] = { 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2 };
+	static const uint8_t v6a[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+	static const uint8_t v6b[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
 
 	memset(pkt, 0, sizeof(*pkt));
 	memcpy(pkt->path.dst_mac, "\x02\x00\x00\x00\x00\x02", 6);
@@ -168,8 +168,9 @@ static void init_eal(void)
 	char prefix[64];
 	/* --no-huge with its own prefix (not --in-memory: that clashes with --no-huge's
 	 * legacy memory mode) */
-	char *argv[] = { "wire_bench", "--no-huge", "--no-shconf", "-m", "64", "--no-pci", "--no-telemetry",
-			 "--log-level=error", "-l", "0", "--file-prefix", prefix };
+	char *argv[] = {"wire_bench", "--no-huge", "--no-shconf",    "-m",
+			"64",	      "--no-pci",  "--no-telemetry", "--log-level=error",
+			"-l",	      "0",	   "--file-prefix",  prefix};
 
 	snprintf(prefix, sizeof(prefix), "wirebench%d", (int)getpid());
 	if (rte_eal_init((int)(sizeof(argv) / sizeof(argv[0])), argv) < 0) {
@@ -189,10 +190,10 @@ int main(int argc, char **argv)
 		int ipv;
 		uint32_t len;
 	} shapes[] = {
-		{ "RC ACK, IPv4", ROCE_OP_ACK, 4, 0 },
-		{ "RC SEND ONLY 64 B, IPv4", ROCE_OP_SEND_ONLY, 4, 64 },
-		{ "RC WRITE ONLY 1024 B, IPv4", ROCE_OP_WRITE_ONLY, 4, 1024 },
-		{ "RC SEND MIDDLE 4096 B, IPv6", ROCE_OP_SEND_MIDDLE, 6, 4096 },
+	    {"RC ACK, IPv4", ROCE_OP_ACK, 4, 0},
+	    {"RC SEND ONLY 64 B, IPv4", ROCE_OP_SEND_ONLY, 4, 64},
+	    {"RC WRITE ONLY 1024 B, IPv4", ROCE_OP_WRITE_ONLY, 4, 1024},
+	    {"RC SEND MIDDLE 4096 B, IPv6", ROCE_OP_SEND_MIDDLE, 6, 4096},
 	};
 	double dpdk[ROUNDS], table[ROUNDS], raw_dpdk[ROUNDS], raw_table[ROUNDS];
 	struct roce_pkt pkt;
@@ -210,8 +211,8 @@ int main(int argc, char **argv)
 
 	have_dpdk = roce_icrc_set_impl(ROCE_ICRC_IMPL_DPDK) == 0;
 	roce_icrc_set_impl(ROCE_ICRC_IMPL_AUTO);
-	printf("wire_bench: %.2f s per measurement, ICRC implementation in use: %s\n",
-	       run_seconds, roce_icrc_impl_name());
+	printf("wire_bench: %.2f s per measurement, ICRC implementation in use: %s\n", run_seconds,
+	       roce_icrc_impl_name());
 
 	printf("\nframes built + parsed (ICRC computed and verified), per second:\n");
 	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
@@ -252,13 +253,15 @@ int main(int argc, char **argv)
 		printf("  DPDK rte_net_crc (PCLMULQDQ)   %6.2f GB/s   ratio dpdk/table %.1fx\n",
 		       median(dpdk, ROUNDS), median(dpdk, ROUNDS) / median(table, ROUNDS));
 	} else {
-		printf("  DPDK rte_net_crc               not usable here (no PCLMULQDQ or SIMD limit)\n");
+		printf("  DPDK rte_net_crc               not usable here (no PCLMULQDQ or SIMD "
+		       "limit)\n");
 	}
 	printf("bare CRC-32 of 4096 bytes:\n");
 	printf("  table                          %6.2f GB/s\n", median(raw_table, ROUNDS));
 	if (have_dpdk)
 		printf("  DPDK rte_net_crc               %6.2f GB/s   ratio %.1fx\n",
-		       median(raw_dpdk, ROUNDS), median(raw_dpdk, ROUNDS) / median(raw_table, ROUNDS));
+		       median(raw_dpdk, ROUNDS),
+		       median(raw_dpdk, ROUNDS) / median(raw_table, ROUNDS));
 	{
 		char dir[4096];
 

@@ -59,8 +59,8 @@ static int check_descriptor(const struct roce_pkt *pkt, const struct roce_opcode
 
 	if (op == NULL)
 		return -EINVAL;
-	if (pkt->path.ip_version == 4 && (!roce_gid_is_v4mapped(pkt->path.src_gid) ||
-					  !roce_gid_is_v4mapped(pkt->path.dst_gid)))
+	if (pkt->path.ip_version == 4 &&
+	    (!roce_gid_is_v4mapped(pkt->path.src_gid) || !roce_gid_is_v4mapped(pkt->path.dst_gid)))
 		return -EINVAL;
 	if (pkt->payload_len != 0 && !(op->flags & ROCE_OPF_PAYLOAD))
 		return -EINVAL;

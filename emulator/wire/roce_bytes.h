@@ -58,14 +58,14 @@ static inline void rb_put64(uint8_t *p, uint64_t v)
 }
 
 /* Fixed header sizes used by parser and builder. */
-#define RB_ETH_LEN 14
-#define RB_VLAN_LEN 4
-#define RB_IPV4_LEN 20
-#define RB_IPV6_LEN 40
-#define RB_UDP_LEN 8
-#define RB_IP_PROTO_UDP 17
-#define RB_IPV4_DF 0x4000
-#define RB_IPV4_MF 0x2000
+#define RB_ETH_LEN	      14
+#define RB_VLAN_LEN	      4
+#define RB_IPV4_LEN	      20
+#define RB_IPV6_LEN	      40
+#define RB_UDP_LEN	      8
+#define RB_IP_PROTO_UDP	      17
+#define RB_IPV4_DF	      0x4000
+#define RB_IPV4_MF	      0x2000
 #define RB_IPV4_RESERVED_FLAG 0x8000
 #define RB_IPV4_FRAG_OFF_MASK 0x1FFF
 

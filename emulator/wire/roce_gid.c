@@ -10,7 +10,7 @@
 
 #include "roce_wire.h"
 
-static const uint8_t v4mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF };
+static const uint8_t v4mapped_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
 
 bool roce_gid_is_v4mapped(const uint8_t gid[16])
 {

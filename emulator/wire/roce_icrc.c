@@ -79,7 +79,7 @@ static uint32_t gf2_mulmod(uint32_t a, uint32_t b)
 static uint32_t x_pow_bytes(size_t nbytes)
 {
 	uint32_t r = 1u << 31; /* x^0 */
-	unsigned k = 3;        /* 8 * n = n << 3 */
+	unsigned k = 3;	       /* 8 * n = n << 3 */
 
 	for (; nbytes != 0; nbytes >>= 1, k++)
 		if (nbytes & 1)
@@ -95,7 +95,7 @@ static uint32_t crc32_combine(uint32_t crc_a, uint32_t crc_b, size_t len_b)
 
 static void __attribute__((constructor)) roce_crc_tables_init(void)
 {
-	static const uint8_t ones[8] = { 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF };
+	static const uint8_t ones[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
 	uint32_t i, j, c;
 
 	for (i = 0; i < 256; i++) {
@@ -120,11 +120,11 @@ uint32_t roce_crc32_table(uint32_t crc, const void *data, size_t len)
 
 enum icrc_impl_state {
 	IMPL_UNDECIDED = 0, /* nothing chosen yet, or table while EAL is not up */
-	IMPL_TABLE,         /* table, final */
-	IMPL_DPDK,          /* rte_net_crc with PCLMULQDQ, final */
+	IMPL_TABLE,	    /* table, final */
+	IMPL_DPDK,	    /* rte_net_crc with PCLMULQDQ, final */
 };
 
-static int impl_state;           /* enum icrc_impl_state, accessed atomically */
+static int impl_state; /* enum icrc_impl_state, accessed atomically */
 
 /*
  * Below this many bytes after the BTH, continuing with the table costs less
@@ -234,16 +234,16 @@ static unsigned icrc_masked_headers(const uint8_t *ip, uint32_t avail, uint8_t *
 		return 0;
 	memcpy(hdr, ip, n);
 	if (ip_len == RB_IPV4_LEN) {
-		hdr[1] = 0xFF;                 /* TOS */
-		hdr[8] = 0xFF;                 /* TTL */
-		hdr[10] = hdr[11] = 0xFF;      /* header checksum */
+		hdr[1] = 0xFF;		  /* TOS */
+		hdr[8] = 0xFF;		  /* TTL */
+		hdr[10] = hdr[11] = 0xFF; /* header checksum */
 	} else {
-		hdr[0] |= 0x0F;                /* traffic class high nibble */
+		hdr[0] |= 0x0F;			 /* traffic class high nibble */
 		hdr[1] = hdr[2] = hdr[3] = 0xFF; /* traffic class low nibble, flow label */
-		hdr[7] = 0xFF;                 /* hop limit */
+		hdr[7] = 0xFF;			 /* hop limit */
 	}
-	hdr[ip_len + 6] = hdr[ip_len + 7] = 0xFF;   /* UDP checksum */
-	hdr[ip_len + RB_UDP_LEN + 4] = 0xFF;        /* BTH resv8a: FECN, BECN, resv6 */
+	hdr[ip_len + 6] = hdr[ip_len + 7] = 0xFF; /* UDP checksum */
+	hdr[ip_len + RB_UDP_LEN + 4] = 0xFF;	  /* BTH resv8a: FECN, BECN, resv6 */
 	return n;
 }
 

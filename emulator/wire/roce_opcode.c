@@ -21,121 +21,121 @@
 #include "roce_wire.h"
 
 /* Lengths of the extension headers, by bit index (log2 of enum roce_hdr). */
-#define L_RETH 16
-#define L_AETH 4
-#define L_ATOMIC 28
+#define L_RETH	     16
+#define L_AETH	     4
+#define L_ATOMIC     28
 #define L_ATOMIC_ACK 8
-#define L_IMMDT 4
-#define L_IETH 4
-#define L_DETH 8
+#define L_IMMDT	     4
+#define L_IETH	     4
+#define L_DETH	     8
 
 static const uint8_t hdr_len_by_index[ROCE_HDR_COUNT] = {
-	[0] = L_RETH, [1] = L_AETH, [2] = L_ATOMIC, [3] = L_ATOMIC_ACK,
-	[4] = L_IMMDT, [5] = L_IETH, [6] = L_DETH,
+    [0] = L_RETH,  [1] = L_AETH, [2] = L_ATOMIC, [3] = L_ATOMIC_ACK,
+    [4] = L_IMMDT, [5] = L_IETH, [6] = L_DETH,
 };
 
 #define H(bit, h) (((h) & (bit)) ? 1 : 0)
 /* Offsets in spec order: DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH. */
-#define OFF_DETH(h) 0
-#define OFF_RETH(h) (OFF_DETH(h) + H(ROCE_HDR_DETH, h) * L_DETH)
-#define OFF_ATOMIC(h) (OFF_RETH(h) + H(ROCE_HDR_RETH, h) * L_RETH)
-#define OFF_AETH(h) (OFF_ATOMIC(h) + H(ROCE_HDR_ATOMIC_ETH, h) * L_ATOMIC)
+#define OFF_DETH(h)	  0
+#define OFF_RETH(h)	  (OFF_DETH(h) + H(ROCE_HDR_DETH, h) * L_DETH)
+#define OFF_ATOMIC(h)	  (OFF_RETH(h) + H(ROCE_HDR_RETH, h) * L_RETH)
+#define OFF_AETH(h)	  (OFF_ATOMIC(h) + H(ROCE_HDR_ATOMIC_ETH, h) * L_ATOMIC)
 #define OFF_ATOMIC_ACK(h) (OFF_AETH(h) + H(ROCE_HDR_AETH, h) * L_AETH)
-#define OFF_IMMDT(h) (OFF_ATOMIC_ACK(h) + H(ROCE_HDR_ATOMIC_ACK_ETH, h) * L_ATOMIC_ACK)
-#define OFF_IETH(h) (OFF_IMMDT(h) + H(ROCE_HDR_IMMDT, h) * L_IMMDT)
-#define EXT_LEN(h) (OFF_IETH(h) + H(ROCE_HDR_IETH, h) * L_IETH)
+#define OFF_IMMDT(h)	  (OFF_ATOMIC_ACK(h) + H(ROCE_HDR_ATOMIC_ACK_ETH, h) * L_ATOMIC_ACK)
+#define OFF_IETH(h)	  (OFF_IMMDT(h) + H(ROCE_HDR_IMMDT, h) * L_IMMDT)
+#define EXT_LEN(h)	  (OFF_IETH(h) + H(ROCE_HDR_IETH, h) * L_IETH)
 
-#define OP(code, nm, fl, h)                                                          \
-	[code] = {                                                                   \
-		.name = (nm),                                                        \
-		.opcode = (code),                                                    \
-		.transport = (code) & 0xE0,                                          \
-		.flags = (fl),                                                       \
-		.hdrs = (h),                                                         \
-		.ext_len = EXT_LEN(h),                                               \
-		.hdr_off = { OFF_RETH(h), OFF_AETH(h), OFF_ATOMIC(h), OFF_ATOMIC_ACK(h), \
-			     OFF_IMMDT(h), OFF_IETH(h), OFF_DETH(h) },               \
-		.fixed_payload = 0,                                                  \
+#define OP(code, nm, fl, h)                                                                        \
+	[code] = {                                                                                 \
+	    .name = (nm),                                                                          \
+	    .opcode = (code),                                                                      \
+	    .transport = (code)&0xE0,                                                              \
+	    .flags = (fl),                                                                         \
+	    .hdrs = (h),                                                                           \
+	    .ext_len = EXT_LEN(h),                                                                 \
+	    .hdr_off = {OFF_RETH(h), OFF_AETH(h), OFF_ATOMIC(h), OFF_ATOMIC_ACK(h), OFF_IMMDT(h),  \
+			OFF_IETH(h), OFF_DETH(h)},                                                 \
+	    .fixed_payload = 0,                                                                    \
 	}
 
 /* Shorthands for the flag sets that repeat. */
-#define REQ_PAY (ROCE_OPF_REQUEST | ROCE_OPF_PAYLOAD)
-#define SEND_F (REQ_PAY | ROCE_OPF_SEND | ROCE_OPF_RECV_WQE)
-#define SEND_END (SEND_F | ROCE_OPF_COMPLETES)
-#define WRITE_F (REQ_PAY | ROCE_OPF_WRITE)
+#define REQ_PAY	      (ROCE_OPF_REQUEST | ROCE_OPF_PAYLOAD)
+#define SEND_F	      (REQ_PAY | ROCE_OPF_SEND | ROCE_OPF_RECV_WQE)
+#define SEND_END      (SEND_F | ROCE_OPF_COMPLETES)
+#define WRITE_F	      (REQ_PAY | ROCE_OPF_WRITE)
 #define WRITE_IMM_END (WRITE_F | ROCE_OPF_IMM | ROCE_OPF_RECV_WQE | ROCE_OPF_COMPLETES)
-#define READ_RESP (ROCE_OPF_RESPONSE | ROCE_OPF_PAYLOAD | ROCE_OPF_READ)
+#define READ_RESP     (ROCE_OPF_RESPONSE | ROCE_OPF_PAYLOAD | ROCE_OPF_READ)
 
 /* The SEND and WRITE rows are the same for RC and UC (t = transport). */
-#define SEND_WRITE_ROWS(t, T)                                                           \
-	OP(t | ROCE_OP_SEND_FIRST, T " SEND FIRST", SEND_F | ROCE_OPF_FIRST, 0),        \
-	OP(t | ROCE_OP_SEND_MIDDLE, T " SEND MIDDLE", SEND_F | ROCE_OPF_MIDDLE, 0),     \
-	OP(t | ROCE_OP_SEND_LAST, T " SEND LAST", SEND_END | ROCE_OPF_LAST, 0),         \
-	OP(t | ROCE_OP_SEND_LAST_IMM, T " SEND LAST with Immediate",                    \
-	   SEND_END | ROCE_OPF_LAST | ROCE_OPF_IMM, ROCE_HDR_IMMDT),                    \
-	OP(t | ROCE_OP_SEND_ONLY, T " SEND ONLY", SEND_END | ROCE_OPF_ONLY, 0),         \
-	OP(t | ROCE_OP_SEND_ONLY_IMM, T " SEND ONLY with Immediate",                    \
-	   SEND_END | ROCE_OPF_ONLY | ROCE_OPF_IMM, ROCE_HDR_IMMDT),                    \
-	OP(t | ROCE_OP_WRITE_FIRST, T " RDMA WRITE FIRST", WRITE_F | ROCE_OPF_FIRST,    \
-	   ROCE_HDR_RETH),                                                              \
-	OP(t | ROCE_OP_WRITE_MIDDLE, T " RDMA WRITE MIDDLE", WRITE_F | ROCE_OPF_MIDDLE, 0), \
-	OP(t | ROCE_OP_WRITE_LAST, T " RDMA WRITE LAST", WRITE_F | ROCE_OPF_LAST, 0),   \
-	OP(t | ROCE_OP_WRITE_LAST_IMM, T " RDMA WRITE LAST with Immediate",             \
-	   WRITE_IMM_END | ROCE_OPF_LAST, ROCE_HDR_IMMDT),                              \
-	OP(t | ROCE_OP_WRITE_ONLY, T " RDMA WRITE ONLY", WRITE_F | ROCE_OPF_ONLY,       \
-	   ROCE_HDR_RETH),                                                              \
-	OP(t | ROCE_OP_WRITE_ONLY_IMM, T " RDMA WRITE ONLY with Immediate",             \
-	   WRITE_IMM_END | ROCE_OPF_ONLY, ROCE_HDR_RETH | ROCE_HDR_IMMDT)
+#define SEND_WRITE_ROWS(t, T)                                                                      \
+	OP(t | ROCE_OP_SEND_FIRST, T " SEND FIRST", SEND_F | ROCE_OPF_FIRST, 0),                   \
+	    OP(t | ROCE_OP_SEND_MIDDLE, T " SEND MIDDLE", SEND_F | ROCE_OPF_MIDDLE, 0),            \
+	    OP(t | ROCE_OP_SEND_LAST, T " SEND LAST", SEND_END | ROCE_OPF_LAST, 0),                \
+	    OP(t | ROCE_OP_SEND_LAST_IMM, T " SEND LAST with Immediate",                           \
+	       SEND_END | ROCE_OPF_LAST | ROCE_OPF_IMM, ROCE_HDR_IMMDT),                           \
+	    OP(t | ROCE_OP_SEND_ONLY, T " SEND ONLY", SEND_END | ROCE_OPF_ONLY, 0),                \
+	    OP(t | ROCE_OP_SEND_ONLY_IMM, T " SEND ONLY with Immediate",                           \
+	       SEND_END | ROCE_OPF_ONLY | ROCE_OPF_IMM, ROCE_HDR_IMMDT),                           \
+	    OP(t | ROCE_OP_WRITE_FIRST, T " RDMA WRITE FIRST", WRITE_F | ROCE_OPF_FIRST,           \
+	       ROCE_HDR_RETH),                                                                     \
+	    OP(t | ROCE_OP_WRITE_MIDDLE, T " RDMA WRITE MIDDLE", WRITE_F | ROCE_OPF_MIDDLE, 0),    \
+	    OP(t | ROCE_OP_WRITE_LAST, T " RDMA WRITE LAST", WRITE_F | ROCE_OPF_LAST, 0),          \
+	    OP(t | ROCE_OP_WRITE_LAST_IMM, T " RDMA WRITE LAST with Immediate",                    \
+	       WRITE_IMM_END | ROCE_OPF_LAST, ROCE_HDR_IMMDT),                                     \
+	    OP(t | ROCE_OP_WRITE_ONLY, T " RDMA WRITE ONLY", WRITE_F | ROCE_OPF_ONLY,              \
+	       ROCE_HDR_RETH),                                                                     \
+	    OP(t | ROCE_OP_WRITE_ONLY_IMM, T " RDMA WRITE ONLY with Immediate",                    \
+	       WRITE_IMM_END | ROCE_OPF_ONLY, ROCE_HDR_RETH | ROCE_HDR_IMMDT)
 
 static const struct roce_opcode_info opcode_table[256] = {
-	SEND_WRITE_ROWS(ROCE_TRANSPORT_RC, "RC"),
-	OP(ROCE_OP_READ_REQUEST, "RC RDMA READ Request",
-	   ROCE_OPF_REQUEST | ROCE_OPF_READ | ROCE_OPF_ONLY, ROCE_HDR_RETH),
-	OP(ROCE_OP_READ_RESP_FIRST, "RC RDMA READ response First", READ_RESP | ROCE_OPF_FIRST,
-	   ROCE_HDR_AETH),
-	OP(ROCE_OP_READ_RESP_MIDDLE, "RC RDMA READ response Middle", READ_RESP | ROCE_OPF_MIDDLE,
-	   0),
-	OP(ROCE_OP_READ_RESP_LAST, "RC RDMA READ response Last",
-	   READ_RESP | ROCE_OPF_LAST | ROCE_OPF_COMPLETES, ROCE_HDR_AETH),
-	OP(ROCE_OP_READ_RESP_ONLY, "RC RDMA READ response Only",
-	   READ_RESP | ROCE_OPF_ONLY | ROCE_OPF_COMPLETES, ROCE_HDR_AETH),
-	OP(ROCE_OP_ACK, "RC Acknowledge", ROCE_OPF_RESPONSE | ROCE_OPF_ACK | ROCE_OPF_ONLY,
-	   ROCE_HDR_AETH),
-	OP(ROCE_OP_ATOMIC_ACK, "RC ATOMIC Acknowledge",
-	   ROCE_OPF_RESPONSE | ROCE_OPF_ATOMIC | ROCE_OPF_ONLY | ROCE_OPF_COMPLETES,
-	   ROCE_HDR_AETH | ROCE_HDR_ATOMIC_ACK_ETH),
-	OP(ROCE_OP_CMP_SWAP, "RC CmpSwap", ROCE_OPF_REQUEST | ROCE_OPF_ATOMIC | ROCE_OPF_ONLY,
-	   ROCE_HDR_ATOMIC_ETH),
-	OP(ROCE_OP_FETCH_ADD, "RC FetchAdd", ROCE_OPF_REQUEST | ROCE_OPF_ATOMIC | ROCE_OPF_ONLY,
-	   ROCE_HDR_ATOMIC_ETH),
-	OP(ROCE_OP_SEND_LAST_INV, "RC SEND LAST with Invalidate",
-	   SEND_END | ROCE_OPF_LAST | ROCE_OPF_INV, ROCE_HDR_IETH),
-	OP(ROCE_OP_SEND_ONLY_INV, "RC SEND ONLY with Invalidate",
-	   SEND_END | ROCE_OPF_ONLY | ROCE_OPF_INV, ROCE_HDR_IETH),
+    SEND_WRITE_ROWS(ROCE_TRANSPORT_RC, "RC"),
+    OP(ROCE_OP_READ_REQUEST, "RC RDMA READ Request",
+       ROCE_OPF_REQUEST | ROCE_OPF_READ | ROCE_OPF_ONLY, ROCE_HDR_RETH),
+    OP(ROCE_OP_READ_RESP_FIRST, "RC RDMA READ response First", READ_RESP | ROCE_OPF_FIRST,
+       ROCE_HDR_AETH),
+    OP(ROCE_OP_READ_RESP_MIDDLE, "RC RDMA READ response Middle", READ_RESP | ROCE_OPF_MIDDLE, 0),
+    OP(ROCE_OP_READ_RESP_LAST, "RC RDMA READ response Last",
+       READ_RESP | ROCE_OPF_LAST | ROCE_OPF_COMPLETES, ROCE_HDR_AETH),
+    OP(ROCE_OP_READ_RESP_ONLY, "RC RDMA READ response Only",
+       READ_RESP | ROCE_OPF_ONLY | ROCE_OPF_COMPLETES, ROCE_HDR_AETH),
+    OP(ROCE_OP_ACK, "RC Acknowledge", ROCE_OPF_RESPONSE | ROCE_OPF_ACK | ROCE_OPF_ONLY,
+       ROCE_HDR_AETH),
+    OP(ROCE_OP_ATOMIC_ACK, "RC ATOMIC Acknowledge",
+       ROCE_OPF_RESPONSE | ROCE_OPF_ATOMIC | ROCE_OPF_ONLY | ROCE_OPF_COMPLETES,
+       ROCE_HDR_AETH | ROCE_HDR_ATOMIC_ACK_ETH),
+    OP(ROCE_OP_CMP_SWAP, "RC CmpSwap", ROCE_OPF_REQUEST | ROCE_OPF_ATOMIC | ROCE_OPF_ONLY,
+       ROCE_HDR_ATOMIC_ETH),
+    OP(ROCE_OP_FETCH_ADD, "RC FetchAdd", ROCE_OPF_REQUEST | ROCE_OPF_ATOMIC | ROCE_OPF_ONLY,
+       ROCE_HDR_ATOMIC_ETH),
+    OP(ROCE_OP_SEND_LAST_INV, "RC SEND LAST with Invalidate",
+       SEND_END | ROCE_OPF_LAST | ROCE_OPF_INV, ROCE_HDR_IETH),
+    OP(ROCE_OP_SEND_ONLY_INV, "RC SEND ONLY with Invalidate",
+       SEND_END | ROCE_OPF_ONLY | ROCE_OPF_INV, ROCE_HDR_IETH),
 
-	/* UC: SEND and WRITE only (no READ, atomics, ACKs). */
-	SEND_WRITE_ROWS(ROCE_TRANSPORT_UC, "UC"),
+    /* UC: SEND and WRITE only (no READ, atomics, ACKs). */
+    SEND_WRITE_ROWS(ROCE_TRANSPORT_UC, "UC"),
 
-	/* UD: SEND ONLY, with DETH (9.8.3). */
-	OP(ROCE_TRANSPORT_UD | ROCE_OP_SEND_ONLY, "UD SEND ONLY", SEND_END | ROCE_OPF_ONLY,
-	   ROCE_HDR_DETH),
-	OP(ROCE_TRANSPORT_UD | ROCE_OP_SEND_ONLY_IMM, "UD SEND ONLY with Immediate",
-	   SEND_END | ROCE_OPF_ONLY | ROCE_OPF_IMM, ROCE_HDR_DETH | ROCE_HDR_IMMDT),
+    /* UD: SEND ONLY, with DETH (9.8.3). */
+    OP(ROCE_TRANSPORT_UD | ROCE_OP_SEND_ONLY, "UD SEND ONLY", SEND_END | ROCE_OPF_ONLY,
+       ROCE_HDR_DETH),
+    OP(ROCE_TRANSPORT_UD | ROCE_OP_SEND_ONLY_IMM, "UD SEND ONLY with Immediate",
+       SEND_END | ROCE_OPF_ONLY | ROCE_OPF_IMM, ROCE_HDR_DETH | ROCE_HDR_IMMDT),
 
-	/*
-	 * RoCEv2 CNP (A17.9.2): BTH, then 16 reserved bytes, then ICRC. The
-	 * reserved bytes are carried as a fixed 16-byte payload so that a
-	 * received CNP is rebuilt byte for byte.
-	 */
-	[ROCE_OPCODE_CNP] = {
-		.name = "CNP",
-		.opcode = ROCE_OPCODE_CNP,
-		.transport = ROCE_TRANSPORT_CNP,
-		.flags = ROCE_OPF_CNP | ROCE_OPF_PAYLOAD,
-		.hdrs = 0,
-		.ext_len = 0,
-		.hdr_off = { 0 },
-		.fixed_payload = 16,
+    /*
+     * RoCEv2 CNP (A17.9.2): BTH, then 16 reserved bytes, then ICRC. The
+     * reserved bytes are carried as a fixed 16-byte payload so that a
+     * received CNP is rebuilt byte for byte.
+     */
+    [ROCE_OPCODE_CNP] =
+	{
+	    .name = "CNP",
+	    .opcode = ROCE_OPCODE_CNP,
+	    .transport = ROCE_TRANSPORT_CNP,
+	    .flags = ROCE_OPF_CNP | ROCE_OPF_PAYLOAD,
+	    .hdrs = 0,
+	    .ext_len = 0,
+	    .hdr_off = {0},
+	    .fixed_payload = 16,
 	},
 };
 

@@ -12,21 +12,21 @@
 #include "roce_wire.h"
 
 static const char *const status_names[ROCE_PARSE_STATUS_COUNT] = {
-	[ROCE_PARSE_OK] = "ok",
-	[ROCE_PARSE_TRUNCATED] = "truncated",
-	[ROCE_PARSE_NOT_IP] = "not_ip",
-	[ROCE_PARSE_BAD_IP_VERSION] = "bad_ip_version",
-	[ROCE_PARSE_BAD_IP_LENGTH] = "bad_ip_length",
-	[ROCE_PARSE_BAD_IP_CHECKSUM] = "bad_ip_checksum",
-	[ROCE_PARSE_IP_OPTIONS] = "ip_options",
-	[ROCE_PARSE_IP_FRAGMENT] = "ip_fragment",
-	[ROCE_PARSE_NOT_UDP] = "not_udp",
-	[ROCE_PARSE_NOT_ROCE_PORT] = "not_roce_port",
-	[ROCE_PARSE_BAD_UDP_LENGTH] = "bad_udp_length",
-	[ROCE_PARSE_BAD_TVER] = "bad_tver",
-	[ROCE_PARSE_UNKNOWN_OPCODE] = "unknown_opcode",
-	[ROCE_PARSE_BAD_LENGTH] = "bad_length",
-	[ROCE_PARSE_BAD_ICRC] = "bad_icrc",
+    [ROCE_PARSE_OK] = "ok",
+    [ROCE_PARSE_TRUNCATED] = "truncated",
+    [ROCE_PARSE_NOT_IP] = "not_ip",
+    [ROCE_PARSE_BAD_IP_VERSION] = "bad_ip_version",
+    [ROCE_PARSE_BAD_IP_LENGTH] = "bad_ip_length",
+    [ROCE_PARSE_BAD_IP_CHECKSUM] = "bad_ip_checksum",
+    [ROCE_PARSE_IP_OPTIONS] = "ip_options",
+    [ROCE_PARSE_IP_FRAGMENT] = "ip_fragment",
+    [ROCE_PARSE_NOT_UDP] = "not_udp",
+    [ROCE_PARSE_NOT_ROCE_PORT] = "not_roce_port",
+    [ROCE_PARSE_BAD_UDP_LENGTH] = "bad_udp_length",
+    [ROCE_PARSE_BAD_TVER] = "bad_tver",
+    [ROCE_PARSE_UNKNOWN_OPCODE] = "unknown_opcode",
+    [ROCE_PARSE_BAD_LENGTH] = "bad_length",
+    [ROCE_PARSE_BAD_ICRC] = "bad_icrc",
 };
 
 const char *roce_parse_status_name(enum roce_parse_status s)

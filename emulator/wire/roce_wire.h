@@ -365,8 +365,13 @@ uint32_t roce_frame_len(const struct roce_pkt *pkt);
  * (pkt->payload_len bytes) must then be placed at buf + roce_header_len();
  * pad bytes (zero) and the ICRC are written by roce_finish().
  * Derives and writes: PadCnt, IP lengths and IPv4 checksum, UDP length.
+ * Always writes IPv4 DF set and UDP destination port 4791 (path.dont_fragment
+ * and path.udp_dport are only reported by the parser). Writes as given:
+ * udp_csum (0 = none), tver, resv8a_low, resv7, ip_id. A CNP must have
+ * payload_len 16 (its reserved bytes). The DETH reserved byte goes out 0.
  * Returns the header length, or a negative errno (-ENOSPC, -EINVAL for an
- * unknown opcode or an inconsistent descriptor).
+ * unknown opcode or an inconsistent descriptor: 24-bit fields out of range,
+ * payload on an opcode without one, IPv4 with non-IPv4-mapped GIDs, ...).
  */
 int roce_build_headers(uint8_t *buf, uint32_t room, const struct roce_pkt *pkt);
 
@@ -394,7 +399,9 @@ uint16_t roce_udp_checksum(const uint8_t *frame, uint32_t l3_off, uint32_t frame
 /**
  * ICRC of a complete frame whose IP header starts at l3_off; frame_len
  * includes the 4 ICRC bytes. Returns the value as it must appear on the wire
- * when stored with roce_icrc_store().
+ * when stored with roce_icrc_store(): the IEEE CRC-32 value, which the wire
+ * carries least significant byte first (like the Ethernet FCS; rxe and scapy
+ * agree). Returns 0 for a frame too short to hold IP/UDP/BTH headers.
  */
 uint32_t roce_icrc_compute(const uint8_t *frame, uint32_t l3_off, uint32_t frame_len);
 /** Store/load the ICRC in the last 4 bytes of a frame in wire order. */

@@ -102,11 +102,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		crash("status out of range", &pkt);
 	st_v = roce_parse(data, (uint32_t)size, ROCE_PARSE_VERIFY_ICRC, &verified);
 	/* verification only adds the ICRC check at the very end */
-	if (st != ROCE_PARSE_OK ? st_v != st : (st_v != ROCE_PARSE_OK && st_v != ROCE_PARSE_BAD_ICRC))
+	if (st != ROCE_PARSE_OK ? st_v != st
+				: (st_v != ROCE_PARSE_OK && st_v != ROCE_PARSE_BAD_ICRC))
 		crash("ICRC flag changed an earlier verdict", &pkt);
 	if (st == ROCE_PARSE_OK) {
-		if (pkt.frame_len > size || pkt.payload_off + pkt.payload_len + pkt.pad +
-						    ROCE_ICRC_LEN != pkt.frame_len)
+		if (pkt.frame_len > size ||
+		    pkt.payload_off + pkt.payload_len + pkt.pad + ROCE_ICRC_LEN != pkt.frame_len)
 			crash("descriptor points outside the frame", &pkt);
 		check_rebuild(data, st_v == ROCE_PARSE_OK ? &verified : &pkt);
 	}

@@ -26,7 +26,7 @@
 
 #define BUF_LEN 9200
 
-static const uint32_t payload_lens[] = { 0, 1, 2, 3, 4, 5, 7, 255, 1024, 4096 };
+static const uint32_t payload_lens[] = {0, 1, 2, 3, 4, 5, 7, 255, 1024, 4096};
 
 /* ------------------------------------------------------------------------ */
 /* Opcode table                                                             */
@@ -68,8 +68,8 @@ static void test_opcode_table_coverage(void **state)
 		assert_int_equal(sum, info->ext_len);
 		/* a packet is a request, a response, or the CNP: exactly one */
 		assert_int_equal(!!(info->flags & ROCE_OPF_REQUEST) +
-					 !!(info->flags & ROCE_OPF_RESPONSE) +
-					 !!(info->flags & ROCE_OPF_CNP),
+				     !!(info->flags & ROCE_OPF_RESPONSE) +
+				     !!(info->flags & ROCE_OPF_CNP),
 				 1);
 		if (info->flags & ROCE_OPF_IMM)
 			assert_true(info->hdrs & ROCE_HDR_IMMDT);
@@ -99,28 +99,28 @@ struct op_expect {
 
 /* IBA table 38 / 9.2 header stacks, spot checked field by field. */
 static const struct op_expect op_expect[] = {
-	{ 0x00, 0, 0, ROCE_OPF_FIRST | ROCE_OPF_PAYLOAD | ROCE_OPF_SEND, ROCE_OPF_LAST },
-	{ 0x01, 0, 0, ROCE_OPF_MIDDLE | ROCE_OPF_PAYLOAD, ROCE_OPF_FIRST | ROCE_OPF_LAST },
-	{ 0x03, ROCE_HDR_IMMDT, 4, ROCE_OPF_LAST | ROCE_OPF_IMM | ROCE_OPF_COMPLETES, 0 },
-	{ 0x05, ROCE_HDR_IMMDT, 4, ROCE_OPF_ONLY | ROCE_OPF_RECV_WQE, 0 },
-	{ 0x06, ROCE_HDR_RETH, 16, ROCE_OPF_FIRST | ROCE_OPF_WRITE, ROCE_OPF_RECV_WQE },
-	{ 0x08, 0, 0, ROCE_OPF_LAST | ROCE_OPF_WRITE, ROCE_OPF_COMPLETES | ROCE_OPF_RECV_WQE },
-	{ 0x0B, ROCE_HDR_RETH | ROCE_HDR_IMMDT, 20, ROCE_OPF_ONLY | ROCE_OPF_RECV_WQE, 0 },
-	{ 0x0C, ROCE_HDR_RETH, 16, ROCE_OPF_REQUEST | ROCE_OPF_READ, ROCE_OPF_PAYLOAD },
-	{ 0x0D, ROCE_HDR_AETH, 4, ROCE_OPF_RESPONSE | ROCE_OPF_FIRST | ROCE_OPF_PAYLOAD, 0 },
-	{ 0x0E, 0, 0, ROCE_OPF_RESPONSE | ROCE_OPF_MIDDLE, 0 },
-	{ 0x10, ROCE_HDR_AETH, 4, ROCE_OPF_RESPONSE | ROCE_OPF_ONLY | ROCE_OPF_COMPLETES, 0 },
-	{ 0x11, ROCE_HDR_AETH, 4, ROCE_OPF_RESPONSE | ROCE_OPF_ACK, ROCE_OPF_PAYLOAD },
-	{ 0x12, ROCE_HDR_AETH | ROCE_HDR_ATOMIC_ACK_ETH, 12, ROCE_OPF_RESPONSE | ROCE_OPF_ATOMIC,
-	  ROCE_OPF_PAYLOAD },
-	{ 0x13, ROCE_HDR_ATOMIC_ETH, 28, ROCE_OPF_REQUEST | ROCE_OPF_ATOMIC, ROCE_OPF_PAYLOAD },
-	{ 0x14, ROCE_HDR_ATOMIC_ETH, 28, ROCE_OPF_REQUEST | ROCE_OPF_ATOMIC, ROCE_OPF_PAYLOAD },
-	{ 0x16, ROCE_HDR_IETH, 4, ROCE_OPF_LAST | ROCE_OPF_INV | ROCE_OPF_SEND, 0 },
-	{ 0x17, ROCE_HDR_IETH, 4, ROCE_OPF_ONLY | ROCE_OPF_INV, 0 },
-	{ 0x2B, ROCE_HDR_RETH | ROCE_HDR_IMMDT, 20, ROCE_OPF_ONLY | ROCE_OPF_WRITE, 0 },
-	{ 0x64, ROCE_HDR_DETH, 8, ROCE_OPF_ONLY | ROCE_OPF_SEND, 0 },
-	{ 0x65, ROCE_HDR_DETH | ROCE_HDR_IMMDT, 12, ROCE_OPF_ONLY | ROCE_OPF_IMM, 0 },
-	{ 0x81, 0, 0, ROCE_OPF_CNP, ROCE_OPF_REQUEST | ROCE_OPF_RESPONSE },
+    {0x00, 0, 0, ROCE_OPF_FIRST | ROCE_OPF_PAYLOAD | ROCE_OPF_SEND, ROCE_OPF_LAST},
+    {0x01, 0, 0, ROCE_OPF_MIDDLE | ROCE_OPF_PAYLOAD, ROCE_OPF_FIRST | ROCE_OPF_LAST},
+    {0x03, ROCE_HDR_IMMDT, 4, ROCE_OPF_LAST | ROCE_OPF_IMM | ROCE_OPF_COMPLETES, 0},
+    {0x05, ROCE_HDR_IMMDT, 4, ROCE_OPF_ONLY | ROCE_OPF_RECV_WQE, 0},
+    {0x06, ROCE_HDR_RETH, 16, ROCE_OPF_FIRST | ROCE_OPF_WRITE, ROCE_OPF_RECV_WQE},
+    {0x08, 0, 0, ROCE_OPF_LAST | ROCE_OPF_WRITE, ROCE_OPF_COMPLETES | ROCE_OPF_RECV_WQE},
+    {0x0B, ROCE_HDR_RETH | ROCE_HDR_IMMDT, 20, ROCE_OPF_ONLY | ROCE_OPF_RECV_WQE, 0},
+    {0x0C, ROCE_HDR_RETH, 16, ROCE_OPF_REQUEST | ROCE_OPF_READ, ROCE_OPF_PAYLOAD},
+    {0x0D, ROCE_HDR_AETH, 4, ROCE_OPF_RESPONSE | ROCE_OPF_FIRST | ROCE_OPF_PAYLOAD, 0},
+    {0x0E, 0, 0, ROCE_OPF_RESPONSE | ROCE_OPF_MIDDLE, 0},
+    {0x10, ROCE_HDR_AETH, 4, ROCE_OPF_RESPONSE | ROCE_OPF_ONLY | ROCE_OPF_COMPLETES, 0},
+    {0x11, ROCE_HDR_AETH, 4, ROCE_OPF_RESPONSE | ROCE_OPF_ACK, ROCE_OPF_PAYLOAD},
+    {0x12, ROCE_HDR_AETH | ROCE_HDR_ATOMIC_ACK_ETH, 12, ROCE_OPF_RESPONSE | ROCE_OPF_ATOMIC,
+     ROCE_OPF_PAYLOAD},
+    {0x13, ROCE_HDR_ATOMIC_ETH, 28, ROCE_OPF_REQUEST | ROCE_OPF_ATOMIC, ROCE_OPF_PAYLOAD},
+    {0x14, ROCE_HDR_ATOMIC_ETH, 28, ROCE_OPF_REQUEST | ROCE_OPF_ATOMIC, ROCE_OPF_PAYLOAD},
+    {0x16, ROCE_HDR_IETH, 4, ROCE_OPF_LAST | ROCE_OPF_INV | ROCE_OPF_SEND, 0},
+    {0x17, ROCE_HDR_IETH, 4, ROCE_OPF_ONLY | ROCE_OPF_INV, 0},
+    {0x2B, ROCE_HDR_RETH | ROCE_HDR_IMMDT, 20, ROCE_OPF_ONLY | ROCE_OPF_WRITE, 0},
+    {0x64, ROCE_HDR_DETH, 8, ROCE_OPF_ONLY | ROCE_OPF_SEND, 0},
+    {0x65, ROCE_HDR_DETH | ROCE_HDR_IMMDT, 12, ROCE_OPF_ONLY | ROCE_OPF_IMM, 0},
+    {0x81, 0, 0, ROCE_OPF_CNP, ROCE_OPF_REQUEST | ROCE_OPF_RESPONSE},
 };
 
 static void test_opcode_table_entries(void **state)
@@ -137,7 +137,8 @@ static void test_opcode_table_entries(void **state)
 		assert_int_equal(info->flags & op_expect[i].flags_set, op_expect[i].flags_set);
 		assert_int_equal(info->flags & op_expect[i].flags_clear, 0);
 	}
-	/* Header order inside the stack (IBA 9.2): DETH before ImmDt, RETH before ImmDt, AETH before AtomicAckETH. */
+	/* Header order inside the stack (IBA 9.2): DETH before ImmDt, RETH before ImmDt, AETH
+	 * before AtomicAckETH. */
 	info = roce_opcode_info(0x65);
 	assert_int_equal(info->hdr_off[6], 0);
 	assert_int_equal(info->hdr_off[4], 8);
@@ -348,7 +349,8 @@ static void expect_status(const uint8_t *frame, uint32_t len, enum roce_parse_st
 	enum roce_parse_status st = parse_exact(frame, len, ROCE_PARSE_VERIFY_ICRC, &out);
 
 	if (st != want)
-		fail_msg("want %s, got %s", roce_parse_status_name(want), roce_parse_status_name(st));
+		fail_msg("want %s, got %s", roce_parse_status_name(want),
+			 roce_parse_status_name(st));
 	statuses_seen |= 1u << want;
 }
 
@@ -594,12 +596,13 @@ static void test_truncated_at_every_length(void **state)
 				len = (uint32_t)wt_build(&pkt, f + 200, f, 200);
 				for (cut = 0; cut < len; cut++) {
 					enum roce_parse_status st =
-						parse_exact(f, cut, ROCE_PARSE_VERIFY_ICRC, &out);
+					    parse_exact(f, cut, ROCE_PARSE_VERIFY_ICRC, &out);
 
 					if (st == ROCE_PARSE_OK)
 						fail_msg("op 0x%02x cut at %u of %u parsed", ops[i],
 							 cut, len);
-					st = roce_parse_ip(f + pkt.path.has_vlan * 4 + 14, 0, 0, &out);
+					st = roce_parse_ip(f + pkt.path.has_vlan * 4 + 14, 0, 0,
+							   &out);
 					assert_int_equal(st, ROCE_PARSE_TRUNCATED);
 				}
 				assert_int_equal(parse_exact(f, len, ROCE_PARSE_VERIFY_ICRC, &out),
@@ -629,33 +632,33 @@ static void test_icrc_masked_fields(void **state)
 	static const struct {
 		int ipv;
 		unsigned off; /* from the IP header */
-		uint8_t xor;
+		uint8_t xor ;
 		bool masked;
 	} cases[] = {
-		{ 4, 1, 0xFF, true },       /* TOS */
-		{ 4, 8, 0x0F, true },       /* TTL */
-		{ 4, 10, 0x55, true },      /* header checksum */
-		{ 4, 20 + 6, 0x12, true },  /* UDP checksum */
-		{ 4, 28 + 4, 0xC0, true },  /* FECN, BECN */
-		{ 4, 28 + 4, 0x3F, true },  /* BTH reserved bits */
-		{ 4, 4, 0x01, false },      /* IP ID */
-		{ 4, 6, 0x40, false },      /* DF */
-		{ 4, 12, 0x01, false },     /* source address */
-		{ 4, 20 + 0, 0x01, false }, /* UDP source port */
-		{ 4, 28 + 1, 0x80, false }, /* SE */
-		{ 4, 28 + 8, 0x80, false }, /* AckReq */
-		{ 4, 28 + 11, 0x01, false },/* PSN */
-		{ 6, 0, 0x0F, true },       /* traffic class high nibble */
-		{ 6, 1, 0xFF, true },       /* traffic class low nibble and flow label */
-		{ 6, 3, 0xFF, true },       /* flow label */
-		{ 6, 7, 0xFF, true },       /* hop limit */
-		{ 6, 40 + 6, 0xFF, true },  /* UDP checksum */
-		{ 6, 48 + 4, 0xFF, true },  /* resv8a */
-		{ 6, 0, 0x10, false },      /* version */
-		{ 6, 6, 0x01, false },      /* next header */
-		{ 6, 8, 0x01, false },      /* source address */
-		{ 6, 39, 0x01, false },     /* destination address */
-		{ 6, 48 + 2, 0x01, false }, /* P_Key */
+	    {4, 1, 0xFF, true},	       /* TOS */
+	    {4, 8, 0x0F, true},	       /* TTL */
+	    {4, 10, 0x55, true},       /* header checksum */
+	    {4, 20 + 6, 0x12, true},   /* UDP checksum */
+	    {4, 28 + 4, 0xC0, true},   /* FECN, BECN */
+	    {4, 28 + 4, 0x3F, true},   /* BTH reserved bits */
+	    {4, 4, 0x01, false},       /* IP ID */
+	    {4, 6, 0x40, false},       /* DF */
+	    {4, 12, 0x01, false},      /* source address */
+	    {4, 20 + 0, 0x01, false},  /* UDP source port */
+	    {4, 28 + 1, 0x80, false},  /* SE */
+	    {4, 28 + 8, 0x80, false},  /* AckReq */
+	    {4, 28 + 11, 0x01, false}, /* PSN */
+	    {6, 0, 0x0F, true},	       /* traffic class high nibble */
+	    {6, 1, 0xFF, true},	       /* traffic class low nibble and flow label */
+	    {6, 3, 0xFF, true},	       /* flow label */
+	    {6, 7, 0xFF, true},	       /* hop limit */
+	    {6, 40 + 6, 0xFF, true},   /* UDP checksum */
+	    {6, 48 + 4, 0xFF, true},   /* resv8a */
+	    {6, 0, 0x10, false},       /* version */
+	    {6, 6, 0x01, false},       /* next header */
+	    {6, 8, 0x01, false},       /* source address */
+	    {6, 39, 0x01, false},      /* destination address */
+	    {6, 48 + 2, 0x01, false},  /* P_Key */
 	};
 	uint8_t f[256];
 	unsigned i;
@@ -666,7 +669,7 @@ static void test_icrc_masked_fields(void **state)
 		uint32_t before = roce_icrc_compute(f, 14, len);
 
 		assert_int_equal(before, roce_icrc_load(f, len));
-		f[14 + cases[i].off] ^= cases[i].xor;
+		f[14 + cases[i].off] ^= cases[i].xor ;
 		if (cases[i].masked)
 			assert_int_equal(roce_icrc_compute(f, 14, len), before);
 		else
@@ -778,7 +781,7 @@ static void test_gid_helpers(void **state)
 {
 	uint8_t gid[16];
 	char buf[64];
-	static const uint8_t v6[16] = { 0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };
+	static const uint8_t v6[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
 
 	(void)state;
 	roce_gid_from_ipv4(gid, htonl(0x0A63000B));
@@ -795,22 +798,22 @@ static void test_gid_helpers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_opcode_table_coverage),
-		cmocka_unit_test(test_opcode_table_entries),
-		cmocka_unit_test(test_roundtrip_every_opcode),
-		cmocka_unit_test(test_trailing_ethernet_padding),
-		cmocka_unit_test(test_header_lengths),
-		cmocka_unit_test(test_builder_rejects),
-		cmocka_unit_test(test_builder_ip_udp_fields),
-		cmocka_unit_test(test_reject_each_reason),
-		cmocka_unit_test(test_status_names),
-		cmocka_unit_test(test_truncated_at_every_length),
-		cmocka_unit_test(test_crc32_known_answer),
-		cmocka_unit_test(test_icrc_masked_fields),
-		cmocka_unit_test(test_icrc_definition),
-		cmocka_unit_test(test_icrc_dpdk_matches_table),
-		cmocka_unit_test(test_psn_wrap),
-		cmocka_unit_test(test_gid_helpers),
+	    cmocka_unit_test(test_opcode_table_coverage),
+	    cmocka_unit_test(test_opcode_table_entries),
+	    cmocka_unit_test(test_roundtrip_every_opcode),
+	    cmocka_unit_test(test_trailing_ethernet_padding),
+	    cmocka_unit_test(test_header_lengths),
+	    cmocka_unit_test(test_builder_rejects),
+	    cmocka_unit_test(test_builder_ip_udp_fields),
+	    cmocka_unit_test(test_reject_each_reason),
+	    cmocka_unit_test(test_status_names),
+	    cmocka_unit_test(test_truncated_at_every_length),
+	    cmocka_unit_test(test_crc32_known_answer),
+	    cmocka_unit_test(test_icrc_masked_fields),
+	    cmocka_unit_test(test_icrc_definition),
+	    cmocka_unit_test(test_icrc_dpdk_matches_table),
+	    cmocka_unit_test(test_psn_wrap),
+	    cmocka_unit_test(test_gid_helpers),
 	};
 
 	return cmocka_run_group_tests_name("wire_codec", tests, NULL, NULL);

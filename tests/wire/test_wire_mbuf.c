@@ -147,16 +147,25 @@ static void test_multi_segment_parse(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_build_every_opcode),
-		cmocka_unit_test(test_prepare_fill_finish),
-		cmocka_unit_test(test_zero_payload_when_null),
-		cmocka_unit_test(test_too_small_data_room),
-		cmocka_unit_test(test_multi_segment_parse),
+	    cmocka_unit_test(test_build_every_opcode),
+	    cmocka_unit_test(test_prepare_fill_finish),
+	    cmocka_unit_test(test_zero_payload_when_null),
+	    cmocka_unit_test(test_too_small_data_room),
+	    cmocka_unit_test(test_multi_segment_parse),
 	};
 	char prefix[64], dir[4096];
-	char *eal_argv[] = { "test_wire_mbuf", "--no-huge", "--no-shconf", "-m", "64",
-			     "--no-pci", "--no-telemetry", "--log-level=error", "-l", "0",
-			     "--file-prefix", prefix };
+	char *eal_argv[] = {"test_wire_mbuf",
+			    "--no-huge",
+			    "--no-shconf",
+			    "-m",
+			    "64",
+			    "--no-pci",
+			    "--no-telemetry",
+			    "--log-level=error",
+			    "-l",
+			    "0",
+			    "--file-prefix",
+			    prefix};
 	int rc;
 
 	snprintf(prefix, sizeof(prefix), "wiretest%d", (int)getpid());

@@ -118,10 +118,10 @@ static void test_captures_dpdk_crc(void **state)
 static void test_captures_cover_opcodes(void **state)
 {
 	static const uint8_t expected[] = {
-		ROCE_OP_SEND_FIRST, ROCE_OP_SEND_MIDDLE, ROCE_OP_SEND_LAST, ROCE_OP_ACK,
-		ROCE_OP_WRITE_FIRST, ROCE_OP_WRITE_MIDDLE, ROCE_OP_WRITE_LAST,
-		ROCE_OP_READ_REQUEST, ROCE_OP_READ_RESP_ONLY, ROCE_OP_FETCH_ADD,
-		ROCE_OP_ATOMIC_ACK, ROCE_TRANSPORT_UD | ROCE_OP_SEND_ONLY,
+	    ROCE_OP_SEND_FIRST, ROCE_OP_SEND_MIDDLE,  ROCE_OP_SEND_LAST,
+	    ROCE_OP_ACK,	ROCE_OP_WRITE_FIRST,  ROCE_OP_WRITE_MIDDLE,
+	    ROCE_OP_WRITE_LAST, ROCE_OP_READ_REQUEST, ROCE_OP_READ_RESP_ONLY,
+	    ROCE_OP_FETCH_ADD,	ROCE_OP_ATOMIC_ACK,   ROCE_TRANSPORT_UD | ROCE_OP_SEND_ONLY,
 	};
 	unsigned i;
 
@@ -136,16 +136,17 @@ static void test_captures_cover_opcodes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_captures_table_crc),
-		cmocka_unit_test(test_captures_dpdk_crc),
-		cmocka_unit_test(test_captures_cover_opcodes),
+	    cmocka_unit_test(test_captures_table_crc),
+	    cmocka_unit_test(test_captures_dpdk_crc),
+	    cmocka_unit_test(test_captures_cover_opcodes),
 	};
 	struct stat st;
 
 	wt_shared_pcap_dir(pcap_dir, sizeof(pcap_dir));
 	if (stat(pcap_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		printf("SKIP: reference captures not found at %s "
-		       "(set ROCEMU_SOURCE_DIR to the repo; they live next to it in ../shared/pcaps)\n",
+		       "(set ROCEMU_SOURCE_DIR to the repo; they live next to it in "
+		       "../shared/pcaps)\n",
 		       pcap_dir);
 		return 77;
 	}

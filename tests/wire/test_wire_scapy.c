@@ -28,7 +28,7 @@
 #include "roce_wire.h"
 #include "wire_test_util.h"
 
-#define MAX_CASES 512
+#define MAX_CASES   512
 #define PAYLOAD_MAX 1100
 
 struct frame_case {
@@ -56,7 +56,7 @@ static void fill_udp_csum(struct frame_case *c)
 
 static void add_cases(void)
 {
-	static const uint32_t lens[] = { 0, 3, 61, 1024 };
+	static const uint32_t lens[] = {0, 3, 61, 1024};
 	uint8_t ops[256];
 	unsigned n = wt_known_opcodes(ops), i, l, seed = 0;
 	int ipv;
@@ -107,20 +107,23 @@ static void write_spec_line(FILE *f, const struct frame_case *c)
 	fprintf(f, " src_mac=");
 	for (k = 0; k < 6; k++)
 		fprintf(f, "%02x", p->path.src_mac[k]);
-	fprintf(f, " vlan=%d vlan_tci=%u ipv=%u src_ip=%s dst_ip=%s tclass=%u ttl=%u ip_id=%u"
-		   " flow_label=%u sport=%u udp_csum=%d",
+	fprintf(f,
+		" vlan=%d vlan_tci=%u ipv=%u src_ip=%s dst_ip=%s tclass=%u ttl=%u ip_id=%u"
+		" flow_label=%u sport=%u udp_csum=%d",
 		p->path.has_vlan, p->path.vlan_tci, p->path.ip_version, src, dst, p->path.tclass,
 		p->path.ttl, p->path.ip_id, p->path.flow_label, p->path.udp_sport,
 		c->scapy_udp_csum ? -1 : (int)p->path.udp_csum);
-	fprintf(f, " opcode=%u se=%d mig=%d pkey=%u fecn=%d becn=%d resv6=%u dqpn=%u ackreq=%d"
-		   " resv7=%u psn=%u",
+	fprintf(f,
+		" opcode=%u se=%d mig=%d pkey=%u fecn=%d becn=%d resv6=%u dqpn=%u ackreq=%d"
+		" resv7=%u psn=%u",
 		p->opcode, p->se, p->mig, p->pkey, p->fecn, p->becn, p->resv8a_low, p->dqpn,
 		p->ackreq, p->resv7, p->psn);
 	fprintf(f, " reth_va=0x%llx reth_rkey=%u reth_len=%u aeth_syn=%u aeth_msn=%u",
 		(unsigned long long)p->reth.va, p->reth.rkey, p->reth.dma_len, p->aeth.syndrome,
 		p->aeth.msn);
-	fprintf(f, " atomic_va=0x%llx atomic_rkey=%u atomic_swap=0x%llx atomic_cmp=0x%llx"
-		   " atomic_orig=0x%llx",
+	fprintf(f,
+		" atomic_va=0x%llx atomic_rkey=%u atomic_swap=0x%llx atomic_cmp=0x%llx"
+		" atomic_orig=0x%llx",
 		(unsigned long long)p->atomic.va, p->atomic.rkey,
 		(unsigned long long)p->atomic.swap_add, (unsigned long long)p->atomic.compare,
 		(unsigned long long)p->atomic_orig);
@@ -179,8 +182,8 @@ static int run_scapy(void)
 
 static void describe(const struct roce_pkt *p, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s ipv%u%s payload %u", roce_opcode_name(p->opcode),
-		 p->path.ip_version, p->path.has_vlan ? " vlan" : "", p->payload_len);
+	snprintf(buf, len, "%s ipv%u%s payload %u", roce_opcode_name(p->opcode), p->path.ip_version,
+		 p->path.has_vlan ? " vlan" : "", p->payload_len);
 }
 
 static void for_each_scapy_frame(void (*check)(const struct frame_case *, const uint8_t *,
@@ -249,8 +252,8 @@ static void test_rocemu_parses_scapy(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rocemu_bytes_equal_scapy),
-		cmocka_unit_test(test_rocemu_parses_scapy),
+	    cmocka_unit_test(test_rocemu_bytes_equal_scapy),
+	    cmocka_unit_test(test_rocemu_parses_scapy),
 	};
 	int rc;
 

@@ -36,7 +36,7 @@
 #include "wire_test_util.h"
 
 #define MAX_FRAMES 512
-#define TSHARK "tshark -n --disable-protocol rpcordma --disable-protocol infiniband.eoib"
+#define TSHARK	   "tshark -n --disable-protocol rpcordma --disable-protocol infiniband.eoib"
 
 struct built {
 	struct roce_pkt pkt;
@@ -50,7 +50,7 @@ static char out_path[4200];
 
 static void build_all(void)
 {
-	static const uint32_t lens[] = { 0, 37, 1024 };
+	static const uint32_t lens[] = {0, 37, 1024};
 	static uint8_t payload[2048];
 	uint8_t ops[256];
 	unsigned n = wt_known_opcodes(ops), i, l, seed = 0;
@@ -60,7 +60,8 @@ static void build_all(void)
 		for (ipv = 4; ipv <= 6; ipv += 2)
 			for (vlan = 0; vlan <= 1; vlan++)
 				for (l = 0; l < 3; l++, seed++) {
-					const struct roce_opcode_info *op = roce_opcode_info(ops[i]);
+					const struct roce_opcode_info *op =
+					    roce_opcode_info(ops[i]);
 					struct built *b = &frames[n_frames];
 					int len;
 
@@ -70,11 +71,12 @@ static void build_all(void)
 						continue;
 					wt_sample_pkt(&b->pkt, ops[i], ipv, vlan, lens[l], seed);
 					wt_fill_payload(payload, b->pkt.payload_len, seed);
-					len = wt_build(&b->pkt, payload, b->frame, sizeof(b->frame));
+					len =
+					    wt_build(&b->pkt, payload, b->frame, sizeof(b->frame));
 					assert_true(len > 0);
 					if (ipv == 6) {
 						b->pkt.path.udp_csum = roce_udp_checksum(
-							b->frame, vlan ? 18 : 14, (uint32_t)len);
+						    b->frame, vlan ? 18 : 14, (uint32_t)len);
 						len = wt_build(&b->pkt, payload, b->frame,
 							       sizeof(b->frame));
 					}
@@ -99,9 +101,9 @@ static int write_pcap(const char *path)
 	}
 	for (i = 0; i < n_frames; i++) {
 		/* fixed timestamps: the file is reproducible byte for byte */
-		struct pcap_pkthdr h = { .ts = { .tv_sec = 1700000000, .tv_usec = (int)i },
-					 .caplen = frames[i].len,
-					 .len = frames[i].len };
+		struct pcap_pkthdr h = {.ts = {.tv_sec = 1700000000, .tv_usec = (int)i},
+					.caplen = frames[i].len,
+					.len = frames[i].len};
 
 		pcap_dump((u_char *)d, &h, frames[i].frame);
 	}
@@ -120,7 +122,7 @@ static void test_no_malformed_or_error(void **state)
 	(void)state;
 	snprintf(cmd, sizeof(cmd),
 		 TSHARK " -o udp.check_checksum:TRUE -r '%s' "
-		 "-Y '_ws.malformed || _ws.expert.severity >= error' 2>/dev/null",
+			"-Y '_ws.malformed || _ws.expert.severity >= error' 2>/dev/null",
 		 out_path);
 	p = popen(cmd, "r");
 	assert_non_null(p);
@@ -144,9 +146,9 @@ static void test_every_frame_is_infiniband(void **state)
 	(void)state;
 	snprintf(cmd, sizeof(cmd),
 		 TSHARK " -r '%s' -T fields -E separator=/s "
-		 "-e frame.number -e frame.protocols -e infiniband.bth.opcode "
-		 "-e infiniband.bth.destqp -e infiniband.bth.psn -e infiniband.bth.padcnt "
-		 "2>/dev/null",
+			"-e frame.number -e frame.protocols -e infiniband.bth.opcode "
+			"-e infiniband.bth.destqp -e infiniband.bth.psn -e infiniband.bth.padcnt "
+			"2>/dev/null",
 		 out_path);
 	p = popen(cmd, "r");
 	assert_non_null(p);
@@ -205,9 +207,9 @@ static void test_committed_copy_is_current(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_committed_copy_is_current),
-		cmocka_unit_test(test_no_malformed_or_error),
-		cmocka_unit_test(test_every_frame_is_infiniband),
+	    cmocka_unit_test(test_committed_copy_is_current),
+	    cmocka_unit_test(test_no_malformed_or_error),
+	    cmocka_unit_test(test_every_frame_is_infiniband),
 	};
 	const char *build = getenv("ROCEMU_BUILD_DIR");
 

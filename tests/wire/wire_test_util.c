@@ -32,8 +32,8 @@ void wt_sample_pkt(struct roce_pkt *pkt, uint8_t opcode, int ip_version, bool vl
 		   uint32_t payload_len, unsigned seed)
 {
 	const struct roce_opcode_info *op = roce_opcode_info(opcode);
-	static const uint8_t v6_src[16] = { 0xfd, 0, 0, 0, 0, 0, 0, 0x99, 0, 0, 0, 0, 0, 0, 0, 0x11 };
-	static const uint8_t v6_dst[16] = { 0xfd, 0, 0, 0, 0, 0, 0, 0x99, 0, 0, 0, 0, 0, 0, 0, 0x12 };
+	static const uint8_t v6_src[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0x99, 0, 0, 0, 0, 0, 0, 0, 0x11};
+	static const uint8_t v6_dst[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0x99, 0, 0, 0, 0, 0, 0, 0, 0x12};
 	unsigned s = seed & 0xFF;
 
 	memset(pkt, 0, sizeof(*pkt));
