@@ -49,7 +49,7 @@ int rocemu_host_range_probe(uint64_t first, uint64_t last)
 	const uint64_t first_pg = first & ~(page - 1);
 	const uint64_t npages = (last - first_pg) / page + 1;
 	struct iovec remote[PROBE_IOV];
-	uint8_t sink[PROBE_IOV];
+	uint8_t sink[PROBE_IOV] = {0}; /* filled by the kernel */
 	uint64_t i = 0;
 
 	while (i < npages) {
