@@ -11,7 +11,7 @@
 #include "../../emulator/wire/roce_wire.h"
 
 static int node_up(struct node *n, const char *spec, const char *ip4, const char *ip6,
-		   const char *mac, const char *capture)
+		   const char *mac, const char *capture, const char *const *opts)
 {
 	struct rocemu_port_config cfg;
 	char err[256];
@@ -30,6 +30,12 @@ static int node_up(struct node *n, const char *spec, const char *ip4, const char
 	if (capture && rocemu_port_config_set(&cfg, "capture", capture, err, sizeof(err))) {
 		fprintf(stderr, "config: %s\n", err);
 		return -EINVAL;
+	}
+	for (unsigned i = 0; opts && opts[i]; i += 2) {
+		if (rocemu_port_config_set(&cfg, opts[i], opts[i + 1], err, sizeof(err))) {
+			fprintf(stderr, "config: %s\n", err);
+			return -EINVAL;
+		}
 	}
 	rc = rocemu_engine_create(&cfg, &n->e, err, sizeof(err));
 	if (rc < 0) {
@@ -57,6 +63,12 @@ static int node_up(struct node *n, const char *spec, const char *ip4, const char
 
 int h_setup(struct node *a, struct node *b, const char *pair, const char *capture)
 {
+	return h_setup_opts(a, b, pair, capture, NULL, NULL);
+}
+
+int h_setup_opts(struct node *a, struct node *b, const char *pair, const char *capture,
+		 const char *const *opts_a, const char *const *opts_b)
+{
 	char spec[64];
 	int rc;
 
@@ -66,11 +78,11 @@ int h_setup(struct node *a, struct node *b, const char *pair, const char *captur
 		return 77;
 	}
 	snprintf(spec, sizeof(spec), "ring:%s:a", pair);
-	rc = node_up(a, spec, "10.77.0.1/24", "fd00:77::1/64", "02:00:00:77:00:01", capture);
+	rc = node_up(a, spec, "10.77.0.1/24", "fd00:77::1/64", "02:00:00:77:00:01", capture, opts_a);
 	if (rc < 0)
 		return rc;
 	snprintf(spec, sizeof(spec), "ring:%s:b", pair);
-	return node_up(b, spec, "10.77.0.2/24", "fd00:77::2/64", "02:00:00:77:00:02", NULL);
+	return node_up(b, spec, "10.77.0.2/24", "fd00:77::2/64", "02:00:00:77:00:02", NULL, opts_b);
 }
 
 static void node_down(struct node *n)
@@ -279,4 +291,18 @@ uint64_t h_counter(struct rocemu_engine *e, const char *name)
 		if (!strcmp(c[i].name, name))
 			return c[i].value;
 	return 0;
+}
+
+void h_teardown_all(struct node *a, struct node *b)
+{
+	struct node *n[2] = {a, b};
+
+	for (int i = 0; i < 2; i++) {
+		if (!n[i]->e)
+			continue;
+		rocemu_cq_destroy(n[i]->scq);
+		rocemu_cq_destroy(n[i]->rcq);
+		rocemu_pd_free(n[i]->pd);
+	}
+	h_teardown(a, b);
 }

@@ -37,6 +37,11 @@ struct gbuf {
  * (NULL: none). Returns 0, or 77 (skip) when DPDK cannot start here.
  */
 int h_setup(struct node *a, struct node *b, const char *pair, const char *capture);
+/** The same with extra port options (name, value pairs, NULL-terminated) per node. */
+int h_setup_opts(struct node *a, struct node *b, const char *pair, const char *capture,
+		 const char *const *opts_a, const char *const *opts_b);
+/** Destroy the CQs and PDs of both nodes, then the engines. */
+void h_teardown_all(struct node *a, struct node *b);
 void h_teardown(struct node *a, struct node *b);
 
 struct rocemu_qp *h_qp(struct node *n, enum ibv_qp_type type, uint32_t depth,
