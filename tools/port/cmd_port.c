@@ -6,6 +6,7 @@
  * prints its counters on exit.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,7 @@ static void usage(FILE *f)
 		"  --ping ADDR            send echo requests to ADDR, then exit (0 = all answered)\n"
 		"  --count N              echo requests to send with --ping (3)\n"
 		"  --interval MS          time between echo requests (200)\n"
+		"  --stay                 with --ping: keep running afterwards until a signal\n"
 		"  --duration SECONDS     exit after this long (default: run until a signal)\n");
 }
 
@@ -170,6 +172,7 @@ int rocemu_cmd_port(int argc, char **argv)
 	char err[512];
 	struct sigaction sa;
 	int status = 0;
+	bool stay = false;
 
 	rocemu_port_config_init(&cfg);
 	for (int i = 1; i < argc; i++) {
@@ -179,6 +182,10 @@ int rocemu_cmd_port(int argc, char **argv)
 		if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
 			usage(stdout);
 			return 0;
+		}
+		if (!strcmp(arg, "--stay")) {
+			stay = true;
+			continue;
 		}
 		if (strncmp(arg, "--", 2) || !arg[2]) {
 			fprintf(stderr, "rocemu port: unexpected argument '%s' (see --help)\n", arg);
@@ -230,7 +237,9 @@ int rocemu_cmd_port(int argc, char **argv)
 	print_port(port);
 	if (ping) {
 		status = run_pings(port, ping, count, interval);
-	} else {
+		fflush(stdout);
+	}
+	if (!ping || stay) {
 		uint64_t end = duration ? rocemu_now_ns() + (uint64_t)duration * 1000000000ull : 0;
 
 		while (!stop_requested && (!end || rocemu_now_ns() < end))

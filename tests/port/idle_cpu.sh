@@ -1,0 +1,84 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Integration (resource check, not a benchmark): a running `rocemu port` with
+# nothing to do must use under 5% of one core, measured from /proc/PID/stat
+# (utime + stime) and /proc/PID/task/*/schedstat over a few seconds, and must
+# still answer a ping from a kernel peer after that idle period. The RTTs are
+# printed, not asserted. Needs root and network namespaces (exit 77 if not).
+#
+# usage: idle_cpu.sh ROCEMU
+set -u
+rocemu=${1:?usage: $0 ROCEMU}
+limit_pct=5
+seconds=4
+
+skip() { echo "SKIP: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "needs root (network namespaces)"
+command -v ping >/dev/null || skip "ping not installed"
+
+tag=pi$$
+nsr=${tag}r
+nsk=${tag}k
+work=$(mktemp -d /tmp/rocemu-port-idle-XXXXXX)
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill -INT "$pid" 2>/dev/null && sleep 0.5 && kill -KILL "$pid" 2>/dev/null
+	ip netns del "$nsr" 2>/dev/null
+	ip netns del "$nsk" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+ip netns add "$nsr" 2>/dev/null || skip "cannot create network namespaces"
+ip netns add "$nsk" || skip "cannot create network namespaces"
+ip link add "${tag}vr" type veth peer name "${tag}vk" || skip "cannot create a veth pair"
+ip link set "${tag}vr" netns "$nsr"
+ip link set "${tag}vk" netns "$nsk"
+ip netns exec "$nsr" sysctl -qw "net.ipv6.conf.${tag}vr.disable_ipv6=1"
+# no IPv6 on the kernel side either: its router solicitations and MLD reports
+# would be traffic, and this measures an idle port
+ip netns exec "$nsk" sysctl -qw "net.ipv6.conf.${tag}vk.disable_ipv6=1"
+ip -n "$nsr" link set "${tag}vr" up
+ip -n "$nsk" addr add 10.73.0.1/24 dev "${tag}vk"
+ip -n "$nsk" link set "${tag}vk" up
+
+ip netns exec "$nsr" "$rocemu" port --port "af_packet:${tag}vr" --ip 10.73.0.2/24 \
+	>"$work/port.out" 2>&1 &
+pid=$!
+for _ in $(seq 100); do
+	grep -q "link up" "$work/port.out" 2>/dev/null && break
+	kill -0 "$pid" 2>/dev/null || { cat "$work/port.out"; echo "FAIL: rocemu port exited"; exit 1; }
+	sleep 0.1
+done
+# resolve once so the kernel's ARP cache is warm, then leave it alone
+ip netns exec "$nsk" ping -c 1 -W 2 10.73.0.2 >/dev/null || { echo "FAIL: first ping"; exit 1; }
+sleep 1
+
+ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+sched_ns() { cat /proc/"$pid"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
+hz=$(getconf CLK_TCK)
+t0=$(ticks); s0=$(sched_ns); w0=$(date +%s%N)
+sleep $seconds
+t1=$(ticks); s1=$(sched_ns); w1=$(date +%s%N)
+wall_ns=$((w1 - w0))
+stat_pct=$(awk -v t=$((t1 - t0)) -v hz="$hz" -v w=$wall_ns 'BEGIN {printf "%.2f", 100 * t / hz / (w / 1e9)}')
+sched_pct=$(awk -v s=$((s1 - s0)) -v w=$wall_ns 'BEGIN {printf "%.2f", 100 * s / w}')
+echo "idle CPU over ${seconds}s: /proc/stat ${stat_pct}% of a core, schedstat ${sched_pct}% (threads: $(ls /proc/$pid/task | wc -l))"
+
+status=0
+for pct in "$stat_pct" "$sched_pct"; do
+	awk -v p="$pct" -v l=$limit_pct 'BEGIN {exit !(p < l)}' ||
+		{ echo "FAIL: idle port uses ${pct}% of a core (limit ${limit_pct}%)"; status=1; }
+done
+
+# after the idle period, a ping is still answered (RTT printed for the record)
+ip netns exec "$nsk" ping -c 5 -i 0.5 -W 2 10.73.0.2 >"$work/ping.out" 2>&1 ||
+	{ cat "$work/ping.out"; echo "FAIL: ping after idle"; status=1; }
+grep -E "time=|rtt" "$work/ping.out"
+
+kill -INT "$pid"
+wait "$pid" || status=1
+pid=
+[ $status = 0 ] && echo "PASS: idle port below ${limit_pct}% of a core and answering ping"
+exit $status

@@ -1,0 +1,68 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Integration: two `rocemu port` processes joined by memif (server and
+# client) resolve each other (ARP for IPv4, ND for IPv6) and ping each other
+# (`--ping ... --stay`), each capturing its side. Both must see every reply,
+# and both captures must hold the ARP/ND exchange and the echo frames and
+# decode cleanly in tshark.
+#
+# usage: memif_two_ports.sh ROCEMU
+set -u
+rocemu=${1:?usage: $0 ROCEMU}
+
+skip() { echo "SKIP: $*"; exit 77; }
+command -v tshark >/dev/null || skip "tshark not installed"
+
+work=$(mktemp -d /tmp/rocemu-port-memif-XXXXXX)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done
+	sleep 0.3
+	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	[ -n "${KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+
+sock="$work/memif.sock"
+"$rocemu" port --name srv --port "memif:server:$sock" --ip 10.72.0.1/24 --ip fd00:72::1/64 \
+	--capture "$work/srv.pcap" --ping 10.72.0.2 --count 3 --stay >"$work/srv.out" 2>&1 &
+pids+=($!)
+sleep 0.3
+"$rocemu" port --name cli --port "memif:client:$sock" --ip 10.72.0.2/24 --ip fd00:72::2/64 \
+	--capture "$work/cli.pcap" --ping fd00:72::1 --count 3 --stay >"$work/cli.out" 2>&1 &
+pids+=($!)
+
+for _ in $(seq 300); do
+	grep -q "echo requests to" "$work/srv.out" && grep -q "echo requests to" "$work/cli.out" && break
+	sleep 0.1
+done
+status=0
+for p in "${pids[@]}"; do
+	kill -INT "$p" 2>/dev/null
+	wait "$p" || status=1
+done
+pids=()
+sed 's/^/  srv: /' "$work/srv.out" | grep -E "reply|answered|ping|link|drop_"
+sed 's/^/  cli: /' "$work/cli.out" | grep -E "reply|answered|ping|link|drop_"
+grep -q "3/3 echo requests to 10.72.0.2 answered" "$work/srv.out" ||
+	{ echo "FAIL: server's pings (IPv4, ARP) not all answered"; status=1; }
+grep -q "3/3 echo requests to fd00:72::1 answered" "$work/cli.out" ||
+	{ echo "FAIL: client's pings (IPv6, ND) not all answered"; status=1; }
+
+for side in srv cli; do
+	f="$work/$side.pcap"
+	count() { tshark -r "$f" -Y "$1" 2>/dev/null | wc -l; }
+	[ "$(count 'arp.opcode == 1 && !arp.isannouncement')" -ge 1 ] || { echo "FAIL: $side: no ARP request"; status=1; }
+	[ "$(count 'arp.opcode == 2')" -ge 1 ] || { echo "FAIL: $side: no ARP reply"; status=1; }
+	[ "$(count 'icmpv6.type == 135')" -ge 1 ] || { echo "FAIL: $side: no neighbour solicitation"; status=1; }
+	[ "$(count 'icmp.type == 8')" -eq 3 ] || { echo "FAIL: $side: ICMP echo requests"; status=1; }
+	[ "$(count 'icmp.type == 0')" -eq 3 ] || { echo "FAIL: $side: ICMP echo replies"; status=1; }
+	[ "$(count 'icmpv6.type == 128')" -eq 3 ] || { echo "FAIL: $side: ICMPv6 echo requests"; status=1; }
+	[ "$(count 'icmpv6.type == 129')" -eq 3 ] || { echo "FAIL: $side: ICMPv6 echo replies"; status=1; }
+	bad=$(tshark -r "$f" -Y '_ws.malformed || _ws.expert.severity >= 6291456' 2>&1 | grep -v "Running as user")
+	[ -z "$bad" ] || { echo "FAIL: $side: tshark reports problems:"; echo "$bad"; status=1; }
+	echo "$side: $(count frame) frames captured"
+done
+[ $status = 0 ] && echo "PASS: memif: both sides resolved and pinged each other; captures clean"
+exit $status
