@@ -16,6 +16,9 @@
 #include <errno.h>
 #include <string.h>
 
+#include <rte_byteorder.h>
+#include <rte_ip.h>
+
 #include "roce_bytes.h"
 #include "roce_wire.h"
 
@@ -248,11 +251,26 @@ uint16_t roce_udp_checksum(const uint8_t *frame, uint32_t l3_off, uint32_t frame
 	else
 		sum = csum_add(sum, ip + 12, 8);
 	sum += RB_IP_PROTO_UDP + udp_len;
-	/* the UDP header without its checksum field, then the data */
+	/* the UDP header without its checksum field */
 	sum = csum_add(sum, udp, 6);
-	sum = csum_add(sum, udp + RB_UDP_LEN, udp_len - RB_UDP_LEN);
+	/* the data: DPDK's word-wise sum, in memory order, turned to a big-endian value */
+	sum += rte_be_to_cpu_16(rte_raw_cksum(udp + RB_UDP_LEN, udp_len - RB_UDP_LEN));
 	while (sum >> 16)
 		sum = (sum & 0xFFFF) + (sum >> 16);
 	sum = ~sum & 0xFFFF;
-	return sum == 0 ? 0xFFFF : (uint16_t)sum;
+	return sum == 0 ? 0xFFFF : (uint16_t)sum; /* 0 means "no checksum" in UDP */
+}
+
+int roce_fill_udp_checksum(uint8_t *frame, uint32_t frame_len, const struct roce_pkt *pkt)
+{
+	uint32_t l3_off = l2_len(pkt);
+	uint16_t csum;
+
+	if (frame == NULL || roce_header_len(pkt) == 0 || frame_len != roce_frame_len(pkt))
+		return -EINVAL;
+	csum = roce_udp_checksum(frame, l3_off, frame_len);
+	if (csum == 0)
+		return -EINVAL;
+	rb_put16(frame + l3_off + l3_len(pkt) + 6, csum);
+	return 0;
 }

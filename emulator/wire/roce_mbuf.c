@@ -41,6 +41,13 @@ int roce_mbuf_finish(struct rte_mbuf *m, const struct roce_pkt *pkt)
 	return roce_finish(rte_pktmbuf_mtod(m, uint8_t *), m->data_len, pkt);
 }
 
+int roce_mbuf_fill_udp_checksum(struct rte_mbuf *m, const struct roce_pkt *pkt)
+{
+	if (m == NULL || m->nb_segs != 1)
+		return -EINVAL;
+	return roce_fill_udp_checksum(rte_pktmbuf_mtod(m, uint8_t *), m->data_len, pkt);
+}
+
 int roce_mbuf_build(struct rte_mbuf *m, const struct roce_pkt *pkt, const void *payload)
 {
 	uint8_t *pay = roce_mbuf_prepare(m, pkt);

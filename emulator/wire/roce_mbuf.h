@@ -21,6 +21,13 @@ uint8_t *roce_mbuf_prepare(struct rte_mbuf *m, const struct roce_pkt *pkt);
 /** Write pad and ICRC after the caller filled the payload. 0 or -errno. */
 int roce_mbuf_finish(struct rte_mbuf *m, const struct roce_pkt *pkt);
 
+/**
+ * After roce_mbuf_finish(): store the real UDP checksum (roce_fill_udp_checksum).
+ * IPv6 forbids a zero UDP checksum (RFC 8200) and Wireshark reports one as an
+ * error; the ICRC masks the field, so it stays valid. 0 or -EINVAL.
+ */
+int roce_mbuf_fill_udp_checksum(struct rte_mbuf *m, const struct roce_pkt *pkt);
+
 /** prepare + copy `payload` (may be NULL when payload_len is 0) + finish. */
 int roce_mbuf_build(struct rte_mbuf *m, const struct roce_pkt *pkt, const void *payload);
 

@@ -387,11 +387,16 @@ int roce_finish(uint8_t *frame, uint32_t frame_len, const struct roce_pkt *pkt);
  * header (0 is sent as 0xFFFF). RoCEv2 senders normally send 0 (see
  * roce_build_headers), but IPv6 forbids a zero UDP checksum (RFC 8200 8.1)
  * and Wireshark flags one as an error. The ICRC masks this field, so it can be
- * filled in after roce_finish() without touching the ICRC:
- *     pkt.path.udp_csum = roce_udp_checksum(frame, pkt.l3_off, len); and store it
- * at l4_off + 6 (or rebuild). Returns 0 if the frame is too short.
+ * filled in after roce_finish() without touching the ICRC (roce_fill_udp_checksum,
+ * roce_mbuf_fill_udp_checksum). Returns 0 if the frame is too short.
  */
 uint16_t roce_udp_checksum(const uint8_t *frame, uint32_t l3_off, uint32_t frame_len);
+/**
+ * Compute roce_udp_checksum() for a frame built from pkt (after roce_finish())
+ * and store it in the UDP header; the ICRC stays valid. Use it for IPv6.
+ * 0 or -EINVAL (frame_len != roce_frame_len(pkt)).
+ */
+int roce_fill_udp_checksum(uint8_t *frame, uint32_t frame_len, const struct roce_pkt *pkt);
 
 /* ------------------------------------------------------------------------ */
 /* ICRC (RoCEv2 annex A17.3.3).                                               */

@@ -78,9 +78,17 @@ static void test_prepare_fill_finish(void **state)
 	assert_int_equal(out.payload_len, 10);
 	assert_int_equal(out.pad, 2);
 
+	/* the UDP checksum can be added afterwards; the ICRC stays valid */
+	assert_int_equal(roce_mbuf_fill_udp_checksum(m, &pkt), 0);
+	assert_int_equal(roce_mbuf_parse(m, ROCE_PARSE_VERIFY_ICRC, &out), ROCE_PARSE_OK);
+	assert_int_equal(out.path.udp_csum,
+			 roce_udp_checksum(rte_pktmbuf_mtod(m, uint8_t *), 14, m->data_len));
+	assert_int_not_equal(out.path.udp_csum, 0);
+
 	/* finish refuses an mbuf whose length no longer matches */
 	rte_pktmbuf_append(m, 4);
 	assert_int_equal(roce_mbuf_finish(m, &pkt), -EINVAL);
+	assert_int_equal(roce_mbuf_fill_udp_checksum(m, &pkt), -EINVAL);
 	rte_pktmbuf_free(m);
 }
 

@@ -75,10 +75,19 @@ static void build_all(void)
 					    wt_build(&b->pkt, payload, b->frame, sizeof(b->frame));
 					assert_true(len > 0);
 					if (ipv == 6) {
-						b->pkt.path.udp_csum = roce_udp_checksum(
-						    b->frame, vlan ? 18 : 14, (uint32_t)len);
-						len = wt_build(&b->pkt, payload, b->frame,
-							       sizeof(b->frame));
+						uint32_t at = (vlan ? 18 : 14) + 40 + 6;
+
+						assert_int_equal(
+						    roce_fill_udp_checksum(b->frame, (uint32_t)len,
+									   &b->pkt),
+						    0);
+						b->pkt.path.udp_csum =
+						    (uint16_t)(b->frame[at] << 8 |
+							       b->frame[at + 1]);
+						assert_int_equal(b->pkt.path.udp_csum,
+								 roce_udp_checksum(b->frame,
+										   vlan ? 18 : 14,
+										   (uint32_t)len));
 					}
 					b->len = (uint32_t)len;
 					n_frames++;
