@@ -69,6 +69,8 @@ uint64_t insp_hist_quantile(const struct insp_hist *h, double q)
 		seen += h->bucket[b];
 		if (seen < rank)
 			continue;
+		if (b == INSP_HIST_EXP * INSP_HIST_SUB - 1)
+			return h->max; /* the overflow bucket (over 2^43 ns): no better bound */
 		bucket_range(b, &lo, &width);
 		v = lo + width / 2;
 		if (v < h->min)
