@@ -266,7 +266,7 @@ static void test_cq_resize(void **state)
 }
 
 #define CQ_PRODUCERS	3
-#define CQ_PER_PRODUCER 20000
+#define CQ_PER_PRODUCER 5000
 
 struct cq_producer {
 	struct fixture *f;
