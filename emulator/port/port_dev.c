@@ -407,10 +407,13 @@ static int create_pool(struct rocemu_port *port, char *err, size_t errlen)
 	return 0;
 }
 
-static void release(struct rocemu_port *port)
+/* Give back the device and kernel resources (sockets, XDP program, memif
+ * socket, capture file). */
+static void release_device(struct rocemu_port *port)
 {
 	if (port->wake_fd >= 0)
 		close(port->wake_fd);
+	port->wake_fd = -1;
 	if (port->port_id != UINT16_MAX) {
 		struct rte_eth_dev_info info;
 		struct rte_device *dev = NULL;
@@ -421,10 +424,17 @@ static void release(struct rocemu_port *port)
 		rte_eth_dev_close(port->port_id);
 		if (dev && port->dev_is_vdev)
 			rte_dev_remove(dev);
+		port->port_id = UINT16_MAX;
 	}
 	if (port->ring_pair)
 		ring_pair_put(port->ring_pair, port->ring_side == 'b');
+	port->ring_pair = NULL;
 	port_capture_close(port);
+}
+
+static void release(struct rocemu_port *port)
+{
+	release_device(port);
 	port_fault_free(port);
 	for (unsigned i = port->loop_head; i != port->loop_tail; i++)
 		rte_pktmbuf_free(port->loop[i & (PORT_LOOP_SLOTS - 1)]);
@@ -434,6 +444,23 @@ static void release(struct rocemu_port *port)
 		rte_mempool_free(port->pool);
 	pthread_mutex_destroy(&port->lock);
 	free(port);
+}
+
+/*
+ * At process exit, for a port the program never closed: stop the thread,
+ * flush the capture and release the device, but keep the memory (pool and
+ * port structure): an upper layer may still hold mbufs, or close the port
+ * from a destructor later, which then only frees the structure.
+ */
+void port_close_at_exit(struct rocemu_port *port)
+{
+	rocemu_port_progress_thread_stop(port);
+	rocemu_port_lock(port);
+	if (!port->closed_at_exit && port->port_id != UINT16_MAX)
+		rocemu_port_flush(port);
+	release_device(port);
+	port->closed_at_exit = true;
+	rocemu_port_unlock(port);
 }
 
 int rocemu_port_open(const struct rocemu_port_config *cfg, struct rocemu_port **out, char *err,
@@ -503,6 +530,11 @@ void rocemu_port_close(struct rocemu_port *port)
 {
 	if (!port)
 		return;
+	if (port->closed_at_exit) {
+		pthread_mutex_destroy(&port->lock);
+		free(port); /* the pool may still be referenced; the process is ending */
+		return;
+	}
 	rocemu_port_progress_thread_stop(port);
 	port_eal_unregister(port);
 	rocemu_port_lock(port);
@@ -667,7 +699,7 @@ void rocemu_port_flush(struct rocemu_port *port)
 	uint32_t len[PORT_TX_BUF];
 	uint16_t sent;
 
-	if (port->tx_n == 0)
+	if (port->tx_n == 0 || unlikely(port->port_id == UINT16_MAX))
 		return;
 	/* lengths first: once sent, the device owns the mbufs */
 	for (unsigned i = 0; i < port->tx_n; i++)

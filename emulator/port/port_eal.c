@@ -111,6 +111,12 @@ static void cpuset_format(const cpu_set_t *set, char *buf, size_t len)
 		snprintf(buf + off, len - off, ")");
 }
 
+/*
+ * Ports the program left open: release their devices (sockets, XDP programs,
+ * memif connections) and flush their captures. EAL itself is cleaned up only
+ * if every port had been closed, since an open port's mbufs may still be
+ * referenced by the layers above during the rest of exit.
+ */
 static void close_all_at_exit(void)
 {
 	struct rocemu_port *ports[64];
@@ -119,16 +125,15 @@ static void close_all_at_exit(void)
 	pthread_mutex_lock(&eal_lock);
 	n = n_open_ports;
 	memcpy(ports, open_ports, sizeof(ports));
-	pthread_mutex_unlock(&eal_lock);
-	while (n > 0)
-		rocemu_port_close(ports[--n]);
-	pthread_mutex_lock(&eal_lock);
-	if (eal_state == 1 && n_open_ports == 0) {
+	n_open_ports = 0;
+	if (eal_state == 1 && n == 0) {
 		rte_eal_cleanup();
 		eal_state = -ESHUTDOWN;
 		snprintf(eal_err, sizeof(eal_err), "EAL already shut down (process exiting)");
 	}
 	pthread_mutex_unlock(&eal_lock);
+	while (n > 0)
+		port_close_at_exit(ports[--n]);
 }
 
 void port_eal_register(struct rocemu_port *port)

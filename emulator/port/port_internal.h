@@ -116,6 +116,7 @@ struct rocemu_port {
 	uint16_t port_id;
 	char dev_name[ROCEMU_PORT_SPEC_MAX + 64];
 	bool dev_is_vdev;
+	bool closed_at_exit; /* device released by the exit handler */
 	struct rte_mempool *pool;
 	struct ring_pair *ring_pair;
 	char ring_side;
@@ -187,6 +188,9 @@ static inline void port_count(struct rocemu_port *port, enum port_counter c)
 int port_eal_init(bool need_pci);
 void port_eal_register(struct rocemu_port *port);
 void port_eal_unregister(struct rocemu_port *port);
+
+/* port_dev.c */
+void port_close_at_exit(struct rocemu_port *port);
 
 /* port_config.c */
 int port_parse_spec(const char *spec, enum port_kind *kind, char *arg, size_t arglen, char *err,

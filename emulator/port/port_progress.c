@@ -120,6 +120,8 @@ unsigned rocemu_port_progress_locked(struct rocemu_port *port)
 	unsigned work = 0;
 	unsigned n_loop = port->loop_tail - port->loop_head;
 
+	if (unlikely(port->closed_at_exit))
+		return 0;
 	/* frames looped back before this pass; those looped during it wait */
 	for (unsigned i = 0; i < n_loop; i++) {
 		struct rte_mbuf *m = port->loop[port->loop_head++ & (PORT_LOOP_SLOTS - 1)];
