@@ -74,8 +74,7 @@ static void hist_small_values_exact_and_huge_values_clamped(void **state)
 /* frames                                                                    */
 
 /* An RC SEND ONLY of `payload` bytes from 10.0.0.1 to 10.0.0.2, built by the codec. */
-static uint32_t build_send(uint8_t *buf, uint32_t room, uint32_t psn, uint32_t payload,
-			   bool vlan)
+static uint32_t build_send(uint8_t *buf, uint32_t room, uint32_t psn, uint32_t payload, bool vlan)
 {
 	struct roce_pkt p;
 	int hdr;
@@ -275,8 +274,8 @@ static void psn_wraps_without_a_gap(void **state)
 	insp_flow_finish(&s);
 	assert_int_equal(s.nhalves, 1);
 	assert_int_equal(s.halves[0]->req_pkts, 6);
-	assert_int_equal(s.halves[0]->gaps_seen, 1);  /* 2 missing when 3 came */
-	assert_int_equal(s.halves[0]->reordered, 1);  /* then 2 came late */
+	assert_int_equal(s.halves[0]->gaps_seen, 1); /* 2 missing when 3 came */
+	assert_int_equal(s.halves[0]->reordered, 1); /* then 2 came late */
 	assert_int_equal(s.halves[0]->psn_missing, 0);
 	assert_int_equal(s.halves[0]->duplicates, 0);
 	assert_int_equal(s.halves[0]->req_first, 0xFFFFFE);
@@ -295,8 +294,8 @@ static void psn_timeout_retransmission_vs_duplicate(void **state)
 	(void)state;
 	assert_int_equal(insp_state_init(&s, false), 0);
 	feed(&s, 10, 1000, 1);
-	feed(&s, 10, 3000, 2);       /* 2 us later: the network's copy */
-	feed(&s, 10, 50000000, 3);   /* 50 ms later: the requester's timer */
+	feed(&s, 10, 3000, 2);	   /* 2 us later: the network's copy */
+	feed(&s, 10, 50000000, 3); /* 50 ms later: the requester's timer */
 	assert_int_equal(s.halves[0]->duplicates, 1);
 	assert_int_equal(s.halves[0]->retransmitted, 1);
 	insp_state_free(&s);
@@ -305,14 +304,14 @@ static void psn_timeout_retransmission_vs_duplicate(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(hist_quantiles_within_resolution),
-		cmocka_unit_test(hist_small_values_exact_and_huge_values_clamped),
-		cmocka_unit_test(decode_every_link_type),
-		cmocka_unit_test(decode_bad_icrc_keeps_the_qp),
-		cmocka_unit_test(decode_every_truncation),
-		cmocka_unit_test(decode_random_bytes),
-		cmocka_unit_test(psn_wraps_without_a_gap),
-		cmocka_unit_test(psn_timeout_retransmission_vs_duplicate),
+	    cmocka_unit_test(hist_quantiles_within_resolution),
+	    cmocka_unit_test(hist_small_values_exact_and_huge_values_clamped),
+	    cmocka_unit_test(decode_every_link_type),
+	    cmocka_unit_test(decode_bad_icrc_keeps_the_qp),
+	    cmocka_unit_test(decode_every_truncation),
+	    cmocka_unit_test(decode_random_bytes),
+	    cmocka_unit_test(psn_wraps_without_a_gap),
+	    cmocka_unit_test(psn_timeout_retransmission_vs_duplicate),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

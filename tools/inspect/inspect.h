@@ -19,11 +19,11 @@
 
 /** What a frame is, as far as the inspector cares. */
 enum insp_class {
-	INSP_NON_IP,      /**< ARP, LLDP, anything that is not IPv4/IPv6 */
-	INSP_NON_UDP,     /**< IP but not UDP (TCP, ICMP, ...) */
-	INSP_UDP_OTHER,   /**< UDP to a port other than 4791 */
-	INSP_SHORT,       /**< capture too short to classify (link or IP header cut) */
-	INSP_ROCE,        /**< UDP/4791 with a BTH the codec accepted */
+	INSP_NON_IP,	     /**< ARP, LLDP, anything that is not IPv4/IPv6 */
+	INSP_NON_UDP,	     /**< IP but not UDP (TCP, ICMP, ...) */
+	INSP_UDP_OTHER,	     /**< UDP to a port other than 4791 */
+	INSP_SHORT,	     /**< capture too short to classify (link or IP header cut) */
+	INSP_ROCE,	     /**< UDP/4791 with a BTH the codec accepted */
 	INSP_ROCE_MALFORMED, /**< UDP/4791 the codec rejected */
 	INSP_CLASS_COUNT,
 };
@@ -36,14 +36,14 @@ enum insp_icrc {
 };
 
 struct insp_frame {
-	uint64_t index;        /**< frame number in its file, from 1 (as Wireshark numbers) */
-	unsigned file_no;      /**< which input file, from 0 */
-	uint64_t ts_ns;        /**< capture time, ns since the epoch */
-	uint32_t caplen;       /**< bytes captured */
-	uint32_t wirelen;      /**< bytes on the wire */
+	uint64_t index;	  /**< frame number in its file, from 1 (as Wireshark numbers) */
+	unsigned file_no; /**< which input file, from 0 */
+	uint64_t ts_ns;	  /**< capture time, ns since the epoch */
+	uint32_t caplen;  /**< bytes captured */
+	uint32_t wirelen; /**< bytes on the wire */
 	enum insp_class cls;
-	bool truncated;        /**< caplen < wirelen (snaplen) */
-	bool headers_ok;       /**< every header up to the payload is captured and parsed */
+	bool truncated;		       /**< caplen < wirelen (snaplen) */
+	bool headers_ok;	       /**< every header up to the payload is captured and parsed */
 	enum roce_parse_status status; /**< codec verdict (ICRC not verified) */
 	enum insp_icrc icrc;
 	/* Fields read from the frame even when the codec rejected it (has_bth). */
@@ -55,8 +55,8 @@ struct insp_frame {
 	uint8_t opcode;
 	uint32_t dqpn;
 	uint32_t psn;
-	unsigned vlans;        /**< number of VLAN tags */
-	uint16_t vlan_tci;     /**< the outer one */
+	unsigned vlans;	   /**< number of VLAN tags */
+	uint16_t vlan_tci; /**< the outer one */
 	/** The full descriptor, valid when headers_ok. */
 	struct roce_pkt pkt;
 };
@@ -95,13 +95,19 @@ void insp_hist_merge(struct insp_hist *into, const struct insp_hist *from);
 /* ------------------------------------------------------------------------ */
 /* Conversations.                                                            */
 
-enum insp_msg_kind { INSP_MSG_SEND, INSP_MSG_WRITE, INSP_MSG_READ, INSP_MSG_ATOMIC, INSP_MSG_KINDS };
+enum insp_msg_kind {
+	INSP_MSG_SEND,
+	INSP_MSG_WRITE,
+	INSP_MSG_READ,
+	INSP_MSG_ATOMIC,
+	INSP_MSG_KINDS
+};
 
 struct insp_msg {
 	uint32_t start_psn, end_psn;
 	uint8_t kind;
-	bool ended;            /**< its last request packet has been seen */
-	bool read_started;     /**< a read response for it has been seen */
+	bool ended;	   /**< its last request packet has been seen */
+	bool read_started; /**< a read response for it has been seen */
 	uint64_t bytes;
 	uint64_t t_first, t_last; /**< first packet, first sighting of its last packet */
 	uint64_t frame_first;
@@ -110,14 +116,14 @@ struct insp_msg {
 
 struct insp_gap {
 	uint32_t first, last; /**< missing PSNs, inclusive */
-	uint64_t frame;       /**< frame that revealed the gap */
+	uint64_t frame;	      /**< frame that revealed the gap */
 	unsigned file;
 	uint64_t ts;
-	bool naked;           /**< the responder NAKed (sequence error) inside it */
+	bool naked; /**< the responder NAKed (sequence error) inside it */
 };
 
-#define INSP_GAPS_MAX 16
-#define INSP_NAK_CODES 5
+#define INSP_GAPS_MAX	 16
+#define INSP_NAK_CODES	 5
 #define INSP_SERIES_BINS 512
 
 /** Time series for --plot: per bin, payload bytes and latency stats. */
@@ -137,38 +143,39 @@ struct insp_series {
 struct insp_half {
 	uint8_t src[16], dst[16];
 	uint32_t dqpn;
-	uint32_t src_qp;        /**< UD: DETH source QP; else INSP_QPN_UNKNOWN */
-	uint8_t transport;      /**< enum roce_transport of its first non-CNP packet, 0xFF none */
-	unsigned id;            /**< creation order */
+	uint32_t src_qp;   /**< UD: DETH source QP; else INSP_QPN_UNKNOWN */
+	uint8_t transport; /**< enum roce_transport of its first non-CNP packet, 0xFF none */
+	unsigned id;	   /**< creation order */
 	struct insp_half *peer;
-	const char *paired_by;  /**< "response PSN", "UD source QP", "UDP source port" */
-	bool is_first;          /**< the half that represents the conversation in reports */
+	const char *paired_by; /**< "response PSN", "UD source QP", "UDP source port" */
+	uint32_t pair_tries;   /**< responses that found no request half yet */
+	bool is_first;	       /**< the half that represents the conversation in reports */
 	uint16_t sport;
 	bool sport_varies;
 	uint64_t first_ts, last_ts;
 
 	uint64_t pkts, wire_bytes, payload_bytes;
-	uint32_t ops[256];
+	uint64_t ops[256];
 
 	/* the request stream this host sends to dqpn */
 	bool req_seen;
-	uint32_t req_first, req_next;  /**< first PSN seen, one past the highest */
-	uint32_t read_span_end;        /**< highest PSN a pending READ may occupy */
+	uint32_t req_first, req_next; /**< first PSN seen, one past the highest */
+	uint32_t read_span_end;	      /**< highest PSN a pending READ may occupy */
 	bool read_span;
 	uint32_t oldest_unacked;
 	uint64_t last_req_ts;
-	uint32_t retx_next, retx_end;  /**< go-back-N episode in progress when different */
+	uint32_t retx_next, retx_end; /**< go-back-N episode in progress when different */
 	bool nak_pending;
 	uint32_t nak_psn;
 	struct insp_gap gaps[INSP_GAPS_MAX];
 	unsigned ngaps;
 	uint64_t req_pkts, retransmitted, duplicates, out_of_seq, reordered, gaps_seen,
-		gaps_untracked, psn_missing;
+	    gaps_untracked, psn_missing;
 
 	/* responses this host sends to dqpn's requests */
-	uint64_t acks, naks[INSP_NAK_CODES + 1], rnr_naks, read_resps, atomic_acks,
-		repeated_acks, unmatched_responses;
-	uint32_t rnr_timer[32];
+	uint64_t acks, naks[INSP_NAK_CODES + 1], rnr_naks, read_resps, atomic_acks, repeated_acks,
+	    unmatched_responses;
+	uint64_t rnr_timer[32];
 	bool last_ack_valid;
 	uint32_t last_ack_psn;
 	uint8_t last_ack_syndrome;
@@ -180,11 +187,11 @@ struct insp_half {
 	uint64_t msgs_completed, msgs_untracked, msgs_incomplete;
 	struct insp_msg *ring;
 	unsigned ring_cap, ring_head, ring_len;
-	bool uc_open;                 /**< UC: a message is being assembled */
+	bool uc_open; /**< UC: a message is being assembled */
 	uint64_t uc_open_bytes;
-	struct insp_hist *lat;        /**< request -> completion, ns */
+	struct insp_hist *lat; /**< request -> completion, ns */
 	uint64_t first_msg_ts, last_done_ts;
-	struct insp_series *series;   /**< --plot only */
+	struct insp_series *series; /**< --plot only */
 };
 
 #define INSP_QPN_UNKNOWN 0xFFFFFFFFu
@@ -211,8 +218,8 @@ struct insp_event {
 	unsigned file;
 	uint8_t kind;
 	bool violation;
-	uint32_t psn, psn2;  /**< meaning depends on kind */
-	uint32_t value;      /**< NAK code, RNR timer, parse status, ... */
+	uint32_t psn, psn2;	/**< meaning depends on kind */
+	uint32_t value;		/**< NAK code, RNR timer, parse status, ... */
 	struct insp_half *half; /**< may be NULL (malformed before the BTH) */
 };
 
@@ -233,17 +240,17 @@ struct insp_state {
 	bool want_series;
 
 	/* flow table (open addressing over halves) */
-	struct insp_half **halves;   /**< creation order */
+	struct insp_half **halves; /**< creation order */
 	unsigned nhalves, halves_cap;
 	struct insp_half **table;
-	unsigned table_cap;          /**< power of two */
+	unsigned table_cap; /**< power of two */
 	uint64_t flow_table_full;
 
 	uint64_t frames, frames_by_class[INSP_CLASS_COUNT];
 	uint64_t wire_bytes, truncated_frames, roce_truncated;
 	uint64_t first_ts, last_ts;
 	bool ts_valid;
-	uint32_t pmtu_seen;          /**< largest FIRST/MIDDLE payload: the path MTU */
+	uint32_t pmtu_seen; /**< largest FIRST/MIDDLE payload: the path MTU */
 	uint64_t parse_status[ROCE_PARSE_STATUS_COUNT];
 
 	struct insp_event *events;
@@ -287,7 +294,7 @@ const char *insp_fmt_ns(uint64_t ns, char *buf, size_t len);
 struct insp_report_opts {
 	bool json;
 	bool check;
-	unsigned max_events;   /**< events listed in the text report */
+	unsigned max_events; /**< events listed in the text report */
 	const char *const *files;
 	unsigned nfiles;
 };
@@ -308,13 +315,13 @@ void insp_report_violations(FILE *out, const struct insp_state *s,
 struct insp_ladder_pkt {
 	uint64_t ts;
 	uint64_t frame;
-	bool from_a;          /**< sent by side A (left) */
+	bool from_a; /**< sent by side A (left) */
 	uint8_t opcode;
 	uint32_t psn;
-	uint8_t syndrome;     /**< AETH, for ACK-like packets */
+	uint8_t syndrome; /**< AETH, for ACK-like packets */
 	bool ackreq;
 	uint32_t payload;
-	unsigned notes;       /**< enum insp_packet_note */
+	unsigned notes; /**< enum insp_packet_note */
 	enum insp_icrc icrc;
 	bool malformed, truncated;
 };
@@ -323,7 +330,7 @@ struct insp_ladder {
 	const struct insp_half *a, *b; /**< b may be NULL */
 	struct insp_ladder_pkt *pkts;
 	unsigned n, cap;
-	uint64_t skipped;               /**< beyond cap */
+	uint64_t skipped; /**< beyond cap */
 };
 
 int insp_svg_ladder(FILE *out, const struct insp_ladder *l);

@@ -27,9 +27,9 @@
 #define DLT_IPV6 229
 #endif
 
-#define ETH_TYPE_QINQ 0x88A8
+#define ETH_TYPE_QINQ	  0x88A8
 #define ETH_TYPE_QINQ_OLD 0x9100
-#define IPPROTO_UDP_NUM 17
+#define IPPROTO_UDP_NUM	  17
 /** Largest frame the inspector reconstructs (libpcap's own maximum snaplen). */
 #define INSP_MAX_FRAME 262144u
 

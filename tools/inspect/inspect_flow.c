@@ -37,10 +37,11 @@
 
 #include "inspect.h"
 
-#define INSP_RING_MIN 16
-#define INSP_RING_MAX 4096
+#define INSP_RING_MIN	16
+#define INSP_RING_MAX	4096
 #define INSP_HALVES_MAX (1u << 20)
-/** A requester never retransmits on timeout faster than this (IBA 9.7.6.1.3: 4.096 us << timeout). */
+/** A requester never retransmits on timeout faster than this (IBA 9.7.6.1.3: 4.096 us << timeout).
+ */
 #define INSP_RETX_MIN_NS 1000000ull
 /** PMTU assumed for READ spans until one is seen: the smallest IB MTU. */
 #define INSP_PMTU_MIN 256u
@@ -482,7 +483,8 @@ static void msg_fill(struct insp_half *h, const struct insp_frame *f)
 
 	for (unsigned i = 0; i < h->ring_len; i++) {
 		m = ring_at(h, i);
-		if (roce_psn_cmp(f->psn, m->start_psn) >= 0 && roce_psn_cmp(f->psn, m->end_psn) <= 0) {
+		if (roce_psn_cmp(f->psn, m->start_psn) >= 0 &&
+		    roce_psn_cmp(f->psn, m->end_psn) <= 0) {
 			if (m->kind != INSP_MSG_READ && m->kind != INSP_MSG_ATOMIC) {
 				m->bytes += f->pkt.payload_len;
 				h->msg_bytes[m->kind] += m->ended ? f->pkt.payload_len : 0;
@@ -504,7 +506,7 @@ static void msg_fill(struct insp_half *h, const struct insp_frame *f)
 	m->start_psn = m->end_psn = f->psn;
 	m->ended = true;
 	m->bytes = kind == INSP_MSG_READ ? f->pkt.reth.dma_len
-				      : (kind == INSP_MSG_ATOMIC ? 8 : f->pkt.payload_len);
+					 : (kind == INSP_MSG_ATOMIC ? 8 : f->pkt.payload_len);
 	m->t_first = m->t_last = f->ts_ns;
 	m->frame_first = f->index;
 	m->file_first = f->file_no;
@@ -527,14 +529,16 @@ static void msg_complete(struct insp_state *s, struct insp_half *q, uint32_t p, 
 		if (m->kind == INSP_MSG_READ) {
 			int c = roce_psn_cmp(p, m->start_psn);
 
-			/* its LAST/ONLY response or a later ACK ends it; FIRST/MIDDLE and NAKs do not */
+			/* its LAST/ONLY response or a later ACK ends it; FIRST/MIDDLE and NAKs do
+			 * not */
 			if (c < 0 || !(read_last || (inclusive && c > 0)))
 				return;
 			m->end_psn = p;
 		} else {
 			if (!m->ended)
 				return;
-			if (inclusive ? roce_psn_cmp(m->end_psn, p) > 0 : roce_psn_cmp(m->end_psn, p) >= 0)
+			if (inclusive ? roce_psn_cmp(m->end_psn, p) > 0
+				      : roce_psn_cmp(m->end_psn, p) >= 0)
 				return;
 		}
 		msg_done(s, q, m, t);
@@ -564,15 +568,16 @@ static void gap_open(struct insp_state *s, struct insp_half *h, const struct ins
 		memmove(h->gaps, h->gaps + 1, (INSP_GAPS_MAX - 1) * sizeof(h->gaps[0]));
 		h->ngaps--;
 	}
-	h->gaps[h->ngaps++] = (struct insp_gap){.first = first, .last = last, .frame = f->index,
-						.file = f->file_no, .ts = f->ts_ns};
+	h->gaps[h->ngaps++] = (struct insp_gap){
+	    .first = first, .last = last, .frame = f->index, .file = f->file_no, .ts = f->ts_ns};
 }
 
 /* Index of the gap holding psn, or -1. */
 static int gap_find(const struct insp_half *h, uint32_t psn)
 {
 	for (unsigned i = 0; i < h->ngaps; i++)
-		if (roce_psn_cmp(psn, h->gaps[i].first) >= 0 && roce_psn_cmp(psn, h->gaps[i].last) <= 0)
+		if (roce_psn_cmp(psn, h->gaps[i].first) >= 0 &&
+		    roce_psn_cmp(psn, h->gaps[i].last) <= 0)
 			return (int)i;
 	return -1;
 }
@@ -740,7 +745,8 @@ static struct insp_half *pair_by_response(struct insp_state *s, struct insp_half
 			continue;
 		if (!in_window(q, f->psn))
 			continue;
-		score = (q->sport == f->sport ? 2 : 0) + (roce_psn_cmp(f->psn, q->oldest_unacked) >= 0);
+		score =
+		    (q->sport == f->sport ? 2 : 0) + (roce_psn_cmp(f->psn, q->oldest_unacked) >= 0);
 		if (score > best_score ||
 		    (score == best_score && best && q->last_req_ts > best->last_req_ts)) {
 			best = q;
@@ -794,11 +800,17 @@ static unsigned response_packet(struct insp_state *s, struct insp_half *r,
 		}
 	}
 
-	if (!q)
+	/* Searching every half is linear: a capture of responses only (the
+	 * requests filtered out) would make it quadratic, so keep trying on
+	 * the first responses and then on one in 1024. */
+	if (!q && (r->pair_tries < 16 || r->pair_tries % 1024 == 0))
 		q = pair_by_response(s, r, f);
+	if (!r->peer)
+		r->pair_tries++;
 	if (!q || !q->req_seen || !in_window(q, p)) {
 		/* nothing requested this PSN (in what the capture holds) */
-		if (!(q && q->req_seen && type != ROCE_AETH_ACK && roce_psn_cmp(p, q->req_next) == 0)) {
+		if (!(q && q->req_seen && type != ROCE_AETH_ACK &&
+		      roce_psn_cmp(p, q->req_next) == 0)) {
 			r->unmatched_responses++;
 			event_add(s, f, INSP_EV_NO_REQUEST, r, true);
 			return INSP_NOTE_NO_REQUEST;
@@ -806,7 +818,8 @@ static unsigned response_packet(struct insp_state *s, struct insp_half *r,
 	}
 
 	if (type == ROCE_AETH_NAK || type == ROCE_AETH_RNR_NAK) {
-		/* C9-96, 9.7.5.2: a NAK acknowledges what precedes its PSN; the requester resends from it */
+		/* C9-96, 9.7.5.2: a NAK acknowledges what precedes its PSN; the requester resends
+		 * from it */
 		if (roce_psn_cmp(p, q->oldest_unacked) > 0)
 			q->oldest_unacked = p;
 		q->nak_pending = true;
@@ -928,44 +941,56 @@ void insp_flow_packet(struct insp_state *s, const struct insp_frame *f)
 		s->last_notes = response_packet(s, h, f);
 }
 
-/* UC, or a capture with requests only: pair by reversed addresses and UDP source port. */
+/* Order unpaired halves by host pair (either direction) and source port. */
+static int leftover_cmp(const void *x, const void *y)
+{
+	const struct insp_half *a = *(const struct insp_half *const *)x;
+	const struct insp_half *b = *(const struct insp_half *const *)y;
+	const uint8_t *alo = memcmp(a->src, a->dst, 16) < 0 ? a->src : a->dst;
+	const uint8_t *ahi = alo == a->src ? a->dst : a->src;
+	const uint8_t *blo = memcmp(b->src, b->dst, 16) < 0 ? b->src : b->dst;
+	const uint8_t *bhi = blo == b->src ? b->dst : b->src;
+	int c = memcmp(alo, blo, 16);
+
+	if (c)
+		return c;
+	c = memcmp(ahi, bhi, 16);
+	if (c)
+		return c;
+	return (a->sport > b->sport) - (a->sport < b->sport);
+}
+
+/*
+ * UC, or a capture with requests only: two unpaired halves in opposite
+ * directions between the same hosts with the same constant UDP source port
+ * pair when they are the only two such halves. Sorting keeps it O(n log n).
+ */
 static void pair_leftovers(struct insp_state *s)
 {
-	for (unsigned i = 0; i < s->nhalves; i++) {
-		struct insp_half *a = s->halves[i], *match = NULL;
-		unsigned n = 0;
+	struct insp_half **v = malloc((s->nhalves + 1) * sizeof(*v));
+	unsigned n = 0, i, j;
 
-		if (a->peer || a->src_qp != INSP_QPN_UNKNOWN || a->sport_varies)
-			continue;
-		for (unsigned j = 0; j < s->nhalves; j++) {
-			struct insp_half *b = s->halves[j];
+	if (!v)
+		return;
+	for (i = 0; i < s->nhalves; i++) {
+		struct insp_half *h = s->halves[i];
 
-			if (b == a || b->peer || b->src_qp != INSP_QPN_UNKNOWN || b->sport_varies)
-				continue;
-			if (memcmp(a->src, b->dst, 16) || memcmp(a->dst, b->src, 16) ||
-			    a->sport != b->sport)
-				continue;
-			if (a->transport != 0xFF && b->transport != 0xFF && a->transport != b->transport)
-				continue;
-			match = b;
-			n++;
-		}
-		if (n == 1) {
-			/* unique only if nothing else in a's direction also matches b */
-			unsigned m = 0;
-
-			for (unsigned j = 0; j < s->nhalves; j++) {
-				struct insp_half *c = s->halves[j];
-
-				if (!c->peer && c->src_qp == INSP_QPN_UNKNOWN &&
-				    !memcmp(c->src, a->src, 16) && !memcmp(c->dst, a->dst, 16) &&
-				    c->sport == match->sport && !c->sport_varies)
-					m++;
-			}
-			if (m == 1)
-				pair(a, match, "UDP source port");
-		}
+		if (!h->peer && h->src_qp == INSP_QPN_UNKNOWN && !h->sport_varies &&
+		    memcmp(h->src, h->dst, 16))
+			v[n++] = h;
 	}
+	qsort(v, n, sizeof(*v), leftover_cmp);
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && !leftover_cmp(&v[i], &v[j]); j++)
+			;
+		if (j - i != 2 || !memcmp(v[i]->src, v[i + 1]->src, 16))
+			continue;
+		if (v[i]->transport != 0xFF && v[i + 1]->transport != 0xFF &&
+		    v[i]->transport != v[i + 1]->transport)
+			continue;
+		pair(v[i], v[i + 1], "UDP source port");
+	}
+	free(v);
 }
 
 void insp_flow_finish(struct insp_state *s)

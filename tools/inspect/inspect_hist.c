@@ -17,7 +17,7 @@ static unsigned bucket_of(uint64_t v)
 	if (v < INSP_HIST_SUB)
 		return (unsigned)v;
 	msb = 63u - (unsigned)__builtin_clzll(v); /* >= 4 */
-	shift = msb - 4;                          /* keep the top 5 bits: 1xxxx */
+	shift = msb - 4;			  /* keep the top 5 bits: 1xxxx */
 	exp = shift + 1;
 	if (exp >= INSP_HIST_EXP)
 		return INSP_HIST_EXP * INSP_HIST_SUB - 1;

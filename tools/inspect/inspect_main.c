@@ -88,13 +88,20 @@ static int parse_options(int argc, char **argv, struct options *o)
 {
 	enum { OPT_FROM = 256, OPT_TO, OPT_PLOT, OPT_EVENTS, OPT_MAX };
 	static const struct option longopts[] = {
-		{"packets", no_argument, NULL, 'p'},   {"json", no_argument, NULL, 'j'},
-		{"check", no_argument, NULL, 'c'},     {"quiet", no_argument, NULL, 'q'},
-		{"filter", required_argument, NULL, 'f'}, {"ladder", required_argument, NULL, 'l'},
-		{"from", required_argument, NULL, OPT_FROM}, {"to", required_argument, NULL, OPT_TO},
-		{"max", required_argument, NULL, OPT_MAX}, {"plot", no_argument, NULL, OPT_PLOT},
-		{"svg", required_argument, NULL, 'o'}, {"events", required_argument, NULL, OPT_EVENTS},
-		{"help", no_argument, NULL, 'h'},      {NULL, 0, NULL, 0},
+	    {"packets", no_argument, NULL, 'p'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"check", no_argument, NULL, 'c'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"filter", required_argument, NULL, 'f'},
+	    {"ladder", required_argument, NULL, 'l'},
+	    {"from", required_argument, NULL, OPT_FROM},
+	    {"to", required_argument, NULL, OPT_TO},
+	    {"max", required_argument, NULL, OPT_MAX},
+	    {"plot", no_argument, NULL, OPT_PLOT},
+	    {"svg", required_argument, NULL, 'o'},
+	    {"events", required_argument, NULL, OPT_EVENTS},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	int c;
 	char *end;
@@ -178,7 +185,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		return -EINVAL;
 	}
 	if (o->ladder && o->plot) {
-		fprintf(stderr, "rocemu inspect: --ladder and --plot each make one picture: run twice\n");
+		fprintf(stderr,
+			"rocemu inspect: --ladder and --plot each make one picture: run twice\n");
 		return -EINVAL;
 	}
 	if ((o->has_from || o->has_to) && !o->ladder) {
@@ -187,6 +195,13 @@ static int parse_options(int argc, char **argv, struct options *o)
 	}
 	o->files = argv + optind;
 	o->nfiles = (unsigned)(argc - optind);
+	for (unsigned i = 0; o->ladder && i < o->nfiles; i++) {
+		if (!strcmp(o->files[i], "-")) {
+			fprintf(stderr, "rocemu inspect: --ladder reads the capture twice: "
+					"give a file, not standard input\n");
+			return -EINVAL;
+		}
+	}
 	return 0;
 }
 
@@ -220,7 +235,7 @@ static void progress_update(struct progress *p, pcap_t *pc)
 struct pass {
 	const struct options *o;
 	struct insp_state *s;
-	FILE *packets_out;          /* --packets */
+	FILE *packets_out;	    /* --packets */
 	struct insp_ladder *ladder; /* ladder collection (pass 2) */
 };
 
@@ -292,7 +307,8 @@ static int read_file(struct pass *ps, const char *path, unsigned file_no, struct
 	dec.dlt = pcap_datalink(pc);
 	if (insp_link_supported(dec.dlt) < 0) {
 		fprintf(stderr, "rocemu inspect: %s: link type %s (%d) not supported\n", path,
-			pcap_datalink_val_to_name(dec.dlt) ? pcap_datalink_val_to_name(dec.dlt) : "?",
+			pcap_datalink_val_to_name(dec.dlt) ? pcap_datalink_val_to_name(dec.dlt)
+							   : "?",
 			dec.dlt);
 		pcap_close(pc);
 		return -EPROTONOSUPPORT;
@@ -398,8 +414,9 @@ static int draw_ladder(const struct options *o, struct insp_state *s1)
 
 	for (unsigned i = 0; i < s1->nhalves; i++) {
 		const struct insp_half *h = s1->halves[i];
-		uint32_t sq = h->src_qp != INSP_QPN_UNKNOWN ? h->src_qp
-							    : (h->peer ? h->peer->dqpn : INSP_QPN_UNKNOWN);
+		uint32_t sq = h->src_qp != INSP_QPN_UNKNOWN
+				  ? h->src_qp
+				  : (h->peer ? h->peer->dqpn : INSP_QPN_UNKNOWN);
 
 		if (h->peer && !h->is_first)
 			continue;
@@ -477,8 +494,11 @@ int rocemu_cmd_inspect(int argc, char **argv)
 		insp_state_free(&s);
 		return 2;
 	}
-	ro = (struct insp_report_opts){.json = o.json, .check = o.check, .max_events = o.max_events,
-				       .files = (const char *const *)o.files, .nfiles = o.nfiles};
+	ro = (struct insp_report_opts){.json = o.json,
+				       .check = o.check,
+				       .max_events = o.max_events,
+				       .files = (const char *const *)o.files,
+				       .nfiles = o.nfiles};
 
 	if (o.ladder || o.plot) {
 		if (o.ladder) {

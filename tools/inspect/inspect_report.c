@@ -37,12 +37,18 @@ const char *insp_transport_name(uint8_t transport)
 const char *insp_op_short(uint8_t opcode)
 {
 	static const char *const ops[0x18] = {
-		"SEND_FIRST",      "SEND_MIDDLE",      "SEND_LAST",      "SEND_LAST_IMM",
-		"SEND_ONLY",       "SEND_ONLY_IMM",    "WRITE_FIRST",    "WRITE_MIDDLE",
-		"WRITE_LAST",      "WRITE_LAST_IMM",   "WRITE_ONLY",     "WRITE_ONLY_IMM",
-		"READ_REQUEST",    "READ_RESP_FIRST",  "READ_RESP_MIDDLE", "READ_RESP_LAST",
-		"READ_RESP_ONLY",  "ACK",              "ATOMIC_ACK",     "CMP_SWAP",
-		"FETCH_ADD",       NULL,               "SEND_LAST_INV",  "SEND_ONLY_INV",
+	    "SEND_FIRST",	"SEND_MIDDLE",
+	    "SEND_LAST",	"SEND_LAST_IMM",
+	    "SEND_ONLY",	"SEND_ONLY_IMM",
+	    "WRITE_FIRST",	"WRITE_MIDDLE",
+	    "WRITE_LAST",	"WRITE_LAST_IMM",
+	    "WRITE_ONLY",	"WRITE_ONLY_IMM",
+	    "READ_REQUEST",	"READ_RESP_FIRST",
+	    "READ_RESP_MIDDLE", "READ_RESP_LAST",
+	    "READ_RESP_ONLY",	"ACK",
+	    "ATOMIC_ACK",	"CMP_SWAP",
+	    "FETCH_ADD",	NULL,
+	    "SEND_LAST_INV",	"SEND_ONLY_INV",
 	};
 	static char bufs[4][16];
 	static unsigned next;
@@ -60,18 +66,18 @@ const char *insp_op_short(uint8_t opcode)
 const char *insp_event_name(enum insp_event_kind k)
 {
 	static const char *const names[INSP_EV_KINDS] = {
-		[INSP_EV_GAP] = "psn_gap",
-		[INSP_EV_GAP_UNRECOVERED] = "psn_gap_at_end",
-		[INSP_EV_REORDERED] = "reordered",
-		[INSP_EV_RETRANSMIT] = "retransmission",
-		[INSP_EV_DUPLICATE] = "duplicate",
-		[INSP_EV_NAK] = "nak",
-		[INSP_EV_RNR_NAK] = "rnr_nak",
-		[INSP_EV_ICRC] = "icrc_error",
-		[INSP_EV_MALFORMED] = "malformed",
-		[INSP_EV_TRUNCATED] = "truncated",
-		[INSP_EV_NO_REQUEST] = "response_without_request",
-		[INSP_EV_CNP] = "cnp",
+	    [INSP_EV_GAP] = "psn_gap",
+	    [INSP_EV_GAP_UNRECOVERED] = "psn_gap_at_end",
+	    [INSP_EV_REORDERED] = "reordered",
+	    [INSP_EV_RETRANSMIT] = "retransmission",
+	    [INSP_EV_DUPLICATE] = "duplicate",
+	    [INSP_EV_NAK] = "nak",
+	    [INSP_EV_RNR_NAK] = "rnr_nak",
+	    [INSP_EV_ICRC] = "icrc_error",
+	    [INSP_EV_MALFORMED] = "malformed",
+	    [INSP_EV_TRUNCATED] = "truncated",
+	    [INSP_EV_NO_REQUEST] = "response_without_request",
+	    [INSP_EV_CNP] = "cnp",
 	};
 	return (unsigned)k < INSP_EV_KINDS && names[k] ? names[k] : "event";
 }
@@ -79,8 +85,8 @@ const char *insp_event_name(enum insp_event_kind k)
 const char *insp_nak_name(unsigned code)
 {
 	static const char *const names[INSP_NAK_CODES] = {
-		"psn_sequence_error", "invalid_request", "remote_access_error",
-		"remote_operational_error", "invalid_rd_request",
+	    "psn_sequence_error",	"invalid_request",    "remote_access_error",
+	    "remote_operational_error", "invalid_rd_request",
 	};
 	return code < INSP_NAK_CODES ? names[code] : "reserved";
 }
@@ -89,9 +95,9 @@ const char *insp_nak_name(unsigned code)
 double insp_rnr_timer_us(unsigned code)
 {
 	static const double us[32] = {
-		655360, 10,    20,    30,    40,    60,    80,     120,    160,    240,   320,
-		480,    640,   960,   1280,  1920,  2560,  3840,   5120,   7680,   10240, 15360,
-		20480,  30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+	    655360, 10,	   20,	  30,	 40,	60,	80,	120,	160,	240,	320,
+	    480,    640,   960,	  1280,	 1920,	2560,	3840,	5120,	7680,	10240,	15360,
+	    20480,  30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
 	};
 	return us[code & 31];
 }
@@ -223,8 +229,9 @@ static void event_text(const struct insp_event *e, char *buf, size_t len)
 		snprintf(buf, len, "%s: NAK %s psn %u", t, insp_nak_name(e->value), e->psn);
 		break;
 	case INSP_EV_RNR_NAK:
-		snprintf(buf, len, "%s: RNR NAK psn %u, timer %u (%s)", t, e->psn, e->value,
-			 insp_fmt_ns((uint64_t)(insp_rnr_timer_us(e->value) * 1000), ps, sizeof(ps)));
+		snprintf(
+		    buf, len, "%s: RNR NAK psn %u, timer %u (%s)", t, e->psn, e->value,
+		    insp_fmt_ns((uint64_t)(insp_rnr_timer_us(e->value) * 1000), ps, sizeof(ps)));
 		break;
 	case INSP_EV_ICRC:
 		snprintf(buf, len, "%s: bad ICRC psn %u", t, e->psn);
@@ -234,11 +241,12 @@ static void event_text(const struct insp_event *e, char *buf, size_t len)
 			 roce_parse_status_name((enum roce_parse_status)e->value));
 		break;
 	case INSP_EV_TRUNCATED:
-		snprintf(buf, len, "%s%struncated by the capture (%u of %u bytes)", t, *t ? ": " : "",
-			 e->value, e->psn2);
+		snprintf(buf, len, "%s%struncated by the capture (%u of %u bytes)", t,
+			 *t ? ": " : "", e->value, e->psn2);
 		break;
 	case INSP_EV_NO_REQUEST:
-		snprintf(buf, len, "%s: response psn %u answers no request in the capture", t, e->psn);
+		snprintf(buf, len, "%s: response psn %u answers no request in the capture", t,
+			 e->psn);
 		break;
 	default:
 		snprintf(buf, len, "%s: %s", t, insp_event_name((enum insp_event_kind)e->kind));
@@ -254,8 +262,7 @@ static void where_text(const struct insp_event *e, unsigned nfiles, char *buf, s
 		snprintf(buf, len, "frame %" PRIu64, e->frame);
 }
 
-void insp_report_violations(FILE *out, const struct insp_state *s,
-			    const struct insp_report_opts *o)
+void insp_report_violations(FILE *out, const struct insp_state *s, const struct insp_report_opts *o)
 {
 	char w[48], t[384];
 
@@ -289,10 +296,11 @@ void insp_print_packet(FILE *out, const struct insp_state *s, const struct insp_
 	insp_gid_text(f->dst_gid, b, sizeof(b));
 	if (nfiles > 1)
 		fprintf(out, "%u:", f->file_no + 1);
-	fprintf(out, "%" PRIu64 " %" PRIu64 ".%09" PRIu64 " %s:%u > %s", f->index, rel / 1000000000u,
-		rel % 1000000000u, a, f->sport, b);
+	fprintf(out, "%" PRIu64 " %" PRIu64 ".%09" PRIu64 " %s:%u > %s", f->index,
+		rel / 1000000000u, rel % 1000000000u, a, f->sport, b);
 	if (!f->has_bth) {
-		fprintf(out, " MALFORMED (%s) len %u\n", roce_parse_status_name(f->status), f->wirelen);
+		fprintf(out, " MALFORMED (%s) len %u\n", roce_parse_status_name(f->status),
+			f->wirelen);
 		return;
 	}
 	fprintf(out, " %s %s qp 0x%06x psn %u", insp_transport_name(f->opcode & 0xE0),
@@ -307,8 +315,8 @@ void insp_print_packet(FILE *out, const struct insp_state *s, const struct insp_
 		if (p->becn)
 			fprintf(out, " BECN");
 		if (p->op && (p->op->hdrs & ROCE_HDR_RETH))
-			fprintf(out, " reth va 0x%" PRIx64 " rkey 0x%x dlen %u", p->reth.va, p->reth.rkey,
-				p->reth.dma_len);
+			fprintf(out, " reth va 0x%" PRIx64 " rkey 0x%x dlen %u", p->reth.va,
+				p->reth.rkey, p->reth.dma_len);
 		if (p->op && (p->op->hdrs & ROCE_HDR_AETH)) {
 			unsigned type = ROCE_AETH_TYPE(p->aeth.syndrome);
 			unsigned v = ROCE_AETH_VALUE(p->aeth.syndrome);
@@ -325,8 +333,10 @@ void insp_print_packet(FILE *out, const struct insp_state *s, const struct insp_
 					p->aeth.msn);
 		}
 		if (p->op && (p->op->hdrs & ROCE_HDR_ATOMIC_ETH))
-			fprintf(out, " atomic va 0x%" PRIx64 " rkey 0x%x swap_add %" PRIu64 " cmp %" PRIu64,
-				p->atomic.va, p->atomic.rkey, p->atomic.swap_add, p->atomic.compare);
+			fprintf(
+			    out,
+			    " atomic va 0x%" PRIx64 " rkey 0x%x swap_add %" PRIu64 " cmp %" PRIu64,
+			    p->atomic.va, p->atomic.rkey, p->atomic.swap_add, p->atomic.compare);
 		if (p->op && (p->op->hdrs & ROCE_HDR_ATOMIC_ACK_ETH))
 			fprintf(out, " orig %" PRIu64, p->atomic_orig);
 		if (p->op && (p->op->hdrs & ROCE_HDR_DETH))
@@ -371,9 +381,11 @@ static void text_latency(FILE *out, const struct insp_hist *h)
 		fprintf(out, "    latency: no completed messages\n");
 		return;
 	}
-	fprintf(out, "    latency (last request packet -> response): n %" PRIu64
-		     ", min %s, p50 %s, p90 %s, p99 %s, max %s, mean %s\n",
-		h->n, insp_fmt_ns(h->min, b[0], 32), insp_fmt_ns(insp_hist_quantile(h, 0.5), b[1], 32),
+	fprintf(out,
+		"    latency (last request packet -> response): n %" PRIu64
+		", min %s, p50 %s, p90 %s, p99 %s, max %s, mean %s\n",
+		h->n, insp_fmt_ns(h->min, b[0], 32),
+		insp_fmt_ns(insp_hist_quantile(h, 0.5), b[1], 32),
 		insp_fmt_ns(insp_hist_quantile(h, 0.9), b[2], 32),
 		insp_fmt_ns(insp_hist_quantile(h, 0.99), b[3], 32), insp_fmt_ns(h->max, b[4], 32),
 		insp_fmt_ns((uint64_t)(h->sum / (double)h->n), b[5], 32));
@@ -395,13 +407,15 @@ static void text_half(FILE *out, const struct insp_half *h)
 	for (unsigned op = 0; op < 256; op++) {
 		if (!h->ops[op])
 			continue;
-		fprintf(out, "%s %s %u", any ? "," : "", insp_op_short((uint8_t)op), h->ops[op]);
+		fprintf(out, "%s %s %" PRIu64, any ? "," : "", insp_op_short((uint8_t)op),
+			h->ops[op]);
 		any = true;
 	}
 	fprintf(out, "%s\n", any ? "" : " none");
 	fprintf(out, "    requests %" PRIu64, h->req_pkts);
 	if (h->req_seen)
-		fprintf(out, ", psn %u..%u", h->req_first, roce_psn_add(h->req_next, ROCE_PSN_MASK));
+		fprintf(out, ", psn %u..%u", h->req_first,
+			roce_psn_add(h->req_next, ROCE_PSN_MASK));
 	fprintf(out, ", messages %" PRIu64, half_msgs(h));
 	any = false;
 	for (unsigned k = 0; k < INSP_MSG_KINDS; k++) {
@@ -431,12 +445,13 @@ static void text_half(FILE *out, const struct insp_half *h)
 	for (unsigned c = 0; c < 32; c++) {
 		if (!h->rnr_timer[c])
 			continue;
-		fprintf(out, "%stimer %u = %.2f ms: %u", any ? ", " : " (", c,
+		fprintf(out, "%stimer %u = %.2f ms: %" PRIu64, any ? ", " : " (", c,
 			insp_rnr_timer_us(c) / 1000, h->rnr_timer[c]);
 		any = true;
 	}
-	fprintf(out, "%s, read responses %" PRIu64 ", atomic acks %" PRIu64
-		     ", without request %" PRIu64 "\n",
+	fprintf(out,
+		"%s, read responses %" PRIu64 ", atomic acks %" PRIu64 ", without request %" PRIu64
+		"\n",
 		any ? ")" : "", h->read_resps, h->atomic_acks, h->unmatched_responses);
 	fprintf(out,
 		"    cnp %" PRIu64 ", ecn-ce %" PRIu64 ", fecn %" PRIu64 ", becn %" PRIu64
@@ -447,8 +462,8 @@ static void text_half(FILE *out, const struct insp_half *h)
 
 struct totals {
 	uint64_t conversations, pkts, payload, msgs[INSP_MSG_KINDS], msg_bytes[INSP_MSG_KINDS],
-		completed, incomplete, retx, dups, oos, gaps, acks, naks, rnr, cnps, ecn, icrc,
-		malformed, truncated, no_request;
+	    completed, incomplete, retx, dups, oos, gaps, acks, naks, rnr, cnps, ecn, icrc,
+	    malformed, truncated, no_request;
 	struct insp_hist lat;
 };
 
@@ -499,14 +514,17 @@ void insp_report_text(FILE *out, const struct insp_state *s, const struct insp_r
 	for (unsigned i = 0; i < o->nfiles; i++)
 		fprintf(out, "capture %s\n", o->files[i]);
 	fprintf(out,
-		"frames %" PRIu64 ": RoCEv2 %" PRIu64 ", malformed RoCEv2 %" PRIu64 ", other %" PRIu64
-		" (non-IP %" PRIu64 ", IP not UDP %" PRIu64 ", other UDP %" PRIu64 ", too short %" PRIu64
-		"), truncated by snaplen %" PRIu64 "\n",
-		s->frames, s->frames_by_class[INSP_ROCE], s->frames_by_class[INSP_ROCE_MALFORMED], other,
-		s->frames_by_class[INSP_NON_IP], s->frames_by_class[INSP_NON_UDP],
-		s->frames_by_class[INSP_UDP_OTHER], s->frames_by_class[INSP_SHORT], s->truncated_frames);
+		"frames %" PRIu64 ": RoCEv2 %" PRIu64 ", malformed RoCEv2 %" PRIu64
+		", other %" PRIu64 " (non-IP %" PRIu64 ", IP not UDP %" PRIu64
+		", other UDP %" PRIu64 ", too short %" PRIu64 "), truncated by snaplen %" PRIu64
+		"\n",
+		s->frames, s->frames_by_class[INSP_ROCE], s->frames_by_class[INSP_ROCE_MALFORMED],
+		other, s->frames_by_class[INSP_NON_IP], s->frames_by_class[INSP_NON_UDP],
+		s->frames_by_class[INSP_UDP_OTHER], s->frames_by_class[INSP_SHORT],
+		s->truncated_frames);
 	fprintf(out, "duration %s, wire bytes %" PRIu64 "\n",
-		insp_fmt_ns(s->ts_valid ? s->last_ts - s->first_ts : 0, d, sizeof(d)), s->wire_bytes);
+		insp_fmt_ns(s->ts_valid ? s->last_ts - s->first_ts : 0, d, sizeof(d)),
+		s->wire_bytes);
 
 	for (unsigned i = 0; i < s->nhalves; i++) {
 		const struct insp_half *h = s->halves[i], *p = h->peer;
@@ -517,8 +535,8 @@ void insp_report_text(FILE *out, const struct insp_state *s, const struct insp_r
 		insp_gid_text(h->src, a, sizeof(a));
 		insp_gid_text(h->dst, b, sizeof(b));
 		fprintf(out, "\nconversation %u: %s %s qp %s <-> %s qp %s", conv,
-			insp_transport_name(conv_transport(h)), a, qpn_text(src_qpn(h), qa, sizeof(qa)),
-			b, qpn_text(h->dqpn, qb, sizeof(qb)));
+			insp_transport_name(conv_transport(h)), a,
+			qpn_text(src_qpn(h), qa, sizeof(qa)), b, qpn_text(h->dqpn, qb, sizeof(qb)));
 		if (p)
 			fprintf(out, " (paired by %s)\n", h->paired_by);
 		else
@@ -529,20 +547,20 @@ void insp_report_text(FILE *out, const struct insp_state *s, const struct insp_r
 	}
 
 	totals_of(s, t);
-	fprintf(out, "\ntotals: conversations %" PRIu64 ", packets %" PRIu64 ", payload bytes %" PRIu64
-		     ", messages %" PRIu64 " (SEND %" PRIu64 ", WRITE %" PRIu64 ", READ %" PRIu64
-		     ", ATOMIC %" PRIu64 "), completed %" PRIu64 ", incomplete %" PRIu64 "\n",
+	fprintf(out,
+		"\ntotals: conversations %" PRIu64 ", packets %" PRIu64 ", payload bytes %" PRIu64
+		", messages %" PRIu64 " (SEND %" PRIu64 ", WRITE %" PRIu64 ", READ %" PRIu64
+		", ATOMIC %" PRIu64 "), completed %" PRIu64 ", incomplete %" PRIu64 "\n",
 		t->conversations, t->pkts, t->payload,
-		t->msgs[0] + t->msgs[1] + t->msgs[2] + t->msgs[3], t->msgs[0], t->msgs[1], t->msgs[2],
-		t->msgs[3], t->completed, t->incomplete);
+		t->msgs[0] + t->msgs[1] + t->msgs[2] + t->msgs[3], t->msgs[0], t->msgs[1],
+		t->msgs[2], t->msgs[3], t->completed, t->incomplete);
 	fprintf(out,
 		"  retransmitted %" PRIu64 ", duplicates %" PRIu64 ", out-of-sequence %" PRIu64
 		", gaps %" PRIu64 ", acks %" PRIu64 ", naks %" PRIu64 ", rnr-naks %" PRIu64
 		", cnp %" PRIu64 ", ecn-ce %" PRIu64 ", icrc errors %" PRIu64 ", malformed %" PRIu64
 		", truncated %" PRIu64 ", responses without request %" PRIu64 "\n",
-		t->retx, t->dups, t->oos, t->gaps, t->acks, t->naks, t->rnr, t->cnps, t->ecn, t->icrc,
-		s->frames_by_class[INSP_ROCE_MALFORMED], t->truncated,
-		t->no_request);
+		t->retx, t->dups, t->oos, t->gaps, t->acks, t->naks, t->rnr, t->cnps, t->ecn,
+		t->icrc, s->frames_by_class[INSP_ROCE_MALFORMED], t->truncated, t->no_request);
 	text_latency(out, &t->lat);
 	if (s->flow_table_full)
 		fprintf(out, "  flow table full: %" PRIu64 " packets not attributed\n",
@@ -553,7 +571,8 @@ void insp_report_text(FILE *out, const struct insp_state *s, const struct insp_r
 		for (unsigned i = 0; i < s->nevents && shown < o->max_events; i++, shown++) {
 			where_text(&s->events[i], o->nfiles, w, sizeof(w));
 			event_text(&s->events[i], e, sizeof(e));
-			fprintf(out, "  %s%s: %s\n", s->events[i].violation ? "VIOLATION " : "", w, e);
+			fprintf(out, "  %s%s: %s\n", s->events[i].violation ? "VIOLATION " : "", w,
+				e);
 		}
 		if (shown < s->nevents || s->events_dropped)
 			fprintf(out, "  ... %" PRIu64 " more (use --events N)\n",
@@ -613,14 +632,16 @@ static void json_half(FILE *out, const struct insp_half *h)
 		fprintf(out, "%u", src_qpn(h));
 	fprintf(out, ", \"udp_sport\": %u, \"udp_sport_varies\": %s", h->sport,
 		h->sport_varies ? "true" : "false");
-	fprintf(out, ", \"packets\": %" PRIu64 ", \"wire_bytes\": %" PRIu64 ", \"payload_bytes\": %" PRIu64,
+	fprintf(out,
+		", \"packets\": %" PRIu64 ", \"wire_bytes\": %" PRIu64
+		", \"payload_bytes\": %" PRIu64,
 		h->pkts, h->wire_bytes, h->payload_bytes);
 	fprintf(out, ", \"opcodes\": [");
 	for (unsigned op = 0; op < 256; op++) {
 		if (!h->ops[op])
 			continue;
-		fprintf(out, "%s{\"opcode\": %u, \"name\": \"%s\", \"count\": %u}", any ? ", " : "", op,
-			insp_op_short((uint8_t)op), h->ops[op]);
+		fprintf(out, "%s{\"opcode\": %u, \"name\": \"%s\", \"count\": %" PRIu64 "}",
+			any ? ", " : "", op, insp_op_short((uint8_t)op), h->ops[op]);
 		any = true;
 	}
 	fprintf(out, "], \"requests\": %" PRIu64, h->req_pkts);
@@ -629,9 +650,11 @@ static void json_half(FILE *out, const struct insp_half *h)
 			roce_psn_add(h->req_next, ROCE_PSN_MASK));
 	fprintf(out, ", \"messages\": {\"total\": %" PRIu64, half_msgs(h));
 	for (unsigned k = 0; k < INSP_MSG_KINDS; k++)
-		fprintf(out, ", \"%s\": {\"count\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", kind_name(k),
-			h->msgs[k], h->msg_bytes[k]);
-	fprintf(out, ", \"completed\": %" PRIu64 ", \"incomplete\": %" PRIu64 ", \"untracked\": %" PRIu64 "}",
+		fprintf(out, ", \"%s\": {\"count\": %" PRIu64 ", \"bytes\": %" PRIu64 "}",
+			kind_name(k), h->msgs[k], h->msg_bytes[k]);
+	fprintf(out,
+		", \"completed\": %" PRIu64 ", \"incomplete\": %" PRIu64 ", \"untracked\": %" PRIu64
+		"}",
 		h->msgs_completed, h->msgs_incomplete, h->msgs_untracked);
 	fprintf(out,
 		", \"retransmitted\": %" PRIu64 ", \"duplicates\": %" PRIu64
@@ -639,7 +662,8 @@ static void json_half(FILE *out, const struct insp_half *h)
 		", \"psn_missing\": %" PRIu64,
 		h->retransmitted, h->duplicates, h->out_of_seq, h->reordered, h->gaps_seen,
 		h->psn_missing);
-	fprintf(out, ", \"acks\": %" PRIu64 ", \"naks\": {\"total\": %" PRIu64, h->acks, half_naks(h));
+	fprintf(out, ", \"acks\": %" PRIu64 ", \"naks\": {\"total\": %" PRIu64, h->acks,
+		half_naks(h));
 	for (unsigned c = 0; c <= INSP_NAK_CODES; c++)
 		fprintf(out, ", \"%s\": %" PRIu64, insp_nak_name(c), h->naks[c]);
 	fprintf(out, "}, \"rnr_naks\": {\"total\": %" PRIu64 ", \"timers\": [", h->rnr_naks);
@@ -647,8 +671,8 @@ static void json_half(FILE *out, const struct insp_half *h)
 	for (unsigned c = 0; c < 32; c++) {
 		if (!h->rnr_timer[c])
 			continue;
-		fprintf(out, "%s{\"timer\": %u, \"us\": %.0f, \"count\": %u}", any ? ", " : "", c,
-			insp_rnr_timer_us(c), h->rnr_timer[c]);
+		fprintf(out, "%s{\"timer\": %u, \"us\": %.0f, \"count\": %" PRIu64 "}",
+			any ? ", " : "", c, insp_rnr_timer_us(c), h->rnr_timer[c]);
 		any = true;
 	}
 	fprintf(out,
@@ -656,8 +680,9 @@ static void json_half(FILE *out, const struct insp_half *h)
 		", \"responses_without_request\": %" PRIu64,
 		h->read_resps, h->atomic_acks, h->unmatched_responses);
 	fprintf(out,
-		", \"cnp\": %" PRIu64 ", \"ecn_ce\": %" PRIu64 ", \"fecn\": %" PRIu64 ", \"becn\": %" PRIu64
-		", \"icrc_errors\": %" PRIu64 ", \"malformed\": %" PRIu64 ", \"truncated\": %" PRIu64,
+		", \"cnp\": %" PRIu64 ", \"ecn_ce\": %" PRIu64 ", \"fecn\": %" PRIu64
+		", \"becn\": %" PRIu64 ", \"icrc_errors\": %" PRIu64 ", \"malformed\": %" PRIu64
+		", \"truncated\": %" PRIu64,
 		h->cnps, h->ecn_ce, h->fecn, h->becn, h->icrc_errors, h->malformed, h->truncated);
 	fprintf(out, ", \"latency_ns\": ");
 	json_latency(out, h->lat);
@@ -680,13 +705,14 @@ void insp_report_json(FILE *out, const struct insp_state *s, const struct insp_r
 	}
 	fprintf(out,
 		"],\n \"frames\": {\"total\": %" PRIu64 ", \"roce\": %" PRIu64
-		", \"roce_malformed\": %" PRIu64 ", \"non_ip\": %" PRIu64 ", \"ip_not_udp\": %" PRIu64
-		", \"udp_other\": %" PRIu64 ", \"too_short\": %" PRIu64 ", \"truncated\": %" PRIu64
-		", \"wire_bytes\": %" PRIu64 ", \"duration_ns\": %" PRIu64 "},\n",
+		", \"roce_malformed\": %" PRIu64 ", \"non_ip\": %" PRIu64
+		", \"ip_not_udp\": %" PRIu64 ", \"udp_other\": %" PRIu64 ", \"too_short\": %" PRIu64
+		", \"truncated\": %" PRIu64 ", \"wire_bytes\": %" PRIu64
+		", \"duration_ns\": %" PRIu64 "},\n",
 		s->frames, s->frames_by_class[INSP_ROCE], s->frames_by_class[INSP_ROCE_MALFORMED],
 		s->frames_by_class[INSP_NON_IP], s->frames_by_class[INSP_NON_UDP],
-		s->frames_by_class[INSP_UDP_OTHER], s->frames_by_class[INSP_SHORT], s->truncated_frames,
-		s->wire_bytes, s->ts_valid ? s->last_ts - s->first_ts : 0);
+		s->frames_by_class[INSP_UDP_OTHER], s->frames_by_class[INSP_SHORT],
+		s->truncated_frames, s->wire_bytes, s->ts_valid ? s->last_ts - s->first_ts : 0);
 	fprintf(out, " \"conversations\": [");
 	for (unsigned i = 0; i < s->nhalves; i++) {
 		const struct insp_half *h = s->halves[i], *p = h->peer;
@@ -696,8 +722,8 @@ void insp_report_json(FILE *out, const struct insp_state *s, const struct insp_r
 		conv++;
 		insp_gid_text(h->src, a, sizeof(a));
 		insp_gid_text(h->dst, b, sizeof(b));
-		fprintf(out, "%s\n  {\"id\": %u, \"transport\": \"%s\", \"paired_by\": ", first ? "" : ",",
-			conv, insp_transport_name(conv_transport(h)));
+		fprintf(out, "%s\n  {\"id\": %u, \"transport\": \"%s\", \"paired_by\": ",
+			first ? "" : ",", conv, insp_transport_name(conv_transport(h)));
 		first = false;
 		if (p)
 			json_str(out, h->paired_by);
@@ -718,31 +744,37 @@ void insp_report_json(FILE *out, const struct insp_state *s, const struct insp_r
 		fprintf(out, "]}");
 	}
 	totals_of(s, t);
-	fprintf(out, "],\n \"totals\": {\"conversations\": %" PRIu64 ", \"packets\": %" PRIu64
-		     ", \"payload_bytes\": %" PRIu64 ", \"messages\": {\"total\": %" PRIu64,
-		t->conversations, t->pkts, t->payload, t->msgs[0] + t->msgs[1] + t->msgs[2] + t->msgs[3]);
-	for (unsigned k = 0; k < INSP_MSG_KINDS; k++)
-		fprintf(out, ", \"%s\": {\"count\": %" PRIu64 ", \"bytes\": %" PRIu64 "}", kind_name(k),
-			t->msgs[k], t->msg_bytes[k]);
 	fprintf(out,
-		"}, \"completed\": %" PRIu64 ", \"incomplete\": %" PRIu64 ", \"retransmitted\": %" PRIu64
-		", \"duplicates\": %" PRIu64 ", \"out_of_sequence\": %" PRIu64 ", \"gaps\": %" PRIu64
-		", \"acks\": %" PRIu64 ", \"naks\": %" PRIu64 ", \"rnr_naks\": %" PRIu64
-		", \"cnp\": %" PRIu64 ", \"ecn_ce\": %" PRIu64 ", \"icrc_errors\": %" PRIu64
-		", \"malformed\": %" PRIu64 ", \"truncated\": %" PRIu64
-		", \"responses_without_request\": %" PRIu64 ", \"latency_ns\": ",
-		t->completed, t->incomplete, t->retx, t->dups, t->oos, t->gaps, t->acks, t->naks, t->rnr,
-		t->cnps, t->ecn, t->icrc, s->frames_by_class[INSP_ROCE_MALFORMED], t->truncated,
-		t->no_request);
+		"],\n \"totals\": {\"conversations\": %" PRIu64 ", \"packets\": %" PRIu64
+		", \"payload_bytes\": %" PRIu64 ", \"messages\": {\"total\": %" PRIu64,
+		t->conversations, t->pkts, t->payload,
+		t->msgs[0] + t->msgs[1] + t->msgs[2] + t->msgs[3]);
+	for (unsigned k = 0; k < INSP_MSG_KINDS; k++)
+		fprintf(out, ", \"%s\": {\"count\": %" PRIu64 ", \"bytes\": %" PRIu64 "}",
+			kind_name(k), t->msgs[k], t->msg_bytes[k]);
+	fprintf(out,
+		"}, \"completed\": %" PRIu64 ", \"incomplete\": %" PRIu64
+		", \"retransmitted\": %" PRIu64 ", \"duplicates\": %" PRIu64
+		", \"out_of_sequence\": %" PRIu64 ", \"gaps\": %" PRIu64 ", \"acks\": %" PRIu64
+		", \"naks\": %" PRIu64 ", \"rnr_naks\": %" PRIu64 ", \"cnp\": %" PRIu64
+		", \"ecn_ce\": %" PRIu64 ", \"icrc_errors\": %" PRIu64 ", \"malformed\": %" PRIu64
+		", \"truncated\": %" PRIu64 ", \"responses_without_request\": %" PRIu64
+		", \"latency_ns\": ",
+		t->completed, t->incomplete, t->retx, t->dups, t->oos, t->gaps, t->acks, t->naks,
+		t->rnr, t->cnps, t->ecn, t->icrc, s->frames_by_class[INSP_ROCE_MALFORMED],
+		t->truncated, t->no_request);
 	json_latency(out, &t->lat);
 	fprintf(out, "},\n \"events\": [");
 	for (unsigned i = 0; i < s->nevents; i++) {
 		const struct insp_event *ev = &s->events[i];
 
 		event_text(ev, e, sizeof(e));
-		fprintf(out, "%s\n  {\"file\": %u, \"frame\": %" PRIu64 ", \"kind\": \"%s\", \"violation\": %s, "
-			     "\"conversation\": %u, \"psn\": %u, \"text\": ",
-			i ? "," : "", ev->file, ev->frame, insp_event_name((enum insp_event_kind)ev->kind),
+		fprintf(out,
+			"%s\n  {\"file\": %u, \"frame\": %" PRIu64
+			", \"kind\": \"%s\", \"violation\": %s, "
+			"\"conversation\": %u, \"psn\": %u, \"text\": ",
+			i ? "," : "", ev->file, ev->frame,
+			insp_event_name((enum insp_event_kind)ev->kind),
 			ev->violation ? "true" : "false",
 			ev->half ? conversation_number(s, ev->half) : 0, ev->psn);
 		json_str(out, e);

@@ -15,17 +15,17 @@
 
 #include "inspect.h"
 
-#define COL_REQUEST "#1f4e9c"
-#define COL_ACK "#2e7d32"
+#define COL_REQUEST   "#1f4e9c"
+#define COL_ACK	      "#2e7d32"
 #define COL_READ_RESP "#00838f"
-#define COL_NAK "#c62828"
-#define COL_RNR "#ef6c00"
-#define COL_RETX "#8e24aa"
-#define COL_DUP "#757575"
-#define COL_CNP "#ad1457"
-#define COL_LATE "#f9a825"
-#define HALO "paint-order=\"stroke\" stroke=\"white\" stroke-width=\"4\" stroke-linejoin=\"round\""
-#define FONT "font-family=\"DejaVu Sans Mono,Menlo,Consolas,monospace\""
+#define COL_NAK	      "#c62828"
+#define COL_RNR	      "#ef6c00"
+#define COL_RETX      "#8e24aa"
+#define COL_DUP	      "#757575"
+#define COL_CNP	      "#ad1457"
+#define COL_LATE      "#f9a825"
+#define HALO	      "paint-order=\"stroke\" stroke=\"white\" stroke-width=\"4\" stroke-linejoin=\"round\""
+#define FONT	      "font-family=\"DejaVu Sans Mono,Menlo,Consolas,monospace\""
 
 static void svg_text(FILE *out, const char *s)
 {
@@ -111,11 +111,13 @@ static void lane_title(FILE *out, double x, const struct insp_half *h, bool a_si
 
 	/* lane A is the sender of half a; its QPN is what half b targets */
 	insp_gid_text(a_side ? h->src : h->dst, ip, sizeof(ip));
-	qpn = a_side ? (h->src_qp != INSP_QPN_UNKNOWN ? h->src_qp
-						      : (h->peer ? h->peer->dqpn : INSP_QPN_UNKNOWN))
-		     : h->dqpn;
-	fprintf(out, "<text x=\"%.0f\" y=\"40\" text-anchor=\"middle\" font-size=\"14\" "
-		     "font-weight=\"bold\">",
+	qpn = a_side
+		  ? (h->src_qp != INSP_QPN_UNKNOWN ? h->src_qp
+						   : (h->peer ? h->peer->dqpn : INSP_QPN_UNKNOWN))
+		  : h->dqpn;
+	fprintf(out,
+		"<text x=\"%.0f\" y=\"40\" text-anchor=\"middle\" font-size=\"14\" "
+		"font-weight=\"bold\">",
 		x);
 	svg_text(out, ip);
 	fprintf(out, "</text>\n<text x=\"%.0f\" y=\"58\" text-anchor=\"middle\" font-size=\"12\">",
@@ -154,9 +156,9 @@ int insp_svg_ladder(FILE *out, const struct insp_ladder *l)
 		width, height, width, height);
 	/* one arrowhead per colour */
 	{
-		static const char *const cols[] = {COL_REQUEST, COL_ACK,  COL_READ_RESP,
-						   COL_NAK,     COL_RNR,  COL_RETX,
-						   COL_DUP,     COL_CNP,  COL_LATE};
+		static const char *const cols[] = {COL_REQUEST, COL_ACK, COL_READ_RESP,
+						   COL_NAK,	COL_RNR, COL_RETX,
+						   COL_DUP,	COL_CNP, COL_LATE};
 		for (unsigned c = 0; c < sizeof(cols) / sizeof(cols[0]); c++)
 			fprintf(out,
 				"<marker id=\"h%s\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" "
@@ -185,19 +187,21 @@ int insp_svg_ladder(FILE *out, const struct insp_ladder *l)
 		double xm = (xa + xb) / 2;
 
 		if (i && p->ts - prev >= 1000000) {
-			fprintf(out,
-				"<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#bbb\" "
-				"stroke-dasharray=\"2,4\"/>\n"
-				"<text x=\"%.0f\" y=\"%.0f\" font-size=\"11\" fill=\"#777\" "
-				"text-anchor=\"middle\" " HALO ">pause %s</text>\n",
-				xa - 200, y + row / 2 - 8, xb + 150, y + row / 2 - 8, xm, y + row / 2 - 4,
-				insp_fmt_ns(p->ts - prev, dbuf, sizeof(dbuf)));
+			fprintf(
+			    out,
+			    "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#bbb\" "
+			    "stroke-dasharray=\"2,4\"/>\n"
+			    "<text x=\"%.0f\" y=\"%.0f\" font-size=\"11\" fill=\"#777\" "
+			    "text-anchor=\"middle\" " HALO ">pause %s</text>\n",
+			    xa - 200, y + row / 2 - 8, xb + 150, y + row / 2 - 8, xm,
+			    y + row / 2 - 4, insp_fmt_ns(p->ts - prev, dbuf, sizeof(dbuf)));
 			y += row;
 		}
 		fprintf(out, "<text x=\"10\" y=\"%.0f\" font-size=\"11\" fill=\"#555\">%s</text>\n",
 			y + 12, insp_fmt_ns(p->ts - t0, tbuf, sizeof(tbuf)));
 		fprintf(out,
-			"<text x=\"100\" y=\"%.0f\" font-size=\"10\" fill=\"#999\">#%" PRIu64 "</text>\n",
+			"<text x=\"100\" y=\"%.0f\" font-size=\"10\" fill=\"#999\">#%" PRIu64
+			"</text>\n",
 			y + 12, p->frame);
 		fprintf(out,
 			"<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" "
@@ -209,11 +213,13 @@ int insp_svg_ladder(FILE *out, const struct insp_ladder *l)
 				"<path d=\"M%.0f,%.0f l10,10 m0,-10 l-10,10\" stroke=\"%s\" "
 				"stroke-width=\"2.5\"/>\n",
 				x2 + (p->from_a ? -25 : 15), y + row * 0.6 - 12, st.colour);
-		fprintf(out, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"11\" text-anchor=\"middle\" "
-			     "fill=\"%s\" " HALO ">",
+		fprintf(out,
+			"<text x=\"%.0f\" y=\"%.0f\" font-size=\"11\" text-anchor=\"middle\" "
+			"fill=\"%s\" " HALO ">",
 			xm, y + 1, st.colour);
 		if (st.nak)
-			fprintf(out, "NAK %s psn %u", insp_nak_name(ROCE_AETH_VALUE(p->syndrome)), p->psn);
+			fprintf(out, "NAK %s psn %u", insp_nak_name(ROCE_AETH_VALUE(p->syndrome)),
+				p->psn);
 		else if (st.rnr)
 			fprintf(out, "RNR NAK psn %u, retry after %.2f ms", p->psn,
 				insp_rnr_timer_us(ROCE_AETH_VALUE(p->syndrome)) / 1000);
@@ -228,14 +234,16 @@ int insp_svg_ladder(FILE *out, const struct insp_ladder *l)
 		prev = p->ts;
 	}
 	if (!l->n)
-		fprintf(out, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">no packets in the "
-			     "selected range</text>\n",
+		fprintf(out,
+			"<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">no packets in the "
+			"selected range</text>\n",
 			(xa + xb) / 2, top + 20);
 	if (l->skipped)
-		fprintf(out,
-			"<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\" fill=\"#777\">... %" PRIu64
-			" more packets not drawn</text>\n",
-			(xa + xb) / 2, y + 10, l->skipped);
+		fprintf(
+		    out,
+		    "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\" fill=\"#777\">... %" PRIu64
+		    " more packets not drawn</text>\n",
+		    (xa + xb) / 2, y + 10, l->skipped);
 
 	/* legend */
 	{
@@ -243,29 +251,38 @@ int insp_svg_ladder(FILE *out, const struct insp_ladder *l)
 			const char *c, *what;
 			bool dashed;
 		} lg[] = {
-			{COL_REQUEST, "request", false},  {COL_ACK, "ACK", false},
-			{COL_READ_RESP, "read response", false}, {COL_NAK, "NAK / error", false},
-			{COL_RNR, "RNR NAK", false},      {COL_RETX, "retransmission", true},
-			{COL_DUP, "duplicate", true},     {COL_LATE, "out of sequence", false},
-			{COL_CNP, "CNP", false},
+		    {COL_REQUEST, "request", false},
+		    {COL_ACK, "ACK", false},
+		    {COL_READ_RESP, "read response", false},
+		    {COL_NAK, "NAK / error", false},
+		    {COL_RNR, "RNR NAK", false},
+		    {COL_RETX, "retransmission", true},
+		    {COL_DUP, "duplicate", true},
+		    {COL_LATE, "out of sequence", false},
+		    {COL_CNP, "CNP", false},
 		};
 		double ly = height - 90;
 
-		fprintf(out, "<text x=\"10\" y=\"%.0f\" font-size=\"12\" font-weight=\"bold\">"
-			     "legend</text>\n",
+		fprintf(out,
+			"<text x=\"10\" y=\"%.0f\" font-size=\"12\" font-weight=\"bold\">"
+			"legend</text>\n",
 			ly);
 		for (unsigned i = 0; i < sizeof(lg) / sizeof(lg[0]); i++) {
 			double lx = 10 + (i % 5) * 195, yy = ly + 22 + (i / 5) * 22;
 
-			fprintf(out,
-				"<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" "
-				"stroke-width=\"2\"%s/>\n<text x=\"%.0f\" y=\"%.0f\" font-size=\"11\">%s"
-				"</text>\n",
-				lx, yy - 4, lx + 30, yy - 4, lg[i].c,
-				lg[i].dashed ? " stroke-dasharray=\"6,3\"" : "", lx + 36, yy, lg[i].what);
+			fprintf(
+			    out,
+			    "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" "
+			    "stroke-width=\"2\"%s/>\n<text x=\"%.0f\" y=\"%.0f\" "
+			    "font-size=\"11\">%s"
+			    "</text>\n",
+			    lx, yy - 4, lx + 30, yy - 4, lg[i].c,
+			    lg[i].dashed ? " stroke-dasharray=\"6,3\"" : "", lx + 36, yy,
+			    lg[i].what);
 		}
-		fprintf(out, "<text x=\"10\" y=\"%.0f\" font-size=\"11\" fill=\"#555\">A = AckReq; "
-			     "a cross marks a frame the receiver drops (bad ICRC, malformed)</text>\n",
+		fprintf(out,
+			"<text x=\"10\" y=\"%.0f\" font-size=\"11\" fill=\"#555\">A = AckReq; "
+			"a cross marks a frame the receiver drops (bad ICRC, malformed)</text>\n",
 			ly + 70);
 	}
 	fprintf(out, "</svg>\n");
@@ -276,7 +293,7 @@ int insp_svg_ladder(FILE *out, const struct insp_ladder *l)
 /* plot                                                                      */
 
 #define PLOT_POINTS 160
-#define PLOT_LINES 6
+#define PLOT_LINES  6
 
 static const char *const line_colours[PLOT_LINES] = {"#1f77b4", "#ff7f0e", "#2ca02c",
 						     "#d62728", "#9467bd", "#8c564b"};
@@ -313,17 +330,19 @@ static void panel_axes(FILE *out, const struct panel *p)
 	for (double v = 0; v <= p->ymax * 1.0001; v += ys) {
 		double yy = p->y + p->h - v / p->ymax * p->h;
 
-		fprintf(out,
-			"<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n"
-			"<text x=\"%.0f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%g</text>\n",
-			p->x, yy, p->x + p->w, yy, p->x - 6, yy + 4, v);
+		fprintf(
+		    out,
+		    "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n"
+		    "<text x=\"%.0f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%g</text>\n",
+		    p->x, yy, p->x + p->w, yy, p->x - 6, yy + 4, v);
 	}
 	for (double v = 0; v <= p->xmax * 1.0001; v += xs) {
 		double xx = p->x + v / p->xmax * p->w;
 
 		fprintf(out,
 			"<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#444\"/>\n"
-			"<text x=\"%.1f\" y=\"%.0f\" font-size=\"11\" text-anchor=\"middle\">%g</text>\n",
+			"<text x=\"%.1f\" y=\"%.0f\" font-size=\"11\" "
+			"text-anchor=\"middle\">%g</text>\n",
 			xx, p->y + p->h, xx, p->y + p->h + 5, xx, p->y + p->h + 18, v);
 	}
 	fprintf(out,
@@ -374,9 +393,11 @@ int insp_svg_plot(FILE *out, const struct insp_state *s)
 	char name[160], a[48], b[48];
 
 	if (!tot || !s->series_bin_ns) {
-		fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/"
-			     "2000/svg\" width=\"400\" height=\"60\"><text x=\"10\" y=\"30\">no "
-			     "RoCEv2 data to plot</text></svg>\n");
+		fprintf(
+		    out,
+		    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/"
+		    "2000/svg\" width=\"400\" height=\"60\"><text x=\"10\" y=\"30\">no "
+		    "RoCEv2 data to plot</text></svg>\n");
 		return ferror(out) ? -EIO : 0;
 	}
 	used = (unsigned)((s->last_ts - s->series_t0) / s->series_bin_ns) + 1;
@@ -400,7 +421,8 @@ int insp_svg_plot(FILE *out, const struct insp_state *s)
 			top[PLOT_LINES - 1] = h;
 		else
 			continue;
-		for (j = ntop - 1; j > 0 && top[j]->payload_bytes > top[j - 1]->payload_bytes; j--) {
+		for (j = ntop - 1; j > 0 && top[j]->payload_bytes > top[j - 1]->payload_bytes;
+		     j--) {
 			const struct insp_half *t = top[j];
 
 			top[j] = top[j - 1];
@@ -433,12 +455,25 @@ int insp_svg_plot(FILE *out, const struct insp_state *s)
 		lat_unit = 1e3;
 		lat_name = "latency (us)";
 	}
-	tp = (struct panel){80, 70, 820, 260, span_s * 1e3, rate_max / unit * 1.1,
-			    unit_name, "time since first RoCEv2 packet (ms)",
+	tp = (struct panel){80,
+			    70,
+			    820,
+			    260,
+			    span_s * 1e3,
+			    rate_max / unit * 1.1,
+			    unit_name,
+			    "time since first RoCEv2 packet (ms)",
 			    "payload throughput"};
-	lp = (struct panel){80, 420, 820, 260, span_s * 1e3, lat_max / lat_unit * 1.1,
-			    lat_name, "time since first RoCEv2 packet (ms)",
-			    "message latency: last request packet to response (mean, max per interval)"};
+	lp = (struct panel){
+	    80,
+	    420,
+	    820,
+	    260,
+	    span_s * 1e3,
+	    lat_max / lat_unit * 1.1,
+	    lat_name,
+	    "time since first RoCEv2 packet (ms)",
+	    "message latency: last request packet to response (mean, max per interval)"};
 	if (tp.ymax <= 0)
 		tp.ymax = 1;
 	if (lp.ymax <= 0)
@@ -451,8 +486,9 @@ int insp_svg_plot(FILE *out, const struct insp_state *s)
 		"<title>rocemu inspect: throughput and latency</title>\n"
 		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
 		760 + 18 * (int)ntop, 760 + 18 * (int)ntop);
-	fprintf(out, "<text x=\"80\" y=\"30\" font-size=\"12\" fill=\"#555\">interval %s, "
-		     "%u intervals</text>\n",
+	fprintf(out,
+		"<text x=\"80\" y=\"30\" font-size=\"12\" fill=\"#555\">interval %s, "
+		"%u intervals</text>\n",
 		insp_fmt_ns(s->series_bin_ns * g, name, sizeof(name)), npts);
 	panel_axes(out, &tp);
 	panel_axes(out, &lp);
@@ -464,8 +500,8 @@ int insp_svg_plot(FILE *out, const struct insp_state *s)
 
 		if (line >= 0 && ntop == 1)
 			break; /* identical to the total */
-		fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\" points=\"", col,
-			line < 0 ? "2" : "1.3");
+		fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\" points=\"",
+			col, line < 0 ? "2" : "1.3");
 		for (unsigned k = 0; k < npts; k++) {
 			double r = agg_rate(x, k, g, bin_s, unit);
 			double xx = tp.x + (k + 0.5) * tp.w / npts;
@@ -515,7 +551,8 @@ int insp_svg_plot(FILE *out, const struct insp_state *s)
 			fprintf(out,
 				"<line x1=\"80\" y1=\"%.0f\" x2=\"110\" y2=\"%.0f\" stroke=\"%s\" "
 				"stroke-width=\"2\"/><text x=\"116\" y=\"%.0f\" font-size=\"11\">",
-				ly + 14 + 18 * i, ly + 14 + 18 * i, line_colours[i], ly + 18 + 18 * i);
+				ly + 14 + 18 * i, ly + 14 + 18 * i, line_colours[i],
+				ly + 18 + 18 * i);
 			svg_text(out, name);
 			fprintf(out, "</text>\n");
 		}
