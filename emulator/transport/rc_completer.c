@@ -169,6 +169,20 @@ static void go_back(struct rocemu_qp *qp, uint32_t psn)
 	rocemu_comp_rearm(qp, rocemu_now_ns());
 }
 
+/**
+ * Responses of a READ (or the ATOMIC ACK) at expect never came although later
+ * responses did: re-request from expect, once per gap. Later responses of the
+ * same stream are then dropped quietly until progress or a timeout.
+ */
+static void read_gap(struct rocemu_qp *qp, uint32_t expect)
+{
+	if (qp->comp.reread_pending && qp->comp.reread_psn == expect)
+		return;
+	qp->comp.reread_pending = true;
+	qp->comp.reread_psn = expect;
+	go_back(qp, expect);
+}
+
 static enum ibv_wc_status nak_status(uint8_t code)
 {
 	switch (code) {
@@ -233,7 +247,7 @@ static void handle_ack(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 	case ROCE_AETH_ACK:
 		ENGINE_COUNT(e, rx_acks);
 		if (!ack_upto(qp, psn, &lost))
-			go_back(qp, lost);
+			read_gap(qp, lost);
 		break;
 	case ROCE_AETH_RNR_NAK:
 		ENGINE_COUNT(e, rx_rnr_nak);
@@ -285,8 +299,9 @@ static void handle_read_resp(struct rocemu_qp *qp, const struct roce_pkt *pkt,
 	enum rocemu_mem_err err;
 
 	/* A READ response acknowledges everything before it (9.7.5.1.1). */
-	if (!ack_upto(qp, roce_psn_add(psn, ROCE_PSN_MASK), &lost) && lost != psn) {
-		go_back(qp, lost);
+	if (!ack_upto(qp, roce_psn_add(psn, ROCE_PSN_MASK), &lost)) {
+		ENGINE_COUNT(e, drop_psn_out_of_seq);
+		read_gap(qp, lost);
 		return;
 	}
 	w = first_pending(qp);
@@ -299,14 +314,8 @@ static void handle_read_resp(struct rocemu_qp *qp, const struct roce_pkt *pkt,
 		if (roce_psn_diff(psn, expect) < 0) {
 			ENGINE_COUNT(e, drop_resp_duplicate);
 		} else {
-			/* A response went missing: re-request from it, once per gap
-			 * (later responses of the same stream are dropped quietly). */
 			ENGINE_COUNT(e, drop_psn_out_of_seq);
-			if (!qp->comp.reread_pending || qp->comp.reread_psn != expect) {
-				qp->comp.reread_pending = true;
-				qp->comp.reread_psn = expect;
-				go_back(qp, expect);
-			}
+			read_gap(qp, expect);
 		}
 		return;
 	}
@@ -340,8 +349,9 @@ static void handle_atomic_ack(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 	enum rocemu_mem_err err;
 	uint64_t orig = pkt->atomic_orig;
 
-	if (!ack_upto(qp, roce_psn_add(pkt->psn, ROCE_PSN_MASK), &lost) && lost != pkt->psn) {
-		go_back(qp, lost);
+	if (!ack_upto(qp, roce_psn_add(pkt->psn, ROCE_PSN_MASK), &lost)) {
+		ENGINE_COUNT(e, drop_psn_out_of_seq);
+		read_gap(qp, lost);
 		return;
 	}
 	w = first_pending(qp);
@@ -408,7 +418,9 @@ unsigned rocemu_comp_timers(struct rocemu_qp *qp, uint64_t now)
 			qp->comp.deadline_ns = 0;
 		} else {
 			ENGINE_COUNT(qp->engine, retransmit_timeouts);
-			qp->comp.reread_pending = false;
+			/* responses still in flight from before the timeout are stale */
+			qp->comp.reread_pending = true;
+			qp->comp.reread_psn = qp->comp.psn;
 			go_back(qp, qp->comp.psn);
 			work++;
 		}

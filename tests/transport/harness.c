@@ -10,6 +10,8 @@
 
 #include "../../emulator/wire/roce_wire.h"
 
+uint8_t h_timeout = 14;
+
 static int node_up(struct node *n, const char *spec, const char *ip4, const char *ip6,
 		   const char *mac, const char *capture, const char *const *opts)
 {
@@ -23,7 +25,7 @@ static int node_up(struct node *n, const char *spec, const char *ip4, const char
 	    rocemu_port_config_set(&cfg, "ip", ip4, err, sizeof(err)) ||
 	    rocemu_port_config_set(&cfg, "ip", ip6, err, sizeof(err)) ||
 	    rocemu_port_config_set(&cfg, "mac", mac, err, sizeof(err)) ||
-	    rocemu_port_config_set(&cfg, "mtu", "9000", err, sizeof(err))) {
+	    rocemu_port_config_set(&cfg, "mtu", "4200", err, sizeof(err))) {
 		fprintf(stderr, "config: %s\n", err);
 		return -EINVAL;
 	}
@@ -169,7 +171,7 @@ static int half_connect(struct node *self, struct rocemu_qp *qp, struct node *pe
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = sq_psn;
-	a.timeout = 14;
+	a.timeout = h_timeout;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 16;

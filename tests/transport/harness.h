@@ -44,6 +44,9 @@ int h_setup_opts(struct node *a, struct node *b, const char *pair, const char *c
 void h_teardown_all(struct node *a, struct node *b);
 void h_teardown(struct node *a, struct node *b);
 
+/** Local ACK timeout h_connect gives RC QPs (IBA encoding; default 14 = 67 ms). */
+extern uint8_t h_timeout;
+
 struct rocemu_qp *h_qp(struct node *n, enum ibv_qp_type type, uint32_t depth,
 		       struct rocemu_srq *srq);
 /** RESET -> INIT -> RTR -> RTS for both ends of a connected QP pair. */

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * RC on a lossy link (issue 5): the port's seeded fault injector drops,
+ * duplicates, reorders or corrupts frames in both directions on both nodes,
+ * and every RC opcode must still deliver every message exactly once, in
+ * order, byte-identical; atomics are never applied twice (a counter the
+ * test owns is incremented by FETCH_ADD and each returned value is checked).
+ */
+#include <endian.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+#define ACC_ALL                                                                            \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |           \
+	 IBV_ACCESS_REMOTE_ATOMIC)
+
+#define N_SEND 40
+#define N_RW 12
+#define N_ATOMIC 100
+#define MAXLEN 20000
+
+static struct rocemu_mr *reg(struct node *n, void *p, size_t len)
+{
+	struct rocemu_mr *mr = NULL;
+
+	assert_int_equal(rocemu_mr_reg(n->pd, p, len, (uintptr_t)p, ACC_ALL, &mr), 0);
+	return mr;
+}
+
+static uint32_t key(struct rocemu_mr *mr, bool remote)
+{
+	struct rocemu_mr_info i;
+
+	rocemu_mr_info(mr, &i);
+	return remote ? i.rkey : i.lkey;
+}
+
+static void wc_ok(struct rocemu_cq *cq, uint64_t id, struct rocemu_wc *out)
+{
+	struct rocemu_wc wc;
+
+	assert_int_equal(h_poll(cq, &wc), 1);
+	if (wc.status != IBV_WC_SUCCESS || wc.wr_id != id)
+		fprintf(stderr, "wr %llu status %d (expected wr %llu)\n",
+			(unsigned long long)wc.wr_id, wc.status, (unsigned long long)id);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, id);
+	if (out)
+		*out = wc;
+}
+
+static int post1(struct rocemu_qp *qp, enum ibv_wr_opcode op, uint64_t id, void *p, uint32_t len,
+		 uint32_t lkey, void *raddr, uint32_t rkey, uint64_t add)
+{
+	struct ibv_sge sge = {(uintptr_t)p, len, lkey};
+	struct rocemu_send_wr wr = {
+		.wr_id = id,
+		.opcode = op,
+		.send_flags = IBV_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.remote_addr = (uintptr_t)raddr,
+		.rkey = rkey,
+		.compare_add = add,
+	};
+
+	return rocemu_qp_post_send(qp, &wr);
+}
+
+static struct node A, B;
+
+static int cleanup(void **state)
+{
+	(void)state;
+	/* also after a failed assertion: the mbuf pools must go back */
+	h_teardown_all(&A, &B);
+	return 0;
+}
+
+static void run_lossy(const char *pair, const char *const *opts)
+{
+	struct rocemu_qp *qa, *qb;
+	uint8_t *src = malloc(MAXLEN * N_SEND), *dst = malloc(MAXLEN * N_SEND);
+	uint64_t *counter = calloc(1, 8), *orig = calloc(N_ATOMIC, 8);
+	struct rocemu_mr *ms, *md, *mc, *mo;
+	uint32_t len[N_SEND];
+	struct rocemu_wc wc;
+	int rc;
+
+	rc = h_setup_opts(&A, &B, pair, NULL, opts, opts);
+	if (rc == 77)
+		skip();
+	assert_int_equal(rc, 0);
+	h_timeout = 10; /* ~4 ms: losses are repaired quickly */
+	qa = h_qp(&A, IBV_QPT_RC, 256, NULL);
+	qb = h_qp(&B, IBV_QPT_RC, 256, NULL);
+	assert_int_equal(h_connect(&A, qa, &B, qb, IBV_MTU_1024, 0xFFFF00, 0x10, ACC_ALL, false), 0);
+	h_timeout = 14;
+	h_fill(src, MAXLEN * N_SEND, 99);
+	memset(dst, 0, MAXLEN * N_SEND);
+	ms = reg(&A, src, MAXLEN * N_SEND);
+	md = reg(&B, dst, MAXLEN * N_SEND);
+	mc = reg(&B, counter, 8);
+	mo = reg(&A, orig, N_ATOMIC * 8);
+
+	/* SENDs of assorted sizes, all in flight at once */
+	for (int i = 0; i < N_SEND; i++) {
+		struct ibv_sge sge = {(uintptr_t)dst + (size_t)i * MAXLEN, MAXLEN, key(md, false)};
+
+		len[i] = (uint32_t)((i * 7919u) % MAXLEN);
+		assert_int_equal(rocemu_qp_post_recv(qb, i, &sge, 1), 0);
+	}
+	for (int i = 0; i < N_SEND; i++)
+		assert_int_equal(post1(qa, IBV_WR_SEND, i, src + (size_t)i * MAXLEN, len[i],
+				       key(ms, false), NULL, 0, 0),
+				 0);
+	for (int i = 0; i < N_SEND; i++) {
+		wc_ok(A.scq, i, NULL);
+		wc_ok(B.rcq, i, &wc);
+		assert_int_equal(wc.byte_len, len[i]);
+		assert_memory_equal(src + (size_t)i * MAXLEN, dst + (size_t)i * MAXLEN, len[i]);
+	}
+
+	/* WRITEs then READs back into a cleared buffer */
+	memset(dst, 0, MAXLEN * N_SEND);
+	for (int i = 0; i < N_RW; i++)
+		assert_int_equal(post1(qa, IBV_WR_RDMA_WRITE, 100 + i, src + (size_t)i * MAXLEN, MAXLEN,
+				       key(ms, false), dst + (size_t)i * MAXLEN, key(md, true), 0),
+				 0);
+	for (int i = 0; i < N_RW; i++)
+		wc_ok(A.scq, 100 + i, NULL);
+	assert_memory_equal(src, dst, (size_t)N_RW * MAXLEN);
+	h_fill(dst, (size_t)N_RW * MAXLEN, 1234);
+	memset(src, 0, (size_t)N_RW * MAXLEN);
+	for (int i = 0; i < N_RW; i++)
+		assert_int_equal(post1(qa, IBV_WR_RDMA_READ, 200 + i, src + (size_t)i * MAXLEN, MAXLEN,
+				       key(ms, false), dst + (size_t)i * MAXLEN, key(md, true), 0),
+				 0);
+	for (int i = 0; i < N_RW; i++)
+		wc_ok(A.scq, 200 + i, NULL);
+	assert_memory_equal(src, dst, (size_t)N_RW * MAXLEN);
+
+	/* atomics: each executes exactly once, results in order */
+	for (int i = 0; i < N_ATOMIC; i++)
+		assert_int_equal(post1(qa, IBV_WR_ATOMIC_FETCH_AND_ADD, 300 + i, &orig[i], 8,
+				       key(mo, false), counter, key(mc, true), 1),
+				 0);
+	for (int i = 0; i < N_ATOMIC; i++)
+		wc_ok(A.scq, 300 + i, NULL);
+	assert_int_equal(*counter, N_ATOMIC);
+	for (int i = 0; i < N_ATOMIC; i++)
+		assert_int_equal(orig[i], i);
+
+	/* nothing extra arrived anywhere */
+	assert_int_equal(h_poll_quiet(B.rcq, &wc, 20), 0);
+	assert_int_equal(h_poll_quiet(A.scq, &wc, 20), 0);
+	fprintf(stderr, "  %s: retransmitted %llu, timeouts %llu, seq NAKs %llu, dups %llu\n", pair,
+		(unsigned long long)h_counter(A.e, "retransmit_packets"),
+		(unsigned long long)h_counter(A.e, "retransmit_timeouts"),
+		(unsigned long long)h_counter(B.e, "tx_nak_psn_seq"),
+		(unsigned long long)h_counter(B.e, "dup_requests"));
+	assert_int_equal(rocemu_qp_destroy(qa), 0);
+	assert_int_equal(rocemu_qp_destroy(qb), 0);
+	rocemu_mr_dereg(ms);
+	rocemu_mr_dereg(md);
+	rocemu_mr_dereg(mc);
+	rocemu_mr_dereg(mo);
+	free(src);
+	free(dst);
+	free(counter);
+	free(orig);
+}
+
+#define LOSSY(name, ...)                                                                   \
+	static void test_##name(void **state)                                              \
+	{                                                                                  \
+		static const char *const opts[] = {"fault-seed", "7", __VA_ARGS__, NULL};  \
+		(void)state;                                                               \
+		run_lossy(#name, opts);                                                    \
+	}
+
+LOSSY(clean, "fault-drop", "tx:0")
+LOSSY(drop1, "fault-drop", "tx:10000")
+LOSSY(drop5, "fault-drop", "tx:50000")
+LOSSY(drop20, "fault-drop", "tx:200000")
+LOSSY(dup5, "fault-dup", "tx:50000")
+LOSSY(reorder5, "fault-reorder", "tx:50000")
+LOSSY(corrupt5, "fault-corrupt", "tx:50000")
+LOSSY(mixed, "fault-drop", "tx:20000", "fault-dup", "tx:20000", "fault-reorder", "tx:20000",
+      "fault-corrupt", "tx:20000")
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_clean, cleanup),	 cmocka_unit_test_teardown(test_drop1, cleanup),
+		cmocka_unit_test_teardown(test_drop5, cleanup),	 cmocka_unit_test_teardown(test_drop20, cleanup),
+		cmocka_unit_test_teardown(test_dup5, cleanup),	 cmocka_unit_test_teardown(test_reorder5, cleanup),
+		cmocka_unit_test_teardown(test_corrupt5, cleanup), cmocka_unit_test_teardown(test_mixed, cleanup),
+	};
+
+	if (rocemu_eal_init() < 0) {
+		fprintf(stderr, "skip: %s\n", rocemu_eal_error());
+		return 77;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
