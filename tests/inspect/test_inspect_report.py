@@ -180,6 +180,30 @@ def pictures(tmp, shared):
         check(len(list(root.iter(SVG + "circle"))) >= 2, "plot: no latency points")
 
 
+def rotated_files(tmp):
+    """Two files read as one stream: the analysis carries across, events
+    name the file and the frame within it."""
+    c = rc.Conversation()
+    t = 1700000000 * 1000000000
+    seq = [c.write_only(100), c.ack(100, 1), c.write_only(101), c.write_only(103),
+           c.nak_seq(102, 2), c.write_only(102), c.write_only(103), c.ack(103, 4)]
+    paths = [os.path.join(tmp, "rot0.pcap"), os.path.join(tmp, "rot1.pcap")]
+    for i, part in enumerate((seq[:3], seq[3:])):
+        p = rc.Pcap(paths[i])
+        for k, dg in enumerate(part):
+            p.add(rc.ether(dg), t + (k + 3 * i) * 10000)
+        p.close()
+    code, out, _ = inspect("--json", *paths)
+    j = json.loads(out)
+    got = [(e["kind"], e["file"], e["frame"]) for e in j["events"]]
+    check(got == [("psn_gap", 1, 1), ("nak", 1, 2), ("retransmission", 1, 3)],
+          "rotated files: events %s" % got)
+    check(j["totals"]["messages"]["WRITE"]["count"] == 4 and j["totals"]["completed"] == 4,
+          "rotated files: messages %s" % j["totals"]["messages"])
+    code, out, _ = inspect(*paths)
+    check("file 2 frame 1: " in out, "rotated files: text does not say 'file 2 frame 1'")
+
+
 def bad_input(tmp):
     code, _, err = inspect(os.path.join(tmp, "does-not-exist.pcap"))
     check(code == 2, "missing file: exit %d" % code)
@@ -216,6 +240,7 @@ def main():
         if shared:
             packets_and_filter(os.path.join(shared, "rxe-rc-pingpong.pcap"))
         pictures(tmp, shared)
+        rotated_files(tmp)
         bad_input(tmp)
     if failures:
         print("%d failure(s)" % len(failures))

@@ -181,6 +181,14 @@ static uint64_t half_naks(const struct insp_half *h)
 	return n;
 }
 
+/* Payload rate over the time the direction was active (first to last packet). */
+static double payload_mbps(const struct insp_half *h)
+{
+	if (h->last_ts <= h->first_ts)
+		return 0;
+	return (double)h->payload_bytes * 8 * 1000 / (double)(h->last_ts - h->first_ts);
+}
+
 /* Conversations in report order: the first half of each, by creation. */
 static unsigned conversation_number(const struct insp_state *s, const struct insp_half *h)
 {
@@ -393,15 +401,19 @@ static void text_latency(FILE *out, const struct insp_hist *h)
 
 static void text_half(FILE *out, const struct insp_half *h)
 {
-	char a[48], b[48];
+	char a[48], b[48], d[32];
 	bool any;
 
 	insp_gid_text(h->src, a, sizeof(a));
 	insp_gid_text(h->dst, b, sizeof(b));
 	fprintf(out, "  %s -> %s (qp 0x%06x, udp sport %u%s)\n", a, b, h->dqpn, h->sport,
 		h->sport_varies ? ", varies" : "");
-	fprintf(out, "    packets %" PRIu64 ", wire bytes %" PRIu64 ", payload bytes %" PRIu64 "\n",
+	fprintf(out, "    packets %" PRIu64 ", wire bytes %" PRIu64 ", payload bytes %" PRIu64,
 		h->pkts, h->wire_bytes, h->payload_bytes);
+	if (h->last_ts > h->first_ts)
+		fprintf(out, "; %.3f Mbit/s of payload over %s", payload_mbps(h),
+			insp_fmt_ns(h->last_ts - h->first_ts, d, sizeof(d)));
+	fputc('\n', out);
 	fprintf(out, "    opcodes");
 	any = false;
 	for (unsigned op = 0; op < 256; op++) {
@@ -634,8 +646,9 @@ static void json_half(FILE *out, const struct insp_half *h)
 		h->sport_varies ? "true" : "false");
 	fprintf(out,
 		", \"packets\": %" PRIu64 ", \"wire_bytes\": %" PRIu64
-		", \"payload_bytes\": %" PRIu64,
-		h->pkts, h->wire_bytes, h->payload_bytes);
+		", \"payload_bytes\": %" PRIu64 ", \"first_ns\": %" PRIu64 ", \"last_ns\": %" PRIu64
+		", \"payload_mbps\": %.3f",
+		h->pkts, h->wire_bytes, h->payload_bytes, h->first_ts, h->last_ts, payload_mbps(h));
 	fprintf(out, ", \"opcodes\": [");
 	for (unsigned op = 0; op < 256; op++) {
 		if (!h->ops[op])
