@@ -51,7 +51,8 @@ uint32_t roce_frame_len(const struct roce_pkt *pkt)
 {
 	uint32_t hdr = roce_header_len(pkt);
 
-	if (hdr == 0)
+	/* no frame carries more than 64 KiB: this also keeps the sum from wrapping */
+	if (hdr == 0 || pkt->payload_len > 0xFFFF)
 		return 0;
 	return hdr + pkt->payload_len + pad_of(pkt->payload_len) + ROCE_ICRC_LEN;
 }
@@ -209,8 +210,9 @@ int roce_build_headers(uint8_t *buf, uint32_t room, const struct roce_pkt *pkt)
 int roce_finish(uint8_t *frame, uint32_t frame_len, const struct roce_pkt *pkt)
 {
 	uint32_t hdr_len = roce_header_len(pkt);
+	uint32_t want = roce_frame_len(pkt);
 
-	if (frame == NULL || hdr_len == 0 || frame_len != roce_frame_len(pkt))
+	if (frame == NULL || hdr_len == 0 || want == 0 || frame_len != want)
 		return -EINVAL;
 	memset(frame + hdr_len + pkt->payload_len, 0, pad_of(pkt->payload_len));
 	roce_icrc_store(frame, frame_len, roce_icrc_compute(frame, l2_len(pkt), frame_len));
@@ -266,7 +268,7 @@ int roce_fill_udp_checksum(uint8_t *frame, uint32_t frame_len, const struct roce
 	uint32_t l3_off = l2_len(pkt);
 	uint16_t csum;
 
-	if (frame == NULL || roce_header_len(pkt) == 0 || frame_len != roce_frame_len(pkt))
+	if (frame == NULL || roce_frame_len(pkt) == 0 || frame_len != roce_frame_len(pkt))
 		return -EINVAL;
 	csum = roce_udp_checksum(frame, l3_off, frame_len);
 	if (csum == 0)

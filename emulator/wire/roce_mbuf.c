@@ -52,8 +52,12 @@ int roce_mbuf_build(struct rte_mbuf *m, const struct roce_pkt *pkt, const void *
 {
 	uint8_t *pay = roce_mbuf_prepare(m, pkt);
 
-	if (pay == NULL)
-		return m == NULL || roce_frame_len(pkt) == 0 ? -EINVAL : -ENOSPC;
+	if (pay == NULL) {
+		if (m == NULL || roce_frame_len(pkt) == 0)
+			return -EINVAL;
+		/* prepare reset m: its tailroom is the whole data room now */
+		return roce_frame_len(pkt) > rte_pktmbuf_tailroom(m) ? -ENOSPC : -EINVAL;
+	}
 	if (pkt->payload_len != 0) {
 		if (payload != NULL)
 			memcpy(pay, payload, pkt->payload_len);

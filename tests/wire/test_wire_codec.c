@@ -252,6 +252,16 @@ static void test_header_lengths(void **state)
 	pkt.opcode = 0x15;
 	assert_int_equal(roce_header_len(&pkt), 0);
 	assert_int_equal(roce_frame_len(&pkt), 0);
+	/* a payload length no frame can have does not wrap the sum */
+	wt_sample_pkt(&pkt, ROCE_OP_SEND_ONLY, 4, false, 0, 0);
+	pkt.payload_len = 0xFFFFFFFCu;
+	assert_int_equal(roce_frame_len(&pkt), 0);
+	{
+		uint8_t small[64];
+
+		assert_int_equal(roce_finish(small, 62, &pkt), -EINVAL);
+		assert_int_equal(roce_finish(small, 0, &pkt), -EINVAL);
+	}
 }
 
 /* ------------------------------------------------------------------------ */

@@ -120,6 +120,9 @@ static void test_too_small_data_room(void **state)
 	assert_int_equal(roce_mbuf_build(m, &pkt, payload), -ENOSPC);
 	pkt.opcode = 0x15;
 	assert_int_equal(roce_mbuf_build(m, &pkt, payload), -EINVAL);
+	wt_sample_pkt(&pkt, ROCE_OP_ACK, 4, false, 0, 0);
+	pkt.payload_len = 8; /* fits, but an ACK has no payload */
+	assert_int_equal(roce_mbuf_build(m, &pkt, payload), -EINVAL);
 	assert_null(roce_mbuf_prepare(NULL, &pkt));
 	rte_pktmbuf_free(m);
 }
