@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <rte_dev.h>
@@ -202,6 +204,19 @@ static void build_gid_table(struct rocemu_port *port)
 	}
 }
 
+/*
+ * af_packet ring frame size: a whole frame plus the TPACKET header; 2048 is
+ * the PMD's default. The PMD addresses frame i at i * framesz, so blocks
+ * must hold frames back to back: framesz = blocksz, a multiple of the page
+ * size. It also wants the mbuf data room at least this large.
+ */
+static uint32_t af_packet_framesz(const struct rocemu_port *port)
+{
+	uint32_t need = (uint32_t)port->eth_mtu + 18 + 128;
+
+	return need > 2048 ? (need + 4095) & ~4095u : 2048;
+}
+
 static int create_device(struct rocemu_port *port, const char *arg, char *err, size_t errlen)
 {
 	char devargs[2 * ROCEMU_PORT_SPEC_MAX + 256];
@@ -242,16 +257,13 @@ static int create_device(struct rocemu_port *port, const char *arg, char *err, s
 			 strncmp(arg, "server:", 7) ? "client" : "server", arg + 7);
 		break;
 	case PORT_KIND_AF_PACKET: {
-		long blocksz = 4096;
-		uint32_t need = (uint32_t)port->eth_mtu + 18 + 128; /* frame + tpacket header */
+		uint32_t framesz = af_packet_framesz(port);
 
-		if (need > 2048)
-			blocksz = (need + 4095) & ~4095L;
 		snprintf(port->dev_name, sizeof(port->dev_name), "net_af_packet_re%u", seq);
-		if (need > 2048)
+		if (framesz > 2048)
 			snprintf(devargs, sizeof(devargs),
-				 "%s,iface=%s,qdisc_bypass=1,blocksz=%ld,framesz=%ld,framecnt=512",
-				 port->dev_name, arg, blocksz, blocksz);
+				 "%s,iface=%s,qdisc_bypass=1,blocksz=%u,framesz=%u,framecnt=512",
+				 port->dev_name, arg, framesz, framesz);
 		else
 			snprintf(devargs, sizeof(devargs), "%s,iface=%s,qdisc_bypass=1",
 				 port->dev_name, arg);
@@ -325,6 +337,41 @@ static int start_device(struct rocemu_port *port, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * On a kernel interface the kernel sees our RoCEv2 datagrams too; if it owns
+ * one of the addresses it would answer each with ICMP port unreachable.
+ * Holding UDP 4791 open (never read, smallest buffer: the kernel drops
+ * quietly) stops that (ARCHITECTURE §2). Best effort: another holder (the
+ * rxe module, another rocemu) is as good.
+ */
+static void hold_roce_udp_port(struct rocemu_port *port)
+{
+	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons(ROCE_UDP_PORT)};
+	struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons(ROCE_UDP_PORT)};
+	int one = 1, zero = 0, fd;
+
+	fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0) {
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &one, sizeof(one));
+		if (bind(fd, (struct sockaddr *)&a6, sizeof(a6)) == 0) {
+			port->udp_hold_fd = fd;
+			return;
+		}
+		close(fd);
+	}
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&a4, sizeof(a4)) == 0)
+		port->udp_hold_fd = fd;
+	else
+		close(fd);
+}
+
 static void choose_mac(struct rocemu_port *port)
 {
 	struct rte_ether_addr dev_mac;
@@ -396,8 +443,13 @@ static int create_pool(struct rocemu_port *port, char *err, size_t errlen)
 		if (room < 4096 + ROCE_MAX_HDR_LEN + ROCE_ICRC_LEN + 64)
 			room = 4096 + ROCE_MAX_HDR_LEN + ROCE_ICRC_LEN + 64;
 		room = (room + 63) & ~63u;
+		if (port->kind == PORT_KIND_AF_PACKET && room < af_packet_framesz(port))
+			room = af_packet_framesz(port);
 	}
 	port->max_frame = room;
+	/* by default about 40 MB of buffers, between 2048 and 8192 of them */
+	if (!port->cfg.n_mbufs && (uint64_t)n * room > (40u << 20))
+		n = RTE_MAX((40u << 20) / room, 2048u);
 	snprintf(name, sizeof(name), "rocemu_mb%u", seq);
 	port->pool = rte_pktmbuf_pool_create(name, n, 0, 0, (uint16_t)(room + RTE_PKTMBUF_HEADROOM),
 					     (int)rte_socket_id());
@@ -414,6 +466,9 @@ static void release_device(struct rocemu_port *port)
 	if (port->wake_fd >= 0)
 		close(port->wake_fd);
 	port->wake_fd = -1;
+	if (port->udp_hold_fd >= 0)
+		close(port->udp_hold_fd);
+	port->udp_hold_fd = -1;
 	if (port->port_id != UINT16_MAX) {
 		struct rte_eth_dev_info info;
 		struct rte_device *dev = NULL;
@@ -487,6 +542,7 @@ int rocemu_port_open(const struct rocemu_port_config *cfg, struct rocemu_port **
 	port->kind = kind;
 	port->port_id = UINT16_MAX;
 	port->wake_fd = -1;
+	port->udp_hold_fd = -1;
 	pthread_mutex_init(&port->lock, NULL);
 
 	rc = choose_mtu(port, arg, err, errlen);
@@ -497,6 +553,8 @@ int rocemu_port_open(const struct rocemu_port_config *cfg, struct rocemu_port **
 		goto fail;
 	choose_mac(port);
 	build_gid_table(port);
+	if (port->kind == PORT_KIND_AF_PACKET || port->kind == PORT_KIND_AF_XDP)
+		hold_roce_udp_port(port);
 	rc = port_capture_open(port, err, errlen);
 	if (rc)
 		goto fail;
@@ -558,7 +616,7 @@ void rocemu_port_set_upper(struct rocemu_port *port, const struct rocemu_port_up
 		memset(&port->upper, 0, sizeof(port->upper));
 		port->has_upper = false;
 	}
-	port->upper_has_work = false;
+	atomic_store(&port->upper_has_work, false);
 	rocemu_port_unlock(port);
 }
 

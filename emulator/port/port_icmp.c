@@ -35,13 +35,14 @@ static void note_reply(struct rocemu_port *port, const uint8_t *payload, uint32_
 {
 	uint64_t sent;
 
-	port->ping_replies++;
 	port_count(port, PC_PING_REPLIES);
 	if (len >= sizeof(sent)) {
 		memcpy(&sent, payload, sizeof(sent));
 		if (sent && sent <= now && now - sent < 60000000000ull)
-			port->ping_last_rtt_ns = now - sent;
+			__atomic_store_n(&port->ping_last_rtt_ns, now - sent, __ATOMIC_RELAXED);
 	}
+	/* last: a reader that sees the new count sees the RTT too */
+	__atomic_store_n(&port->ping_replies, port->ping_replies + 1, __ATOMIC_RELEASE);
 }
 
 static void swap_macs(struct rte_mbuf *m)
@@ -239,7 +240,7 @@ out:
 
 uint64_t rocemu_port_ping_replies(const struct rocemu_port *port)
 {
-	return __atomic_load_n(&port->ping_replies, __ATOMIC_RELAXED);
+	return __atomic_load_n(&port->ping_replies, __ATOMIC_ACQUIRE);
 }
 
 uint64_t rocemu_port_ping_last_rtt_ns(const struct rocemu_port *port)

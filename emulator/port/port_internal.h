@@ -135,9 +135,11 @@ struct rocemu_port {
 	bool thread_running;
 	atomic_bool thread_stop;
 	atomic_bool thread_sleeping;
+	atomic_bool kicked; /* set by rocemu_port_kick, cleared by each pass */
 	atomic_uint_fast64_t last_app_poll_ns;
 	int wake_fd;
-	bool upper_has_work; /* has_work() at the end of the last pass */
+	int udp_hold_fd; /* UDP 4791 held open on kernel interfaces, or -1 */
+	atomic_bool upper_has_work; /* has_work() at the end of the last pass */
 
 	struct rocemu_port_upper upper;
 	bool has_upper;

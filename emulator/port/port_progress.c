@@ -122,6 +122,8 @@ unsigned rocemu_port_progress_locked(struct rocemu_port *port)
 
 	if (unlikely(port->closed_at_exit))
 		return 0;
+	if (atomic_load_explicit(&port->kicked, memory_order_relaxed))
+		atomic_store_explicit(&port->kicked, false, memory_order_relaxed);
 	/* frames looped back before this pass; those looped during it wait */
 	for (unsigned i = 0; i < n_loop; i++) {
 		struct rte_mbuf *m = port->loop[port->loop_head++ & (PORT_LOOP_SLOTS - 1)];
@@ -139,7 +141,9 @@ unsigned rocemu_port_progress_locked(struct rocemu_port *port)
 	if (port->has_upper) {
 		if (port->upper.poll)
 			work += port->upper.poll(port->upper.ctx, now);
-		port->upper_has_work = port->upper.has_work && port->upper.has_work(port->upper.ctx);
+		atomic_store_explicit(&port->upper_has_work,
+				      port->upper.has_work && port->upper.has_work(port->upper.ctx),
+				      memory_order_relaxed);
 	}
 	if (port->tx_n) {
 		work += port->tx_n;
@@ -161,6 +165,9 @@ unsigned rocemu_port_progress(struct rocemu_port *port)
 
 void rocemu_port_kick(struct rocemu_port *port)
 {
+	/* Dekker-style with idle_sleep(): either the thread sees `kicked` before
+	 * it sleeps, or we see it sleeping and wake it */
+	atomic_store_explicit(&port->kicked, true, memory_order_seq_cst);
 	if (atomic_load_explicit(&port->thread_sleeping, memory_order_seq_cst)) {
 		uint64_t one = 1;
 		ssize_t r = write(port->wake_fd, &one, sizeof(one));
@@ -180,7 +187,8 @@ static void idle_sleep(struct rocemu_port *port)
 	uint64_t drain;
 
 	atomic_store_explicit(&port->thread_sleeping, true, memory_order_seq_cst);
-	if (!atomic_load(&port->thread_stop))
+	if (!atomic_load(&port->thread_stop) &&
+	    !atomic_load_explicit(&port->kicked, memory_order_seq_cst))
 		ppoll(&pfd, 1, &ts, NULL);
 	atomic_store_explicit(&port->thread_sleeping, false, memory_order_seq_cst);
 	if (pfd.revents & POLLIN) {
@@ -200,7 +208,7 @@ static void *progress_main(void *arg)
 		uint64_t app = atomic_load_explicit(&port->last_app_poll_ns, memory_order_relaxed);
 		bool app_polling = app && now - app < APP_POLL_WINDOW_NS;
 
-		if (work || port->upper_has_work)
+		if (work || atomic_load_explicit(&port->upper_has_work, memory_order_relaxed))
 			last_work = now;
 		if (!app_polling && now - last_work < SPIN_AFTER_WORK_NS) {
 			rte_pause();
