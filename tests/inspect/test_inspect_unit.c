@@ -244,6 +244,30 @@ static void decode_random_bytes(void **state)
 	}
 	insp_flow_finish(&s);
 	assert_int_equal(s.frames, 20000);
+	/* and every report of whatever that made */
+	{
+		FILE *null = fopen("/dev/null", "w");
+		const char *files[] = {"random"};
+		struct insp_report_opts ro = {.max_events = 1000, .files = files, .nfiles = 1};
+		struct insp_ladder_pkt pk[3] = {
+		    {.ts = 1, .opcode = 0x11, .syndrome = 0x60, .from_a = false},
+		    {.ts = 2000000, .opcode = 0xFF, .malformed = true, .from_a = true},
+		    {.ts = 3000000, .opcode = 0x04, .notes = INSP_NOTE_RETX, .from_a = true},
+		};
+		struct insp_ladder l = {.pkts = pk, .n = 3, .cap = 3};
+
+		assert_non_null(null);
+		insp_report_text(null, &s, &ro);
+		insp_report_json(null, &s, &ro);
+		insp_report_violations(null, &s, &ro);
+		assert_int_equal(insp_svg_plot(null, &s), 0);
+		if (s.nhalves) {
+			l.a = s.halves[0];
+			l.b = s.halves[0]->peer;
+			assert_int_equal(insp_svg_ladder(null, &l), 0);
+		}
+		fclose(null);
+	}
 	insp_state_free(&s);
 }
 
