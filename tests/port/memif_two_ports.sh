@@ -52,17 +52,20 @@ grep -q "3/3 echo requests to fd00:72::1 answered" "$work/cli.out" ||
 
 for side in srv cli; do
 	f="$work/$side.pcap"
-	count() { tshark -r "$f" -Y "$1" 2>/dev/null | wc -l; }
-	[ "$(count 'arp.opcode == 1 && !arp.isannouncement')" -ge 1 ] || { echo "FAIL: $side: no ARP request"; status=1; }
-	[ "$(count 'arp.opcode == 2')" -ge 1 ] || { echo "FAIL: $side: no ARP reply"; status=1; }
-	[ "$(count 'icmpv6.type == 135')" -ge 1 ] || { echo "FAIL: $side: no neighbour solicitation"; status=1; }
-	[ "$(count 'icmp.type == 8')" -eq 3 ] || { echo "FAIL: $side: ICMP echo requests"; status=1; }
-	[ "$(count 'icmp.type == 0')" -eq 3 ] || { echo "FAIL: $side: ICMP echo replies"; status=1; }
-	[ "$(count 'icmpv6.type == 128')" -eq 3 ] || { echo "FAIL: $side: ICMPv6 echo requests"; status=1; }
-	[ "$(count 'icmpv6.type == 129')" -eq 3 ] || { echo "FAIL: $side: ICMPv6 echo replies"; status=1; }
+	# one tshark pass: ARP opcode, announcement flag, ICMP type, ICMPv6 type
+	tshark -r "$f" -T fields -E separator=, -e arp.opcode -e arp.isannouncement -e icmp.type \
+		-e icmpv6.type >"$work/$side.fields" 2>/dev/null
+	count() { awk -F, "$1" "$work/$side.fields" | wc -l; }
+	[ "$(count '$1 == 1 && $2 != "True" && $2 != 1')" -ge 1 ] || { echo "FAIL: $side: no ARP request"; status=1; }
+	[ "$(count '$1 == 2')" -ge 1 ] || { echo "FAIL: $side: no ARP reply"; status=1; }
+	[ "$(count '$4 == 135')" -ge 1 ] || { echo "FAIL: $side: no neighbour solicitation"; status=1; }
+	[ "$(count '$3 == 8')" -eq 3 ] || { echo "FAIL: $side: ICMP echo requests"; status=1; }
+	[ "$(count '$3 == 0 && $3 != ""')" -eq 3 ] || { echo "FAIL: $side: ICMP echo replies"; status=1; }
+	[ "$(count '$4 == 128')" -eq 3 ] || { echo "FAIL: $side: ICMPv6 echo requests"; status=1; }
+	[ "$(count '$4 == 129')" -eq 3 ] || { echo "FAIL: $side: ICMPv6 echo replies"; status=1; }
 	bad=$(tshark -r "$f" -Y '_ws.malformed || _ws.expert.severity >= 6291456' 2>&1 | grep -v "Running as user")
 	[ -z "$bad" ] || { echo "FAIL: $side: tshark reports problems:"; echo "$bad"; status=1; }
-	echo "$side: $(count frame) frames captured"
+	echo "$side: $(wc -l <"$work/$side.fields") frames captured"
 done
 [ $status = 0 ] && echo "PASS: memif: both sides resolved and pinged each other; captures clean"
 exit $status
