@@ -5,7 +5,7 @@
 # committed seed corpus; a crash leaves its input in WORK_DIR/.
 set -eu
 target=$1 seconds=$2 seeds=$3 work=$4
-mkdir -p "$work/corpus"
+mkdir -p "$work/corpus" "$seeds"
 # libFuzzer exits 77 on a finding by default: meson would call that "skipped".
 exec "$target" -max_total_time="$seconds" -print_final_stats=1 \
 	-error_exitcode=1 -timeout_exitcode=1 \
