@@ -154,6 +154,9 @@ int rocemu_engine_pkt_send(struct rocemu_engine *e, struct rte_mbuf *m, const st
 {
 	int rc = roce_mbuf_finish(m, pkt);
 
+	/* IPv6 forbids a zero UDP checksum (RFC 8200 8.1); the ICRC masks the field. */
+	if (rc == 0 && pkt->path.ip_version == 6)
+		rc = roce_mbuf_fill_udp_checksum(m, pkt);
 	if (rc < 0) {
 		rte_pktmbuf_free(m);
 		return rc;

@@ -21,6 +21,7 @@
 #include "harness.h"
 
 static struct node A, B;
+static const char *capture_path;
 
 static struct rocemu_mr *reg(struct node *n, void *p, size_t len)
 {
@@ -313,7 +314,7 @@ static void test_uc_loss(void **state)
 static int group_setup(void **state)
 {
 	(void)state;
-	return h_setup(&A, &B, "udt", NULL) == 0 ? 0 : -1;
+	return h_setup(&A, &B, "udt", capture_path) == 0 ? 0 : -1;
 }
 
 static int group_teardown(void **state)
@@ -323,7 +324,7 @@ static int group_teardown(void **state)
 	return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ud_ipv4),
@@ -332,6 +333,9 @@ int main(void)
 		cmocka_unit_test(test_uc_loss),
 	};
 
+	/* --capture PATH: node A captures (check_capture.py) */
+	if (argc > 2 && !strcmp(argv[1], "--capture"))
+		capture_path = argv[2];
 	if (rocemu_eal_init() < 0) {
 		fprintf(stderr, "skip: %s\n", rocemu_eal_error());
 		return 77;

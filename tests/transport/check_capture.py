@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Run a transport test with node A capturing, then check the capture:
+- tshark dissects every frame without a malformed flag or an expert error,
+  and every UDP/4791 frame as InfiniBand;
+- every RoCEv2 frame's ICRC verifies, computed here independently with zlib
+  from the RoCEv2 annex A17 rules (variant fields masked to ones), and for
+  IPv4 frames also with scapy's RoCE layer.
+Usage: check_capture.py TEST_BINARY PCAP_PATH
+Exits 77 (skipped) when tshark or scapy is missing."""
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+
+TSHARK = ["tshark", "-n", "--disable-protocol", "rpcordma",
+          "--disable-protocol", "infiniband.eoib"]
+
+
+def icrc_a17(frame, l3_off, v6):
+    """A17.3.3: 8 bytes of ones for the LRH, then IP/UDP/BTH with the variant
+    fields set to ones, then the rest of the packet up to the ICRC."""
+    p = bytearray(frame[l3_off:])
+    if v6:
+        p[0] |= 0x0F
+        p[1:4] = b"\xff\xff\xff"
+        p[7] = 0xFF
+        udp = 40
+    else:
+        p[1] = 0xFF          # TOS
+        p[8] = 0xFF          # TTL
+        p[10:12] = b"\xff\xff"  # header checksum
+        udp = 20
+    p[udp + 6:udp + 8] = b"\xff\xff"  # UDP checksum
+    p[udp + 8 + 4] = 0xFF             # BTH resv8a
+    ip_len = (struct.unpack("!H", p[4:6])[0] + 40) if v6 else struct.unpack("!H", p[2:4])[0]
+    p = p[:ip_len]
+    crc = zlib.crc32(b"\xff" * 8 + bytes(p[:-4])) & 0xFFFFFFFF
+    return struct.pack("<I", crc), bytes(p[-4:])
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    binary, pcap = sys.argv[1], sys.argv[2]
+    if shutil.which("tshark") is None:
+        print("SKIP: tshark is not installed")
+        return 77
+    try:
+        from scapy.all import rdpcap, IP, UDP
+        from scapy.contrib.roce import BTH
+    except ImportError:
+        print("SKIP: scapy is not available")
+        return 77
+    if os.path.exists(pcap):
+        os.unlink(pcap)
+    r = subprocess.run([binary, "--capture", pcap], timeout=900)
+    if r.returncode == 77:
+        return 77
+    if r.returncode != 0:
+        print(f"FAIL: {binary} exited {r.returncode}")
+        return 1
+
+    bad = subprocess.run(TSHARK + ["-r", pcap, "-Y",
+                                   "_ws.malformed || _ws.expert.severity >= error"],
+                         capture_output=True, text=True).stdout.strip()
+    if bad:
+        print("FAIL: tshark reports malformed frames or errors:\n" + bad[:4000])
+        return 1
+    total = subprocess.run(TSHARK + ["-r", pcap, "-Y", "udp.dstport == 4791"],
+                           capture_output=True, text=True).stdout.count("\n")
+    ib = subprocess.run(TSHARK + ["-r", pcap, "-Y", "udp.dstport == 4791 && infiniband"],
+                        capture_output=True, text=True).stdout.count("\n")
+    if total == 0 or ib != total:
+        print(f"FAIL: {total} RoCEv2 frames, {ib} dissected as InfiniBand")
+        return 1
+
+    frames = rdpcap(pcap)
+    checked = v4 = v6 = 0
+    for i, f in enumerate(frames, 1):
+        raw = bytes(f)
+        if len(raw) < 14:
+            continue
+        et = struct.unpack("!H", raw[12:14])[0]
+        if et == 0x0800 and raw[14 + 9] == 17 and struct.unpack("!H", raw[36:38])[0] == 4791:
+            want, got = icrc_a17(raw, 14, False)
+            if want != got:
+                print(f"FAIL: frame {i}: ICRC {got.hex()} != {want.hex()} (IPv4)")
+                return 1
+            if IP in f and BTH in f:
+                p = f[IP]
+                scapy_icrc = f[BTH].compute_icrc(bytes(f[BTH]))
+                if scapy_icrc != got:
+                    print(f"FAIL: frame {i}: scapy ICRC {scapy_icrc.hex()} != {got.hex()}")
+                    return 1
+            v4 += 1
+        elif et == 0x86DD and raw[14 + 6] == 17 and struct.unpack("!H", raw[56:58])[0] == 4791:
+            want, got = icrc_a17(raw, 14, True)
+            if want != got:
+                print(f"FAIL: frame {i}: ICRC {got.hex()} != {want.hex()} (IPv6)")
+                return 1
+            v6 += 1
+        else:
+            continue
+        checked += 1
+    if checked != total:
+        print(f"FAIL: checked {checked} ICRCs, tshark saw {total} RoCEv2 frames")
+        return 1
+    print(f"OK: {total} RoCEv2 frames dissect cleanly; ICRC verified on {v4} IPv4 and {v6} IPv6 frames")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
