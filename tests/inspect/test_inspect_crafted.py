@@ -257,6 +257,28 @@ def scenarios(tmp):
     run_scenario("no_request", s, [("response_without_request", bad_at)], False,
                  {B: {"responses_without_request": 1}}, tmp)
 
+    # only the responses are in the capture (a one-way mirror, or the
+    # requests filtered out): reported, not a violation
+    s = Script()
+    for i in range(3):
+        s.add(c.ack(100 + i, i + 1))
+    run_scenario("responses_only", s, [("responses_to_uncaptured_requests", 1)], True,
+                 {B: {"responses_without_request": 3}}, tmp)
+
+    # the capture sees A's requests (to B's QP 0x202) from the start, then B
+    # answers a QP 0x999 on A that never sent anything: a violation at the
+    # first such response
+    s = Script()
+    s.add(c.write_only(100))
+    s.add(c.ack(100, 1))
+    ghost = rc.Conversation(A, B, qp_a=0x999, qp_b=0x777)
+    bad_at = s.add(ghost.ack(5000, 1))
+    s.add(ghost.ack(5001, 2))
+    s.add(c.write_only(101))
+    s.add(c.ack(101, 2))
+    run_scenario("responses_to_silent_qp", s, [("response_without_request", bad_at)], False,
+                 {A: {"messages.completed": 2}}, tmp)
+
     # a 3000-byte READ at PMTU 1024 occupies PSNs 100..102: the WRITE at 103
     # is in sequence
     s = Script()

@@ -176,6 +176,10 @@ struct insp_half {
 	uint64_t acks, naks[INSP_NAK_CODES + 1], rnr_naks, read_resps, atomic_acks, repeated_acks,
 	    unmatched_responses;
 	uint64_t rnr_timer[32];
+	uint64_t unmatched_frame; /**< first response matching no request (not judged yet) */
+	unsigned unmatched_file;
+	uint32_t unmatched_psn;
+	uint64_t unmatched_ts;
 	bool last_ack_valid;
 	uint32_t last_ack_psn;
 	uint8_t last_ack_syndrome;
@@ -209,6 +213,7 @@ enum insp_event_kind {
 	INSP_EV_MALFORMED,
 	INSP_EV_TRUNCATED,
 	INSP_EV_NO_REQUEST,
+	INSP_EV_UNANSWERED_BEFORE, /**< responses to requests the capture does not hold */
 	INSP_EV_CNP,
 	INSP_EV_KINDS,
 };

@@ -758,6 +758,31 @@ static struct insp_half *pair_by_response(struct insp_state *s, struct insp_half
 	return best;
 }
 
+/*
+ * A response that answers no request the capture holds. It is a violation
+ * when the requester's requests are in the capture and the PSN is ahead of
+ * all of them: the responder answers something never sent. Before the first
+ * request, or with no request direction found yet, the request may predate
+ * the capture or travel outside it (a one-way mirror): counted and shown,
+ * judged at the end (insp_flow_finish).
+ */
+static unsigned unmatched_response(struct insp_state *s, struct insp_half *r, struct insp_half *q,
+				   const struct insp_frame *f)
+{
+	bool ahead = q && q->req_seen && roce_psn_cmp(f->psn, q->req_first) >= 0;
+
+	r->unmatched_responses++;
+	if (ahead) {
+		event_add(s, f, INSP_EV_NO_REQUEST, r, true);
+	} else if (!r->unmatched_frame) {
+		r->unmatched_frame = f->index;
+		r->unmatched_file = f->file_no;
+		r->unmatched_psn = f->psn;
+		r->unmatched_ts = f->ts_ns;
+	}
+	return INSP_NOTE_NO_REQUEST;
+}
+
 static unsigned response_packet(struct insp_state *s, struct insp_half *r,
 				const struct insp_frame *f)
 {
@@ -808,12 +833,12 @@ static unsigned response_packet(struct insp_state *s, struct insp_half *r,
 	if (!r->peer)
 		r->pair_tries++;
 	if (!q || !q->req_seen || !in_window(q, p)) {
-		/* nothing requested this PSN (in what the capture holds) */
-		if (!(q && q->req_seen && type != ROCE_AETH_ACK &&
-		      roce_psn_cmp(p, q->req_next) == 0)) {
-			r->unmatched_responses++;
-			event_add(s, f, INSP_EV_NO_REQUEST, r, true);
-			return INSP_NOTE_NO_REQUEST;
+		/* A NAK names the PSN the responder expects: it may be the next one */
+		if (q && q->req_seen && type != ROCE_AETH_ACK &&
+		    roce_psn_cmp(p, q->req_next) == 0) {
+			/* fine: handled below */
+		} else {
+			return unmatched_response(s, r, q, f);
 		}
 	}
 
@@ -993,9 +1018,78 @@ static void pair_leftovers(struct insp_state *s)
 	free(v);
 }
 
+/*
+ * Responses to a QP that sent no request in the capture are a violation when
+ * the capture does see requests travel that way (between the same two
+ * hosts, the other direction) from before the first such response; otherwise
+ * the capture may simply not hold them, and they are only counted.
+ */
+static void judge_unmatched(struct insp_state *s)
+{
+	for (unsigned i = 0; i < s->nhalves; i++) {
+		struct insp_half *r = s->halves[i];
+		bool seen_way = false;
+		struct insp_event *e;
+
+		if (!r->unmatched_frame)
+			continue;
+		for (unsigned j = 0; j < s->nhalves && !seen_way; j++) {
+			const struct insp_half *q = s->halves[j];
+
+			seen_way = q->req_seen && q->first_ts <= r->unmatched_ts &&
+				   !memcmp(q->src, r->dst, 16) && !memcmp(q->dst, r->src, 16);
+		}
+		e = event_add(
+		    s,
+		    &(struct insp_frame){.index = r->unmatched_frame, .file_no = r->unmatched_file},
+		    seen_way && !r->peer ? INSP_EV_NO_REQUEST : INSP_EV_UNANSWERED_BEFORE, r,
+		    seen_way && !r->peer);
+		if (e)
+			e->psn = r->unmatched_psn;
+	}
+}
+
+static int event_cmp(const void *x, const void *y)
+{
+	const struct insp_event *a = x, *b = y;
+
+	if (a->file != b->file)
+		return a->file < b->file ? -1 : 1;
+	return (a->frame > b->frame) - (a->frame < b->frame);
+}
+
+/*
+ * Events are stored as frames come, so in frame order; the ones made at the
+ * end (unrepaired gaps, unanswered responses) are merged in where their
+ * frame is, keeping the order of equal frames (stored first, then judged).
+ */
+static void events_merge_tail(struct insp_state *s, unsigned base)
+{
+	struct insp_event *m;
+	unsigned i = 0, j = base, k = 0;
+
+	if (base >= s->nevents)
+		return;
+	qsort(s->events + base, s->nevents - base, sizeof(*s->events), event_cmp);
+	m = malloc(s->nevents * sizeof(*m));
+	if (!m)
+		return; /* left unmerged: still all there */
+	while (i < base || j < s->nevents) {
+		if (j >= s->nevents || (i < base && event_cmp(&s->events[i], &s->events[j]) <= 0))
+			m[k++] = s->events[i++];
+		else
+			m[k++] = s->events[j++];
+	}
+	memcpy(s->events, m, s->nevents * sizeof(*m));
+	free(m);
+}
+
 void insp_flow_finish(struct insp_state *s)
 {
+	unsigned base = s->nevents;
+
 	pair_leftovers(s);
+	judge_unmatched(s);
 	for (unsigned i = 0; i < s->nhalves; i++) {
 		struct insp_half *h = s->halves[i];
 
@@ -1017,4 +1111,5 @@ void insp_flow_finish(struct insp_state *s)
 		}
 		h->msgs_incomplete += h->ring_len + (h->uc_open ? 1 : 0);
 	}
+	events_merge_tail(s, base);
 }

@@ -77,6 +77,7 @@ const char *insp_event_name(enum insp_event_kind k)
 	    [INSP_EV_MALFORMED] = "malformed",
 	    [INSP_EV_TRUNCATED] = "truncated",
 	    [INSP_EV_NO_REQUEST] = "response_without_request",
+	    [INSP_EV_UNANSWERED_BEFORE] = "responses_to_uncaptured_requests",
 	    [INSP_EV_CNP] = "cnp",
 	};
 	return (unsigned)k < INSP_EV_KINDS && names[k] ? names[k] : "event";
@@ -251,6 +252,13 @@ static void event_text(const struct insp_event *e, char *buf, size_t len)
 	case INSP_EV_TRUNCATED:
 		snprintf(buf, len, "%s%struncated by the capture (%u of %u bytes)", t,
 			 *t ? ": " : "", e->value, e->psn2);
+		break;
+	case INSP_EV_UNANSWERED_BEFORE:
+		snprintf(buf, len,
+			 "%s: %" PRIu64
+			 " response(s) from psn %u answer requests the capture does not "
+			 "hold (sent before it began, or not through it)",
+			 t, e->half ? e->half->unmatched_responses : 0, e->psn);
 		break;
 	case INSP_EV_NO_REQUEST:
 		snprintf(buf, len, "%s: response psn %u answers no request in the capture", t,
