@@ -390,6 +390,7 @@ static void test_arp_expiry(void **state)
 
 struct recorder {
 	unsigned n;
+	uint32_t psns[64];
 	struct roce_pkt last;
 	uint8_t payload[64];
 	uint32_t payload_len;
@@ -400,6 +401,8 @@ static void rec_rx(void *ctx, struct rte_mbuf **pkts, struct roce_pkt *descs, ui
 	struct recorder *r = ctx;
 
 	for (uint16_t i = 0; i < n; i++) {
+		if (r->n < 64)
+			r->psns[r->n] = descs[i].psn;
 		r->n++;
 		r->last = descs[i];
 		r->payload_len = descs[i].payload_len < 64 ? descs[i].payload_len : 64;
@@ -423,8 +426,17 @@ static bool rec_has_work(void *ctx)
 }
 
 /* An RC SEND ONLY from port `from` (GID index 1) to dst with dst_mac. */
+static struct rte_mbuf *roce_frame_psn(struct rocemu_port *from, const char *dst,
+				       const uint8_t dst_mac[6], uint32_t dqpn, uint32_t psn);
+
 static struct rte_mbuf *roce_frame(struct rocemu_port *from, const char *dst, const uint8_t dst_mac[6],
 				   uint32_t dqpn)
+{
+	return roce_frame_psn(from, dst, dst_mac, dqpn, 7);
+}
+
+static struct rte_mbuf *roce_frame_psn(struct rocemu_port *from, const char *dst,
+				       const uint8_t dst_mac[6], uint32_t dqpn, uint32_t psn)
 {
 	struct roce_pkt pkt;
 	struct rte_mbuf *m = rocemu_port_alloc_mbuf(from);
@@ -443,7 +455,7 @@ static struct rte_mbuf *roce_frame(struct rocemu_port *from, const char *dst, co
 	pkt.opcode = ROCE_OP_SEND_ONLY;
 	pkt.pkey = ROCE_DEFAULT_PKEY;
 	pkt.dqpn = dqpn;
-	pkt.psn = 7;
+	pkt.psn = psn;
 	pkt.payload_len = sizeof(payload);
 	assert_int_equal(roce_mbuf_build(m, &pkt, payload), 0);
 	return m;
@@ -746,6 +758,147 @@ static void test_fault_drop_list(void **state)
 	pair_close(&p);
 }
 
+/* A frame split over two chained mbufs arrives linearised and is handled. */
+static void test_multisegment_rx(void **state)
+{
+	struct pair p;
+	struct recorder rb = {0};
+	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work};
+	uint8_t bmac[6];
+	struct rte_mbuf *whole, *head, *tail;
+	(void)state;
+
+	pair_config(&p, NULL, NULL);
+	pair_open(&p);
+	rocemu_port_set_upper(p.b, &ub);
+	rocemu_port_mac(p.b, bmac);
+	whole = roce_frame(p.a, "10.9.0.2", bmac, 0x21);
+	head = rocemu_port_alloc_mbuf(p.a);
+	tail = rocemu_port_alloc_mbuf(p.a);
+	assert_non_null(head);
+	assert_non_null(tail);
+	memcpy(rte_pktmbuf_append(head, 30), rte_pktmbuf_mtod(whole, uint8_t *), 30);
+	memcpy(rte_pktmbuf_append(tail, (uint16_t)(whole->data_len - 30)),
+	       rte_pktmbuf_mtod(whole, uint8_t *) + 30, whole->data_len - 30);
+	rte_pktmbuf_free(whole);
+	assert_int_equal(rte_pktmbuf_chain(head, tail), 0);
+	assert_int_equal(head->nb_segs, 2);
+	rocemu_port_lock(p.a);
+	assert_int_equal(rocemu_port_tx(p.a, head), 0);
+	rocemu_port_unlock(p.a);
+	pump(&p, 2);
+	assert_int_equal(rb.n, 1);
+	assert_int_equal(rb.last.dqpn, 0x21);
+	assert_memory_equal(rb.payload, "hello, loopback", 16);
+	pair_close(&p);
+}
+
+/* Frames to a MAC that is not ours (nor broadcast/our multicast) are dropped. */
+static void test_foreign_mac_dropped(void **state)
+{
+	struct pair p;
+	struct recorder rb = {0};
+	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work};
+	static const uint8_t other[6] = {0x02, 0x99, 0x99, 0x99, 0x99, 0x99};
+	(void)state;
+
+	pair_config(&p, NULL, NULL);
+	pair_open(&p);
+	rocemu_port_set_upper(p.b, &ub);
+	rocemu_port_lock(p.a);
+	rocemu_port_tx(p.a, roce_frame(p.a, "10.9.0.2", other, 1));
+	rocemu_port_unlock(p.a);
+	pump(&p, 2);
+	assert_int_equal(rb.n, 0);
+	assert_int_equal(counter(p.b, "drop_not_our_mac"), 1);
+	pair_close(&p);
+}
+
+static void send_psns(struct pair *p, unsigned n)
+{
+	uint8_t bmac[6];
+
+	rocemu_port_mac(p->b, bmac);
+	rocemu_port_lock(p->a);
+	for (unsigned i = 0; i < n; i++)
+		rocemu_port_tx(p->a, roce_frame_psn(p->a, "10.9.0.2", bmac, 1, i));
+	rocemu_port_unlock(p->a);
+}
+
+static void test_fault_dup_reorder_delay(void **state)
+{
+	struct pair p;
+	struct recorder rb = {0};
+	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work};
+	bool out_of_order = false;
+	(void)state;
+
+	/* every frame duplicated on the way out */
+	pair_config(&p, NULL, NULL);
+	set(&p.ca, "fault-dup", "tx:1000000");
+	pair_open(&p);
+	rocemu_port_set_upper(p.b, &ub);
+	pump(&p, 2);
+	send_psns(&p, 4);
+	pump(&p, 3);
+	assert_int_equal(rb.n, 8);
+	for (unsigned i = 0; i < 8; i += 2)
+		assert_int_equal(rb.psns[i], rb.psns[i + 1]);
+	pair_close(&p);
+
+	/* half the frames held back on receive: some arrive out of order, none lost */
+	memset(&rb, 0, sizeof(rb));
+	pair_config(&p, NULL, NULL);
+	set(&p.cb, "fault-reorder", "rx:500000");
+	set(&p.cb, "fault-seed", "42");
+	pair_open(&p);
+	rocemu_port_set_upper(p.b, &ub);
+	send_psns(&p, 32);
+	pump(&p, 4);
+	assert_int_equal(rb.n, 32);
+	for (unsigned i = 1; i < 32; i++)
+		if (rb.psns[i] < rb.psns[i - 1])
+			out_of_order = true;
+	assert_true(out_of_order);
+	assert_true(counter(p.b, "fault_rx_reordered") > 0);
+	pair_close(&p);
+
+	/* every frame delayed: nothing on the first pass, all after the delay */
+	memset(&rb, 0, sizeof(rb));
+	pair_config(&p, NULL, NULL);
+	set(&p.cb, "fault-delay", "rx:1000000");
+	set(&p.cb, "fault-delay-us", "20000");
+	pair_open(&p);
+	rocemu_port_set_upper(p.b, &ub);
+	pump(&p, 2); /* a's announcements: delayed too */
+	uint64_t delayed_before = counter(p.b, "fault_rx_delayed");
+	send_psns(&p, 3);
+	rocemu_port_progress(p.a);
+	rocemu_port_progress(p.b);
+	assert_int_equal(rb.n, 0);
+	assert_int_equal(counter(p.b, "fault_rx_delayed") - delayed_before, 3);
+	for (int i = 0; i < 2000 && rb.n < 3; i++) {
+		sleep_ms(1);
+		rocemu_port_progress(p.b);
+	}
+	assert_int_equal(rb.n, 3);
+	pair_close(&p);
+
+	/* every frame corrupted: none reaches the upper layer, each drop counted */
+	memset(&rb, 0, sizeof(rb));
+	pair_config(&p, NULL, NULL);
+	set(&p.ca, "fault-corrupt", "tx:1000000");
+	pair_open(&p);
+	rocemu_port_set_upper(p.b, &ub);
+	pump(&p, 2);
+	uint64_t drops_before = counter(p.b, "rx_drops");
+	send_psns(&p, 16);
+	pump(&p, 3);
+	assert_int_equal(rb.n, 0);
+	assert_int_equal(counter(p.b, "rx_drops") - drops_before, 16);
+	pair_close(&p);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -779,6 +932,9 @@ int main(void)
 		cmocka_unit_test(test_capture),
 		cmocka_unit_test(test_capture_rotation),
 		cmocka_unit_test(test_fault_drop_list),
+		cmocka_unit_test(test_multisegment_rx),
+		cmocka_unit_test(test_foreign_mac_dropped),
+		cmocka_unit_test(test_fault_dup_reorder_delay),
 	};
 	char err[256];
 	struct sigaction sa;
