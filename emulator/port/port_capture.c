@@ -15,9 +15,9 @@
 
 #include "port_internal.h"
 
-#define SNAPLEN 65535
+#define SNAPLEN	      65535
 #define PCAP_FILE_HDR 24
-#define PCAP_REC_HDR 16
+#define PCAP_REC_HDR  16
 
 static int open_file(struct rocemu_port *port, char *err, size_t errlen)
 {
@@ -51,8 +51,8 @@ int port_capture_open(struct rocemu_port *port, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	c->dead = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, SNAPLEN,
-						       PCAP_TSTAMP_PRECISION_NANO);
+	c->dead =
+	    pcap_open_dead_with_tstamp_precision(DLT_EN10MB, SNAPLEN, PCAP_TSTAMP_PRECISION_NANO);
 	if (!c->dead) {
 		free(c);
 		snprintf(err, errlen, "libpcap: cannot open a capture handle");

@@ -17,7 +17,7 @@
 #include "port_internal.h"
 
 static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
@@ -162,15 +162,16 @@ static int set_ip(struct rocemu_port_config *cfg, const char *val, char *err, si
 	if (!ip.is_v6) {
 		uint32_t a = ntohl(port_gid_ipv4(ip.gid));
 		if (a == 0 || a == 0xffffffffu || (a >> 28) == 0xe || (a >> 24) == 127)
-			return fail(err, errlen, -EINVAL,
-				    "--ip '%s': not a unicast host address", val);
+			return fail(err, errlen, -EINVAL, "--ip '%s': not a unicast host address",
+				    val);
 	} else if (ip.gid[0] == 0xff) {
-		return fail(err, errlen, -EINVAL, "--ip '%s': multicast is not a host address", val);
+		return fail(err, errlen, -EINVAL, "--ip '%s': multicast is not a host address",
+			    val);
 	} else {
 		static const uint8_t zero[16], lo[16] = {[15] = 1};
 		if (!memcmp(ip.gid, zero, 16) || !memcmp(ip.gid, lo, 16))
-			return fail(err, errlen, -EINVAL,
-				    "--ip '%s': not a unicast host address", val);
+			return fail(err, errlen, -EINVAL, "--ip '%s': not a unicast host address",
+				    val);
 	}
 	for (unsigned i = 0; i < cfg->n_ips; i++)
 		if (!memcmp(cfg->ips[i].gid, ip.gid, 16))
@@ -229,7 +230,8 @@ static int set_fault_list(struct rocemu_fault_config *f, const char *val, char *
 				    val);
 		if (n >= 31)
 			return fail(err, errlen, -EINVAL,
-				    "--fault-drop-list '%s': at most 31 indices per direction", val);
+				    "--fault-drop-list '%s': at most 31 indices per direction",
+				    val);
 		f->drop_list[dir][n++] = (uint32_t)v;
 		p = *end ? end + 1 : end;
 	}
@@ -246,7 +248,8 @@ static int set_fault(struct rocemu_port_config *cfg, const char *opt, const char
 
 	if (!strcmp(what, "seed")) {
 		if (parse_u64(val, UINT64_MAX, &v))
-			return fail(err, errlen, -EINVAL, "--%s '%s': expected an integer", opt, val);
+			return fail(err, errlen, -EINVAL, "--%s '%s': expected an integer", opt,
+				    val);
 		f->seed = v;
 		rc = 0;
 	} else if (!strcmp(what, "drop")) {
@@ -281,8 +284,9 @@ static int set_ms(uint32_t *out, const char *opt, const char *val, uint64_t min,
 	uint64_t v;
 
 	if (parse_u64(val, max, &v) || v < min)
-		return fail(err, errlen, -EINVAL, "--%s '%s': expected an integer %" PRIu64
-			    "..%" PRIu64, opt, val, min, max);
+		return fail(err, errlen, -EINVAL,
+			    "--%s '%s': expected an integer %" PRIu64 "..%" PRIu64, opt, val, min,
+			    max);
 	*out = (uint32_t)v;
 	return 0;
 }
@@ -303,7 +307,8 @@ int rocemu_port_config_set(struct rocemu_port_config *cfg, const char *opt, cons
 		char arg[ROCEMU_PORT_SPEC_MAX];
 
 		if (strlen(val) >= sizeof(cfg->spec))
-			return fail(err, errlen, -EINVAL, "--port: specification longer than %d bytes",
+			return fail(err, errlen, -EINVAL,
+				    "--port: specification longer than %d bytes",
 				    ROCEMU_PORT_SPEC_MAX - 1);
 		if (port_parse_spec(val, &kind, arg, sizeof(arg), spec_err, sizeof(spec_err)))
 			return fail(err, errlen, -EINVAL, "--port '%s': %s", val, spec_err);
@@ -324,7 +329,8 @@ int rocemu_port_config_set(struct rocemu_port_config *cfg, const char *opt, cons
 	if (!strcmp(opt, "mac")) {
 		if (parse_mac(val, cfg->mac))
 			return fail(err, errlen, -EINVAL,
-				    "--mac '%s': expected a unicast MAC like 02:00:00:00:00:01", val);
+				    "--mac '%s': expected a unicast MAC like 02:00:00:00:00:01",
+				    val);
 		cfg->mac_set = true;
 		return 0;
 	}
@@ -352,9 +358,10 @@ int rocemu_port_config_set(struct rocemu_port_config *cfg, const char *opt, cons
 	}
 	if (!strcmp(opt, "capture-rotate")) {
 		if (parse_u64(val, UINT64_MAX >> 1, &v) || (v && v < 4096))
-			return fail(err, errlen, -EINVAL,
-				    "--capture-rotate '%s': bytes per file, 0 or >= 4096 (k/M/G allowed)",
-				    val);
+			return fail(
+			    err, errlen, -EINVAL,
+			    "--capture-rotate '%s': bytes per file, 0 or >= 4096 (k/M/G allowed)",
+			    val);
 		cfg->capture_rotate_bytes = v;
 		return 0;
 	}
@@ -380,7 +387,8 @@ static int check_iface(const char *what, const char *iface, char *err, size_t er
 			    what);
 	for (size_t i = 0; i < n; i++)
 		if (iface[i] == '/' || iface[i] == ',' || isspace((unsigned char)iface[i]))
-			return fail(err, errlen, -EINVAL, "%s: bad interface name '%s'", what, iface);
+			return fail(err, errlen, -EINVAL, "%s: bad interface name '%s'", what,
+				    iface);
 	return 0;
 }
 
@@ -415,9 +423,11 @@ int port_parse_spec(const char *spec, enum port_kind *kind, char *arg, size_t ar
 		rest = spec + 5;
 		n = strlen(rest);
 		if (n < 3 || rest[n - 2] != ':' || (rest[n - 1] != 'a' && rest[n - 1] != 'b'))
-			return fail(err, errlen, -EINVAL, "expected ring:PAIRNAME:a or ring:PAIRNAME:b");
+			return fail(err, errlen, -EINVAL,
+				    "expected ring:PAIRNAME:a or ring:PAIRNAME:b");
 		if (n - 2 > 16)
-			return fail(err, errlen, -EINVAL, "ring pair name longer than 16 characters");
+			return fail(err, errlen, -EINVAL,
+				    "ring pair name longer than 16 characters");
 		for (size_t i = 0; i < n - 2; i++)
 			if (!isalnum((unsigned char)rest[i]) && rest[i] != '_')
 				return fail(err, errlen, -EINVAL,
@@ -427,11 +437,13 @@ int port_parse_spec(const char *spec, enum port_kind *kind, char *arg, size_t ar
 		rest = spec + 5;
 		if (!*rest || *rest == ',')
 			return fail(err, errlen, -EINVAL,
-				    "dpdk: needs DPDK device arguments, e.g. dpdk:0000:03:00.0 or dpdk:net_pcap0,iface=eth0");
+				    "dpdk: needs DPDK device arguments, e.g. dpdk:0000:03:00.0 or "
+				    "dpdk:net_pcap0,iface=eth0");
 		*kind = PORT_KIND_DPDK;
 	} else {
 		return fail(err, errlen, -EINVAL,
-			    "unknown port kind (memif:server:SOCK, memif:client:SOCK, af_packet:IFACE, af_xdp:IFACE, ring:PAIR:a|b, dpdk:DEVARGS)");
+			    "unknown port kind (memif:server:SOCK, memif:client:SOCK, "
+			    "af_packet:IFACE, af_xdp:IFACE, ring:PAIR:a|b, dpdk:DEVARGS)");
 	}
 	if (strlen(rest) >= arglen)
 		return fail(err, errlen, -EINVAL, "port specification too long");

@@ -10,31 +10,31 @@
 #include "port_internal.h"
 
 static const char *const fixed_names[PC_FIXED_COUNT] = {
-	[PC_RX_FRAMES] = "rx_frames",
-	[PC_RX_BYTES] = "rx_bytes",
-	[PC_TX_FRAMES] = "tx_frames",
-	[PC_TX_BYTES] = "tx_bytes",
-	[PC_RX_ROCE] = "rx_roce_frames",
-	[PC_LOOPBACK_FRAMES] = "loopback_frames",
-	[PC_RX_DROPS] = "rx_drops",
-	[PC_TX_DROPS] = "tx_drops",
-	[PC_ARP_RX] = "arp_rx",
-	[PC_ARP_REQUESTS_TX] = "arp_requests_tx",
-	[PC_ARP_REPLIES_TX] = "arp_replies_tx",
-	[PC_ARP_RESOLVED] = "neigh_resolved",
-	[PC_ARP_FAILED] = "neigh_failed",
-	[PC_GARP_TX] = "gratuitous_arp_tx",
-	[PC_ND_RX] = "nd_rx",
-	[PC_ND_SOLICITS_TX] = "nd_solicits_tx",
-	[PC_ND_ADVERTS_TX] = "nd_adverts_tx",
-	[PC_ICMP_ECHO_RX] = "icmp_echo_requests_rx",
-	[PC_ICMP_ECHO_REPLIES_TX] = "icmp_echo_replies_tx",
-	[PC_PING_TX] = "ping_requests_tx",
-	[PC_PING_REPLIES] = "ping_replies_rx",
-	[PC_CAPTURE_FRAMES] = "capture_frames",
-	[PC_CAPTURE_FILTERED] = "capture_filtered_out",
-	[PC_CAPTURE_FILES] = "capture_files",
-	[PC_LINK_CHANGES] = "link_changes",
+    [PC_RX_FRAMES] = "rx_frames",
+    [PC_RX_BYTES] = "rx_bytes",
+    [PC_TX_FRAMES] = "tx_frames",
+    [PC_TX_BYTES] = "tx_bytes",
+    [PC_RX_ROCE] = "rx_roce_frames",
+    [PC_LOOPBACK_FRAMES] = "loopback_frames",
+    [PC_RX_DROPS] = "rx_drops",
+    [PC_TX_DROPS] = "tx_drops",
+    [PC_ARP_RX] = "arp_rx",
+    [PC_ARP_REQUESTS_TX] = "arp_requests_tx",
+    [PC_ARP_REPLIES_TX] = "arp_replies_tx",
+    [PC_ARP_RESOLVED] = "neigh_resolved",
+    [PC_ARP_FAILED] = "neigh_failed",
+    [PC_GARP_TX] = "gratuitous_arp_tx",
+    [PC_ND_RX] = "nd_rx",
+    [PC_ND_SOLICITS_TX] = "nd_solicits_tx",
+    [PC_ND_ADVERTS_TX] = "nd_adverts_tx",
+    [PC_ICMP_ECHO_RX] = "icmp_echo_requests_rx",
+    [PC_ICMP_ECHO_REPLIES_TX] = "icmp_echo_replies_tx",
+    [PC_PING_TX] = "ping_requests_tx",
+    [PC_PING_REPLIES] = "ping_replies_rx",
+    [PC_CAPTURE_FRAMES] = "capture_frames",
+    [PC_CAPTURE_FILTERED] = "capture_filtered_out",
+    [PC_CAPTURE_FILES] = "capture_files",
+    [PC_LINK_CHANGES] = "link_changes",
 };
 
 static void count_named(struct rocemu_port *port, const char *key, const char *prefix)
@@ -44,7 +44,8 @@ static void count_named(struct rocemu_port *port, const char *key, const char *p
 	char name[PORT_COUNTER_NAME_MAX];
 
 	for (unsigned i = 0; i < n; i++)
-		if (port->dyn[i].key == key && !strncmp(port->dyn[i].name, prefix, strlen(prefix))) {
+		if (port->dyn[i].key == key &&
+		    !strncmp(port->dyn[i].name, prefix, strlen(prefix))) {
 			port->dyn[i].value++;
 			return;
 		}
@@ -83,8 +84,8 @@ void rocemu_port_count(struct rocemu_port *port, const char *reason)
 unsigned rocemu_port_counters(const struct rocemu_port *port, struct rocemu_counter *out,
 			      unsigned max)
 {
-	unsigned n = atomic_load_explicit(&((struct rocemu_port *)port)->dyn_n,
-					  memory_order_acquire);
+	unsigned n =
+	    atomic_load_explicit(&((struct rocemu_port *)port)->dyn_n, memory_order_acquire);
 	unsigned total = PC_FIXED_COUNT + n, k = 0;
 
 	for (unsigned i = 0; i < PC_FIXED_COUNT && k < max; i++, k++) {

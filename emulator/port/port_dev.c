@@ -26,11 +26,11 @@
 /* Default Ethernet MTU for point-to-point software links (memif, ring):
  * large enough that a 4096-byte IB MTU fits over IPv6 (4096 + 92 = 4188). */
 #define PORT_SOFT_LINK_MTU 4200
-#define PORT_DEFAULT_MTU 1500
+#define PORT_DEFAULT_MTU   1500
 #define PORT_DEFAULT_MBUFS 8192
-#define PORT_RX_DESC 1024
-#define PORT_TX_DESC 1024
-#define PORT_RING_SIZE 1024
+#define PORT_RX_DESC	   1024
+#define PORT_TX_DESC	   1024
+#define PORT_RING_SIZE	   1024
 /*
  * Bytes a RoCEv2 packet adds around the IB payload at the IP layer, worst case:
  * IPv6 40 + UDP 8 + BTH 12 + 28 (the largest extension headers, AtomicETH) +
@@ -40,7 +40,7 @@
 #define ROCE_IP_OVERHEAD_MAX (40 + 8 + 12 + 28 + 4)
 
 static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
@@ -104,8 +104,8 @@ static int ring_pair_get(const char *name, int side, struct ring_pair **out, cha
 				 d ? 'l' : 'r', name);
 			rp->ring[d] = rte_ring_create(rname, PORT_RING_SIZE, SOCKET_ID_ANY, 0);
 			if (!rp->ring[d]) {
-				rc = fail(err, errlen, -rte_errno, "cannot create ring %s: %s", rname,
-					  rte_strerror(rte_errno));
+				rc = fail(err, errlen, -rte_errno, "cannot create ring %s: %s",
+					  rname, rte_strerror(rte_errno));
 				if (d)
 					rte_ring_free(rp->ring[0]);
 				goto out;
@@ -375,8 +375,8 @@ static void hold_roce_udp_port(struct rocemu_port *port)
 static void choose_mac(struct rocemu_port *port)
 {
 	struct rte_ether_addr dev_mac;
-	bool have_dev_mac = rte_eth_macaddr_get(port->port_id, &dev_mac) == 0 &&
-			    !rte_is_zero_ether_addr(&dev_mac);
+	bool have_dev_mac =
+	    rte_eth_macaddr_get(port->port_id, &dev_mac) == 0 && !rte_is_zero_ether_addr(&dev_mac);
 
 	if (port->cfg.mac_set) {
 		memcpy(port->mac.addr_bytes, port->cfg.mac, 6);
@@ -387,8 +387,8 @@ static void choose_mac(struct rocemu_port *port)
 	} else {
 		generated_mac(&port->cfg, port->mac.addr_bytes);
 	}
-	if (port->kind == PORT_KIND_DPDK && (!have_dev_mac || !rte_is_same_ether_addr(&dev_mac,
-										    &port->mac)))
+	if (port->kind == PORT_KIND_DPDK &&
+	    (!have_dev_mac || !rte_is_same_ether_addr(&dev_mac, &port->mac)))
 		if (rte_eth_dev_default_mac_addr_set(port->port_id, &port->mac))
 			rte_eth_promiscuous_enable(port->port_id);
 	if ((port->kind == PORT_KIND_AF_PACKET || port->kind == PORT_KIND_AF_XDP) && have_dev_mac &&
@@ -412,9 +412,10 @@ static int choose_mtu(struct rocemu_port *port, const char *arg, char *err, size
 				    arg, v);
 		port->eth_mtu = port->cfg.mtu ? port->cfg.mtu : (uint16_t)v;
 		if (port->kind == PORT_KIND_AF_XDP && port->eth_mtu > 3498)
-			return fail(err, errlen, -EINVAL,
-				    "af_xdp: MTU %u too large (XDP frames hold at most 3498 bytes of MTU)",
-				    port->eth_mtu);
+			return fail(
+			    err, errlen, -EINVAL,
+			    "af_xdp: MTU %u too large (XDP frames hold at most 3498 bytes of MTU)",
+			    port->eth_mtu);
 	} else if (port->kind == PORT_KIND_DPDK) {
 		port->eth_mtu = port->cfg.mtu ? port->cfg.mtu : PORT_DEFAULT_MTU;
 	} else {
@@ -454,8 +455,9 @@ static int create_pool(struct rocemu_port *port, char *err, size_t errlen)
 	port->pool = rte_pktmbuf_pool_create(name, n, 0, 0, (uint16_t)(room + RTE_PKTMBUF_HEADROOM),
 					     (int)rte_socket_id());
 	if (!port->pool)
-		return fail(err, errlen, -ENOMEM, "cannot create a pool of %u mbufs of %u bytes: %s",
-			    n, room, rte_strerror(rte_errno));
+		return fail(err, errlen, -ENOMEM,
+			    "cannot create a pool of %u mbufs of %u bytes: %s", n, room,
+			    rte_strerror(rte_errno));
 	return 0;
 }
 

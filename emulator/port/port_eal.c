@@ -33,7 +33,7 @@
 #define EAL_MAX_ARGS 64
 
 static pthread_mutex_t eal_lock = PTHREAD_MUTEX_INITIALIZER;
-static int eal_state;    /* 0 = not tried, 1 = up, <0 = failed (-errno) */
+static int eal_state; /* 0 = not tried, 1 = up, <0 = failed (-errno) */
 static char eal_err[512];
 static char eal_args_used[1024];
 static struct rocemu_port *open_ports[64];
@@ -73,7 +73,8 @@ static bool hugepages_free(void)
 
 		if (strncmp(e->d_name, "hugepages-", 10))
 			continue;
-		snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/%s/free_hugepages", e->d_name);
+		snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/%s/free_hugepages",
+			 e->d_name);
 		f = fopen(path, "r");
 		if (!f)
 			continue;
@@ -102,8 +103,8 @@ static void cpuset_format(const cpu_set_t *set, char *buf, size_t len)
 		if (end == c)
 			off += (size_t)snprintf(buf + off, len - off, "%s%d", first ? "" : ",", c);
 		else
-			off += (size_t)snprintf(buf + off, len - off, "%s%d-%d", first ? "" : ",", c,
-						end);
+			off += (size_t)snprintf(buf + off, len - off, "%s%d-%d", first ? "" : ",",
+						c, end);
 		first = 0;
 		c = end;
 	}
@@ -229,7 +230,8 @@ static int eal_start(bool need_pci)
 	eal_args_used[0] = 0;
 	for (int i = 1; i < argc; i++)
 		used += (size_t)snprintf(eal_args_used + used,
-					 used < sizeof(eal_args_used) ? sizeof(eal_args_used) - used : 0,
+					 used < sizeof(eal_args_used) ? sizeof(eal_args_used) - used
+								      : 0,
 					 "%s%s", i > 1 ? " " : "", argv[i]);
 
 	/* Threads EAL creates inherit this mask: no signal is delivered to them. */

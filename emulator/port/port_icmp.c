@@ -14,8 +14,8 @@
 #include "port_internal.h"
 
 #define ICMP6_ECHO_REQUEST 128
-#define ICMP6_ECHO_REPLY 129
-#define PING_PAYLOAD 56
+#define ICMP6_ECHO_REPLY   129
+#define PING_PAYLOAD	   56
 
 static void drop(struct rocemu_port *port, struct rte_mbuf *m, const char *reason)
 {
@@ -68,7 +68,8 @@ void port_icmp4_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_t l3_
 		drop(port, m, "ip_bad_header");
 		return;
 	}
-	if (ip->fragment_offset & rte_cpu_to_be_16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)) {
+	if (ip->fragment_offset &
+	    rte_cpu_to_be_16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)) {
 		drop(port, m, "ip_fragment");
 		return;
 	}
@@ -79,7 +80,8 @@ void port_icmp4_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_t l3_
 		return;
 	}
 	if (icmp->icmp_type == RTE_IP_ICMP_ECHO_REPLY) {
-		note_reply(port, (const uint8_t *)(icmp + 1), icmp_len - (uint32_t)sizeof(*icmp), now);
+		note_reply(port, (const uint8_t *)(icmp + 1), icmp_len - (uint32_t)sizeof(*icmp),
+			   now);
 		rte_pktmbuf_free(m);
 		return;
 	}

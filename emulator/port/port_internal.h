@@ -15,13 +15,13 @@
 
 #include "rocemu_port.h"
 
-#define PORT_BURST 32
-#define PORT_TX_BUF 256
-#define PORT_LOOP_SLOTS 512 /* power of two */
-#define PORT_NEIGH_SLOTS 64
-#define PORT_MAX_COUNTERS 96
+#define PORT_BURST	      32
+#define PORT_TX_BUF	      256
+#define PORT_LOOP_SLOTS	      512 /* power of two */
+#define PORT_NEIGH_SLOTS      64
+#define PORT_MAX_COUNTERS     96
 #define PORT_COUNTER_NAME_MAX 48
-#define PORT_FAULT_HOLD 64
+#define PORT_FAULT_HOLD	      64
 
 /* Fixed counters, the hot ones first; names in port_counters.c. */
 enum port_counter {
@@ -63,16 +63,16 @@ enum neigh_state {
 	NEIGH_FREE = 0,
 	NEIGH_INCOMPLETE, /* request sent, no answer yet */
 	NEIGH_REACHABLE,  /* answered within the expiry time */
-	NEIGH_STALE,      /* expired: still used, being re-confirmed */
-	NEIGH_FAILED,     /* retries exhausted: -EHOSTUNREACH until failed_until */
+	NEIGH_STALE,	  /* expired: still used, being re-confirmed */
+	NEIGH_FAILED,	  /* retries exhausted: -EHOSTUNREACH until failed_until */
 };
 
 struct port_neigh {
 	uint8_t gid[16];
 	uint8_t mac[6];
 	uint8_t state;
-	uint8_t tries;       /* requests sent in the current attempt */
-	unsigned src_index;  /* GID index the requests are sent from */
+	uint8_t tries;	       /* requests sent in the current attempt */
+	unsigned src_index;    /* GID index the requests are sent from */
 	uint64_t confirmed_ns; /* last answer */
 	uint64_t sent_ns;      /* last request */
 	uint64_t failed_until_ns;
@@ -83,8 +83,8 @@ struct port_capture {
 	pcap_dumper_t *dumper;
 	struct bpf_program prog;
 	bool has_filter;
-	uint64_t file_bytes;  /* bytes in the current file */
-	unsigned file_index;  /* 0 = FILE, n = FILE.n */
+	uint64_t file_bytes;	/* bytes in the current file */
+	unsigned file_index;	/* 0 = FILE, n = FILE.n */
 	uint8_t scratch[16384]; /* for multi-segment frames */
 };
 
@@ -138,7 +138,7 @@ struct rocemu_port {
 	atomic_bool kicked; /* set by rocemu_port_kick, cleared by each pass */
 	atomic_uint_fast64_t last_app_poll_ns;
 	int wake_fd;
-	int udp_hold_fd; /* UDP 4791 held open on kernel interfaces, or -1 */
+	int udp_hold_fd;	    /* UDP 4791 held open on kernel interfaces, or -1 */
 	atomic_bool upper_has_work; /* has_work() at the end of the last pass */
 
 	struct rocemu_port_upper upper;

@@ -20,21 +20,22 @@
 #include "port_internal.h"
 
 #define DEFAULT_TIMEOUT_MS 1000
-#define DEFAULT_RETRIES 3
-#define DEFAULT_EXPIRE_MS 60000
-#define NEIGH_POLL_NS 1000000ull
+#define DEFAULT_RETRIES	   3
+#define DEFAULT_EXPIRE_MS  60000
+#define NEIGH_POLL_NS	   1000000ull
 
-#define ND_NS 135
-#define ND_NA 136
-#define ND_OPT_SLLA 1
-#define ND_OPT_TLLA 2
-#define ND_NA_ROUTER 0x80
+#define ND_NS		135
+#define ND_NA		136
+#define ND_OPT_SLLA	1
+#define ND_OPT_TLLA	2
+#define ND_NA_ROUTER	0x80
 #define ND_NA_SOLICITED 0x40
-#define ND_NA_OVERRIDE 0x20
+#define ND_NA_OVERRIDE	0x20
 
 static uint64_t timeout_ns(const struct rocemu_port *port)
 {
-	return (uint64_t)(port->cfg.arp_timeout_ms ? port->cfg.arp_timeout_ms : DEFAULT_TIMEOUT_MS) *
+	return (uint64_t)(port->cfg.arp_timeout_ms ? port->cfg.arp_timeout_ms
+						   : DEFAULT_TIMEOUT_MS) *
 	       1000000ull;
 }
 
@@ -227,7 +228,8 @@ static int nd_send(struct rocemu_port *port, uint8_t type, uint8_t na_flags, con
 	return rocemu_port_tx(port, m);
 }
 
-static int nd_send_solicit(struct rocemu_port *port, const uint8_t src[16], const uint8_t target[16])
+static int nd_send_solicit(struct rocemu_port *port, const uint8_t src[16],
+			   const uint8_t target[16])
 {
 	uint8_t sn[16] = {0xff, 0x02, [11] = 0x01, [12] = 0xff};
 	struct rte_ether_addr mac;
@@ -251,8 +253,8 @@ static struct port_neigh *neigh_find(struct rocemu_port *port, const uint8_t gid
 static struct port_neigh *neigh_alloc(struct rocemu_port *port, const uint8_t gid[16])
 {
 	struct port_neigh *victim = NULL;
-	static const uint8_t evict_order[] = {NEIGH_FREE, NEIGH_FAILED, NEIGH_STALE, NEIGH_REACHABLE,
-					      NEIGH_INCOMPLETE};
+	static const uint8_t evict_order[] = {NEIGH_FREE, NEIGH_FAILED, NEIGH_STALE,
+					      NEIGH_REACHABLE, NEIGH_INCOMPLETE};
 
 	for (unsigned o = 0; o < sizeof(evict_order) && !victim; o++)
 		for (unsigned i = 0; i < PORT_NEIGH_SLOTS; i++) {
@@ -260,8 +262,8 @@ static struct port_neigh *neigh_alloc(struct rocemu_port *port, const uint8_t gi
 
 			if (e->state != evict_order[o])
 				continue;
-			if (!victim || e->confirmed_ns + e->sent_ns < victim->confirmed_ns +
-									victim->sent_ns)
+			if (!victim ||
+			    e->confirmed_ns + e->sent_ns < victim->confirmed_ns + victim->sent_ns)
 				victim = e;
 			if (e->state == NEIGH_FREE)
 				break;
@@ -301,7 +303,8 @@ static void neigh_learn(struct rocemu_port *port, const uint8_t gid[16], const u
 
 	if (!e) {
 		e = neigh_alloc(port, gid);
-		e->src_index = (unsigned)(port_pick_src(port, gid) < 0 ? 0 : port_pick_src(port, gid));
+		e->src_index =
+		    (unsigned)(port_pick_src(port, gid) < 0 ? 0 : port_pick_src(port, gid));
 	}
 	neigh_confirm(port, e, mac, now);
 }
@@ -459,8 +462,10 @@ void port_arp_input(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 	port_gid_from_ipv4(sgid, sip);
 	port_gid_from_ipv4(tgid, tip);
 	if (sip && port_ip_is_ours(port, sgid)) {
-		drop(port, m, rte_is_same_ether_addr(&arp->arp_data.arp_sha, &port->mac) ?
-				      "arp_own" : "arp_address_conflict");
+		drop(port, m,
+		     rte_is_same_ether_addr(&arp->arp_data.arp_sha, &port->mac)
+			 ? "arp_own"
+			 : "arp_address_conflict");
 		return;
 	}
 	e = sip ? neigh_find(port, sgid) : NULL;
@@ -486,7 +491,8 @@ void port_arp_input(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 		return;
 	}
 	if (op == RTE_ARP_OP_REPLY) {
-		rte_pktmbuf_free(m); /* consumed: an entry was updated or the reply was unsolicited */
+		rte_pktmbuf_free(
+		    m); /* consumed: an entry was updated or the reply was unsolicited */
 		return;
 	}
 	drop(port, m, "arp_unsupported_op");
@@ -571,7 +577,8 @@ static void nd_na_input(struct rocemu_port *port, struct rte_mbuf *m, const stru
 
 void port_nd_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_t l3_off, uint64_t now)
 {
-	const struct rte_ipv6_hdr *ip = rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, l3_off);
+	const struct rte_ipv6_hdr *ip =
+	    rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, l3_off);
 	uint32_t plen = rte_be_to_cpu_16(ip->payload_len);
 	const uint8_t *l4 = (const uint8_t *)(ip + 1);
 

@@ -59,7 +59,8 @@ static bool from_ourselves(const struct rocemu_port *port, const struct rte_mbuf
 {
 	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
 
-	return m->data_len >= RTE_ETHER_HDR_LEN && rte_is_same_ether_addr(&eth->src_addr, &port->mac);
+	return m->data_len >= RTE_ETHER_HDR_LEN &&
+	       rte_is_same_ether_addr(&eth->src_addr, &port->mac);
 }
 
 static unsigned rx_device(struct rocemu_port *port, uint64_t now)

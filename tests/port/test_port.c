@@ -143,22 +143,37 @@ static void test_config_errors(void **state)
 	struct rocemu_port_config cfg;
 	char err[256];
 	static const char *const bad[][2] = {
-		{"port", "bogus:x"},     {"port", "memif:x"},          {"port", "memif:server:"},
-		{"port", "af_packet:"},  {"port", "ring:x"},           {"port", "ring:x:c"},
-		{"port", "dpdk:"},       {"mac", "01:00:00:00:00:01"}, {"mac", "zz"},
-		{"ip", "10.0.0.1/33"},   {"ip", "300.1.1.1/24"},       {"ip", "fe80::1/129"},
-		{"ip", "224.0.0.1/4"},   {"ip", "ff02::1/64"},         {"ip", "::ffff:1.2.3.4/96"},
-		{"mtu", "100"},          {"mtu", "abc"},               {"mtu", "99999"},
-		{"capture-rotate", "5"}, {"arp-timeout", "0"},         {"fault-drop", "tx:2000000"},
-		{"fault-drop-list", "1,2"}, {"name", "a b"},
+	    {"port", "bogus:x"},
+	    {"port", "memif:x"},
+	    {"port", "memif:server:"},
+	    {"port", "af_packet:"},
+	    {"port", "ring:x"},
+	    {"port", "ring:x:c"},
+	    {"port", "dpdk:"},
+	    {"mac", "01:00:00:00:00:01"},
+	    {"mac", "zz"},
+	    {"ip", "10.0.0.1/33"},
+	    {"ip", "300.1.1.1/24"},
+	    {"ip", "fe80::1/129"},
+	    {"ip", "224.0.0.1/4"},
+	    {"ip", "ff02::1/64"},
+	    {"ip", "::ffff:1.2.3.4/96"},
+	    {"mtu", "100"},
+	    {"mtu", "abc"},
+	    {"mtu", "99999"},
+	    {"capture-rotate", "5"},
+	    {"arp-timeout", "0"},
+	    {"fault-drop", "tx:2000000"},
+	    {"fault-drop-list", "1,2"},
+	    {"name", "a b"},
 	};
 	(void)state;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		rocemu_port_config_init(&cfg);
 		err[0] = 0;
-		assert_int_equal(rocemu_port_config_set(&cfg, bad[i][0], bad[i][1], err, sizeof(err)),
-				 -EINVAL);
+		assert_int_equal(
+		    rocemu_port_config_set(&cfg, bad[i][0], bad[i][1], err, sizeof(err)), -EINVAL);
 		assert_true(err[0] != 0);
 		assert_null(strchr(err, '\n'));
 		assert_non_null(strstr(err, bad[i][0])); /* names the option */
@@ -173,15 +188,17 @@ static void test_config_errors(void **state)
 			 -EINVAL);
 	/* validation: a port is required; filters need a capture */
 	assert_int_equal(rocemu_port_config_validate(&cfg, err, sizeof(err)), -EINVAL);
-	assert_int_equal(rocemu_port_config_set(&cfg, "port", "memif:client:/tmp/x.sock", err,
-						sizeof(err)), 0);
+	assert_int_equal(
+	    rocemu_port_config_set(&cfg, "port", "memif:client:/tmp/x.sock", err, sizeof(err)), 0);
 	assert_int_equal(rocemu_port_config_validate(&cfg, err, sizeof(err)), 0);
-	assert_int_equal(rocemu_port_config_set(&cfg, "capture-filter", "arp", err, sizeof(err)), 0);
+	assert_int_equal(rocemu_port_config_set(&cfg, "capture-filter", "arp", err, sizeof(err)),
+			 0);
 	assert_int_equal(rocemu_port_config_validate(&cfg, err, sizeof(err)), -EINVAL);
 	/* good values land in the struct */
 	assert_int_equal(rocemu_port_config_set(&cfg, "capture-rotate", "1M", err, sizeof(err)), 0);
 	assert_int_equal(cfg.capture_rotate_bytes, 1u << 20);
-	assert_int_equal(rocemu_port_config_set(&cfg, "mac", "02:11:22:33:44:55", err, sizeof(err)), 0);
+	assert_int_equal(rocemu_port_config_set(&cfg, "mac", "02:11:22:33:44:55", err, sizeof(err)),
+			 0);
 	assert_true(cfg.mac_set);
 	assert_int_equal(cfg.mac[5], 0x55);
 	assert_int_equal(rocemu_port_config_set(&cfg, "fault-drop", "rx:500", err, sizeof(err)), 0);
@@ -212,7 +229,8 @@ static void test_eal_leaves_program_alone(void **state)
 	/* and it still reaches us: raise() runs the handler in this thread */
 	assert_int_equal(raise(SIGUSR1), 0);
 	assert_non_null(strstr(rocemu_eal_args(), "--lcores=0@("));
-	assert_true(strstr(rocemu_eal_args(), "--in-memory") || strstr(rocemu_eal_args(), "--no-shconf"));
+	assert_true(strstr(rocemu_eal_args(), "--in-memory") ||
+		    strstr(rocemu_eal_args(), "--no-shconf"));
 	pair_close(&p);
 }
 
@@ -429,8 +447,8 @@ static bool rec_has_work(void *ctx)
 static struct rte_mbuf *roce_frame_psn(struct rocemu_port *from, const char *dst,
 				       const uint8_t dst_mac[6], uint32_t dqpn, uint32_t psn);
 
-static struct rte_mbuf *roce_frame(struct rocemu_port *from, const char *dst, const uint8_t dst_mac[6],
-				   uint32_t dqpn)
+static struct rte_mbuf *roce_frame(struct rocemu_port *from, const char *dst,
+				   const uint8_t dst_mac[6], uint32_t dqpn)
 {
 	return roce_frame_psn(from, dst, dst_mac, dqpn, 7);
 }
@@ -476,8 +494,9 @@ static void test_loopback(void **state)
 	rocemu_port_set_upper(p.b, &ub);
 	pump(&p, 2); /* link up, announcements out of the way */
 	rocemu_port_lock(p.a);
-	assert_int_equal(rocemu_port_resolve(p.a, 1, (const uint8_t[16]){0, 0, 0, 0, 0, 0, 0, 0, 0,
-									0, 0xff, 0xff, 10, 9, 0, 1},
+	assert_int_equal(rocemu_port_resolve(p.a, 1,
+					     (const uint8_t[16]){0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff,
+								 0xff, 10, 9, 0, 1},
 					     mac),
 			 0);
 	assert_int_equal(rocemu_port_tx(p.a, roce_frame(p.a, "10.9.0.1", mac, 0x12)), 0);
@@ -493,7 +512,7 @@ static void test_loopback(void **state)
 	pump(&p, 2);
 	assert_int_equal(rb.n, 0); /* nothing left the port */
 	assert_int_equal(counter(p.a, "tx_frames") - counter(p.a, "gratuitous_arp_tx") -
-				 counter(p.a, "nd_adverts_tx"),
+			     counter(p.a, "nd_adverts_tx"),
 			 0);
 	pair_close(&p);
 }
@@ -538,7 +557,8 @@ static void test_roce_delivery_and_drops(void **state)
 	assert_int_equal(counter(p.b, "drop_not_our_address"), 1);
 	{
 		char name[64];
-		snprintf(name, sizeof(name), "drop_%s", roce_parse_status_name(ROCE_PARSE_BAD_ICRC));
+		snprintf(name, sizeof(name), "drop_%s",
+			 roce_parse_status_name(ROCE_PARSE_BAD_ICRC));
 		assert_int_equal(counter(p.b, name), 1);
 	}
 	assert_true(counter(p.b, "rx_drops") >= 4);
@@ -621,8 +641,8 @@ static char tmpdir[256];
 static unsigned pcap_count(const char *path, unsigned *arp, unsigned *icmp, bool *nano)
 {
 	char errbuf[PCAP_ERRBUF_SIZE];
-	pcap_t *pc = pcap_open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO,
-							     errbuf);
+	pcap_t *pc =
+	    pcap_open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO, errbuf);
 	struct pcap_pkthdr *h;
 	const u_char *d;
 	unsigned n = 0;
@@ -677,7 +697,7 @@ static void test_capture(void **state)
 
 	n = pcap_count(path_all, &arp, &icmp, &nano);
 	assert_true(nano);
-	assert_true(arp >= 2); /* request + reply (+ gratuitous) */
+	assert_true(arp >= 2);	   /* request + reply (+ gratuitous) */
 	assert_int_equal(icmp, 4); /* two requests, two replies */
 	assert_true(n >= arp + icmp);
 	arp = icmp = 0;
@@ -717,7 +737,8 @@ static void test_capture_rotation(void **state)
 	set(&p.ca, "capture-rotate", "4096");
 	pair_open(&p);
 	for (int i = 0; i < 40; i++)
-		ping_until_answered(&p, "10.9.0.1", (uint16_t)i); /* loopback: captured once each way */
+		ping_until_answered(&p, "10.9.0.1",
+				    (uint16_t)i); /* loopback: captured once each way */
 	uint64_t captured = counter(p.a, "capture_frames");
 	uint64_t nfiles = counter(p.a, "capture_files");
 	pair_close(&p);
@@ -919,22 +940,22 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_config_errors),
-		cmocka_unit_test(test_eal_leaves_program_alone),
-		cmocka_unit_test(test_gid_table_and_mtu),
-		cmocka_unit_test(test_arp_resolution),
-		cmocka_unit_test(test_arp_retry_and_failure),
-		cmocka_unit_test(test_arp_expiry),
-		cmocka_unit_test(test_loopback),
-		cmocka_unit_test(test_roce_delivery_and_drops),
-		cmocka_unit_test(test_ping),
-		cmocka_unit_test(test_progress_thread_answers),
-		cmocka_unit_test(test_capture),
-		cmocka_unit_test(test_capture_rotation),
-		cmocka_unit_test(test_fault_drop_list),
-		cmocka_unit_test(test_multisegment_rx),
-		cmocka_unit_test(test_foreign_mac_dropped),
-		cmocka_unit_test(test_fault_dup_reorder_delay),
+	    cmocka_unit_test(test_config_errors),
+	    cmocka_unit_test(test_eal_leaves_program_alone),
+	    cmocka_unit_test(test_gid_table_and_mtu),
+	    cmocka_unit_test(test_arp_resolution),
+	    cmocka_unit_test(test_arp_retry_and_failure),
+	    cmocka_unit_test(test_arp_expiry),
+	    cmocka_unit_test(test_loopback),
+	    cmocka_unit_test(test_roce_delivery_and_drops),
+	    cmocka_unit_test(test_ping),
+	    cmocka_unit_test(test_progress_thread_answers),
+	    cmocka_unit_test(test_capture),
+	    cmocka_unit_test(test_capture_rotation),
+	    cmocka_unit_test(test_fault_drop_list),
+	    cmocka_unit_test(test_multisegment_rx),
+	    cmocka_unit_test(test_foreign_mac_dropped),
+	    cmocka_unit_test(test_fault_dup_reorder_delay),
 	};
 	char err[256];
 	struct sigaction sa;

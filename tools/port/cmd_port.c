@@ -17,7 +17,6 @@
 #include "../rocemu.h"
 #include "rocemu_port.h"
 
-
 static volatile sig_atomic_t stop_requested;
 
 static void on_signal(int sig)
@@ -28,30 +27,31 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: rocemu port --port SPEC [options]\n"
-		"\n"
-		"Bring an emulated RoCE port up alone: it answers ARP/ND and ping, and\n"
-		"captures. Runs until SIGINT/SIGTERM; prints its counters on exit.\n"
-		"\n"
-		"  --port SPEC            memif:server:SOCKET | memif:client:SOCKET | af_packet:IFACE |\n"
-		"                         af_xdp:IFACE | ring:PAIR:a|b | dpdk:DEVARGS\n"
-		"  --name NAME            device name (rocemu0)\n"
-		"  --mac MAC              station address (default: the interface's, or a stable\n"
-		"                         generated locally administered one)\n"
-		"  --ip ADDR[/PREFIX]     IPv4 or IPv6 address, repeatable; each adds a GID\n"
-		"  --mtu N                Ethernet MTU (default: the interface's; 4200 for memif)\n"
-		"  --capture FILE         write every frame to FILE (pcap, ns timestamps)\n"
-		"  --capture-filter EXPR  BPF filter for the capture (libpcap syntax)\n"
-		"  --capture-rotate BYTES start FILE.1, FILE.2, ... when a file reaches BYTES\n"
-		"  --arp-timeout MS, --arp-retries N, --arp-expire MS   neighbour resolution\n"
-		"  --fault-drop|dup|reorder|corrupt|delay [tx:|rx:]PPM, --fault-delay-us N,\n"
-		"  --fault-drop-list tx:1,2,..|rx:..., --fault-seed N   fault injector\n"
-		"  --ping ADDR            send echo requests to ADDR, then exit (0 = all answered)\n"
-		"  --count N              echo requests to send with --ping (3)\n"
-		"  --interval MS          time between echo requests (200)\n"
-		"  --stay                 with --ping: keep running afterwards until a signal\n"
-		"  --duration SECONDS     exit after this long (default: run until a signal)\n");
+	fprintf(
+	    f, "usage: rocemu port --port SPEC [options]\n"
+	       "\n"
+	       "Bring an emulated RoCE port up alone: it answers ARP/ND and ping, and\n"
+	       "captures. Runs until SIGINT/SIGTERM; prints its counters on exit.\n"
+	       "\n"
+	       "  --port SPEC            memif:server:SOCKET | memif:client:SOCKET | "
+	       "af_packet:IFACE |\n"
+	       "                         af_xdp:IFACE | ring:PAIR:a|b | dpdk:DEVARGS\n"
+	       "  --name NAME            device name (rocemu0)\n"
+	       "  --mac MAC              station address (default: the interface's, or a stable\n"
+	       "                         generated locally administered one)\n"
+	       "  --ip ADDR[/PREFIX]     IPv4 or IPv6 address, repeatable; each adds a GID\n"
+	       "  --mtu N                Ethernet MTU (default: the interface's; 4200 for memif)\n"
+	       "  --capture FILE         write every frame to FILE (pcap, ns timestamps)\n"
+	       "  --capture-filter EXPR  BPF filter for the capture (libpcap syntax)\n"
+	       "  --capture-rotate BYTES start FILE.1, FILE.2, ... when a file reaches BYTES\n"
+	       "  --arp-timeout MS, --arp-retries N, --arp-expire MS   neighbour resolution\n"
+	       "  --fault-drop|dup|reorder|corrupt|delay [tx:|rx:]PPM, --fault-delay-us N,\n"
+	       "  --fault-drop-list tx:1,2,..|rx:..., --fault-seed N   fault injector\n"
+	       "  --ping ADDR            send echo requests to ADDR, then exit (0 = all answered)\n"
+	       "  --count N              echo requests to send with --ping (3)\n"
+	       "  --interval MS          time between echo requests (200)\n"
+	       "  --stay                 with --ping: keep running afterwards until a signal\n"
+	       "  --duration SECONDS     exit after this long (default: run until a signal)\n");
 }
 
 static void sleep_ms(unsigned ms)
@@ -68,10 +68,9 @@ static void print_port(struct rocemu_port *port)
 	char text[64];
 
 	rocemu_port_mac(port, mac);
-	printf("%s: %s mac %02x:%02x:%02x:%02x:%02x:%02x mtu %u active_mtu %u link %s\n",
-	       cfg->name, cfg->spec, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5],
-	       rocemu_port_eth_mtu(port), rocemu_port_active_mtu(port),
-	       rocemu_port_link_up(port) ? "up" : "down");
+	printf("%s: %s mac %02x:%02x:%02x:%02x:%02x:%02x mtu %u active_mtu %u link %s\n", cfg->name,
+	       cfg->spec, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5], rocemu_port_eth_mtu(port),
+	       rocemu_port_active_mtu(port), rocemu_port_link_up(port) ? "up" : "down");
 	for (unsigned i = 0; i < rocemu_port_gid_count(port); i++) {
 		rocemu_port_gid(port, i, gid);
 		printf("  gid[%u] %s (RoCE v2)\n", i, roce_gid_str(gid, text, sizeof(text)));
@@ -188,7 +187,8 @@ int rocemu_cmd_port(int argc, char **argv)
 			continue;
 		}
 		if (strncmp(arg, "--", 2) || !arg[2]) {
-			fprintf(stderr, "rocemu port: unexpected argument '%s' (see --help)\n", arg);
+			fprintf(stderr, "rocemu port: unexpected argument '%s' (see --help)\n",
+				arg);
 			return 2;
 		}
 		eq = strchr(arg, '=');
