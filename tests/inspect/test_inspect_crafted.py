@@ -156,6 +156,17 @@ def scenarios(tmp):
     run_scenario("drop_unrecovered", s, [("psn_gap", gap_at), ("psn_gap_at_end", gap_at)],
                  False, {A: {"psn_missing": 1, "messages.incomplete": 2}}, tmp)
 
+    # the capture itself lost 102 (libpcap dropped it): the responder ACKs
+    # 103 with no NAK, so it did receive 102 -- not a network loss
+    s = Script()
+    s.add(c.write_only(100))
+    s.add(c.write_only(101))
+    gap_at = s.add(c.write_only(103))
+    ack_at = s.add(c.ack(103, 4))
+    run_scenario("capture_loss", s, [("psn_gap", gap_at), ("capture_loss", ack_at)], True,
+                 {A: {"gaps": 1, "psn_missing": 0, "capture_lost": 1,
+                      "messages.WRITE.count": 3, "messages.completed": 3}}, tmp)
+
     # duplicate: the network repeats 101 a few microseconds later; the
     # responder ACKs it again
     s = Script()

@@ -171,6 +171,7 @@ struct insp_half {
 	unsigned ngaps;
 	uint64_t req_pkts, retransmitted, duplicates, out_of_seq, reordered, gaps_seen,
 	    gaps_untracked, psn_missing;
+	uint64_t capture_lost; /**< PSNs the responder acknowledged but the capture never had */
 
 	/* responses this host sends to dqpn's requests */
 	uint64_t acks, naks[INSP_NAK_CODES + 1], rnr_naks, read_resps, atomic_acks, repeated_acks,
@@ -214,6 +215,7 @@ enum insp_event_kind {
 	INSP_EV_TRUNCATED,
 	INSP_EV_NO_REQUEST,
 	INSP_EV_UNANSWERED_BEFORE, /**< responses to requests the capture does not hold */
+	INSP_EV_CAPTURE_LOSS,	   /**< a gap the responder acknowledged: lost by the capture */
 	INSP_EV_CNP,
 	INSP_EV_KINDS,
 };

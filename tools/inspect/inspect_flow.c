@@ -759,6 +759,45 @@ static struct insp_half *pair_by_response(struct insp_state *s, struct insp_half
 }
 
 /*
+ * A positive response up to PSN `upto` means the responder received every
+ * request up to it (9.7.5.1: it acknowledges in order only). A gap it covers
+ * without a retransmission was lost by the capture, not by the network: no
+ * violation, counted apart.
+ */
+static void gaps_received(struct insp_state *s, struct insp_half *q, uint32_t upto,
+			  const struct insp_frame *f)
+{
+	unsigned i = 0;
+
+	while (i < q->ngaps) {
+		struct insp_gap *g = &q->gaps[i];
+		uint32_t last, n;
+		struct insp_event *e;
+
+		if (roce_psn_cmp(g->first, upto) > 0) {
+			i++;
+			continue;
+		}
+		last = roce_psn_cmp(g->last, upto) <= 0 ? g->last : upto;
+		n = (uint32_t)roce_psn_diff(last, g->first) + 1;
+		q->capture_lost += n;
+		q->psn_missing -= n;
+		e = event_add(s, f, INSP_EV_CAPTURE_LOSS, q, false);
+		if (e) {
+			e->psn = g->first;
+			e->psn2 = last;
+		}
+		if (last == g->last) {
+			memmove(g, g + 1, (q->ngaps - i - 1) * sizeof(*g));
+			q->ngaps--;
+		} else {
+			g->first = roce_psn_add(last, 1);
+			i++;
+		}
+	}
+}
+
+/*
  * A response that answers no request the capture holds. It is a violation
  * when the requester's requests are in the capture and the PSN is ahead of
  * all of them: the responder answers something never sent. Before the first
@@ -863,9 +902,11 @@ static unsigned response_packet(struct insp_state *s, struct insp_half *r,
 	if ((op->flags & ROCE_OPF_READ) && !(op->flags & ROCE_OPF_LAST)) {
 		/* READ RESPONSE FIRST/MIDDLE: earlier requests are done, this read is not */
 		q->oldest_unacked = p;
+		gaps_received(s, q, roce_psn_add(p, ROCE_PSN_MASK), f);
 		msg_complete(s, q, p, false, false, f->ts_ns);
 		return 0;
 	}
+	gaps_received(s, q, (op->flags & ROCE_OPF_READ) ? roce_psn_add(p, ROCE_PSN_MASK) : p, f);
 	msg_complete(s, q, p, true, (op->flags & ROCE_OPF_READ) != 0, f->ts_ns);
 	return 0;
 }

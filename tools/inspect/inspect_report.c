@@ -78,6 +78,7 @@ const char *insp_event_name(enum insp_event_kind k)
 	    [INSP_EV_TRUNCATED] = "truncated",
 	    [INSP_EV_NO_REQUEST] = "response_without_request",
 	    [INSP_EV_UNANSWERED_BEFORE] = "responses_to_uncaptured_requests",
+	    [INSP_EV_CAPTURE_LOSS] = "capture_loss",
 	    [INSP_EV_CNP] = "cnp",
 	};
 	return (unsigned)k < INSP_EV_KINDS && names[k] ? names[k] : "event";
@@ -259,6 +260,12 @@ static void event_text(const struct insp_event *e, char *buf, size_t len)
 			 " response(s) from psn %u answer requests the capture does not "
 			 "hold (sent before it began, or not through it)",
 			 t, e->half ? e->half->unmatched_responses : 0, e->psn);
+		break;
+	case INSP_EV_CAPTURE_LOSS:
+		snprintf(buf, len,
+			 "%s: psn %u..%u acknowledged by the responder but not in the capture "
+			 "(lost by the capture, not the network)",
+			 t, e->psn, e->psn2);
 		break;
 	case INSP_EV_NO_REQUEST:
 		snprintf(buf, len, "%s: response psn %u answers no request in the capture", t,
@@ -449,9 +456,10 @@ static void text_half(FILE *out, const struct insp_half *h)
 		h->msgs_completed, h->msgs_incomplete);
 	fprintf(out,
 		"    retransmitted %" PRIu64 ", duplicates %" PRIu64 ", out-of-sequence %" PRIu64
-		" (reordered %" PRIu64 "), gaps %" PRIu64 " (psn missing at end %" PRIu64 ")\n",
+		" (reordered %" PRIu64 "), gaps %" PRIu64 " (psn missing at end %" PRIu64
+		", lost by the capture %" PRIu64 ")\n",
 		h->retransmitted, h->duplicates, h->out_of_seq, h->reordered, h->gaps_seen,
-		h->psn_missing);
+		h->psn_missing, h->capture_lost);
 	fprintf(out, "    responses: acks %" PRIu64 ", naks %" PRIu64, h->acks, half_naks(h));
 	any = false;
 	for (unsigned c = 0; c <= INSP_NAK_CODES; c++) {
@@ -680,9 +688,9 @@ static void json_half(FILE *out, const struct insp_half *h)
 	fprintf(out,
 		", \"retransmitted\": %" PRIu64 ", \"duplicates\": %" PRIu64
 		", \"out_of_sequence\": %" PRIu64 ", \"reordered\": %" PRIu64 ", \"gaps\": %" PRIu64
-		", \"psn_missing\": %" PRIu64,
+		", \"psn_missing\": %" PRIu64 ", \"capture_lost\": %" PRIu64,
 		h->retransmitted, h->duplicates, h->out_of_seq, h->reordered, h->gaps_seen,
-		h->psn_missing);
+		h->psn_missing, h->capture_lost);
 	fprintf(out, ", \"acks\": %" PRIu64 ", \"naks\": {\"total\": %" PRIu64, h->acks,
 		half_naks(h));
 	for (unsigned c = 0; c <= INSP_NAK_CODES; c++)
