@@ -101,6 +101,118 @@ void rocemu_engine_schedule(struct rocemu_qp *qp)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Timer heap                                                                 */
+
+static void heap_place(struct rocemu_engine *e, uint32_t i, struct rocemu_qp *qp)
+{
+	e->timer_heap[i] = qp;
+	qp->timer_idx = i;
+}
+
+static void heap_up(struct rocemu_engine *e, uint32_t i)
+{
+	struct rocemu_qp *qp = e->timer_heap[i];
+
+	while (i > 0) {
+		uint32_t parent = (i - 1) / 2;
+
+		if (e->timer_heap[parent]->timer_at <= qp->timer_at)
+			break;
+		heap_place(e, i, e->timer_heap[parent]);
+		i = parent;
+	}
+	heap_place(e, i, qp);
+}
+
+static void heap_down(struct rocemu_engine *e, uint32_t i)
+{
+	struct rocemu_qp *qp = e->timer_heap[i];
+
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+
+		if (c >= e->n_timers)
+			break;
+		if (c + 1 < e->n_timers && e->timer_heap[c + 1]->timer_at < e->timer_heap[c]->timer_at)
+			c++;
+		if (e->timer_heap[c]->timer_at >= qp->timer_at)
+			break;
+		heap_place(e, i, e->timer_heap[c]);
+		i = c;
+	}
+	heap_place(e, i, qp);
+}
+
+static void heap_remove(struct rocemu_engine *e, struct rocemu_qp *qp)
+{
+	uint32_t i = qp->timer_idx;
+	struct rocemu_qp *last;
+
+	if (i == UINT32_MAX)
+		return;
+	qp->timer_idx = UINT32_MAX;
+	last = e->timer_heap[--e->n_timers];
+	if (last == qp)
+		return;
+	heap_place(e, i, last);
+	heap_up(e, i);
+	heap_down(e, last->timer_idx);
+}
+
+void rocemu_engine_timer_sync(struct rocemu_qp *qp)
+{
+	struct rocemu_engine *e = qp->engine;
+	uint64_t d = qp->state == IBV_QPS_RESET ? UINT64_MAX : rocemu_comp_next_deadline(qp);
+
+	if (d == UINT64_MAX) {
+		heap_remove(e, qp);
+		return;
+	}
+	if (qp->timer_idx != UINT32_MAX && qp->timer_at == d)
+		return;
+	qp->timer_at = d;
+	if (qp->timer_idx == UINT32_MAX) {
+		if (e->n_timers >= ROCEMU_QPN_TABLE)
+			return; /* cannot happen: one entry per QP */
+		heap_place(e, e->n_timers++, qp);
+	}
+	heap_up(e, qp->timer_idx);
+	heap_down(e, qp->timer_idx);
+}
+
+/** Run the timers that are due: each QP whose deadline passed gets its timer work. */
+static unsigned run_timers(struct rocemu_engine *e, uint64_t now)
+{
+	unsigned work = 0;
+
+	while (e->n_timers && e->timer_heap[0]->timer_at <= now) {
+		struct rocemu_qp *qp = e->timer_heap[0];
+
+		heap_remove(e, qp);
+		work += rocemu_comp_timers(qp, now);
+		rocemu_engine_timer_sync(qp);
+		rocemu_engine_schedule(qp);
+	}
+	return work;
+}
+
+void rocemu_engine_forget(struct rocemu_qp *qp)
+{
+	struct rocemu_qp **pp = &qp->engine->work_head;
+
+	while (*pp) {
+		if (*pp == qp) {
+			*pp = qp->work_next;
+			break;
+		}
+		pp = &(*pp)->work_next;
+	}
+	qp->on_work = false;
+	qp->work_next = NULL;
+	heap_remove(qp->engine, qp);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Packet construction helpers                                                */
 
 int rocemu_engine_fill_path(struct rocemu_engine *e, const struct rocemu_path *p,
@@ -220,6 +332,7 @@ static void dispatch_one(struct rocemu_engine *e, struct rte_mbuf *m, const stru
 		rocemu_comp_rx(qp, m, pkt);
 	else
 		rocemu_resp_rx(qp, m, pkt);
+	rocemu_engine_timer_sync(qp);
 	rocemu_engine_schedule(qp);
 }
 
@@ -241,11 +354,10 @@ static bool qp_has_work(const struct rocemu_qp *qp)
 {
 	if (qp->state == IBV_QPS_RESET)
 		return false;
-	return rocemu_req_pending(qp) || qp->resp.res_active || qp->resp.ack_pending ||
-	       rocemu_comp_next_deadline(qp) != UINT64_MAX;
+	return rocemu_req_pending(qp) || qp->resp.res_active || qp->resp.ack_pending;
 }
 
-static unsigned run_qp(struct rocemu_qp *qp, uint64_t now)
+static unsigned run_qp(struct rocemu_qp *qp)
 {
 	unsigned work = 0;
 
@@ -256,24 +368,25 @@ static unsigned run_qp(struct rocemu_qp *qp, uint64_t now)
 		work += rocemu_ud_send(qp, ROCEMU_TX_BUDGET);
 		return work;
 	}
-	work += rocemu_comp_timers(qp, now);
 	work += rocemu_resp_run(qp, ROCEMU_TX_BUDGET);
 	work += rocemu_req_run(qp, ROCEMU_TX_BUDGET);
 	rocemu_comp_retire(qp);
+	rocemu_engine_timer_sync(qp);
 	return work;
 }
 
 static unsigned run_work(struct rocemu_engine *e, uint64_t now)
 {
-	struct rocemu_qp *list = e->work_head, *qp;
-	unsigned work = 0;
+	struct rocemu_qp *list, *qp;
+	unsigned work = run_timers(e, now);
 
+	list = e->work_head;
 	e->work_head = NULL;
 	while ((qp = list) != NULL) {
 		list = qp->work_next;
 		qp->on_work = false;
 		qp->work_next = NULL;
-		work += run_qp(qp, now);
+		work += run_qp(qp);
 		if (qp_has_work(qp))
 			rocemu_engine_schedule(qp);
 	}
@@ -295,13 +408,10 @@ static bool engine_has_work(void *ctx)
 	struct rocemu_engine *e = ctx;
 	uint64_t soon = rocemu_now_ns() + 1000000;
 
-	for (struct rocemu_qp *qp = e->work_head; qp; qp = qp->work_next) {
+	for (struct rocemu_qp *qp = e->work_head; qp; qp = qp->work_next)
 		if (rocemu_req_pending(qp) || qp->resp.res_active || qp->resp.ack_pending)
 			return true;
-		if (rocemu_comp_next_deadline(qp) <= soon)
-			return true;
-	}
-	return false;
+	return e->n_timers && e->timer_heap[0]->timer_at <= soon;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -349,7 +459,10 @@ int rocemu_engine_create(const struct rocemu_port_config *cfg, struct rocemu_eng
 		return -ENOMEM;
 	}
 	e->qpn_table = calloc(ROCEMU_QPN_TABLE, sizeof(*e->qpn_table));
-	if (!e->qpn_table) {
+	e->timer_heap = calloc(ROCEMU_QPN_TABLE, sizeof(*e->timer_heap));
+	if (!e->qpn_table || !e->timer_heap) {
+		free(e->qpn_table);
+		free(e->timer_heap);
 		free(e);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -378,6 +491,7 @@ fail:
 	if (e->mem)
 		rocemu_mem_table_destroy(e->mem);
 	free(e->qpn_table);
+	free(e->timer_heap);
 	free(e);
 	return rc;
 }
@@ -404,5 +518,6 @@ void rocemu_engine_destroy(struct rocemu_engine *e)
 	rocemu_port_close(e->port);
 	rocemu_mem_table_destroy(e->mem);
 	free(e->qpn_table);
+	free(e->timer_heap);
 	free(e);
 }

@@ -381,6 +381,7 @@ int rocemu_qp_create(struct rocemu_pd *pd, struct rocemu_qp_init *init, struct r
 	qp->resp.res = calloc(ROCEMU_MAX_RD_ATOM, sizeof(*qp->resp.res));
 	if (!qp->sq || (!qp->srq && !qp->rq) || !qp->resp.res)
 		goto fail;
+	qp->timer_idx = UINT32_MAX;
 	rc = qpn_alloc(e, qp);
 	if (rc < 0)
 		goto fail;
@@ -409,27 +410,12 @@ out:
 	return rc;
 }
 
-static void work_unlink(struct rocemu_qp *qp)
-{
-	struct rocemu_qp **pp = &qp->engine->work_head;
-
-	while (*pp) {
-		if (*pp == qp) {
-			*pp = qp->work_next;
-			break;
-		}
-		pp = &(*pp)->work_next;
-	}
-	qp->on_work = false;
-	qp->work_next = NULL;
-}
-
 int rocemu_qp_destroy(struct rocemu_qp *qp)
 {
 	struct rocemu_engine *e = qp->engine;
 
 	rocemu_engine_lock(e);
-	work_unlink(qp);
+	rocemu_engine_forget(qp);
 	e->qpn_table[qp->qpn] = NULL;
 	e->n_qps--;
 	rocemu_cq_put(qp->send_cq);
@@ -689,6 +675,7 @@ int rocemu_qp_modify(struct rocemu_qp *qp, const struct ibv_qp_attr *attr, int m
 		return -EINVAL;
 	rocemu_engine_lock(e);
 	rc = qp_modify_locked(qp, attr, mask);
+	rocemu_engine_timer_sync(qp);
 	rocemu_engine_unlock(e);
 	if (rc == 0)
 		rocemu_port_kick(e->port);
@@ -835,6 +822,7 @@ static void transmit_now(struct rocemu_qp *qp)
 	else
 		rocemu_req_run(qp, ROCEMU_TX_BUDGET);
 	rocemu_comp_retire(qp);
+	rocemu_engine_timer_sync(qp);
 	rocemu_port_flush(e->port);
 }
 
@@ -864,6 +852,7 @@ int rocemu_qp_post_send_batch(struct rocemu_qp *qp, const struct rocemu_send_wr 
 		kick(qp);
 		transmit_now(qp);
 	}
+	rocemu_engine_timer_sync(qp);
 	rocemu_engine_unlock(e);
 	rocemu_port_kick(e->port);
 	return rc;

@@ -247,8 +247,10 @@ static struct rocemu_rd_res *res_alloc(struct rocemu_qp *qp)
 	if (qp->resp.nres == 0)
 		return NULL;
 	r = &qp->resp.res[qp->resp.res_next % qp->resp.nres];
-	if (r->valid && r->active)
-		return NULL; /* more READs outstanding than max_dest_rd_atomic (9.5.2) */
+	/* More READs outstanding than max_dest_rd_atomic (9.5.2)? A replay of a
+	 * duplicate READ does not count: the requester has moved past it. */
+	if (r->valid && r->active && !r->replay)
+		return NULL;
 	qp->resp.res_next++;
 	memset(r, 0, sizeof(*r));
 	r->valid = true;
@@ -307,8 +309,10 @@ static enum resp_result do_atomic(struct rocemu_qp *qp, const struct roce_pkt *p
 		return RESP_ACCESS;
 	if (pkt->atomic.va & 7)
 		return RESP_INV_REQ; /* C9-40: atomics must be 8-byte aligned */
-	if (qp->resp.nres == 0 || (qp->resp.res[qp->resp.res_next % qp->resp.nres].valid &&
-				   qp->resp.res[qp->resp.res_next % qp->resp.nres].active))
+	if (qp->resp.nres == 0)
+		return RESP_INV_REQ;
+	r = &qp->resp.res[qp->resp.res_next % qp->resp.nres];
+	if (r->valid && r->active && !r->replay)
 		return RESP_INV_REQ;
 	err = rocemu_mem_atomic(e->mem, qp->pd, pkt->atomic.rkey, pkt->atomic.va, cas,
 				pkt->atomic.compare, pkt->atomic.swap_add, &orig);
@@ -483,6 +487,7 @@ static void rc_duplicate(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 			r->npkts = packets_for(r->length, qp->mtu);
 			r->sent = 0;
 			r->active = true;
+			r->replay = true;
 			qp->resp.res_active = true;
 			return;
 		}

@@ -147,6 +147,7 @@ struct rocemu_rd_res {
 	bool valid;
 	bool active;          /**< READ responses still to send */
 	bool is_atomic;
+	bool replay;          /**< re-executing a duplicate READ: may be cut short */
 	uint32_t psn;         /**< first PSN of the request */
 	uint32_t npkts;       /**< PSNs it uses */
 	uint64_t va;
@@ -242,6 +243,8 @@ struct rocemu_qp {
 
 	bool on_work;
 	struct rocemu_qp *work_next;
+	uint32_t timer_idx;      /**< position in the engine's timer heap, UINT32_MAX = none */
+	uint64_t timer_at;       /**< deadline the heap holds for this QP */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -259,7 +262,11 @@ struct rocemu_engine {
 	uint32_t n_qps;
 	uint32_t qpn_next;
 
-	struct rocemu_qp *work_head; /**< QPs with something to send or a timer */
+	struct rocemu_qp *work_head; /**< QPs with something to send now */
+	/** Min-heap of QPs by earliest timer deadline (retransmission, RNR back-off):
+	 * a progress pass looks at the top only, never at every QP. */
+	struct rocemu_qp **timer_heap;
+	uint32_t n_timers;
 	uint64_t ctr[CTR_COUNT];
 };
 
@@ -268,6 +275,10 @@ struct rocemu_engine {
 /* engine.c */
 /** Put a QP on the engine's work list (requester, responses, timers). */
 void rocemu_engine_schedule(struct rocemu_qp *qp);
+/** Put the QP's earliest timer deadline into the timer heap (or take it out). */
+void rocemu_engine_timer_sync(struct rocemu_qp *qp);
+/** Take the QP out of the work list and the timer heap (destroy, reset). */
+void rocemu_engine_forget(struct rocemu_qp *qp);
 struct rocemu_qp *rocemu_engine_qp_lookup(struct rocemu_engine *e, uint32_t qpn);
 /** Fill the network path of a packet from a QP or AH path; -EAGAIN/-EHOSTUNREACH from resolve. */
 int rocemu_engine_fill_path(struct rocemu_engine *e, const struct rocemu_path *p,
