@@ -198,6 +198,69 @@ LOSSY(corrupt5, "fault-corrupt", "tx:50000")
 LOSSY(mixed, "fault-drop", "tx:20000", "fault-dup", "tx:20000", "fault-reorder", "tx:20000",
       "fault-corrupt", "tx:20000")
 
+/* The peer vanishes (its engine is destroyed): the survivor's work completes
+ * with RETRY_EXC_ERR after retry_cnt timeouts, the rest flushes, no hang. */
+static void test_peer_gone(void **state)
+{
+	struct rocemu_qp *qa, *qb;
+	static uint8_t buf[3000];
+	struct rocemu_mr *m;
+	struct rocemu_wc wc;
+	struct ibv_sge sge;
+	int rc;
+
+	(void)state;
+	rc = h_setup_opts(&A, &B, "gone", NULL, NULL, NULL);
+	if (rc == 77)
+		skip();
+	assert_int_equal(rc, 0);
+	h_timeout = 8; /* ~1 ms */
+	qa = h_qp(&A, IBV_QPT_RC, 16, NULL);
+	qb = h_qp(&B, IBV_QPT_RC, 16, NULL);
+	assert_int_equal(h_connect(&A, qa, &B, qb, IBV_MTU_1024, 1, 2, ACC_ALL, false), 0);
+	h_timeout = 14;
+	m = reg(&A, buf, sizeof(buf));
+	sge = (struct ibv_sge){(uintptr_t)buf, sizeof(buf), key(m, false)};
+	assert_int_equal(rocemu_qp_post_recv(qb, 1, &sge, 0), 0);
+	assert_int_equal(post1(qa, IBV_WR_SEND, 1, buf, 0, key(m, false), NULL, 0, 0), 0);
+	assert_int_equal(h_poll(A.scq, &wc), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+
+	/* B goes away */
+	assert_int_equal(rocemu_qp_destroy(qb), 0);
+	rocemu_cq_destroy(B.scq);
+	rocemu_cq_destroy(B.rcq);
+	rocemu_pd_free(B.pd);
+	rocemu_engine_destroy(B.e);
+	B.e = NULL;
+
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(post1(qa, IBV_WR_SEND, 10 + i, buf, sizeof(buf), key(m, false), NULL, 0, 0), 0);
+	assert_int_equal(h_poll(A.scq, &wc), 1);
+	if (wc.status != IBV_WC_RETRY_EXC_ERR) {
+		struct rocemu_counter c[128];
+		unsigned cnt = rocemu_engine_counters(A.e, c, 128);
+
+		for (unsigned i = 0; i < cnt && i < 128; i++)
+			if (c[i].value)
+				fprintf(stderr, " %s=%llu", c[i].name, (unsigned long long)c[i].value);
+		fprintf(stderr, "\n");
+		rocemu_port_counters_print(rocemu_engine_port(A.e), stderr);
+	}
+	assert_int_equal(wc.wr_id, 10);
+	assert_int_equal(wc.status, IBV_WC_RETRY_EXC_ERR);
+	for (int i = 1; i < 3; i++) {
+		assert_int_equal(h_poll(A.scq, &wc), 1);
+		assert_int_equal(wc.wr_id, 10 + i);
+		assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	}
+	assert_int_equal(rocemu_qp_state(qa), IBV_QPS_ERR);
+	assert_true(h_counter(A.e, "retransmit_timeouts") >= 7);
+	assert_int_equal(h_counter(A.e, "retry_exceeded"), 1);
+	assert_int_equal(rocemu_qp_destroy(qa), 0);
+	rocemu_mr_dereg(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -205,6 +268,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_drop5, cleanup),	 cmocka_unit_test_teardown(test_drop20, cleanup),
 		cmocka_unit_test_teardown(test_dup5, cleanup),	 cmocka_unit_test_teardown(test_reorder5, cleanup),
 		cmocka_unit_test_teardown(test_corrupt5, cleanup), cmocka_unit_test_teardown(test_mixed, cleanup),
+		cmocka_unit_test_teardown(test_peer_gone, cleanup),
 	};
 
 	if (rocemu_eal_init() < 0) {
