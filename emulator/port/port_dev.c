@@ -400,7 +400,7 @@ static void choose_mac(struct rocemu_port *port)
 
 static int choose_mtu(struct rocemu_port *port, const char *arg, char *err, size_t errlen)
 {
-	long v;
+	long v = 0;
 
 	if (port->kind == PORT_KIND_AF_PACKET || port->kind == PORT_KIND_AF_XDP) {
 		if (read_sys_int(arg, "mtu", &v))
