@@ -829,6 +829,40 @@ static void test_ipv6_path(void **state)
 	pair_down(&p);
 }
 
+/* Two QPs of the same engine: frames to our own GID loop back inside the port. */
+static void test_loopback(void **state)
+{
+	struct pair p;
+	struct node *a = &A;
+	uint8_t src[5000], dst[5000];
+	struct rocemu_mr *ms, *md;
+	struct rocemu_wc wc;
+
+	(void)state;
+	p.qa = h_qp(a, IBV_QPT_RC, 16, NULL);
+	p.qb = h_qp(a, IBV_QPT_RC, 16, NULL);
+	assert_int_equal(h_connect(a, p.qa, a, p.qb, IBV_MTU_1024, 5, 6, ACC_ALL, false), 0);
+	h_fill(src, sizeof(src), 31);
+	memset(dst, 0, sizeof(dst));
+	ms = reg(a, src, sizeof(src), ACC_ALL);
+	md = reg(a, dst, sizeof(dst), ACC_ALL);
+	post_recv(p.qb, 1, dst, sizeof(dst), lkey(md));
+	assert_int_equal(post(p.qa, IBV_WR_SEND, 2, src, sizeof(src), lkey(ms), 0, 0, 0), 0);
+	expect_wc(a->scq, 2, IBV_WC_SUCCESS, IBV_WC_SEND, NULL);
+	expect_wc(a->rcq, 1, IBV_WC_SUCCESS, IBV_WC_RECV, &wc);
+	assert_int_equal(wc.qp_num, rocemu_qp_num(p.qb));
+	assert_memory_equal(src, dst, sizeof(src));
+	memset(dst, 0, sizeof(dst));
+	assert_int_equal(post(p.qb, IBV_WR_RDMA_READ, 3, dst, sizeof(dst), lkey(md), (uintptr_t)src,
+			      rkey(ms), 0),
+			 0);
+	expect_wc(a->scq, 3, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, NULL);
+	assert_memory_equal(src, dst, sizeof(src));
+	rocemu_mr_dereg(ms);
+	rocemu_mr_dereg(md);
+	pair_down(&p);
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -866,6 +900,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_flush),
 		cmocka_unit_test(test_srq),
 		cmocka_unit_test(test_ipv6_path),
+		cmocka_unit_test(test_loopback),
 		cmocka_unit_test(test_send_matrix),
 		cmocka_unit_test(test_send_imm_matrix),
 		cmocka_unit_test(test_write_matrix),
@@ -879,7 +914,7 @@ int main(int argc, char **argv)
 	 * node A capturing, for the tshark/ICRC check (check_capture.py). */
 	if (argc > 2 && !strcmp(argv[1], "--capture")) {
 		capture_path = argv[2];
-		ntests = 15;
+		ntests = 16;
 	}
 	/* Skip (77) cleanly when DPDK cannot start in this environment. */
 	rc = rocemu_eal_init();
