@@ -144,6 +144,42 @@ def scenarios(tmp):
                             "messages.completed": 4},
                         B: {"naks.psn_sequence_error": 1}}, tmp)
 
+    # the go-back-N after the NAK loses its first packet again: it shows up
+    # from 103; the requester's timer resends 102 later
+    s = Script()
+    s.add(c.write_only(100))
+    s.add(c.write_only(101))
+    gap_at = s.add(c.write_only(103))
+    nak_at = s.add(c.nak_seq(102, 2))
+    retx_at = s.add(c.write_only(103))
+    retx2_at = s.add(c.write_only(102), gap=5 * MS)
+    s.add(c.write_only(103))
+    s.add(c.ack(103, 4))
+    run_scenario("drop_twice", s, [("psn_gap", gap_at), ("nak", nak_at),
+                                   ("retransmission", retx_at), ("retransmission", retx2_at)],
+                 True, {A: {"retransmitted": 3, "duplicates": 0, "psn_missing": 0,
+                            "messages.WRITE.count": 4, "messages.WRITE.bytes": 4 * 256,
+                            "messages.completed": 4}}, tmp)
+
+    # a 3-packet SEND whose LAST is lost and a 3-packet SEND whose FIRST is
+    # lost: the retransmitted packets complete them, bytes and all
+    s = Script()
+    s.add(c.req(rc.SEND_FIRST, 10, bytes(1024)))
+    s.add(c.req(rc.SEND_MIDDLE, 11, bytes(1024)))
+    # 12 (the first SEND's LAST) is lost; 13 is the second SEND's FIRST
+    s.add(c.req(rc.SEND_FIRST, 13, bytes(1024)))
+    s.add(c.req(rc.SEND_LAST, 15, bytes(1000), True))  # 14 (MIDDLE) lost
+    s.add(c.nak_seq(12, 0))
+    s.add(c.req(rc.SEND_LAST, 12, bytes(1024), True))
+    s.add(c.req(rc.SEND_FIRST, 13, bytes(1024)))
+    s.add(c.req(rc.SEND_MIDDLE, 14, bytes(1024)))
+    s.add(c.req(rc.SEND_LAST, 15, bytes(1000), True))
+    s.add(c.ack(15, 2))
+    run_scenario("lost_last_and_middle", s, [("psn_gap", 3), ("psn_gap", 4), ("nak", 5),
+                                             ("retransmission", 6)], True,
+                 {A: {"messages.SEND.count": 2, "messages.SEND.bytes": 3 * 1024 + 2 * 1024 + 1000,
+                      "messages.completed": 2, "psn_missing": 0}}, tmp)
+
     # drop that nobody repairs: the gap stays open, --check must fail and
     # name the frame that revealed it
     s = Script()

@@ -106,8 +106,10 @@ enum insp_msg_kind {
 struct insp_msg {
 	uint32_t start_psn, end_psn;
 	uint8_t kind;
-	bool ended;	   /**< its last request packet has been seen */
-	bool read_started; /**< a read response for it has been seen */
+	bool ended;	    /**< its last request packet has been seen */
+	bool read_started;  /**< a read response for it has been seen */
+	bool partial_start; /**< its first packets were missing when it opened */
+	bool partial_end;   /**< closed by the next FIRST before its LAST came */
 	uint64_t bytes;
 	uint64_t t_first, t_last; /**< first packet, first sighting of its last packet */
 	uint64_t frame_first;

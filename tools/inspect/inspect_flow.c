@@ -433,14 +433,17 @@ static void msg_request(struct insp_half *h, const struct insp_frame *f, bool re
 	m = ring_tail(h);
 	if (!m || m->ended || first) {
 		if (m && !m->ended) {
-			/* a FIRST while the previous never ended: count it as it is */
+			/* a FIRST while the previous never ended: count it as it is; its
+			 * missing end may still come in a gap (msg_fill) */
 			m->ended = true;
+			m->partial_end = true;
 			m->t_last = f->ts_ns;
 			msg_count(h, m->kind, m->bytes, f->ts_ns);
 		}
 		m = ring_push(h);
 		if (!m)
 			return;
+		m->partial_start = !first;
 		m->kind = (uint8_t)kind;
 		m->start_psn = f->psn;
 		m->t_first = f->ts_ns;
@@ -491,6 +494,26 @@ static void msg_fill(struct insp_half *h, const struct insp_frame *f)
 			}
 			return;
 		}
+		/* the missing FIRST/MIDDLE of a message seen from its middle on */
+		if (m->partial_start && !(op->flags & ROCE_OPF_LAST) &&
+		    f->psn == roce_psn_add(m->start_psn, ROCE_PSN_MASK)) {
+			m->start_psn = f->psn;
+			m->partial_start = !(op->flags & ROCE_OPF_FIRST);
+			m->bytes += f->pkt.payload_len;
+			h->msg_bytes[m->kind] += m->ended ? f->pkt.payload_len : 0;
+			return;
+		}
+		/* the missing MIDDLE/LAST of a message the next FIRST cut short */
+		if (m->partial_end && !(op->flags & ROCE_OPF_FIRST) &&
+		    f->psn == roce_psn_add(m->end_psn, 1)) {
+			m->end_psn = f->psn;
+			m->partial_end = !(op->flags & ROCE_OPF_LAST);
+			if (op->flags & ROCE_OPF_LAST)
+				m->t_last = f->ts_ns;
+			m->bytes += f->pkt.payload_len;
+			h->msg_bytes[m->kind] += f->pkt.payload_len;
+			return;
+		}
 	}
 	if (op->transport != ROCE_TRANSPORT_RC) {
 		if (op->flags & ROCE_OPF_LAST)
@@ -535,10 +558,12 @@ static void msg_complete(struct insp_state *s, struct insp_half *q, uint32_t p, 
 				return;
 			m->end_psn = p;
 		} else {
+			/* a message cut short by the next FIRST ends at least one PSN later */
+			uint32_t end = m->partial_end ? roce_psn_add(m->end_psn, 1) : m->end_psn;
+
 			if (!m->ended)
 				return;
-			if (inclusive ? roce_psn_cmp(m->end_psn, p) > 0
-				      : roce_psn_cmp(m->end_psn, p) >= 0)
+			if (inclusive ? roce_psn_cmp(end, p) > 0 : roce_psn_cmp(end, p) >= 0)
 				return;
 		}
 		msg_done(s, q, m, t);
@@ -686,10 +711,14 @@ static unsigned request_packet(struct insp_state *s, struct insp_half *h,
 		return notes;
 	}
 
-	/* behind the head */
+	/* Behind the head. Go-back-N restarts at the NAKed PSN, or after a
+	 * timeout at the oldest unacknowledged one; if the first packets of that
+	 * retransmission are lost again before the capture point, it shows up
+	 * from a later PSN: anything from the restart point on counts. */
 	gi = gap_find(h, p);
-	if ((h->nak_pending && p == h->nak_psn) ||
-	    (p == h->oldest_unacked && f->ts_ns - h->last_req_ts >= INSP_RETX_MIN_NS)) {
+	if ((h->nak_pending && roce_psn_cmp(p, h->nak_psn) >= 0) ||
+	    (roce_psn_cmp(p, h->oldest_unacked) >= 0 &&
+	     f->ts_ns - h->last_req_ts >= INSP_RETX_MIN_NS)) {
 		h->retransmitted++;
 		retx_start(h, p);
 		notes = INSP_NOTE_RETX;
