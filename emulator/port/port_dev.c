@@ -588,7 +588,7 @@ fail:
 
 void rocemu_port_close(struct rocemu_port *port)
 {
-	if (!port)
+	if (!port || port_in_forked_child())
 		return;
 	if (port->closed_at_exit) {
 		pthread_mutex_destroy(&port->lock);

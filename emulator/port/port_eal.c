@@ -36,6 +36,7 @@ static pthread_mutex_t eal_lock = PTHREAD_MUTEX_INITIALIZER;
 static int eal_state; /* 0 = not tried, 1 = up, <0 = failed (-errno) */
 static char eal_err[512];
 static char eal_args_used[1024];
+static pid_t eal_pid; /* the process that started EAL */
 static struct rocemu_port *open_ports[64];
 static unsigned n_open_ports;
 
@@ -118,11 +119,21 @@ static void cpuset_format(const cpu_set_t *set, char *buf, size_t len)
  * if every port had been closed, since an open port's mbufs may still be
  * referenced by the layers above during the rest of exit.
  */
+bool port_in_forked_child(void)
+{
+	return eal_pid != 0 && getpid() != eal_pid;
+}
+
 static void close_all_at_exit(void)
 {
 	struct rocemu_port *ports[64];
 	unsigned n;
 
+	/* A child forked after EAL started has no progress threads, and its
+	 * copy of the devices is the parent's (memif connection, sockets):
+	 * releasing them would take the parent's link down. Leave it all. */
+	if (port_in_forked_child())
+		return;
 	pthread_mutex_lock(&eal_lock);
 	n = n_open_ports;
 	memcpy(ports, open_ports, sizeof(ports));
@@ -264,6 +275,7 @@ static int eal_start(bool need_pci)
 	 * so that no empty /var/run/dpdk/rocemuPID is left, even after a kill. */
 	if (strstr(eal_args_used, "--no-shconf"))
 		rmdir(rte_eal_get_runtime_dir());
+	eal_pid = getpid();
 	atexit(close_all_at_exit);
 	return 0;
 }
@@ -272,6 +284,11 @@ int port_eal_init(bool need_pci)
 {
 	int rc;
 
+	if (port_in_forked_child()) {
+		snprintf(eal_err, sizeof(eal_err),
+			 "rocemu ports cannot be opened in a child forked after DPDK started");
+		return -ENOTSUP;
+	}
 	pthread_mutex_lock(&eal_lock);
 	if (eal_state == 0) {
 		rc = eal_start(need_pci);

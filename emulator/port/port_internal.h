@@ -190,6 +190,8 @@ static inline void port_count(struct rocemu_port *port, enum port_counter c)
 int port_eal_init(bool need_pci);
 void port_eal_register(struct rocemu_port *port);
 void port_eal_unregister(struct rocemu_port *port);
+/* true in a child forked after EAL started: devices belong to the parent */
+bool port_in_forked_child(void);
 
 /* port_dev.c */
 void port_close_at_exit(struct rocemu_port *port);

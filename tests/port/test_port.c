@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -920,6 +921,51 @@ static void test_fault_dup_reorder_delay(void **state)
 	pair_close(&p);
 }
 
+/* A child forked while ports run exits without hanging and without taking
+ * the parent's ports down; the parent's ports keep working. */
+static void test_fork_child_exit(void **state)
+{
+	struct pair p;
+	char err[256];
+	uint8_t dst[16];
+	int status = -1, rc = -EAGAIN;
+	pid_t pid;
+	(void)state;
+
+	pair_config(&p, NULL, NULL);
+	assert_int_equal(rocemu_port_open(&p.ca, &p.a, err, sizeof(err)), 0);
+	assert_int_equal(rocemu_port_open(&p.cb, &p.b, err, sizeof(err)), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rocemu_port *q;
+		/* no new ports here, and exit() runs the exit handlers */
+		exit(rocemu_port_open(&p.ca, &q, err, sizeof(err)) == -ENOTSUP ? 0 : 3);
+	}
+	for (int i = 0; i < 10000; i++) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			break;
+		sleep_ms(1);
+	}
+	if (!WIFEXITED(status)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		fail_msg("forked child did not exit");
+	}
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(rocemu_gid_parse("10.9.0.2", dst), 0);
+	for (int i = 0; i < 5000 && rc == -EAGAIN; i++) {
+		rc = rocemu_port_ping(p.a, dst, 9, 1);
+		if (rc == -EAGAIN)
+			sleep_ms(1);
+	}
+	assert_int_equal(rc, 0);
+	for (int i = 0; i < 5000 && rocemu_port_ping_replies(p.a) == 0; i++)
+		sleep_ms(1);
+	assert_int_equal(rocemu_port_ping_replies(p.a), 1);
+	pair_close(&p);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -956,6 +1002,7 @@ int main(void)
 	    cmocka_unit_test(test_multisegment_rx),
 	    cmocka_unit_test(test_foreign_mac_dropped),
 	    cmocka_unit_test(test_fault_dup_reorder_delay),
+	    cmocka_unit_test(test_fork_child_exit),
 	};
 	char err[256];
 	struct sigaction sa;
