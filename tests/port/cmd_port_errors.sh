@@ -1,0 +1,61 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# `rocemu port` as a user meets it: bad options fail with status 2 and one
+# clear line naming the option; --help succeeds; a ping to an address nobody
+# answers ends with "address resolution failed" and status 1 instead of
+# hanging; a ping to our own address is answered through loopback.
+# Uses a ring port (in-process), so it needs neither root nor a network.
+#
+# usage: cmd_port_errors.sh ROCEMU
+set -u
+rocemu=${1:?usage: $0 ROCEMU}
+status=0
+
+expect_error() { # OPTION-NAME ARGS...
+	local name=$1 out rc
+	shift
+	out=$("$rocemu" port "$@" 2>&1 >/dev/null)
+	rc=$?
+	if [ $rc != 2 ] || [ "$(printf '%s\n' "$out" | wc -l)" != 1 ] || ! grep -q -- "$name" <<<"$out"; then
+		echo "FAIL: rocemu port $*: status $rc, message: $out"
+		status=1
+	else
+		echo "ok: rocemu port $* -> $out"
+	fi
+}
+
+expect_error "--ip" --port ring:e1:a --ip 10.0.0.1/33
+expect_error "--mac" --port ring:e1:a --mac 01:02:03:04:05:06
+expect_error "--mtu" --port ring:e1:a --mtu 12
+expect_error "--port" --port nonsense:x
+expect_error "--port" --ip 10.0.0.1/24
+expect_error "--frobnicate" --port ring:e1:a --frobnicate 1
+expect_error "--count" --port ring:e1:a --ping 10.0.0.2 --count many
+expect_error "--capture-filter" --port ring:e1:a --capture-filter arp
+
+"$rocemu" port --help | grep -q -- "--capture-rotate" || { echo "FAIL: --help"; status=1; }
+
+out=$(timeout 30 "$rocemu" port --port ring:e2:a --ip 10.0.0.1/24 --arp-timeout 50 \
+	--arp-retries 2 --ping 10.0.0.9 --count 1 2>&1)
+rc=$?
+if [ $rc != 1 ] || ! grep -q "address resolution failed" <<<"$out" ||
+	! grep -qE "^arp_requests_tx +2$" <<<"$out"; then
+	echo "FAIL: unanswered ping: status $rc"
+	echo "$out"
+	status=1
+else
+	echo "ok: unanswered ping ends with 'address resolution failed' after 2 ARP requests"
+fi
+
+out=$(timeout 30 "$rocemu" port --port ring:e3:a --ip 10.0.0.1/24 --ping 10.0.0.1 --count 2 2>&1)
+rc=$?
+if [ $rc != 0 ] || ! grep -q "2/2 echo requests to 10.0.0.1 answered" <<<"$out" ||
+	! grep -qE "^loopback_frames +4$" <<<"$out"; then
+	echo "FAIL: ping to our own address: status $rc"
+	echo "$out"
+	status=1
+else
+	echo "ok: ping to our own address answered through loopback"
+fi
+exit $status
