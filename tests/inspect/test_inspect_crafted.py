@@ -277,8 +277,12 @@ def scenarios(tmp):
     bad_at = s.add(cut)
     s.add(c.write_only(101), gap=5 * MS)
     s.add(c.ack(101, 2))
+    def reason(j):
+        check(j["malformed_by_reason"] == {"bad_ip_length": 1},
+              "truncated_on_wire: reasons %s" % j["malformed_by_reason"])
     run_scenario("truncated_on_wire", s, [("malformed", bad_at)], False,
-                 {A: {"malformed": 1, "messages.WRITE.count": 2, "messages.completed": 2}}, tmp)
+                 {A: {"malformed": 1, "messages.WRITE.count": 2, "messages.completed": 2}}, tmp,
+                 reason)
 
     # RNR: the responder has no receive WQE; timer 14 = 1.28 ms, then the
     # requester sends the same PSN again

@@ -107,13 +107,10 @@ struct insp_msg {
 	uint32_t start_psn, end_psn;
 	uint8_t kind;
 	bool ended;	    /**< its last request packet has been seen */
-	bool read_started;  /**< a read response for it has been seen */
 	bool partial_start; /**< its first packets were missing when it opened */
 	bool partial_end;   /**< closed by the next FIRST before its LAST came */
 	uint64_t bytes;
-	uint64_t t_first, t_last; /**< first packet, first sighting of its last packet */
-	uint64_t frame_first;
-	unsigned file_first;
+	uint64_t t_last; /**< first sighting of its last packet */
 };
 
 struct insp_gap {
@@ -196,8 +193,7 @@ struct insp_half {
 	unsigned ring_cap, ring_head, ring_len;
 	bool uc_open; /**< UC: a message is being assembled */
 	uint64_t uc_open_bytes;
-	struct insp_hist *lat; /**< request -> completion, ns */
-	uint64_t first_msg_ts, last_done_ts;
+	struct insp_hist *lat;	    /**< request -> completion, ns */
 	struct insp_series *series; /**< --plot only */
 };
 
@@ -283,8 +279,6 @@ void insp_state_free(struct insp_state *s);
 void insp_flow_packet(struct insp_state *s, const struct insp_frame *f);
 /** After the last frame: pair what is left, close gaps, count incomplete messages. */
 void insp_flow_finish(struct insp_state *s);
-/** The half `f` would be attributed to, without changing anything (NULL if none). */
-struct insp_half *insp_flow_lookup(struct insp_state *s, const struct insp_frame *f);
 
 /* helpers shared by the reports */
 const char *insp_transport_name(uint8_t transport);

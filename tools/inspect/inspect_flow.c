@@ -145,16 +145,6 @@ static void frame_key(const struct insp_frame *f, struct flow_key *k)
 		k->src_qp = f->pkt.deth.src_qp;
 }
 
-struct insp_half *insp_flow_lookup(struct insp_state *s, const struct insp_frame *f)
-{
-	struct flow_key k;
-
-	if (!f->has_bth)
-		return NULL;
-	frame_key(f, &k);
-	return *table_slot(s, &k);
-}
-
 static void pair(struct insp_half *a, struct insp_half *b, const char *how)
 {
 	a->peer = b;
@@ -388,15 +378,12 @@ static void msg_done(struct insp_state *s, struct insp_half *h, const struct ins
 		h->lat = calloc(1, sizeof(*h->lat));
 	if (h->lat)
 		insp_hist_add(h->lat, lat);
-	h->last_done_ts = t;
 	series_latency(s, h, t, lat);
 }
 
 /* Count a message once its last packet is seen (UC, UD: nothing completes it on the wire). */
-static void msg_count(struct insp_half *h, enum insp_msg_kind kind, uint64_t bytes, uint64_t t)
+static void msg_count(struct insp_half *h, enum insp_msg_kind kind, uint64_t bytes)
 {
-	if (!h->msgs[0] && !h->msgs[1] && !h->msgs[2] && !h->msgs[3])
-		h->first_msg_ts = t;
 	h->msgs[kind]++;
 	h->msg_bytes[kind] += bytes;
 }
@@ -427,7 +414,7 @@ static void msg_request(struct insp_half *h, const struct insp_frame *f, bool re
 		h->uc_open_bytes = first ? bytes : h->uc_open_bytes + bytes;
 		h->uc_open = !last;
 		if (last)
-			msg_count(h, kind, h->uc_open_bytes, f->ts_ns);
+			msg_count(h, kind, h->uc_open_bytes);
 		return;
 	}
 	m = ring_tail(h);
@@ -438,7 +425,7 @@ static void msg_request(struct insp_half *h, const struct insp_frame *f, bool re
 			m->ended = true;
 			m->partial_end = true;
 			m->t_last = f->ts_ns;
-			msg_count(h, m->kind, m->bytes, f->ts_ns);
+			msg_count(h, m->kind, m->bytes);
 		}
 		m = ring_push(h);
 		if (!m)
@@ -446,16 +433,13 @@ static void msg_request(struct insp_half *h, const struct insp_frame *f, bool re
 		m->partial_start = !first;
 		m->kind = (uint8_t)kind;
 		m->start_psn = f->psn;
-		m->t_first = f->ts_ns;
-		m->frame_first = f->index;
-		m->file_first = f->file_no;
 	}
 	m->end_psn = f->psn;
 	m->bytes += bytes;
 	if (last) {
 		m->ended = true;
 		m->t_last = f->ts_ns;
-		msg_count(h, kind, m->bytes, f->ts_ns);
+		msg_count(h, kind, m->bytes);
 	}
 }
 
@@ -517,7 +501,7 @@ static void msg_fill(struct insp_half *h, const struct insp_frame *f)
 	}
 	if (op->transport != ROCE_TRANSPORT_RC) {
 		if (op->flags & ROCE_OPF_LAST)
-			msg_count(h, kind, f->pkt.payload_len, f->ts_ns);
+			msg_count(h, kind, f->pkt.payload_len);
 		return;
 	}
 	if (!(op->flags & ROCE_OPF_LAST) && kind != INSP_MSG_READ && kind != INSP_MSG_ATOMIC)
@@ -530,10 +514,8 @@ static void msg_fill(struct insp_half *h, const struct insp_frame *f)
 	m->ended = true;
 	m->bytes = kind == INSP_MSG_READ ? f->pkt.reth.dma_len
 					 : (kind == INSP_MSG_ATOMIC ? 8 : f->pkt.payload_len);
-	m->t_first = m->t_last = f->ts_ns;
-	m->frame_first = f->index;
-	m->file_first = f->file_no;
-	msg_count(h, kind, m->bytes, f->ts_ns);
+	m->t_last = f->ts_ns;
+	msg_count(h, kind, m->bytes);
 	ring_sort_tail(h);
 }
 
@@ -656,7 +638,7 @@ static unsigned request_packet(struct insp_state *s, struct insp_half *h,
 	h->req_pkts++;
 	if (op->transport == ROCE_TRANSPORT_UD) {
 		/* PSNs of a UD QP are shared by all its destinations: no sequence here */
-		msg_count(h, INSP_MSG_SEND, f->pkt.payload_len, f->ts_ns);
+		msg_count(h, INSP_MSG_SEND, f->pkt.payload_len);
 		series_bytes(s, h, f->ts_ns, f->pkt.payload_len);
 		return 0;
 	}

@@ -460,6 +460,11 @@ static void text_half(FILE *out, const struct insp_half *h)
 		", lost by the capture %" PRIu64 ")\n",
 		h->retransmitted, h->duplicates, h->out_of_seq, h->reordered, h->gaps_seen,
 		h->psn_missing, h->capture_lost);
+	if (h->gaps_untracked || h->msgs_untracked)
+		fprintf(out,
+			"    beyond the tracking limits: %" PRIu64 " gaps and %" PRIu64
+			" messages no longer followed\n",
+			h->gaps_untracked, h->msgs_untracked);
 	fprintf(out, "    responses: acks %" PRIu64 ", naks %" PRIu64, h->acks, half_naks(h));
 	any = false;
 	for (unsigned c = 0; c <= INSP_NAK_CODES; c++) {
@@ -550,6 +555,20 @@ void insp_report_text(FILE *out, const struct insp_state *s, const struct insp_r
 		other, s->frames_by_class[INSP_NON_IP], s->frames_by_class[INSP_NON_UDP],
 		s->frames_by_class[INSP_UDP_OTHER], s->frames_by_class[INSP_SHORT],
 		s->truncated_frames);
+	if (s->frames_by_class[INSP_ROCE_MALFORMED]) {
+		bool any = false;
+
+		fprintf(out, "malformed RoCEv2 by reason:");
+		for (unsigned r = 1; r < ROCE_PARSE_STATUS_COUNT; r++) {
+			if (!s->parse_status[r])
+				continue;
+			fprintf(out, "%s %s %" PRIu64, any ? "," : "",
+				roce_parse_status_name((enum roce_parse_status)r),
+				s->parse_status[r]);
+			any = true;
+		}
+		fputc('\n', out);
+	}
 	fprintf(out, "duration %s, wire bytes %" PRIu64 "\n",
 		insp_fmt_ns(s->ts_valid ? s->last_ts - s->first_ts : 0, d, sizeof(d)),
 		s->wire_bytes);
@@ -688,9 +707,10 @@ static void json_half(FILE *out, const struct insp_half *h)
 	fprintf(out,
 		", \"retransmitted\": %" PRIu64 ", \"duplicates\": %" PRIu64
 		", \"out_of_sequence\": %" PRIu64 ", \"reordered\": %" PRIu64 ", \"gaps\": %" PRIu64
-		", \"psn_missing\": %" PRIu64 ", \"capture_lost\": %" PRIu64,
+		", \"psn_missing\": %" PRIu64 ", \"capture_lost\": %" PRIu64
+		", \"gaps_untracked\": %" PRIu64,
 		h->retransmitted, h->duplicates, h->out_of_seq, h->reordered, h->gaps_seen,
-		h->psn_missing, h->capture_lost);
+		h->psn_missing, h->capture_lost, h->gaps_untracked);
 	fprintf(out, ", \"acks\": %" PRIu64 ", \"naks\": {\"total\": %" PRIu64, h->acks,
 		half_naks(h));
 	for (unsigned c = 0; c <= INSP_NAK_CODES; c++)
@@ -742,7 +762,14 @@ void insp_report_json(FILE *out, const struct insp_state *s, const struct insp_r
 		s->frames_by_class[INSP_NON_IP], s->frames_by_class[INSP_NON_UDP],
 		s->frames_by_class[INSP_UDP_OTHER], s->frames_by_class[INSP_SHORT],
 		s->truncated_frames, s->wire_bytes, s->ts_valid ? s->last_ts - s->first_ts : 0);
-	fprintf(out, " \"conversations\": [");
+	fprintf(out, " \"malformed_by_reason\": {");
+	for (unsigned r = 1, any = 0; r < ROCE_PARSE_STATUS_COUNT; r++) {
+		if (!s->parse_status[r])
+			continue;
+		fprintf(out, "%s\"%s\": %" PRIu64, any++ ? ", " : "",
+			roce_parse_status_name((enum roce_parse_status)r), s->parse_status[r]);
+	}
+	fprintf(out, "},\n \"conversations\": [");
 	for (unsigned i = 0; i < s->nhalves; i++) {
 		const struct insp_half *h = s->halves[i], *p = h->peer;
 
