@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -372,6 +373,39 @@ static void hold_roce_udp_port(struct rocemu_port *port)
 		close(fd);
 }
 
+/*
+ * af_packet on an interface the kernel also uses with the same MAC (a real
+ * eth0 whose IP rocemu shares): the kernel answers ARP, ND and ping for its
+ * own addresses, so we must not answer a second time for those.
+ */
+static void find_kernel_owned(struct rocemu_port *port, const char *iface)
+{
+	struct rte_ether_addr dev_mac;
+	struct ifaddrs *list, *ifa;
+
+	if (port->kind != PORT_KIND_AF_PACKET ||
+	    rte_eth_macaddr_get(port->port_id, &dev_mac) ||
+	    !rte_is_same_ether_addr(&dev_mac, &port->mac) || getifaddrs(&list))
+		return;
+	for (ifa = list; ifa; ifa = ifa->ifa_next) {
+		uint8_t gid[16];
+		int idx;
+
+		if (!ifa->ifa_addr || strcmp(ifa->ifa_name, iface))
+			continue;
+		if (ifa->ifa_addr->sa_family == AF_INET)
+			port_gid_from_ipv4(gid, ((struct sockaddr_in *)ifa->ifa_addr)->sin_addr.s_addr);
+		else if (ifa->ifa_addr->sa_family == AF_INET6)
+			memcpy(gid, &((struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr, 16);
+		else
+			continue;
+		idx = rocemu_port_gid_find(port, gid);
+		if (idx >= 0)
+			port->kernel_owned |= 1u << idx;
+	}
+	freeifaddrs(list);
+}
+
 static void choose_mac(struct rocemu_port *port)
 {
 	struct rte_ether_addr dev_mac;
@@ -557,6 +591,7 @@ int rocemu_port_open(const struct rocemu_port_config *cfg, struct rocemu_port **
 	build_gid_table(port);
 	if (port->kind == PORT_KIND_AF_PACKET || port->kind == PORT_KIND_AF_XDP)
 		hold_roce_udp_port(port);
+	find_kernel_owned(port, arg);
 	rc = port_capture_open(port, err, errlen);
 	if (rc)
 		goto fail;

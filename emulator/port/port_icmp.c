@@ -90,6 +90,15 @@ void port_icmp4_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_t l3_
 		return;
 	}
 	port_count(port, PC_ICMP_ECHO_RX);
+	{
+		uint8_t dst[16];
+
+		port_gid_from_ipv4(dst, ip->dst_addr);
+		if (port_left_to_kernel(port, rocemu_port_gid_find(port, dst))) {
+			rte_pktmbuf_free(m);
+			return;
+		}
+	}
 	/* the request becomes the reply (RFC 792): swap addresses, type 0 */
 	rte_pktmbuf_trim(m, (uint16_t)(m->pkt_len - (l3_off + total)));
 	swap_macs(m);
@@ -128,6 +137,10 @@ void port_icmp6_echo_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_
 	port_count(port, PC_ICMP_ECHO_RX);
 	/* reply from the address asked, or (multicast request) our best match */
 	idx = rocemu_port_gid_find(port, ip->dst_addr);
+	if (port_left_to_kernel(port, idx)) {
+		rte_pktmbuf_free(m);
+		return;
+	}
 	if (idx < 0)
 		idx = port_pick_src(port, ip->src_addr);
 	if (idx < 0) {

@@ -128,6 +128,9 @@ struct rocemu_port {
 	unsigned n_gids;
 	uint8_t gids[ROCEMU_PORT_MAX_GIDS][16];
 	uint8_t gid_prefix[ROCEMU_PORT_MAX_GIDS];
+	/* GIDs the kernel also owns on a shared af_packet interface: it answers
+	 * ARP/ND/ping for them, we only do RoCE (bit per GID index) */
+	uint32_t kernel_owned;
 
 	/* engine lock and progress thread */
 	pthread_mutex_t lock;
@@ -238,6 +241,15 @@ unsigned port_fault_apply(struct rocemu_port *port, int dir, struct rte_mbuf *m,
 /* Frames whose delay expired. */
 unsigned port_fault_release(struct rocemu_port *port, int dir, struct rte_mbuf **out, unsigned max,
 			    uint64_t now);
+
+/* true if the kernel answers for GID index idx (shared interface) */
+static inline bool port_left_to_kernel(struct rocemu_port *port, int idx)
+{
+	if (idx < 0 || !(port->kernel_owned & (1u << idx)))
+		return false;
+	port_count_event(port, "left_to_kernel");
+	return true;
+}
 
 /* helpers */
 void port_gid_from_ipv4(uint8_t gid[16], uint32_t ipv4_be);

@@ -426,6 +426,8 @@ void port_announce(struct rocemu_port *port)
 	for (unsigned i = 0; i < port->n_gids; i++) {
 		const uint8_t *g = port->gids[i];
 
+		if (port->kernel_owned & (1u << i))
+			continue;
 		if (port_gid_is_v4(g))
 			arp_send_request(port, port_gid_ipv4(g), port_gid_ipv4(g), true);
 		else
@@ -483,6 +485,10 @@ void port_arp_input(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 		}
 		if (!e && sip)
 			neigh_learn(port, sgid, arp->arp_data.arp_sha.addr_bytes, now);
+		if (port_left_to_kernel(port, rocemu_port_gid_find(port, tgid))) {
+			rte_pktmbuf_free(m);
+			return;
+		}
 		/* answer in place: the request becomes the reply */
 		struct rte_ether_addr requester = arp->arp_data.arp_sha;
 		arp_fill(port, m, RTE_ARP_OP_REPLY, &requester, &requester, tip, sip);
@@ -530,6 +536,10 @@ static void nd_ns_input(struct rocemu_port *port, struct rte_mbuf *m, const stru
 	idx = rocemu_port_gid_find(port, target);
 	if (idx < 0 || port_gid_is_v4(target)) {
 		drop(port, m, "nd_not_for_us");
+		return;
+	}
+	if (port_left_to_kernel(port, idx)) {
+		rte_pktmbuf_free(m);
 		return;
 	}
 	slla = nd_find_lla(nd + 24, len - 24, ND_OPT_SLLA);
