@@ -167,8 +167,9 @@ static struct insp_half *half_get(struct insp_state *s, const struct insp_frame 
 
 	frame_key(f, &k);
 	slot = table_slot(s, &k);
-	if (*slot)
-		return *slot;
+	h = *slot;
+	if (h)
+		return h;
 	if (s->nhalves >= INSP_HALVES_MAX)
 		return NULL;
 	if ((s->nhalves + 1) * 2 > s->table_cap) {
@@ -633,7 +634,6 @@ static unsigned request_packet(struct insp_state *s, struct insp_half *h,
 	unsigned notes = 0;
 	int32_t d;
 	int gi;
-	struct insp_event *e;
 
 	h->req_pkts++;
 	if (op->transport == ROCE_TRANSPORT_UD) {
@@ -704,7 +704,8 @@ static unsigned request_packet(struct insp_state *s, struct insp_half *h,
 		h->retransmitted++;
 		retx_start(h, p);
 		notes = INSP_NOTE_RETX;
-		e = event_add(s, f, INSP_EV_RETRANSMIT, h, false);
+		struct insp_event *e = event_add(s, f, INSP_EV_RETRANSMIT, h, false);
+
 		if (e)
 			e->psn2 = roce_psn_add(h->retx_end, ROCE_PSN_MASK);
 	} else if (gi >= 0) {
@@ -842,7 +843,6 @@ static unsigned response_packet(struct insp_state *s, struct insp_half *r,
 	uint8_t syn = f->pkt.aeth.syndrome;
 	bool has_aeth = (op->hdrs & ROCE_HDR_AETH) && f->headers_ok;
 	unsigned type = has_aeth ? ROCE_AETH_TYPE(syn) : ROCE_AETH_ACK;
-	struct insp_event *e;
 
 	if (op->flags & ROCE_OPF_READ) {
 		r->read_resps++;
@@ -862,14 +862,16 @@ static unsigned response_packet(struct insp_state *s, struct insp_half *r,
 		} else if (type == ROCE_AETH_RNR_NAK) {
 			r->rnr_naks++;
 			r->rnr_timer[ROCE_AETH_VALUE(syn)]++;
-			e = event_add(s, f, INSP_EV_RNR_NAK, r, false);
+			struct insp_event *e = event_add(s, f, INSP_EV_RNR_NAK, r, false);
+
 			if (e)
 				e->value = ROCE_AETH_VALUE(syn);
 		} else if (type == ROCE_AETH_NAK) {
 			unsigned code = ROCE_AETH_VALUE(syn);
 
 			r->naks[code < INSP_NAK_CODES ? code : INSP_NAK_CODES]++;
-			e = event_add(s, f, INSP_EV_NAK, r, false);
+			struct insp_event *e = event_add(s, f, INSP_EV_NAK, r, false);
+
 			if (e)
 				e->value = code;
 		}

@@ -366,14 +366,14 @@ static int run_pass(struct pass *ps)
 {
 	struct progress pr = {0};
 	struct stat st;
-	int rc;
 
 	for (unsigned i = 0; i < ps->o->nfiles; i++)
 		if (!stat(ps->o->files[i], &st) && S_ISREG(st.st_mode))
 			pr.total += (uint64_t)st.st_size;
 	pr.on = isatty(STDERR_FILENO) && pr.total >= PROGRESS_MIN_BYTES;
 	for (unsigned i = 0; i < ps->o->nfiles; i++) {
-		rc = read_file(ps, ps->o->files[i], i, &pr);
+		int rc = read_file(ps, ps->o->files[i], i, &pr);
+
 		if (rc < 0)
 			return rc;
 		if (!stat(ps->o->files[i], &st))

@@ -416,7 +416,7 @@ static void text_latency(FILE *out, const struct insp_hist *h)
 
 static void text_half(FILE *out, const struct insp_half *h)
 {
-	char a[48], b[48], d[32];
+	char a[48], b[48];
 	bool any;
 
 	insp_gid_text(h->src, a, sizeof(a));
@@ -425,9 +425,12 @@ static void text_half(FILE *out, const struct insp_half *h)
 		h->sport_varies ? ", varies" : "");
 	fprintf(out, "    packets %" PRIu64 ", wire bytes %" PRIu64 ", payload bytes %" PRIu64,
 		h->pkts, h->wire_bytes, h->payload_bytes);
-	if (h->last_ts > h->first_ts)
+	if (h->last_ts > h->first_ts) {
+		char d[32];
+
 		fprintf(out, "; %.3f Mbit/s of payload over %s", payload_mbps(h),
 			insp_fmt_ns(h->last_ts - h->first_ts, d, sizeof(d)));
+	}
 	fputc('\n', out);
 	fprintf(out, "    opcodes");
 	any = false;
@@ -537,10 +540,10 @@ static void totals_of(const struct insp_state *s, struct totals *t)
 void insp_report_text(FILE *out, const struct insp_state *s, const struct insp_report_opts *o)
 {
 	struct totals *t = calloc(1, sizeof(*t));
-	char d[32], w[48], e[384], qa[16], qb[16], a[48], b[48];
+	char d[32], qa[16], qb[16], a[48], b[48];
 	uint64_t other = s->frames_by_class[INSP_NON_IP] + s->frames_by_class[INSP_NON_UDP] +
 			 s->frames_by_class[INSP_UDP_OTHER] + s->frames_by_class[INSP_SHORT];
-	unsigned conv = 0, shown = 0;
+	unsigned conv = 0;
 
 	if (!t)
 		return;
@@ -614,6 +617,9 @@ void insp_report_text(FILE *out, const struct insp_state *s, const struct insp_r
 			s->flow_table_full);
 
 	if (s->nevents) {
+		char w[48], e[384];
+		unsigned shown = 0;
+
 		fprintf(out, "\nevents (%u%s):\n", s->nevents, s->events_dropped ? "+" : "");
 		for (unsigned i = 0; i < s->nevents && shown < o->max_events; i++, shown++) {
 			where_text(&s->events[i], o->nfiles, w, sizeof(w));

@@ -390,7 +390,7 @@ int insp_svg_plot(FILE *out, const struct insp_state *s)
 	double bin_s, span_s, rate_max = 0, lat_max = 0, unit, lat_unit;
 	const char *unit_name, *lat_name;
 	struct panel tp, lp;
-	char name[160], a[48], b[48];
+	char name[160];
 
 	if (!tot || !s->series_bin_ns) {
 		fprintf(
@@ -543,6 +543,7 @@ int insp_svg_plot(FILE *out, const struct insp_state *s)
 			ly - 4, ly - 4, ly, ly - 4, ly - 4, ly - 4, ly);
 		for (unsigned i = 0; i < ntop && ntop > 1; i++) {
 			const struct insp_half *h = top[i];
+			char a[48], b[48];
 
 			insp_gid_text(h->src, a, sizeof(a));
 			insp_gid_text(h->dst, b, sizeof(b));
