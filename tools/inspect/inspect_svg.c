@@ -327,8 +327,9 @@ static void panel_axes(FILE *out, const struct panel *p)
 		"<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" "
 		"stroke=\"#444\"/>\n",
 		p->x, p->y - 10, p->title, p->x, p->y, p->w, p->h);
-	for (double v = 0; v <= p->ymax * 1.0001; v += ys) {
-		double yy = p->y + p->h - v / p->ymax * p->h;
+	/* integer steps, bounded: a degenerate range cannot loop forever */
+	for (unsigned k = 0; k <= 50 && k * ys <= p->ymax * 1.0001; k++) {
+		double v = k * ys, yy = p->y + p->h - v / p->ymax * p->h;
 
 		fprintf(
 		    out,
@@ -336,8 +337,8 @@ static void panel_axes(FILE *out, const struct panel *p)
 		    "<text x=\"%.0f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%g</text>\n",
 		    p->x, yy, p->x + p->w, yy, p->x - 6, yy + 4, v);
 	}
-	for (double v = 0; v <= p->xmax * 1.0001; v += xs) {
-		double xx = p->x + v / p->xmax * p->w;
+	for (unsigned k = 0; k <= 50 && k * xs <= p->xmax * 1.0001; k++) {
+		double v = k * xs, xx = p->x + v / p->xmax * p->w;
 
 		fprintf(out,
 			"<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#444\"/>\n"
