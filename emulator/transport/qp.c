@@ -597,6 +597,7 @@ static void apply_attrs(struct rocemu_qp *qp, const struct ibv_qp_attr *a, int m
 	if (mask & IBV_QP_RETRY_CNT) {
 		s->retry_cnt = a->retry_cnt;
 		qp->comp.retry_left = a->retry_cnt;
+		qp->comp.nak_retry_left = 8 * (a->retry_cnt + 1u);
 	}
 	if (mask & IBV_QP_RNR_RETRY) {
 		s->rnr_retry = a->rnr_retry;

@@ -108,6 +108,7 @@ static void progress_made(struct rocemu_qp *qp)
 {
 	qp->comp.reread_pending = false;
 	qp->comp.retry_left = qp->attr.retry_cnt;
+	qp->comp.nak_retry_left = 8 * (qp->attr.retry_cnt + 1);
 	qp->comp.rnr_left = qp->attr.rnr_retry;
 	rocemu_comp_rearm(qp, rocemu_now_ns());
 }
@@ -155,6 +156,24 @@ static bool ack_upto(struct rocemu_qp *qp, uint32_t psn, uint32_t *lost_psn)
 	if (progress)
 		progress_made(qp);
 	return true;
+}
+
+/**
+ * NAK-driven go-back-N: several NAKs for one loss are normal at high loss
+ * rates (a retransmission pass loses its head again, a NAK crosses the
+ * previous pass), so they draw on a budget of their own, 8 x (retry_cnt + 1)
+ * without progress, rather than on retry_cnt, which counts timeouts.
+ */
+static void go_back_nak(struct rocemu_qp *qp, uint32_t psn)
+{
+	if (qp->comp.nak_retry_left == 0) {
+		ENGINE_COUNT(qp->engine, retry_exceeded);
+		comp_fail(qp, first_pending(qp), IBV_WC_RETRY_EXC_ERR);
+		return;
+	}
+	qp->comp.nak_retry_left--;
+	rocemu_req_rewind(qp, psn);
+	rocemu_comp_rearm(qp, rocemu_now_ns());
 }
 
 static void go_back(struct rocemu_qp *qp, uint32_t psn)
@@ -277,7 +296,7 @@ static void handle_ack(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 			break;
 		}
 		if (code == ROCE_NAK_PSN_SEQ_ERR) {
-			go_back(qp, psn);
+			go_back_nak(qp, psn);
 			break;
 		}
 		comp_fail(qp, wqe_of_psn(qp, psn), nak_status(code));

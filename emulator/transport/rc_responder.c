@@ -421,6 +421,8 @@ static void rc_error(struct rocemu_qp *qp, enum resp_result res, uint32_t psn)
 			  qp->resp.msn);
 		ENGINE_COUNT(e, tx_rnr_nak);
 		qp->resp.nak_seq_sent = true;
+		qp->resp.rnr_sent = true;
+		qp->resp.last_oos_psn = psn;
 		return;
 	case RESP_LEN:
 		st = IBV_WC_LOC_LEN_ERR;
@@ -515,11 +517,21 @@ static void rc_rx(struct rocemu_qp *qp, const struct roce_pkt *pkt, const uint8_
 	enum resp_result res;
 
 	if (d > 0) {
-		/* C9-110: NAK only the first out-of-sequence packet of a gap. */
+		/* C9-110: NAK only the first out-of-sequence packet of a gap. A PSN
+		 * below the last out-of-sequence one means the requester started a
+		 * new pass (it went back) and lost its head again: that pass gets
+		 * its one NAK too, instead of waiting for the requester's timer; so
+		 * does a gap still open a full window after its NAK (the NAK was lost). */
 		ENGINE_COUNT(e, drop_psn_out_of_seq);
+		if (qp->resp.nak_seq_sent && !qp->resp.rnr_sent &&
+		    (roce_psn_diff(pkt->psn, qp->resp.last_oos_psn) < 0 ||
+		     ++qp->resp.oos_since_nak >= ROCEMU_REQ_WINDOW / 2))
+			qp->resp.nak_seq_sent = false; /* new pass, or our NAK was lost */
+		qp->resp.last_oos_psn = pkt->psn;
 		if (!qp->resp.nak_seq_sent) {
 			send_nak(qp, ROCE_NAK_PSN_SEQ_ERR, qp->resp.epsn);
 			qp->resp.nak_seq_sent = true;
+			qp->resp.oos_since_nak = 0;
 		}
 		return;
 	}
@@ -528,6 +540,7 @@ static void rc_rx(struct rocemu_qp *qp, const struct roce_pkt *pkt, const uint8_
 		return;
 	}
 	qp->resp.nak_seq_sent = false;
+	qp->resp.rnr_sent = false;
 	if (!rc_sequence_ok(qp, f)) {
 		rc_error(qp, RESP_INV_REQ, pkt->psn);
 		return;
