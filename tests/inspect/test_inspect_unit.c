@@ -71,6 +71,31 @@ static void hist_small_values_exact_and_huge_values_clamped(void **state)
 }
 
 /* ------------------------------------------------------------------------ */
+/* opcode counters: inline for a few, a full table past them                 */
+
+static void opcode_counts_inline_then_table(void **state)
+{
+	struct insp_opcounts c;
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	for (unsigned k = 0; k < 3; k++)
+		for (unsigned op = 0; op < INSP_OPS_INLINE; op++)
+			insp_ops_add(&c, (uint8_t)(op * 3));
+	assert_null(c.all);
+	assert_int_equal(insp_ops_get(&c, 3), 3);
+	assert_int_equal(insp_ops_get(&c, 1), 0);
+	insp_ops_add(&c, 0xFF); /* one more kind: the table takes over, counts kept */
+	assert_non_null(c.all);
+	assert_int_equal(insp_ops_get(&c, 0xFF), 1);
+	for (unsigned op = 0; op < INSP_OPS_INLINE; op++)
+		assert_int_equal(insp_ops_get(&c, (uint8_t)(op * 3)), 3);
+	insp_ops_add(&c, 3);
+	assert_int_equal(insp_ops_get(&c, 3), 4);
+	free(c.all);
+}
+
+/* ------------------------------------------------------------------------ */
 /* frames                                                                    */
 
 /* An RC SEND ONLY of `payload` bytes from 10.0.0.1 to 10.0.0.2, built by the codec. */
@@ -330,6 +355,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(hist_quantiles_within_resolution),
 	    cmocka_unit_test(hist_small_values_exact_and_huge_values_clamped),
+	    cmocka_unit_test(opcode_counts_inline_then_table),
 	    cmocka_unit_test(decode_every_link_type),
 	    cmocka_unit_test(decode_bad_icrc_keeps_the_qp),
 	    cmocka_unit_test(decode_every_truncation),

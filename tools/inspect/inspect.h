@@ -133,6 +133,22 @@ struct insp_series {
 	uint32_t lat_n[INSP_SERIES_BINS];
 };
 
+/*
+ * Packets per opcode. A direction sees a handful of opcodes, so the first
+ * INSP_OPS_INLINE live inline and a full table is allocated only past them:
+ * a capture with a million small flows stays small.
+ */
+#define INSP_OPS_INLINE 8
+struct insp_opcounts {
+	uint8_t n;
+	uint8_t op[INSP_OPS_INLINE];
+	uint64_t count[INSP_OPS_INLINE];
+	uint64_t *all; /**< 256 counters once more than INSP_OPS_INLINE opcodes were seen */
+};
+
+void insp_ops_add(struct insp_opcounts *c, uint8_t op);
+uint64_t insp_ops_get(const struct insp_opcounts *c, uint8_t op);
+
 /**
  * One direction of a conversation: every packet from one host to one QP
  * (src, dst, dqpn; for UD also the source QP from the DETH). All of it is
@@ -154,7 +170,7 @@ struct insp_half {
 	uint64_t first_ts, last_ts;
 
 	uint64_t pkts, wire_bytes, payload_bytes;
-	uint64_t ops[256];
+	struct insp_opcounts ops; /**< packets per opcode (insp_ops_add/insp_ops_get) */
 
 	/* the request stream this host sends to dqpn */
 	bool req_seen;

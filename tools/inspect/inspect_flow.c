@@ -37,9 +37,12 @@
 
 #include "inspect.h"
 
-#define INSP_RING_MIN	16
-#define INSP_RING_MAX	4096
-#define INSP_HALVES_MAX (1u << 20)
+#define INSP_RING_MIN 16
+#define INSP_RING_MAX 4096
+/* Directions tracked at most (about 1.5 KB each, more with latencies): a
+ * hard bound on memory whatever the capture; beyond, packets are counted
+ * as "flow table full". */
+#define INSP_HALVES_MAX (1u << 18)
 /** A requester never retransmits on timeout faster than this (IBA 9.7.6.1.3: 4.096 us << timeout).
  */
 #define INSP_RETX_MIN_NS 1000000ull
@@ -88,6 +91,7 @@ int insp_state_init(struct insp_state *s, bool want_series)
 void insp_state_free(struct insp_state *s)
 {
 	for (unsigned i = 0; i < s->nhalves; i++) {
+		free(s->halves[i]->ops.all);
 		free(s->halves[i]->ring);
 		free(s->halves[i]->lat);
 		free(s->halves[i]->series);
@@ -98,6 +102,41 @@ void insp_state_free(struct insp_state *s)
 	free(s->events);
 	free(s->total_series);
 	memset(s, 0, sizeof(*s));
+}
+
+void insp_ops_add(struct insp_opcounts *c, uint8_t op)
+{
+	if (c->all) {
+		c->all[op]++;
+		return;
+	}
+	for (unsigned i = 0; i < c->n; i++) {
+		if (c->op[i] == op) {
+			c->count[i]++;
+			return;
+		}
+	}
+	if (c->n < INSP_OPS_INLINE) {
+		c->op[c->n] = op;
+		c->count[c->n++] = 1;
+		return;
+	}
+	c->all = calloc(256, sizeof(*c->all));
+	if (!c->all)
+		return; /* out of memory: this packet's opcode goes uncounted */
+	for (unsigned i = 0; i < c->n; i++)
+		c->all[c->op[i]] = c->count[i];
+	c->all[op]++;
+}
+
+uint64_t insp_ops_get(const struct insp_opcounts *c, uint8_t op)
+{
+	if (c->all)
+		return c->all[op];
+	for (unsigned i = 0; i < c->n; i++)
+		if (c->op[i] == op)
+			return c->count[i];
+	return 0;
 }
 
 static struct insp_half **table_slot(struct insp_state *s, const struct flow_key *k)
@@ -959,7 +998,7 @@ void insp_flow_packet(struct insp_state *s, const struct insp_frame *f)
 	if (h) {
 		h->pkts++;
 		h->wire_bytes += f->wirelen;
-		h->ops[f->opcode]++;
+		insp_ops_add(&h->ops, f->opcode);
 		h->last_ts = f->ts_ns;
 		if (f->sport != h->sport)
 			h->sport_varies = true;

@@ -435,10 +435,10 @@ static void text_half(FILE *out, const struct insp_half *h)
 	fprintf(out, "    opcodes");
 	any = false;
 	for (unsigned op = 0; op < 256; op++) {
-		if (!h->ops[op])
+		if (!insp_ops_get(&h->ops, (uint8_t)op))
 			continue;
 		fprintf(out, "%s %s %" PRIu64, any ? "," : "", insp_op_short((uint8_t)op),
-			h->ops[op]);
+			insp_ops_get(&h->ops, (uint8_t)op));
 		any = true;
 	}
 	fprintf(out, "%s\n", any ? "" : " none");
@@ -692,10 +692,11 @@ static void json_half(FILE *out, const struct insp_half *h)
 		h->pkts, h->wire_bytes, h->payload_bytes, h->first_ts, h->last_ts, payload_mbps(h));
 	fprintf(out, ", \"opcodes\": [");
 	for (unsigned op = 0; op < 256; op++) {
-		if (!h->ops[op])
+		if (!insp_ops_get(&h->ops, (uint8_t)op))
 			continue;
 		fprintf(out, "%s{\"opcode\": %u, \"name\": \"%s\", \"count\": %" PRIu64 "}",
-			any ? ", " : "", op, insp_op_short((uint8_t)op), h->ops[op]);
+			any ? ", " : "", op, insp_op_short((uint8_t)op),
+			insp_ops_get(&h->ops, (uint8_t)op));
 		any = true;
 	}
 	fprintf(out, "], \"requests\": %" PRIu64, h->req_pkts);
