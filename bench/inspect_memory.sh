@@ -3,7 +3,8 @@
 # Does `rocemu inspect` stay flat in memory as the capture grows?
 # Generates a 10 MB and a ~1 GB capture (bench/inspect_gen.py: RC WRITEs
 # and ACKs over 16 QPs, every ICRC right) and reports the peak RSS and the
-# speed of `rocemu inspect` (summary, --check and --plot) on each.
+# speed of `rocemu inspect` (summary, --check and --plot) on each; then a
+# 100 MB one over 4096 QPs: memory follows the number of flows, not the size.
 #
 # usage: bench/inspect_memory.sh [BUILD_DIR] [BIG_MB]
 #   BUILD_DIR  default: build        BIG_MB  default: 1024
@@ -37,10 +38,12 @@ print("%d %.2f" % (resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, dt))
 PY
 }
 
-printf '%-10s %-8s %10s %12s %10s\n' capture mode "MB" "peak RSS kB" "MB/s"
-for mb in 10 "$big_mb"; do
-	cap="$dir/bench-$mb.pcap"
-	"$py" "$here/inspect_gen.py" "$cap" "$mb" 16 >/dev/null
+printf '%-10s %-6s %-8s %10s %12s %10s\n' capture QPs mode "MB" "peak RSS kB" "MB/s"
+for run in "10:16" "$big_mb:16" "100:4096"; do
+	mb=${run%:*}
+	qps=${run#*:}
+	cap="$dir/bench-$mb-$qps.pcap"
+	"$py" "$here/inspect_gen.py" "$cap" "$mb" "$qps" >/dev/null
 	size=$(($(stat -c %s "$cap") / 1048576))
 	for mode in summary check plot; do
 		case $mode in
@@ -52,7 +55,7 @@ for mb in 10 "$big_mb"; do
 		rss=${r% *}
 		secs=${r#* }
 		rate=$(awk -v s="$size" -v t="$secs" 'BEGIN { printf "%.0f", (t > 0 ? s / t : 0) }')
-		printf '%-10s %-8s %10s %12s %10s\n' "$mb MB" "$mode" "$size" "$rss" "$rate"
+		printf '%-10s %-6s %-8s %10s %12s %10s\n' "$mb MB" "$qps" "$mode" "$size" "$rss" "$rate"
 	done
 	rm -f "$cap"
 done

@@ -209,8 +209,8 @@ struct insp_half {
 	unsigned ring_cap, ring_head, ring_len;
 	bool uc_open; /**< UC: a message is being assembled */
 	uint64_t uc_open_bytes;
-	struct insp_hist *lat;	    /**< request -> completion, ns */
-	struct insp_series *series; /**< --plot only */
+	struct insp_hist *lat;	/**< request -> completion, ns */
+	uint64_t *series_bytes; /**< --plot only: payload bytes per bin */
 };
 
 #define INSP_QPN_UNKNOWN 0xFFFFFFFFu

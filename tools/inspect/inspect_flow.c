@@ -94,7 +94,7 @@ void insp_state_free(struct insp_state *s)
 		free(s->halves[i]->ops.all);
 		free(s->halves[i]->ring);
 		free(s->halves[i]->lat);
-		free(s->halves[i]->series);
+		free(s->halves[i]->series_bytes);
 		free(s->halves[i]);
 	}
 	free(s->halves);
@@ -237,8 +237,8 @@ static struct insp_half *half_get(struct insp_state *s, const struct insp_frame 
 	h->is_first = true;
 	h->sport = f->sport;
 	h->first_ts = f->ts_ns;
-	if (s->want_series)
-		h->series = calloc(1, sizeof(*h->series)); /* NULL: drawn without it */
+	if (s->want_series) /* NULL: drawn without it */
+		h->series_bytes = calloc(INSP_SERIES_BINS, sizeof(*h->series_bytes));
 	s->halves[s->nhalves++] = h;
 	*slot = h;
 
@@ -283,19 +283,27 @@ static struct insp_event *event_add(struct insp_state *s, const struct insp_fram
 /* ------------------------------------------------------------------------ */
 /* time series (--plot)                                                      */
 
+static void bytes_halve(uint64_t *bytes)
+{
+	if (!bytes)
+		return;
+	for (unsigned i = 0; i < INSP_SERIES_BINS / 2; i++)
+		bytes[i] = bytes[2 * i] + bytes[2 * i + 1];
+	memset(bytes + INSP_SERIES_BINS / 2, 0, INSP_SERIES_BINS / 2 * sizeof(*bytes));
+}
+
 static void series_halve(struct insp_series *x)
 {
 	if (!x)
 		return;
+	bytes_halve(x->bytes);
 	for (unsigned i = 0; i < INSP_SERIES_BINS / 2; i++) {
 		unsigned a = 2 * i, b = 2 * i + 1;
 
-		x->bytes[i] = x->bytes[a] + x->bytes[b];
 		x->lat_sum[i] = x->lat_sum[a] + x->lat_sum[b];
 		x->lat_n[i] = x->lat_n[a] + x->lat_n[b];
 		x->lat_max[i] = x->lat_max[a] > x->lat_max[b] ? x->lat_max[a] : x->lat_max[b];
 	}
-	memset(x->bytes + INSP_SERIES_BINS / 2, 0, sizeof(x->bytes) / 2);
 	memset(x->lat_sum + INSP_SERIES_BINS / 2, 0, sizeof(x->lat_sum) / 2);
 	memset(x->lat_n + INSP_SERIES_BINS / 2, 0, sizeof(x->lat_n) / 2);
 	memset(x->lat_max + INSP_SERIES_BINS / 2, 0, sizeof(x->lat_max) / 2);
@@ -315,7 +323,7 @@ static int series_bin(struct insp_state *s, uint64_t t)
 	while ((t - s->series_t0) / s->series_bin_ns >= INSP_SERIES_BINS) {
 		series_halve(s->total_series);
 		for (unsigned i = 0; i < s->nhalves; i++)
-			series_halve(s->halves[i]->series);
+			bytes_halve(s->halves[i]->series_bytes);
 		s->series_bin_ns *= 2;
 	}
 	return (int)((t - s->series_t0) / s->series_bin_ns);
@@ -328,25 +336,22 @@ static void series_bytes(struct insp_state *s, struct insp_half *h, uint64_t t, 
 	if (b < 0)
 		return;
 	s->total_series->bytes[b] += bytes;
-	if (h->series)
-		h->series->bytes[b] += bytes;
+	if (h->series_bytes)
+		h->series_bytes[b] += bytes;
 }
 
-static void series_latency(struct insp_state *s, struct insp_half *h, uint64_t t, uint64_t lat)
+/* Latency is drawn for all traffic together: only the total series has it. */
+static void series_latency(struct insp_state *s, uint64_t t, uint64_t lat)
 {
 	int b = series_bin(s, t);
-	struct insp_series *xs[2] = {s->total_series, h->series};
+	struct insp_series *x = s->total_series;
 
 	if (b < 0)
 		return;
-	for (unsigned i = 0; i < 2; i++) {
-		if (!xs[i])
-			continue;
-		xs[i]->lat_sum[b] += lat;
-		xs[i]->lat_n[b]++;
-		if (lat > xs[i]->lat_max[b])
-			xs[i]->lat_max[b] = lat;
-	}
+	x->lat_sum[b] += lat;
+	x->lat_n[b]++;
+	if (lat > x->lat_max[b])
+		x->lat_max[b] = lat;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -418,7 +423,7 @@ static void msg_done(struct insp_state *s, struct insp_half *h, const struct ins
 		h->lat = calloc(1, sizeof(*h->lat));
 	if (h->lat)
 		insp_hist_add(h->lat, lat);
-	series_latency(s, h, t, lat);
+	series_latency(s, t, lat);
 }
 
 /* Count a message once its last packet is seen (UC, UD: nothing completes it on the wire). */

@@ -355,13 +355,12 @@ static void panel_axes(FILE *out, const struct panel *p)
 }
 
 /* Aggregated point k of a series: bins [k*g, (k+1)*g). */
-static double agg_rate(const struct insp_series *x, unsigned k, unsigned g, double bin_s,
-		       double unit)
+static double agg_rate(const uint64_t *bytes, unsigned k, unsigned g, double bin_s, double unit)
 {
 	uint64_t b = 0;
 
 	for (unsigned i = k * g; i < (k + 1) * g && i < INSP_SERIES_BINS; i++)
-		b += x->bytes[i];
+		b += bytes[i];
 	return (double)b * 8 / (bin_s * g) / unit;
 }
 
@@ -414,7 +413,7 @@ int insp_svg_plot(FILE *out, const struct insp_state *s)
 		const struct insp_half *h = s->halves[i];
 		unsigned j;
 
-		if (!h->series || !h->payload_bytes)
+		if (!h->series_bytes || !h->payload_bytes)
 			continue;
 		if (ntop < PLOT_LINES)
 			top[ntop++] = h;
@@ -432,7 +431,7 @@ int insp_svg_plot(FILE *out, const struct insp_state *s)
 	}
 
 	for (unsigned k = 0; k < npts; k++) {
-		double r = agg_rate(tot, k, g, bin_s, 1), m, x;
+		double r = agg_rate(tot->bytes, k, g, bin_s, 1), m, x;
 
 		if (r > rate_max)
 			rate_max = r;
@@ -496,7 +495,7 @@ int insp_svg_plot(FILE *out, const struct insp_state *s)
 
 	/* throughput: total, then the top halves */
 	for (int line = -1; line < (int)ntop; line++) {
-		const struct insp_series *x = line < 0 ? tot : top[line]->series;
+		const uint64_t *x = line < 0 ? tot->bytes : top[line]->series_bytes;
 		const char *col = line < 0 ? "#000" : line_colours[line];
 
 		if (line >= 0 && ntop == 1)
