@@ -395,8 +395,25 @@ static unsigned run_work(struct rocemu_engine *e, uint64_t now)
 	return work;
 }
 
+/* A link going down or up is a port event for the provider's async queue
+ * (IBV_EVENT_PORT_ERR / IBV_EVENT_PORT_ACTIVE), checked every 100 ms. */
+static void check_link(struct rocemu_engine *e, uint64_t now)
+{
+	bool up;
+
+	if (now < e->link_check_ns)
+		return;
+	e->link_check_ns = now + 100000000ull;
+	up = rocemu_port_link_up(e->port);
+	if (up == e->link_up)
+		return;
+	e->link_up = up;
+	rocemu_engine_raise(e, up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR, NULL);
+}
+
 static unsigned engine_poll(void *ctx, uint64_t now_ns)
 {
+	check_link(ctx, now_ns);
 	return run_work(ctx, now_ns);
 }
 
@@ -478,6 +495,8 @@ int rocemu_engine_create(const struct rocemu_port_config *cfg, struct rocemu_eng
 	if (rc < 0)
 		goto fail;
 	rocemu_port_mac(e->port, e->mac);
+	e->link_up = rocemu_port_link_up(e->port);
+	e->link_check_ns = rocemu_now_ns() + 100000000ull;
 	upper = (struct rocemu_port_upper){
 		.ctx = e,
 		.rx = engine_rx,

@@ -277,6 +277,8 @@ struct rocemu_engine {
 	struct rocemu_qp **timer_heap;
 	uint32_t n_timers;
 	uint64_t ctr[CTR_COUNT];
+	bool link_up;            /**< last link state seen (port events on change) */
+	uint64_t link_check_ns;  /**< next time to look at the link */
 };
 
 #define ENGINE_COUNT(e, name) ((e)->ctr[CTR_##name]++)
