@@ -399,6 +399,22 @@ def scenarios(tmp):
         check(pairs == [(0x10, 0x21), (0x11, 0x20)], "pairing: %s" % pairs)
     run_scenario("pairing", s, [], True, {}, tmp, two_pairs)
 
+    # loopback: a QP connected to itself (same GID both ends) sends its
+    # requests and its ACKs in one direction
+    me = rc.Conversation(A, A, qp_a=0x42, qp_b=0x42)
+    s = Script()
+    for i in range(3):
+        s.add(me.write_only(7 + i))
+        s.add(me.ack(7 + i, i + 1))
+
+    def self_loop(j):
+        c0 = j["conversations"][0]
+        check(len(j["conversations"]) == 1 and c0["paired_by"] == "self" and
+              c0["endpoints"][0]["qpn"] == 0x42, "self_connected: %s" % c0["paired_by"])
+    run_scenario("self_connected", s, [], True,
+                 {A: {"messages.WRITE.count": 3, "messages.completed": 3, "acks": 3,
+                      "responses_without_request": 0}}, tmp, self_loop)
+
     # non-RoCE traffic is counted and skipped
     s = Script()
     s.add(c.write_only(100))

@@ -163,6 +163,7 @@ struct insp_half {
 	unsigned id;	   /**< creation order */
 	struct insp_half *peer;
 	const char *paired_by; /**< "response PSN", "UD source QP", "UDP source port" */
+	bool self_connected;   /**< RC QP connected to itself: requests and responses here */
 	uint32_t pair_tries;   /**< responses that found no request half yet */
 	bool is_first;	       /**< the half that represents the conversation in reports */
 	uint16_t sport;

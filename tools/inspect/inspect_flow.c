@@ -924,9 +924,16 @@ static unsigned response_packet(struct insp_state *s, struct insp_half *r,
 	/* Searching every half is linear: a capture of responses only (the
 	 * requests filtered out) would make it quadratic, so keep trying on
 	 * the first responses and then on one in 1024. */
+	/* A QP connected to itself (loopback: same GID both ends, DQPN its own
+	 * QPN) sends its requests and its responses in one half. */
+	if (!q && (r->self_connected ||
+		   (!memcmp(r->src, r->dst, 16) && r->req_seen && in_window(r, p)))) {
+		r->self_connected = true;
+		q = r;
+	}
 	if (!q && (r->pair_tries < 16 || r->pair_tries % 1024 == 0))
 		q = pair_by_response(s, r, f);
-	if (!r->peer)
+	if (!r->peer && !r->self_connected)
 		r->pair_tries++;
 	if (!q || !q->req_seen || !in_window(q, p)) {
 		/* A NAK names the PSN the responder expects: it may be the next one */
@@ -1098,8 +1105,8 @@ static void pair_leftovers(struct insp_state *s)
 	for (i = 0; i < s->nhalves; i++) {
 		struct insp_half *h = s->halves[i];
 
-		if (!h->peer && h->src_qp == INSP_QPN_UNKNOWN && !h->sport_varies &&
-		    memcmp(h->src, h->dst, 16))
+		if (!h->peer && !h->self_connected && h->src_qp == INSP_QPN_UNKNOWN &&
+		    !h->sport_varies && memcmp(h->src, h->dst, 16))
 			v[n++] = h;
 	}
 	qsort(v, n, sizeof(*v), leftover_cmp);
@@ -1129,7 +1136,7 @@ static void judge_unmatched(struct insp_state *s)
 		bool seen_way = false;
 		struct insp_event *e;
 
-		if (!r->unmatched_frame)
+		if (!r->unmatched_frame || r->self_connected)
 			continue;
 		for (unsigned j = 0; j < s->nhalves && !seen_way; j++) {
 			const struct insp_half *q = s->halves[j];

@@ -136,6 +136,8 @@ static uint32_t src_qpn(const struct insp_half *h)
 {
 	if (h->src_qp != INSP_QPN_UNKNOWN)
 		return h->src_qp;
+	if (h->self_connected)
+		return h->dqpn;
 	return h->peer ? h->peer->dqpn : INSP_QPN_UNKNOWN;
 }
 
@@ -590,7 +592,8 @@ void insp_report_text(FILE *out, const struct insp_state *s, const struct insp_r
 		if (p)
 			fprintf(out, " (paired by %s)\n", h->paired_by);
 		else
-			fprintf(out, " (one direction only)\n");
+			fprintf(out, h->self_connected ? " (a QP connected to itself)\n"
+						       : " (one direction only)\n");
 		text_half(out, h);
 		if (p)
 			text_half(out, p);
@@ -790,6 +793,8 @@ void insp_report_json(FILE *out, const struct insp_state *s, const struct insp_r
 		first = false;
 		if (p)
 			json_str(out, h->paired_by);
+		else if (h->self_connected)
+			json_str(out, "self");
 		else
 			fprintf(out, "null");
 		fprintf(out, ", \"endpoints\": [{\"ip\": \"%s\", \"qpn\": ", a);
