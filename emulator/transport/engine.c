@@ -16,7 +16,7 @@
 
 static const char *const ctr_names[CTR_COUNT] = {
 #define ROCEMU_CTR_NAME(n) #n,
-	ROCEMU_COUNTERS(ROCEMU_CTR_NAME)
+    ROCEMU_COUNTERS(ROCEMU_CTR_NAME)
 #undef ROCEMU_CTR_NAME
 };
 
@@ -133,7 +133,8 @@ static void heap_down(struct rocemu_engine *e, uint32_t i)
 
 		if (c >= e->n_timers)
 			break;
-		if (c + 1 < e->n_timers && e->timer_heap[c + 1]->timer_at < e->timer_heap[c]->timer_at)
+		if (c + 1 < e->n_timers &&
+		    e->timer_heap[c + 1]->timer_at < e->timer_heap[c]->timer_at)
 			c++;
 		if (e->timer_heap[c]->timer_at >= qp->timer_at)
 			break;
@@ -498,10 +499,10 @@ int rocemu_engine_create(const struct rocemu_port_config *cfg, struct rocemu_eng
 	e->link_up = rocemu_port_link_up(e->port);
 	e->link_check_ns = rocemu_now_ns() + 100000000ull;
 	upper = (struct rocemu_port_upper){
-		.ctx = e,
-		.rx = engine_rx,
-		.poll = engine_poll,
-		.has_work = engine_has_work,
+	    .ctx = e,
+	    .rx = engine_rx,
+	    .poll = engine_poll,
+	    .has_work = engine_has_work,
 	};
 	rocemu_port_set_upper(e->port, &upper);
 	*out = e;

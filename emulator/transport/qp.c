@@ -21,14 +21,18 @@ struct qp_transition {
 	int opt[T_NTYPES];
 };
 
-#define ALL3(m) {(m), (m), (m)}
+#define ALL3(m)                                                                                    \
+	{                                                                                          \
+		(m), (m), (m)                                                                      \
+	}
 #define M_ACCESS IBV_QP_ACCESS_FLAGS
-#define M_PKEY IBV_QP_PKEY_INDEX
-#define M_PORT IBV_QP_PORT
-#define M_QKEY IBV_QP_QKEY
-#define M_CUR IBV_QP_CUR_STATE
-#define M_MIG (IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE)
+#define M_PKEY	 IBV_QP_PKEY_INDEX
+#define M_PORT	 IBV_QP_PORT
+#define M_QKEY	 IBV_QP_QKEY
+#define M_CUR	 IBV_QP_CUR_STATE
+#define M_MIG	 (IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE)
 
+/* clang-format off */
 static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 	[IBV_QPS_RESET] = {
 		[IBV_QPS_RESET] = {.valid = true},
@@ -104,6 +108,7 @@ static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 		[IBV_QPS_ERR] = {.valid = true},
 	},
 };
+/* clang-format on */
 
 static int qp_type_index(enum ibv_qp_type t)
 {
@@ -138,8 +143,7 @@ static enum ibv_mtu mtu_enum(uint32_t bytes)
 /* ------------------------------------------------------------------------ */
 /* Completions and flushing.                                                  */
 
-void rocemu_qp_complete(struct rocemu_qp *qp, bool send, const struct rocemu_wc *wc,
-			bool solicited)
+void rocemu_qp_complete(struct rocemu_qp *qp, bool send, const struct rocemu_wc *wc, bool solicited)
 {
 	struct rocemu_cq *cq = send ? qp->send_cq : qp->recv_cq;
 
@@ -203,11 +207,11 @@ void rocemu_qp_send_wc(struct rocemu_qp *qp, const struct rocemu_send_wqe *w)
 static void flush_recv_wqe(struct rocemu_qp *qp, uint64_t wr_id)
 {
 	struct rocemu_wc wc = {
-		.wr_id = wr_id,
-		.status = IBV_WC_WR_FLUSH_ERR,
-		.opcode = IBV_WC_RECV,
-		.qp_num = qp->qpn,
-		.timestamp_ns = rocemu_now_ns(),
+	    .wr_id = wr_id,
+	    .status = IBV_WC_WR_FLUSH_ERR,
+	    .opcode = IBV_WC_RECV,
+	    .qp_num = qp->qpn,
+	    .timestamp_ns = rocemu_now_ns(),
 	};
 
 	rocemu_qp_complete(qp, false, &wc, false);
@@ -796,8 +800,7 @@ static int post_send_locked(struct rocemu_qp *qp, const struct rocemu_send_wr *w
 	}
 	qp->sq_tail++;
 
-	if (qp->state == IBV_QPS_ERR ||
-	    (qp->state == IBV_QPS_SQE && qp->type != IBV_QPT_RC)) {
+	if (qp->state == IBV_QPS_ERR || (qp->state == IBV_QPS_SQE && qp->type != IBV_QPT_RC)) {
 		/* 10.8.3.1 / 11.4.1.1: in ERR (and SQE) new work completes with a flush. */
 		while (qp->sq_head != qp->sq_tail) {
 			struct rocemu_send_wqe *f = sq_at(qp, qp->sq_head);

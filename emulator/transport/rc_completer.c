@@ -14,10 +14,17 @@
 
 /** IBA table 45: RNR NAK timer field -> delay, in units of 10 us. */
 static const uint32_t rnr_delay_10us[32] = {
-	65536, 1,    2,    3,    4,    6,    8,     12,    16,    24,    32,
-	48,    64,   96,   128,  192,  256,  384,   512,   768,   1024,  1536,
-	2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
+    65536, 1,	 2,    3,    4,	   6,	  8,	 12,	16,    24,    32,
+    48,	   64,	 96,   128,  192,  256,	  384,	 512,	768,   1024,  1536,
+    2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
 };
+
+enum ibv_wc_status rocemu_comp_local_status(enum rocemu_mem_err err)
+{
+	/* A local key, PD, bounds or rights failure is a local protection error
+	 * (the verbs have no finer status for it). */
+	return err == ROCEMU_MEM_OK ? IBV_WC_SUCCESS : IBV_WC_LOC_PROT_ERR;
+}
 
 static uint64_t timeout_ns(const struct rocemu_qp *qp)
 {
@@ -283,7 +290,7 @@ static void handle_ack(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 			qp->comp.rnr_left--;
 		/* Wait, then resend from the NAKed PSN; the transport timer pauses meanwhile. */
 		qp->comp.rnr_until_ns =
-			rocemu_now_ns() + (uint64_t)rnr_delay_10us[ROCE_AETH_VALUE(syn)] * 10000;
+		    rocemu_now_ns() + (uint64_t)rnr_delay_10us[ROCE_AETH_VALUE(syn)] * 10000;
 		qp->comp.rnr_psn = psn;
 		qp->comp.deadline_ns = 0;
 		break;

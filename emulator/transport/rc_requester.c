@@ -15,9 +15,9 @@
 
 /** The requester's view of a WQE's position in the transmission. */
 enum req_step {
-	REQ_SENT_PACKET,  /**< one packet went out */
-	REQ_BLOCKED,      /**< must wait (resolution, mbufs, window): try again later */
-	REQ_FAILED,       /**< the WQE completed in error; the QP went to ERR */
+	REQ_SENT_PACKET, /**< one packet went out */
+	REQ_BLOCKED,	 /**< must wait (resolution, mbufs, window): try again later */
+	REQ_FAILED,	 /**< the WQE completed in error; the QP went to ERR */
 };
 
 static uint8_t transport_bits(const struct rocemu_qp *qp)
@@ -65,18 +65,6 @@ static uint32_t packets_for(uint32_t len, uint32_t mtu)
 	return len == 0 ? 1 : (len + mtu - 1) / mtu;
 }
 
-enum ibv_wc_status rocemu_comp_local_status(enum rocemu_mem_err err)
-{
-	switch (err) {
-	case ROCEMU_MEM_OK:
-		return IBV_WC_SUCCESS;
-	case ROCEMU_MEM_BOUNDS:
-		return IBV_WC_LOC_PROT_ERR;
-	default:
-		return IBV_WC_LOC_PROT_ERR;
-	}
-}
-
 /** A WQE fails at the requester: it completes with status; RC goes to ERR (10.8.3), UC to SQE. */
 static void req_fail(struct rocemu_qp *qp, struct rocemu_send_wqe *w, enum ibv_wc_status status)
 {
@@ -94,7 +82,8 @@ static enum req_step path_error(struct rocemu_qp *qp, struct rocemu_send_wqe *w,
 		qp->req.wait_resolve = true;
 		return REQ_BLOCKED;
 	}
-	/* Unreachable destination: as if every retry timed out (documented in docs/transport.md). */
+	/* Unreachable destination: as if every retry timed out (documented in docs/transport.md).
+	 */
 	req_fail(qp, w, IBV_WC_RETRY_EXC_ERR);
 	return REQ_FAILED;
 }
@@ -109,8 +98,7 @@ static void base_pkt(struct rocemu_qp *qp, struct roce_pkt *pkt, uint8_t opcode,
 }
 
 /** Build and send packet idx of a SEND/WRITE WQE. */
-static enum req_step send_data_packet(struct rocemu_qp *qp, struct rocemu_send_wqe *w,
-				      uint32_t idx)
+static enum req_step send_data_packet(struct rocemu_qp *qp, struct rocemu_send_wqe *w, uint32_t idx)
 {
 	struct rocemu_engine *e = qp->engine;
 	struct roce_pkt pkt = {0};
@@ -153,8 +141,8 @@ static enum req_step send_data_packet(struct rocemu_qp *qp, struct rocemu_send_w
 	if (w->is_inline) {
 		memcpy(payload, w->inline_data + offset, plen);
 	} else if (plen) {
-		enum rocemu_mem_err err = rocemu_mem_gather(e->mem, qp->pd, w->sge, w->num_sge,
-							    offset, payload, plen);
+		enum rocemu_mem_err err =
+		    rocemu_mem_gather(e->mem, qp->pd, w->sge, w->num_sge, offset, payload, plen);
 		if (err != ROCEMU_MEM_OK) {
 			rte_pktmbuf_free(m);
 			req_fail(qp, w, rocemu_comp_local_status(err));
@@ -237,10 +225,10 @@ static bool req_start(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
 	if (window_full(qp, qp->req.psn))
 		return false;
 	w->first_psn = qp->req.psn;
-	w->npkts = (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-		    w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
-			   ? 1
-			   : packets_for(w->length, qp->mtu);
+	w->npkts =
+	    (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+		? 1
+		: packets_for(w->length, qp->mtu);
 	qp->req.psn = roce_psn_add(qp->req.psn, w->npkts);
 	w->sent_pkts = 0;
 	w->rcvd_pkts = 0;
@@ -348,7 +336,8 @@ void rocemu_req_rewind(struct rocemu_qp *qp, uint32_t psn)
 			continue;
 		w->state = WQE_ACTIVE;
 		if (w->opcode == IBV_WR_RDMA_READ) {
-			/* READ data arrives in order: re-request from the first missing response. */
+			/* READ data arrives in order: re-request from the first missing response.
+			 */
 			if (i != found)
 				w->rcvd_pkts = 0;
 			w->sent_pkts = 0;

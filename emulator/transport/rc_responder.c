@@ -17,11 +17,11 @@
 /** Outcome of placing one request packet. */
 enum resp_result {
 	RESP_OK = 0,
-	RESP_RNR,      /**< no receive WQE: RNR NAK, nothing consumed */
-	RESP_INV_REQ,  /**< opcode sequence, length, resources: NAK invalid request */
-	RESP_LEN,      /**< message longer than the receive WQE: NAK invalid request */
-	RESP_ACCESS,   /**< R_Key, bounds, rights: NAK remote access error */
-	RESP_OP,       /**< local failure at the responder: NAK remote operational error */
+	RESP_RNR,     /**< no receive WQE: RNR NAK, nothing consumed */
+	RESP_INV_REQ, /**< opcode sequence, length, resources: NAK invalid request */
+	RESP_LEN,     /**< message longer than the receive WQE: NAK invalid request */
+	RESP_ACCESS,  /**< R_Key, bounds, rights: NAK remote access error */
+	RESP_OP,      /**< local failure at the responder: NAK remote operational error */
 };
 
 static uint32_t packets_for(uint32_t len, uint32_t mtu)
@@ -73,8 +73,8 @@ void rocemu_resp_flush_ack(struct rocemu_qp *qp)
 		qp->resp.ack_pending = false;
 		return;
 	}
-	if (send_aeth(qp, ROCE_OP_ACK, roce_psn_add(qp->resp.epsn, ROCE_PSN_MASK), ack_syndrome(), 0,
-		      qp->resp.msn) == 0) {
+	if (send_aeth(qp, ROCE_OP_ACK, roce_psn_add(qp->resp.epsn, ROCE_PSN_MASK), ack_syndrome(),
+		      0, qp->resp.msn) == 0) {
 		qp->resp.ack_pending = false;
 		ENGINE_COUNT(qp->engine, tx_acks);
 	}
@@ -110,13 +110,13 @@ static void recv_complete(struct rocemu_qp *qp, enum ibv_wc_status st, enum ibv_
 			  uint32_t byte_len, const struct roce_pkt *pkt, bool solicited)
 {
 	struct rocemu_wc wc = {
-		.wr_id = qp->resp.wqe.wr_id,
-		.status = st,
-		.opcode = op,
-		.byte_len = byte_len,
-		.qp_num = qp->qpn,
-		.src_qp = qp->attr.dest_qp_num,
-		.timestamp_ns = rocemu_now_ns(),
+	    .wr_id = qp->resp.wqe.wr_id,
+	    .status = st,
+	    .opcode = op,
+	    .byte_len = byte_len,
+	    .qp_num = qp->qpn,
+	    .src_qp = qp->attr.dest_qp_num,
+	    .timestamp_ns = rocemu_now_ns(),
 	};
 
 	if (st == IBV_WC_SUCCESS && pkt) {
@@ -179,7 +179,8 @@ static enum resp_result place_send(struct rocemu_qp *qp, const struct roce_pkt *
 		if ((pkt->op->hdrs & ROCE_HDR_IETH) &&
 		    rocemu_mem_invalidate(e->mem, qp->pd, pkt->ieth_rkey, true) != ROCEMU_MEM_OK)
 			return RESP_OP;
-		recv_complete(qp, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)qp->resp.offset, pkt, pkt->se);
+		recv_complete(qp, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)qp->resp.offset, pkt,
+			      pkt->se);
 		qp->resp.msn++;
 	}
 	return RESP_OK;
@@ -196,7 +197,8 @@ static enum resp_result place_write(struct rocemu_qp *qp, const struct roce_pkt 
 	if (f & ROCE_OPF_FIRST) {
 		if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE))
 			return RESP_ACCESS;
-		/* The whole target range is checked once, against the first packet's RETH (9.7.4.1.5). */
+		/* The whole target range is checked once, against the first packet's RETH
+		 * (9.7.4.1.5). */
 		if (pkt->reth.dma_len &&
 		    rocemu_mem_translate(e->mem, qp->pd, pkt->reth.rkey, true, pkt->reth.va,
 					 pkt->reth.dma_len, ROCEMU_RIGHT_REMOTE_WRITE,
@@ -269,7 +271,8 @@ static enum resp_result do_read(struct rocemu_qp *qp, const struct roce_pkt *pkt
 		return RESP_INV_REQ;
 	if (pkt->reth.dma_len &&
 	    rocemu_mem_translate(e->mem, qp->pd, pkt->reth.rkey, true, pkt->reth.va,
-				 pkt->reth.dma_len, ROCEMU_RIGHT_REMOTE_READ, &ptr) != ROCEMU_MEM_OK)
+				 pkt->reth.dma_len, ROCEMU_RIGHT_REMOTE_READ,
+				 &ptr) != ROCEMU_MEM_OK)
 		return RESP_ACCESS;
 	r = res_alloc(qp);
 	if (!r)
@@ -354,13 +357,14 @@ unsigned rocemu_resp_run(struct rocemu_qp *qp, unsigned budget)
 			struct roce_pkt pkt = {0};
 			uint32_t i = r->sent, n = r->npkts;
 			uint64_t off = (uint64_t)i * qp->mtu;
-			uint32_t plen = r->length - off < qp->mtu ? (uint32_t)(r->length - off) : qp->mtu;
+			uint32_t plen =
+			    r->length - off < qp->mtu ? (uint32_t)(r->length - off) : qp->mtu;
 			uint8_t op, *payload;
 			struct rte_mbuf *m;
 
 			if (rocemu_engine_fill_path(e, &qp->path, &pkt) < 0)
 				goto blocked;
-			op = n == 1 ? ROCE_OP_READ_RESP_ONLY
+			op = n == 1	  ? ROCE_OP_READ_RESP_ONLY
 			     : i == 0	  ? ROCE_OP_READ_RESP_FIRST
 			     : i + 1 == n ? ROCE_OP_READ_RESP_LAST
 					  : ROCE_OP_READ_RESP_MIDDLE;
@@ -375,8 +379,8 @@ unsigned rocemu_resp_run(struct rocemu_qp *qp, unsigned budget)
 			m = rocemu_engine_pkt_alloc(e, &pkt, &payload);
 			if (!m)
 				goto blocked;
-			if (plen && rocemu_mem_remote_read(e->mem, qp->pd, r->rkey, r->va + off, payload,
-							   plen) != ROCEMU_MEM_OK) {
+			if (plen && rocemu_mem_remote_read(e->mem, qp->pd, r->rkey, r->va + off,
+							   payload, plen) != ROCEMU_MEM_OK) {
 				/* The region went away after the request was accepted. */
 				rte_pktmbuf_free(m);
 				r->active = false;
@@ -443,8 +447,8 @@ static void rc_error(struct rocemu_qp *qp, enum resp_result res, uint32_t psn)
 	/* 9.9.3: these errors are fatal for the responder QP: NAK, then ERR. */
 	send_nak(qp, code, psn);
 	if (qp->resp.have_wqe)
-		recv_complete(qp, st, qp->resp.in_write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV, 0,
-			      NULL, false);
+		recv_complete(qp, st, qp->resp.in_write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
+			      0, NULL, false);
 	rocemu_qp_to_error(qp, false);
 	rocemu_engine_raise(e, ev, qp->user_ctx);
 }
@@ -499,7 +503,8 @@ static void rc_duplicate(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 
 static bool rc_sequence_ok(const struct rocemu_qp *qp, uint16_t f)
 {
-	/* 9.7.5.1.2 / C9-89: a FIRST or MIDDLE must be followed by MIDDLE or LAST of the same kind. */
+	/* 9.7.5.1.2 / C9-89: a FIRST or MIDDLE must be followed by MIDDLE or LAST of the same kind.
+	 */
 	if (qp->resp.in_send)
 		return (f & ROCE_OPF_SEND) && !(f & ROCE_OPF_FIRST);
 	if (qp->resp.in_write)
@@ -618,7 +623,8 @@ static void uc_rx(struct rocemu_qp *qp, const struct roce_pkt *pkt, const uint8_
 	case RESP_OP:
 		/* Local errors at the responder: the WQE completes in error, the QP goes to ERR. */
 		if (qp->resp.have_wqe)
-			recv_complete(qp, res == RESP_LEN ? IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_PROT_ERR,
+			recv_complete(qp,
+				      res == RESP_LEN ? IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_PROT_ERR,
 				      IBV_WC_RECV, 0, NULL, false);
 		rocemu_qp_to_error(qp, false);
 		rocemu_engine_raise(e, IBV_EVENT_QP_FATAL, qp->user_ctx);

@@ -23,18 +23,18 @@
 /* ------------------------------------------------------------------------ */
 /* Limits (what rocemu_engine_caps reports).                                  */
 
-#define ROCEMU_MAX_QP 16384
-#define ROCEMU_MAX_QP_WR 16384
-#define ROCEMU_MAX_INLINE 256
+#define ROCEMU_MAX_QP	   16384
+#define ROCEMU_MAX_QP_WR   16384
+#define ROCEMU_MAX_INLINE  256
 #define ROCEMU_MAX_RD_ATOM 16
-#define ROCEMU_MAX_MSG_SZ (1u << 31)
-#define ROCEMU_MAX_CQ 16384
-#define ROCEMU_MAX_CQE (1u << 20)
-#define ROCEMU_MAX_MR 65536
-#define ROCEMU_MAX_PD 65536
-#define ROCEMU_MAX_AH 65536
-#define ROCEMU_MAX_SRQ 16384
-#define ROCEMU_MAX_SRQ_WR 16384
+#define ROCEMU_MAX_MSG_SZ  (1u << 31)
+#define ROCEMU_MAX_CQ	   16384
+#define ROCEMU_MAX_CQE	   (1u << 20)
+#define ROCEMU_MAX_MR	   65536
+#define ROCEMU_MAX_PD	   65536
+#define ROCEMU_MAX_AH	   65536
+#define ROCEMU_MAX_SRQ	   16384
+#define ROCEMU_MAX_SRQ_WR  16384
 /** QPN space: 0 (SMI) and 1 (GSI) are reserved; data QPs start at 0x11. */
 #define ROCEMU_QPN_FIRST 0x11
 #define ROCEMU_QPN_TABLE (1u << 16)
@@ -54,55 +54,55 @@
 /* ------------------------------------------------------------------------ */
 /* Counters.                                                                  */
 
-#define ROCEMU_COUNTERS(X)                                                       \
-	X(rx_packets)                                                            \
-	X(drop_unknown_qp)                                                       \
-	X(drop_qp_type)                                                          \
-	X(drop_qp_state)                                                         \
-	X(drop_addr_mismatch)                                                    \
-	X(drop_gsi_qp)                                                           \
-	X(drop_psn_out_of_seq)                                                   \
-	X(drop_bad_length)                                                       \
-	X(drop_uc_incomplete_msg)                                                \
-	X(drop_ud_qkey)                                                          \
-	X(drop_ud_no_recv)                                                       \
-	X(drop_ud_bad_opcode)                                                    \
-	X(drop_resp_unexpected)                                                  \
-	X(drop_resp_duplicate)                                                   \
-	X(drop_resp_bad_length)                                                  \
-	X(drop_dup_unknown)                                                      \
-	X(dup_requests)                                                          \
-	X(tx_packets)                                                            \
-	X(tx_acks)                                                               \
-	X(tx_read_resp)                                                          \
-	X(tx_atomic_ack)                                                         \
-	X(tx_nak_psn_seq)                                                        \
-	X(tx_nak_invalid_req)                                                    \
-	X(tx_nak_remote_access)                                                  \
-	X(tx_nak_remote_op)                                                      \
-	X(tx_rnr_nak)                                                            \
-	X(tx_no_mbuf)                                                            \
-	X(tx_queue_full)                                                         \
-	X(rx_acks)                                                               \
-	X(rx_nak_psn_seq)                                                        \
-	X(rx_nak_invalid_req)                                                    \
-	X(rx_nak_remote_access)                                                  \
-	X(rx_nak_remote_op)                                                      \
-	X(rx_nak_other)                                                          \
-	X(rx_rnr_nak)                                                            \
-	X(retransmit_packets)                                                    \
-	X(retransmit_timeouts)                                                   \
-	X(retry_exceeded)                                                        \
-	X(rnr_retry_exceeded)                                                    \
-	X(resolve_pending)                                                       \
-	X(resolve_failed)                                                        \
+#define ROCEMU_COUNTERS(X)                                                                         \
+	X(rx_packets)                                                                              \
+	X(drop_unknown_qp)                                                                         \
+	X(drop_qp_type)                                                                            \
+	X(drop_qp_state)                                                                           \
+	X(drop_addr_mismatch)                                                                      \
+	X(drop_gsi_qp)                                                                             \
+	X(drop_psn_out_of_seq)                                                                     \
+	X(drop_bad_length)                                                                         \
+	X(drop_uc_incomplete_msg)                                                                  \
+	X(drop_ud_qkey)                                                                            \
+	X(drop_ud_no_recv)                                                                         \
+	X(drop_ud_bad_opcode)                                                                      \
+	X(drop_resp_unexpected)                                                                    \
+	X(drop_resp_duplicate)                                                                     \
+	X(drop_resp_bad_length)                                                                    \
+	X(drop_dup_unknown)                                                                        \
+	X(dup_requests)                                                                            \
+	X(tx_packets)                                                                              \
+	X(tx_acks)                                                                                 \
+	X(tx_read_resp)                                                                            \
+	X(tx_atomic_ack)                                                                           \
+	X(tx_nak_psn_seq)                                                                          \
+	X(tx_nak_invalid_req)                                                                      \
+	X(tx_nak_remote_access)                                                                    \
+	X(tx_nak_remote_op)                                                                        \
+	X(tx_rnr_nak)                                                                              \
+	X(tx_no_mbuf)                                                                              \
+	X(tx_queue_full)                                                                           \
+	X(rx_acks)                                                                                 \
+	X(rx_nak_psn_seq)                                                                          \
+	X(rx_nak_invalid_req)                                                                      \
+	X(rx_nak_remote_access)                                                                    \
+	X(rx_nak_remote_op)                                                                        \
+	X(rx_nak_other)                                                                            \
+	X(rx_rnr_nak)                                                                              \
+	X(retransmit_packets)                                                                      \
+	X(retransmit_timeouts)                                                                     \
+	X(retry_exceeded)                                                                          \
+	X(rnr_retry_exceeded)                                                                      \
+	X(resolve_pending)                                                                         \
+	X(resolve_failed)                                                                          \
 	X(cq_overflow)
 
 enum rocemu_ctr {
 #define ROCEMU_CTR_ENUM(n) CTR_##n,
 	ROCEMU_COUNTERS(ROCEMU_CTR_ENUM)
 #undef ROCEMU_CTR_ENUM
-	CTR_COUNT
+	    CTR_COUNT
 };
 
 /* ------------------------------------------------------------------------ */
@@ -110,9 +110,9 @@ enum rocemu_ctr {
 
 enum rocemu_wqe_state {
 	WQE_POSTED = 0, /**< not started: no PSN assigned */
-	WQE_ACTIVE,     /**< PSNs assigned; packets [0, sent_pkts) transmitted */
-	WQE_SENT,       /**< every packet transmitted, waiting for the response */
-	WQE_DONE,       /**< finished with `status`; retired in order by the completer */
+	WQE_ACTIVE,	/**< PSNs assigned; packets [0, sent_pkts) transmitted */
+	WQE_SENT,	/**< every packet transmitted, waiting for the response */
+	WQE_DONE,	/**< finished with `status`; retired in order by the completer */
 };
 
 struct rocemu_send_wqe {
@@ -129,17 +129,17 @@ struct rocemu_send_wqe {
 	uint32_t remote_qpn, remote_qkey;
 
 	uint32_t num_sge;
-	uint32_t length;       /**< message length in bytes */
+	uint32_t length; /**< message length in bytes */
 	bool is_inline;
 	bool signaled;
 
 	enum rocemu_wqe_state state;
 	enum ibv_wc_status status;
 	uint32_t first_psn;
-	uint32_t npkts;        /**< PSNs the message uses (READ: response packets) */
-	uint32_t sent_pkts;    /**< request packets transmitted in the current pass */
-	uint32_t rcvd_pkts;    /**< READ: response packets received in order */
-	bool rd_atomic;        /**< READ or atomic: counts against max_rd_atomic */
+	uint32_t npkts;	    /**< PSNs the message uses (READ: response packets) */
+	uint32_t sent_pkts; /**< request packets transmitted in the current pass */
+	uint32_t rcvd_pkts; /**< READ: response packets received in order */
+	bool rd_atomic;	    /**< READ or atomic: counts against max_rd_atomic */
 
 	struct ibv_sge sge[ROCEMU_MAX_SGE];
 	uint8_t inline_data[ROCEMU_MAX_INLINE];
@@ -150,18 +150,18 @@ struct rocemu_send_wqe {
 
 struct rocemu_rd_res {
 	bool valid;
-	bool active;          /**< READ responses still to send */
+	bool active; /**< READ responses still to send */
 	bool is_atomic;
-	bool replay;          /**< re-executing a duplicate READ: may be cut short */
-	uint32_t psn;         /**< first PSN of the request */
-	uint32_t npkts;       /**< PSNs it uses */
+	bool replay;	/**< re-executing a duplicate READ: may be cut short */
+	uint32_t psn;	/**< first PSN of the request */
+	uint32_t npkts; /**< PSNs it uses */
 	uint64_t va;
 	uint32_t rkey;
 	uint32_t length;
-	uint32_t sent;        /**< READ: response packets sent */
-	uint32_t start;       /**< READ: index of the first packet of this (re)execution */
+	uint32_t sent;	      /**< READ: response packets sent */
+	uint32_t start;	      /**< READ: index of the first packet of this (re)execution */
 	uint64_t atomic_orig; /**< atomic: result returned, replayed for duplicates */
-	uint32_t msn;         /**< MSN to report with the response */
+	uint32_t msn;	      /**< MSN to report with the response */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -192,33 +192,33 @@ struct rocemu_qp {
 	struct ibv_qp_cap cap;
 	struct ibv_qp_attr attr; /**< the attributes as last set (query) */
 	struct rocemu_path path;
-	uint32_t mtu;            /**< path MTU in bytes */
-	bool sqd_notify;         /**< raise SQ_DRAINED when the SQ drains in SQD */
+	uint32_t mtu;	 /**< path MTU in bytes */
+	bool sqd_notify; /**< raise SQ_DRAINED when the SQ drains in SQD */
 	bool sq_draining;
 
 	/* send queue: indices grow without bound, masked with sq_mask */
 	struct rocemu_send_wqe *sq;
 	uint32_t sq_mask;
-	uint32_t sq_head;        /**< oldest not retired */
-	uint32_t sq_cur;         /**< next WQE the requester works on */
-	uint32_t sq_tail;        /**< next free slot */
+	uint32_t sq_head; /**< oldest not retired */
+	uint32_t sq_cur;  /**< next WQE the requester works on */
+	uint32_t sq_tail; /**< next free slot */
 
 	struct {
-		uint32_t psn;            /**< next PSN to assign */
-		uint32_t rd_atomic;      /**< outstanding READ/atomic WQEs */
-		uint32_t since_ackreq;   /**< packets since the last AckReq */
-		bool wait_resolve;       /**< MAC resolution pending */
+		uint32_t psn;	       /**< next PSN to assign */
+		uint32_t rd_atomic;    /**< outstanding READ/atomic WQEs */
+		uint32_t since_ackreq; /**< packets since the last AckReq */
+		bool wait_resolve;     /**< MAC resolution pending */
 	} req;
 
 	struct {
-		uint32_t psn;            /**< oldest unacknowledged PSN */
-		uint32_t retry_left;     /**< timeouts (and READ gaps) left without progress */
+		uint32_t psn;		 /**< oldest unacknowledged PSN */
+		uint32_t retry_left;	 /**< timeouts (and READ gaps) left without progress */
 		uint32_t nak_retry_left; /**< PSN-sequence NAK go-backs left without progress */
 		uint32_t rnr_left;
-		uint64_t deadline_ns;    /**< retransmission timer, 0 = off */
-		uint64_t rnr_until_ns;   /**< RNR back-off end, 0 = none */
+		uint64_t deadline_ns;  /**< retransmission timer, 0 = off */
+		uint64_t rnr_until_ns; /**< RNR back-off end, 0 = none */
 		uint32_t rnr_psn;
-		bool reread_pending;     /**< a READ gap was re-requested from reread_psn */
+		bool reread_pending; /**< a READ gap was re-requested from reread_psn */
 		uint32_t reread_psn;
 	} comp;
 
@@ -228,32 +228,32 @@ struct rocemu_qp {
 	uint32_t rq_head, rq_tail;
 
 	struct {
-		uint32_t epsn;           /**< expected PSN */
+		uint32_t epsn; /**< expected PSN */
 		uint32_t msn;
-		bool in_send, in_write;  /**< inside a multi-packet message */
+		bool in_send, in_write; /**< inside a multi-packet message */
 		bool have_wqe;
 		struct rocemu_recv_wqe wqe;
-		uint64_t offset;         /**< bytes of the current message placed */
+		uint64_t offset; /**< bytes of the current message placed */
 		uint64_t write_va;
 		uint32_t write_rkey;
 		uint32_t write_len;
 		bool write_imm_pending;
-		bool nak_seq_sent;       /**< C9-110: only the first out-of-sequence packet is NAKed */
-		bool rnr_sent;           /**< an RNR NAK is outstanding: drop quietly until the retry */
-		uint32_t last_oos_psn;   /**< PSN of the last out-of-sequence packet seen */
-		uint32_t oos_since_nak;  /**< out-of-sequence packets since that NAK */
-		bool uc_drop;            /**< UC: discard until the next FIRST/ONLY */
+		bool nak_seq_sent; /**< C9-110: only the first out-of-sequence packet is NAKed */
+		bool rnr_sent;	   /**< an RNR NAK is outstanding: drop quietly until the retry */
+		uint32_t last_oos_psn;	/**< PSN of the last out-of-sequence packet seen */
+		uint32_t oos_since_nak; /**< out-of-sequence packets since that NAK */
+		bool uc_drop;		/**< UC: discard until the next FIRST/ONLY */
 		bool ack_pending;
 		struct rocemu_rd_res *res;
 		uint32_t nres;
-		uint32_t res_next;       /**< slot the next request takes */
-		bool res_active;         /**< some READ response is being streamed */
+		uint32_t res_next; /**< slot the next request takes */
+		bool res_active;   /**< some READ response is being streamed */
 	} resp;
 
 	bool on_work;
 	struct rocemu_qp *work_next;
-	uint32_t timer_idx;      /**< position in the engine's timer heap, UINT32_MAX = none */
-	uint64_t timer_at;       /**< deadline the heap holds for this QP */
+	uint32_t timer_idx; /**< position in the engine's timer heap, UINT32_MAX = none */
+	uint64_t timer_at;  /**< deadline the heap holds for this QP */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -277,8 +277,8 @@ struct rocemu_engine {
 	struct rocemu_qp **timer_heap;
 	uint32_t n_timers;
 	uint64_t ctr[CTR_COUNT];
-	bool link_up;            /**< last link state seen (port events on change) */
-	uint64_t link_check_ns;  /**< next time to look at the link */
+	bool link_up;		/**< last link state seen (port events on change) */
+	uint64_t link_check_ns; /**< next time to look at the link */
 };
 
 #define ENGINE_COUNT(e, name) ((e)->ctr[CTR_##name]++)
@@ -294,7 +294,8 @@ struct rocemu_qp *rocemu_engine_qp_lookup(struct rocemu_engine *e, uint32_t qpn)
 /** Fill the network path of a packet from a QP or AH path; -EAGAIN/-EHOSTUNREACH from resolve. */
 int rocemu_engine_fill_path(struct rocemu_engine *e, const struct rocemu_path *p,
 			    struct roce_pkt *pkt);
-/** Allocate, build (headers from pkt, payload filled by the caller through *payload) and return the mbuf. */
+/** Allocate, build (headers from pkt, payload filled by the caller through *payload) and return the
+ * mbuf. */
 struct rte_mbuf *rocemu_engine_pkt_alloc(struct rocemu_engine *e, const struct roce_pkt *pkt,
 					 uint8_t **payload);
 /** Finish (pad, ICRC) and transmit. 0 or -errno (mbuf consumed either way). */

@@ -70,7 +70,7 @@ static int ud_send_one(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
 		memcpy(payload, w->inline_data, w->length);
 	} else if (w->length) {
 		enum rocemu_mem_err err =
-			rocemu_mem_gather(e->mem, qp->pd, w->sge, w->num_sge, 0, payload, w->length);
+		    rocemu_mem_gather(e->mem, qp->pd, w->sge, w->num_sge, 0, payload, w->length);
 		if (err != ROCEMU_MEM_OK) {
 			rte_pktmbuf_free(m);
 			return rocemu_comp_local_status(err);

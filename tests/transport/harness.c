@@ -57,7 +57,8 @@ static int node_up(struct node *n, const char *spec, const char *ip4, const char
 			memcpy(n->gid6, g, 16);
 		}
 	}
-	if (rocemu_pd_alloc(n->e, &n->pd) || rocemu_cq_create(n->e, 65536, NULL, NULL, NULL, &n->scq) ||
+	if (rocemu_pd_alloc(n->e, &n->pd) ||
+	    rocemu_cq_create(n->e, 65536, NULL, NULL, NULL, &n->scq) ||
 	    rocemu_cq_create(n->e, 65536, NULL, NULL, NULL, &n->rcq))
 		return -ENOMEM;
 	return 0;
@@ -80,7 +81,8 @@ int h_setup_opts(struct node *a, struct node *b, const char *pair, const char *c
 		return 77;
 	}
 	snprintf(spec, sizeof(spec), "ring:%s:a", pair);
-	rc = node_up(a, spec, "10.77.0.1/24", "fd00:77::1/64", "02:00:00:77:00:01", capture, opts_a);
+	rc =
+	    node_up(a, spec, "10.77.0.1/24", "fd00:77::1/64", "02:00:00:77:00:01", capture, opts_a);
 	if (rc < 0)
 		return rc;
 	snprintf(spec, sizeof(spec), "ring:%s:b", pair);
@@ -105,12 +107,15 @@ struct rocemu_qp *h_qp(struct node *n, enum ibv_qp_type type, uint32_t depth,
 		       struct rocemu_srq *srq)
 {
 	struct rocemu_qp_init init = {
-		.qp_type = type,
-		.send_cq = n->scq,
-		.recv_cq = n->rcq,
-		.srq = srq,
-		.cap = {.max_send_wr = depth, .max_recv_wr = depth, .max_send_sge = 32,
-			.max_recv_sge = 32, .max_inline_data = 256},
+	    .qp_type = type,
+	    .send_cq = n->scq,
+	    .recv_cq = n->rcq,
+	    .srq = srq,
+	    .cap = {.max_send_wr = depth,
+		    .max_recv_wr = depth,
+		    .max_send_sge = 32,
+		    .max_recv_sge = 32,
+		    .max_inline_data = 256},
 	};
 	struct rocemu_qp *qp = NULL;
 
@@ -177,7 +182,8 @@ static int half_connect(struct node *self, struct rocemu_qp *qp, struct node *pe
 	a.max_rd_atomic = 16;
 	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 	if (rc_qp)
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+		mask |=
+		    IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 	return rocemu_qp_modify(qp, &a, mask);
 }
 

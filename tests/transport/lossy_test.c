@@ -19,14 +19,14 @@
 
 #include "harness.h"
 
-#define ACC_ALL                                                                            \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |           \
+#define ACC_ALL                                                                                    \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
 	 IBV_ACCESS_REMOTE_ATOMIC)
 
-#define N_SEND 40
-#define N_RW 12
+#define N_SEND	 40
+#define N_RW	 12
 #define N_ATOMIC 100
-#define MAXLEN 20000
+#define MAXLEN	 20000
 
 static struct rocemu_mr *reg(struct node *n, void *p, size_t len)
 {
@@ -63,14 +63,14 @@ static int post1(struct rocemu_qp *qp, enum ibv_wr_opcode op, uint64_t id, void 
 {
 	struct ibv_sge sge = {(uintptr_t)p, len, lkey};
 	struct rocemu_send_wr wr = {
-		.wr_id = id,
-		.opcode = op,
-		.send_flags = IBV_SEND_SIGNALED,
-		.sg_list = &sge,
-		.num_sge = 1,
-		.remote_addr = (uintptr_t)raddr,
-		.rkey = rkey,
-		.compare_add = add,
+	    .wr_id = id,
+	    .opcode = op,
+	    .send_flags = IBV_SEND_SIGNALED,
+	    .sg_list = &sge,
+	    .num_sge = 1,
+	    .remote_addr = (uintptr_t)raddr,
+	    .rkey = rkey,
+	    .compare_add = add,
 	};
 
 	return rocemu_qp_post_send(qp, &wr);
@@ -103,7 +103,8 @@ static void run_lossy(const char *pair, const char *const *opts)
 	h_timeout = 10; /* ~4 ms: losses are repaired quickly */
 	qa = h_qp(&A, IBV_QPT_RC, 256, NULL);
 	qb = h_qp(&B, IBV_QPT_RC, 256, NULL);
-	assert_int_equal(h_connect(&A, qa, &B, qb, IBV_MTU_1024, 0xFFFF00, 0x10, ACC_ALL, false), 0);
+	assert_int_equal(h_connect(&A, qa, &B, qb, IBV_MTU_1024, 0xFFFF00, 0x10, ACC_ALL, false),
+			 0);
 	h_timeout = 14;
 	h_fill(src, MAXLEN * N_SEND, 99);
 	memset(dst, 0, MAXLEN * N_SEND);
@@ -133,8 +134,9 @@ static void run_lossy(const char *pair, const char *const *opts)
 	/* WRITEs then READs back into a cleared buffer */
 	memset(dst, 0, MAXLEN * N_SEND);
 	for (int i = 0; i < N_RW; i++)
-		assert_int_equal(post1(qa, IBV_WR_RDMA_WRITE, 100 + i, src + (size_t)i * MAXLEN, MAXLEN,
-				       key(ms, false), dst + (size_t)i * MAXLEN, key(md, true), 0),
+		assert_int_equal(post1(qa, IBV_WR_RDMA_WRITE, 100 + i, src + (size_t)i * MAXLEN,
+				       MAXLEN, key(ms, false), dst + (size_t)i * MAXLEN,
+				       key(md, true), 0),
 				 0);
 	for (int i = 0; i < N_RW; i++)
 		wc_ok(A.scq, 100 + i, NULL);
@@ -142,8 +144,9 @@ static void run_lossy(const char *pair, const char *const *opts)
 	h_fill(dst, (size_t)N_RW * MAXLEN, 1234);
 	memset(src, 0, (size_t)N_RW * MAXLEN);
 	for (int i = 0; i < N_RW; i++)
-		assert_int_equal(post1(qa, IBV_WR_RDMA_READ, 200 + i, src + (size_t)i * MAXLEN, MAXLEN,
-				       key(ms, false), dst + (size_t)i * MAXLEN, key(md, true), 0),
+		assert_int_equal(post1(qa, IBV_WR_RDMA_READ, 200 + i, src + (size_t)i * MAXLEN,
+				       MAXLEN, key(ms, false), dst + (size_t)i * MAXLEN,
+				       key(md, true), 0),
 				 0);
 	for (int i = 0; i < N_RW; i++)
 		wc_ok(A.scq, 200 + i, NULL);
@@ -180,12 +183,12 @@ static void run_lossy(const char *pair, const char *const *opts)
 	free(orig);
 }
 
-#define LOSSY(name, ...)                                                                   \
-	static void test_##name(void **state)                                              \
-	{                                                                                  \
-		static const char *const opts[] = {"fault-seed", "7", __VA_ARGS__, NULL};  \
-		(void)state;                                                               \
-		run_lossy(#name, opts);                                                    \
+#define LOSSY(name, ...)                                                                           \
+	static void test_##name(void **state)                                                      \
+	{                                                                                          \
+		static const char *const opts[] = {"fault-seed", "7", __VA_ARGS__, NULL};          \
+		(void)state;                                                                       \
+		run_lossy(#name, opts);                                                            \
 	}
 
 LOSSY(clean, "fault-drop", "tx:0")
@@ -235,7 +238,8 @@ static void test_peer_gone(void **state)
 	B.e = NULL;
 
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(post1(qa, IBV_WR_SEND, 10 + i, buf, sizeof(buf), key(m, false), NULL, 0, 0), 0);
+		assert_int_equal(
+		    post1(qa, IBV_WR_SEND, 10 + i, buf, sizeof(buf), key(m, false), NULL, 0, 0), 0);
 	assert_int_equal(h_poll(A.scq, &wc), 1);
 	if (wc.status != IBV_WC_RETRY_EXC_ERR) {
 		struct rocemu_counter c[128];
@@ -243,7 +247,8 @@ static void test_peer_gone(void **state)
 
 		for (unsigned i = 0; i < cnt && i < 128; i++)
 			if (c[i].value)
-				fprintf(stderr, " %s=%llu", c[i].name, (unsigned long long)c[i].value);
+				fprintf(stderr, " %s=%llu", c[i].name,
+					(unsigned long long)c[i].value);
 		fprintf(stderr, "\n");
 		rocemu_port_counters_print(rocemu_engine_port(A.e), stderr);
 	}
@@ -264,11 +269,15 @@ static void test_peer_gone(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_clean, cleanup),	 cmocka_unit_test_teardown(test_drop1, cleanup),
-		cmocka_unit_test_teardown(test_drop5, cleanup),	 cmocka_unit_test_teardown(test_drop20, cleanup),
-		cmocka_unit_test_teardown(test_dup5, cleanup),	 cmocka_unit_test_teardown(test_reorder5, cleanup),
-		cmocka_unit_test_teardown(test_corrupt5, cleanup), cmocka_unit_test_teardown(test_mixed, cleanup),
-		cmocka_unit_test_teardown(test_peer_gone, cleanup),
+	    cmocka_unit_test_teardown(test_clean, cleanup),
+	    cmocka_unit_test_teardown(test_drop1, cleanup),
+	    cmocka_unit_test_teardown(test_drop5, cleanup),
+	    cmocka_unit_test_teardown(test_drop20, cleanup),
+	    cmocka_unit_test_teardown(test_dup5, cleanup),
+	    cmocka_unit_test_teardown(test_reorder5, cleanup),
+	    cmocka_unit_test_teardown(test_corrupt5, cleanup),
+	    cmocka_unit_test_teardown(test_mixed, cleanup),
+	    cmocka_unit_test_teardown(test_peer_gone, cleanup),
 	};
 
 	if (rocemu_eal_init() < 0) {

@@ -19,15 +19,15 @@
 
 static struct node A, B;
 
-#define RC_RTR_REQ                                                                          \
-	(IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | \
-	 IBV_QP_MIN_RNR_TIMER)
+#define RC_RTR_REQ                                                                                 \
+	(IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |                           \
+	 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)
 #define UC_RTR_REQ (IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN)
-#define RC_RTS_REQ                                                                          \
-	(IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |                  \
+#define RC_RTS_REQ                                                                                 \
+	(IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |                    \
 	 IBV_QP_MAX_QP_RD_ATOMIC)
 #define INIT_REQ_CONN (IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)
-#define INIT_REQ_UD (IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY)
+#define INIT_REQ_UD   (IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY)
 
 /** A full, valid attribute set; transitions pick from it by mask. */
 static void good_attr(struct ibv_qp_attr *a, enum ibv_qp_state st)
@@ -123,7 +123,8 @@ static void test_legal_transitions(void **state)
 		go(qp, IBV_QPS_RTS, rts_mask(t));
 		go(qp, IBV_QPS_RTS, IBV_QP_STATE | IBV_QP_CUR_STATE); /* RTS -> RTS */
 		if (t == IBV_QPT_RC)
-			go(qp, IBV_QPS_RTS, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_ACCESS_FLAGS);
+			go(qp, IBV_QPS_RTS,
+			   IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_ACCESS_FLAGS);
 		if (t == IBV_QPT_UD)
 			go(qp, IBV_QPS_RTS, IBV_QP_QKEY); /* no STATE bit: stay in RTS */
 		go(qp, IBV_QPS_SQD, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY);
@@ -174,115 +175,171 @@ struct bad_case {
 	void (*spoil)(struct ibv_qp_attr *a);
 };
 
-static void bad_port(struct ibv_qp_attr *a) { a->port_num = 2; }
-static void bad_pkey(struct ibv_qp_attr *a) { a->pkey_index = 1; }
-static void bad_mtu(struct ibv_qp_attr *a) { a->path_mtu = (enum ibv_mtu)6; }
-static void bad_mtu0(struct ibv_qp_attr *a) { a->path_mtu = (enum ibv_mtu)0; }
-static void bad_timeout(struct ibv_qp_attr *a) { a->timeout = 32; }
-static void bad_retry(struct ibv_qp_attr *a) { a->retry_cnt = 8; }
-static void bad_rnr(struct ibv_qp_attr *a) { a->rnr_retry = 8; }
-static void bad_rnr_timer(struct ibv_qp_attr *a) { a->min_rnr_timer = 32; }
-static void bad_dest_rd(struct ibv_qp_attr *a) { a->max_dest_rd_atomic = 17; }
-static void bad_rd(struct ibv_qp_attr *a) { a->max_rd_atomic = 17; }
-static void bad_dqpn(struct ibv_qp_attr *a) { a->dest_qp_num = 0x1000000; }
-static void bad_rq_psn(struct ibv_qp_attr *a) { a->rq_psn = 0x1000000; }
-static void bad_sq_psn(struct ibv_qp_attr *a) { a->sq_psn = 0x1000000; }
-static void bad_access(struct ibv_qp_attr *a) { a->qp_access_flags = IBV_ACCESS_MW_BIND << 8; }
-static void bad_global(struct ibv_qp_attr *a) { a->ah_attr.is_global = 0; }
-static void bad_sgid(struct ibv_qp_attr *a) { a->ah_attr.grh.sgid_index = 200; }
-static void bad_family(struct ibv_qp_attr *a) { memset(a->ah_attr.grh.dgid.raw, 0xfd, 16); }
-static void bad_cur(struct ibv_qp_attr *a) { a->cur_qp_state = IBV_QPS_SQD; }
-static void bad_state(struct ibv_qp_attr *a) { a->qp_state = (enum ibv_qp_state)9; }
+static void bad_port(struct ibv_qp_attr *a)
+{
+	a->port_num = 2;
+}
+static void bad_pkey(struct ibv_qp_attr *a)
+{
+	a->pkey_index = 1;
+}
+static void bad_mtu(struct ibv_qp_attr *a)
+{
+	a->path_mtu = (enum ibv_mtu)6;
+}
+static void bad_mtu0(struct ibv_qp_attr *a)
+{
+	a->path_mtu = (enum ibv_mtu)0;
+}
+static void bad_timeout(struct ibv_qp_attr *a)
+{
+	a->timeout = 32;
+}
+static void bad_retry(struct ibv_qp_attr *a)
+{
+	a->retry_cnt = 8;
+}
+static void bad_rnr(struct ibv_qp_attr *a)
+{
+	a->rnr_retry = 8;
+}
+static void bad_rnr_timer(struct ibv_qp_attr *a)
+{
+	a->min_rnr_timer = 32;
+}
+static void bad_dest_rd(struct ibv_qp_attr *a)
+{
+	a->max_dest_rd_atomic = 17;
+}
+static void bad_rd(struct ibv_qp_attr *a)
+{
+	a->max_rd_atomic = 17;
+}
+static void bad_dqpn(struct ibv_qp_attr *a)
+{
+	a->dest_qp_num = 0x1000000;
+}
+static void bad_rq_psn(struct ibv_qp_attr *a)
+{
+	a->rq_psn = 0x1000000;
+}
+static void bad_sq_psn(struct ibv_qp_attr *a)
+{
+	a->sq_psn = 0x1000000;
+}
+static void bad_access(struct ibv_qp_attr *a)
+{
+	a->qp_access_flags = IBV_ACCESS_MW_BIND << 8;
+}
+static void bad_global(struct ibv_qp_attr *a)
+{
+	a->ah_attr.is_global = 0;
+}
+static void bad_sgid(struct ibv_qp_attr *a)
+{
+	a->ah_attr.grh.sgid_index = 200;
+}
+static void bad_family(struct ibv_qp_attr *a)
+{
+	memset(a->ah_attr.grh.dgid.raw, 0xfd, 16);
+}
+static void bad_cur(struct ibv_qp_attr *a)
+{
+	a->cur_qp_state = IBV_QPS_SQD;
+}
+static void bad_state(struct ibv_qp_attr *a)
+{
+	a->qp_state = (enum ibv_qp_state)9;
+}
 
 #define ANY ((enum ibv_qp_type)0xff)
-#define I IBV_QPS_INIT
-#define R IBV_QPS_RTR
-#define S IBV_QPS_RTS
-#define Z IBV_QPS_RESET
-#define E IBV_QPS_ERR
-#define D IBV_QPS_SQD
-#define ST IBV_QP_STATE
+#define I   IBV_QPS_INIT
+#define R   IBV_QPS_RTR
+#define S   IBV_QPS_RTS
+#define Z   IBV_QPS_RESET
+#define E   IBV_QPS_ERR
+#define D   IBV_QPS_SQD
+#define ST  IBV_QP_STATE
 
 static const struct bad_case bad_cases[] = {
-	{"RESET->RTR", ANY, Z, R, ST | RC_RTR_REQ | INIT_REQ_CONN, NULL},
-	{"RESET->RTS", ANY, Z, S, ST | RC_RTS_REQ, NULL},
-	{"RESET->SQD", ANY, Z, D, ST, NULL},
-	{"INIT->RTS", ANY, I, S, ST | RC_RTS_REQ, NULL},
-	{"INIT->SQD", ANY, I, D, ST, NULL},
-	{"RTR->INIT", ANY, R, I, ST, NULL},
-	{"RTR->RTR", ANY, R, R, ST, NULL},
-	{"RTR->SQD", ANY, R, D, ST, NULL},
-	{"RTS->INIT", ANY, S, I, ST | INIT_REQ_CONN, NULL},
-	{"RTS->RTR", ANY, S, R, ST, NULL},
-	{"SQD->INIT", ANY, D, I, ST, NULL},
-	{"SQD->RTR", ANY, D, R, ST, NULL},
-	{"ERR->INIT", ANY, E, I, ST | INIT_REQ_CONN, NULL},
-	{"ERR->RTS", ANY, E, S, ST, NULL},
-	{"ERR->SQD", ANY, E, D, ST, NULL},
-	{"RTS->SQE", ANY, S, IBV_QPS_SQE, ST, NULL},
-	{"state out of range", ANY, S, S, ST, bad_state},
-	{"CUR_STATE mismatch", ANY, S, S, ST | IBV_QP_CUR_STATE, bad_cur},
-	{"RC init without ACCESS", IBV_QPT_RC, Z, I, ST | IBV_QP_PKEY_INDEX | IBV_QP_PORT, NULL},
-	{"RC init without PORT", IBV_QPT_RC, Z, I, ST | IBV_QP_PKEY_INDEX | IBV_QP_ACCESS_FLAGS, NULL},
-	{"RC init without PKEY", IBV_QPT_RC, Z, I, ST | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, NULL},
-	{"RC init with QKEY", IBV_QPT_RC, Z, I, ST | INIT_REQ_CONN | IBV_QP_QKEY, NULL},
-	{"RC init with AV", IBV_QPT_RC, Z, I, ST | INIT_REQ_CONN | IBV_QP_AV, NULL},
-	{"RC init port 2", IBV_QPT_RC, Z, I, ST | INIT_REQ_CONN, bad_port},
-	{"RC init pkey 1", IBV_QPT_RC, Z, I, ST | INIT_REQ_CONN, bad_pkey},
-	{"RC init bad access", IBV_QPT_RC, Z, I, ST | INIT_REQ_CONN, bad_access},
-	{"UD init without QKEY", IBV_QPT_UD, Z, I, ST | IBV_QP_PKEY_INDEX | IBV_QP_PORT, NULL},
-	{"UD init with ACCESS", IBV_QPT_UD, Z, I, ST | INIT_REQ_UD | IBV_QP_ACCESS_FLAGS, NULL},
-	{"UC init with QKEY", IBV_QPT_UC, Z, I, ST | INIT_REQ_CONN | IBV_QP_QKEY, NULL},
-	{"RC rtr without AV", IBV_QPT_RC, I, R, ST | (RC_RTR_REQ & ~IBV_QP_AV), NULL},
-	{"RC rtr without MTU", IBV_QPT_RC, I, R, ST | (RC_RTR_REQ & ~IBV_QP_PATH_MTU), NULL},
-	{"RC rtr without DEST_QPN", IBV_QPT_RC, I, R, ST | (RC_RTR_REQ & ~IBV_QP_DEST_QPN), NULL},
-	{"RC rtr without RQ_PSN", IBV_QPT_RC, I, R, ST | (RC_RTR_REQ & ~IBV_QP_RQ_PSN), NULL},
-	{"RC rtr without MAX_DEST_RD", IBV_QPT_RC, I, R,
-	 ST | (RC_RTR_REQ & ~IBV_QP_MAX_DEST_RD_ATOMIC), NULL},
-	{"RC rtr without MIN_RNR", IBV_QPT_RC, I, R, ST | (RC_RTR_REQ & ~IBV_QP_MIN_RNR_TIMER), NULL},
-	{"RC rtr with SQ_PSN", IBV_QPT_RC, I, R, ST | RC_RTR_REQ | IBV_QP_SQ_PSN, NULL},
-	{"RC rtr with TIMEOUT", IBV_QPT_RC, I, R, ST | RC_RTR_REQ | IBV_QP_TIMEOUT, NULL},
-	{"RC rtr mtu 6", IBV_QPT_RC, I, R, ST | RC_RTR_REQ, bad_mtu},
-	{"RC rtr mtu 0", IBV_QPT_RC, I, R, ST | RC_RTR_REQ, bad_mtu0},
-	{"RC rtr dest qpn 2^24", IBV_QPT_RC, I, R, ST | RC_RTR_REQ, bad_dqpn},
-	{"RC rtr rq_psn 2^24", IBV_QPT_RC, I, R, ST | RC_RTR_REQ, bad_rq_psn},
-	{"RC rtr max_dest_rd 17", IBV_QPT_RC, I, R, ST | RC_RTR_REQ, bad_dest_rd},
-	{"RC rtr min_rnr 32", IBV_QPT_RC, I, R, ST | RC_RTR_REQ, bad_rnr_timer},
-	{"RC rtr no GRH", IBV_QPT_RC, I, R, ST | RC_RTR_REQ, bad_global},
-	{"RC rtr bad sgid index", IBV_QPT_RC, I, R, ST | RC_RTR_REQ, bad_sgid},
-	{"RC rtr v4 sgid, v6 dgid", IBV_QPT_RC, I, R, ST | RC_RTR_REQ, bad_family},
-	{"UC rtr with MAX_DEST_RD", IBV_QPT_UC, I, R, ST | UC_RTR_REQ | IBV_QP_MAX_DEST_RD_ATOMIC,
-	 NULL},
-	{"UC rtr without AV", IBV_QPT_UC, I, R, ST | (UC_RTR_REQ & ~IBV_QP_AV), NULL},
-	{"UD rtr with AV", IBV_QPT_UD, I, R, ST | IBV_QP_AV, NULL},
-	{"UD rtr with DEST_QPN", IBV_QPT_UD, I, R, ST | IBV_QP_DEST_QPN, NULL},
-	{"RC rts without SQ_PSN", IBV_QPT_RC, R, S, ST | (RC_RTS_REQ & ~IBV_QP_SQ_PSN), NULL},
-	{"RC rts without TIMEOUT", IBV_QPT_RC, R, S, ST | (RC_RTS_REQ & ~IBV_QP_TIMEOUT), NULL},
-	{"RC rts without RETRY", IBV_QPT_RC, R, S, ST | (RC_RTS_REQ & ~IBV_QP_RETRY_CNT), NULL},
-	{"RC rts without RNR_RETRY", IBV_QPT_RC, R, S, ST | (RC_RTS_REQ & ~IBV_QP_RNR_RETRY), NULL},
-	{"RC rts without MAX_RD", IBV_QPT_RC, R, S, ST | (RC_RTS_REQ & ~IBV_QP_MAX_QP_RD_ATOMIC),
-	 NULL},
-	{"RC rts with DEST_QPN", IBV_QPT_RC, R, S, ST | RC_RTS_REQ | IBV_QP_DEST_QPN, NULL},
-	{"RC rts with AV", IBV_QPT_RC, R, S, ST | RC_RTS_REQ | IBV_QP_AV, NULL},
-	{"RC rts timeout 32", IBV_QPT_RC, R, S, ST | RC_RTS_REQ, bad_timeout},
-	{"RC rts retry 8", IBV_QPT_RC, R, S, ST | RC_RTS_REQ, bad_retry},
-	{"RC rts rnr_retry 8", IBV_QPT_RC, R, S, ST | RC_RTS_REQ, bad_rnr},
-	{"RC rts max_rd 17", IBV_QPT_RC, R, S, ST | RC_RTS_REQ, bad_rd},
-	{"RC rts sq_psn 2^24", IBV_QPT_RC, R, S, ST | RC_RTS_REQ, bad_sq_psn},
-	{"UC rts with TIMEOUT", IBV_QPT_UC, R, S, ST | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT, NULL},
-	{"UD rts without SQ_PSN", IBV_QPT_UD, R, S, ST, NULL},
-	{"RC rts->rts with SQ_PSN", IBV_QPT_RC, S, S, ST | IBV_QP_SQ_PSN, NULL},
-	{"RC rts->rts with RETRY", IBV_QPT_RC, S, S, ST | IBV_QP_RETRY_CNT, NULL},
-	{"RC rts->rts with PATH_MTU", IBV_QPT_RC, S, S, ST | IBV_QP_PATH_MTU, NULL},
-	{"RC rts->rts with AV", IBV_QPT_RC, S, S, ST | IBV_QP_AV, NULL},
-	{"UD rts->rts with PKEY", IBV_QPT_UD, S, S, ST | IBV_QP_PKEY_INDEX, NULL},
-	{"RC rts->sqd with TIMEOUT", IBV_QPT_RC, S, D, ST | IBV_QP_TIMEOUT, NULL},
-	{"RC sqd->sqd with SQ_PSN", IBV_QPT_RC, D, D, ST | IBV_QP_SQ_PSN, NULL},
-	{"RC sqd->rts with TIMEOUT", IBV_QPT_RC, D, S, ST | IBV_QP_TIMEOUT, NULL},
-	{"any with CAP", ANY, S, S, ST | IBV_QP_CAP, NULL},
-	{"any with RATE_LIMIT", ANY, S, S, ST | IBV_QP_RATE_LIMIT, NULL},
-	{"reset with PKEY", ANY, S, Z, ST | IBV_QP_PKEY_INDEX, NULL},
-	{"err with PKEY", ANY, S, E, ST | IBV_QP_PKEY_INDEX, NULL},
+    {"RESET->RTR", ANY, Z, R, ST | RC_RTR_REQ | INIT_REQ_CONN, NULL},
+    {"RESET->RTS", ANY, Z, S, ST | RC_RTS_REQ, NULL},
+    {"RESET->SQD", ANY, Z, D, ST, NULL},
+    {"INIT->RTS", ANY, I, S, ST | RC_RTS_REQ, NULL},
+    {"INIT->SQD", ANY, I, D, ST, NULL},
+    {"RTR->INIT", ANY, R, I, ST, NULL},
+    {"RTR->RTR", ANY, R, R, ST, NULL},
+    {"RTR->SQD", ANY, R, D, ST, NULL},
+    {"RTS->INIT", ANY, S, I, ST | INIT_REQ_CONN, NULL},
+    {"RTS->RTR", ANY, S, R, ST, NULL},
+    {"SQD->INIT", ANY, D, I, ST, NULL},
+    {"SQD->RTR", ANY, D, R, ST, NULL},
+    {"ERR->INIT", ANY, E, I, ST | INIT_REQ_CONN, NULL},
+    {"ERR->RTS", ANY, E, S, ST, NULL},
+    {"ERR->SQD", ANY, E, D, ST, NULL},
+    {"RTS->SQE", ANY, S, IBV_QPS_SQE, ST, NULL},
+    {"state out of range", ANY, S, S, ST, bad_state},
+    {"CUR_STATE mismatch", ANY, S, S, ST | IBV_QP_CUR_STATE, bad_cur},
+    {"RC init without ACCESS", IBV_QPT_RC, Z, I, ST | IBV_QP_PKEY_INDEX | IBV_QP_PORT, NULL},
+    {"RC init without PORT", IBV_QPT_RC, Z, I, ST | IBV_QP_PKEY_INDEX | IBV_QP_ACCESS_FLAGS, NULL},
+    {"RC init without PKEY", IBV_QPT_RC, Z, I, ST | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, NULL},
+    {"RC init with QKEY", IBV_QPT_RC, Z, I, ST | INIT_REQ_CONN | IBV_QP_QKEY, NULL},
+    {"RC init with AV", IBV_QPT_RC, Z, I, ST | INIT_REQ_CONN | IBV_QP_AV, NULL},
+    {"RC init port 2", IBV_QPT_RC, Z, I, ST | INIT_REQ_CONN, bad_port},
+    {"RC init pkey 1", IBV_QPT_RC, Z, I, ST | INIT_REQ_CONN, bad_pkey},
+    {"RC init bad access", IBV_QPT_RC, Z, I, ST | INIT_REQ_CONN, bad_access},
+    {"UD init without QKEY", IBV_QPT_UD, Z, I, ST | IBV_QP_PKEY_INDEX | IBV_QP_PORT, NULL},
+    {"UD init with ACCESS", IBV_QPT_UD, Z, I, ST | INIT_REQ_UD | IBV_QP_ACCESS_FLAGS, NULL},
+    {"UC init with QKEY", IBV_QPT_UC, Z, I, ST | INIT_REQ_CONN | IBV_QP_QKEY, NULL},
+    {"RC rtr without AV", IBV_QPT_RC, I, R, ST | (RC_RTR_REQ & ~IBV_QP_AV), NULL},
+    {"RC rtr without MTU", IBV_QPT_RC, I, R, ST | (RC_RTR_REQ & ~IBV_QP_PATH_MTU), NULL},
+    {"RC rtr without DEST_QPN", IBV_QPT_RC, I, R, ST | (RC_RTR_REQ & ~IBV_QP_DEST_QPN), NULL},
+    {"RC rtr without RQ_PSN", IBV_QPT_RC, I, R, ST | (RC_RTR_REQ & ~IBV_QP_RQ_PSN), NULL},
+    {"RC rtr without MAX_DEST_RD", IBV_QPT_RC, I, R, ST | (RC_RTR_REQ & ~IBV_QP_MAX_DEST_RD_ATOMIC),
+     NULL},
+    {"RC rtr without MIN_RNR", IBV_QPT_RC, I, R, ST | (RC_RTR_REQ & ~IBV_QP_MIN_RNR_TIMER), NULL},
+    {"RC rtr with SQ_PSN", IBV_QPT_RC, I, R, ST | RC_RTR_REQ | IBV_QP_SQ_PSN, NULL},
+    {"RC rtr with TIMEOUT", IBV_QPT_RC, I, R, ST | RC_RTR_REQ | IBV_QP_TIMEOUT, NULL},
+    {"RC rtr mtu 6", IBV_QPT_RC, I, R, ST | RC_RTR_REQ, bad_mtu},
+    {"RC rtr mtu 0", IBV_QPT_RC, I, R, ST | RC_RTR_REQ, bad_mtu0},
+    {"RC rtr dest qpn 2^24", IBV_QPT_RC, I, R, ST | RC_RTR_REQ, bad_dqpn},
+    {"RC rtr rq_psn 2^24", IBV_QPT_RC, I, R, ST | RC_RTR_REQ, bad_rq_psn},
+    {"RC rtr max_dest_rd 17", IBV_QPT_RC, I, R, ST | RC_RTR_REQ, bad_dest_rd},
+    {"RC rtr min_rnr 32", IBV_QPT_RC, I, R, ST | RC_RTR_REQ, bad_rnr_timer},
+    {"RC rtr no GRH", IBV_QPT_RC, I, R, ST | RC_RTR_REQ, bad_global},
+    {"RC rtr bad sgid index", IBV_QPT_RC, I, R, ST | RC_RTR_REQ, bad_sgid},
+    {"RC rtr v4 sgid, v6 dgid", IBV_QPT_RC, I, R, ST | RC_RTR_REQ, bad_family},
+    {"UC rtr with MAX_DEST_RD", IBV_QPT_UC, I, R, ST | UC_RTR_REQ | IBV_QP_MAX_DEST_RD_ATOMIC,
+     NULL},
+    {"UC rtr without AV", IBV_QPT_UC, I, R, ST | (UC_RTR_REQ & ~IBV_QP_AV), NULL},
+    {"UD rtr with AV", IBV_QPT_UD, I, R, ST | IBV_QP_AV, NULL},
+    {"UD rtr with DEST_QPN", IBV_QPT_UD, I, R, ST | IBV_QP_DEST_QPN, NULL},
+    {"RC rts without SQ_PSN", IBV_QPT_RC, R, S, ST | (RC_RTS_REQ & ~IBV_QP_SQ_PSN), NULL},
+    {"RC rts without TIMEOUT", IBV_QPT_RC, R, S, ST | (RC_RTS_REQ & ~IBV_QP_TIMEOUT), NULL},
+    {"RC rts without RETRY", IBV_QPT_RC, R, S, ST | (RC_RTS_REQ & ~IBV_QP_RETRY_CNT), NULL},
+    {"RC rts without RNR_RETRY", IBV_QPT_RC, R, S, ST | (RC_RTS_REQ & ~IBV_QP_RNR_RETRY), NULL},
+    {"RC rts without MAX_RD", IBV_QPT_RC, R, S, ST | (RC_RTS_REQ & ~IBV_QP_MAX_QP_RD_ATOMIC), NULL},
+    {"RC rts with DEST_QPN", IBV_QPT_RC, R, S, ST | RC_RTS_REQ | IBV_QP_DEST_QPN, NULL},
+    {"RC rts with AV", IBV_QPT_RC, R, S, ST | RC_RTS_REQ | IBV_QP_AV, NULL},
+    {"RC rts timeout 32", IBV_QPT_RC, R, S, ST | RC_RTS_REQ, bad_timeout},
+    {"RC rts retry 8", IBV_QPT_RC, R, S, ST | RC_RTS_REQ, bad_retry},
+    {"RC rts rnr_retry 8", IBV_QPT_RC, R, S, ST | RC_RTS_REQ, bad_rnr},
+    {"RC rts max_rd 17", IBV_QPT_RC, R, S, ST | RC_RTS_REQ, bad_rd},
+    {"RC rts sq_psn 2^24", IBV_QPT_RC, R, S, ST | RC_RTS_REQ, bad_sq_psn},
+    {"UC rts with TIMEOUT", IBV_QPT_UC, R, S, ST | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT, NULL},
+    {"UD rts without SQ_PSN", IBV_QPT_UD, R, S, ST, NULL},
+    {"RC rts->rts with SQ_PSN", IBV_QPT_RC, S, S, ST | IBV_QP_SQ_PSN, NULL},
+    {"RC rts->rts with RETRY", IBV_QPT_RC, S, S, ST | IBV_QP_RETRY_CNT, NULL},
+    {"RC rts->rts with PATH_MTU", IBV_QPT_RC, S, S, ST | IBV_QP_PATH_MTU, NULL},
+    {"RC rts->rts with AV", IBV_QPT_RC, S, S, ST | IBV_QP_AV, NULL},
+    {"UD rts->rts with PKEY", IBV_QPT_UD, S, S, ST | IBV_QP_PKEY_INDEX, NULL},
+    {"RC rts->sqd with TIMEOUT", IBV_QPT_RC, S, D, ST | IBV_QP_TIMEOUT, NULL},
+    {"RC sqd->sqd with SQ_PSN", IBV_QPT_RC, D, D, ST | IBV_QP_SQ_PSN, NULL},
+    {"RC sqd->rts with TIMEOUT", IBV_QPT_RC, D, S, ST | IBV_QP_TIMEOUT, NULL},
+    {"any with CAP", ANY, S, S, ST | IBV_QP_CAP, NULL},
+    {"any with RATE_LIMIT", ANY, S, S, ST | IBV_QP_RATE_LIMIT, NULL},
+    {"reset with PKEY", ANY, S, Z, ST | IBV_QP_PKEY_INDEX, NULL},
+    {"err with PKEY", ANY, S, E, ST | IBV_QP_PKEY_INDEX, NULL},
 };
 
 static void snapshot(struct rocemu_qp *qp, struct ibv_qp_attr *a)
@@ -385,10 +442,10 @@ static void test_post_rules(void **state)
 static void test_create_limits(void **state)
 {
 	struct rocemu_qp_init init = {
-		.qp_type = IBV_QPT_RC,
-		.send_cq = A.scq,
-		.recv_cq = A.rcq,
-		.cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 33, .max_recv_sge = 1},
+	    .qp_type = IBV_QPT_RC,
+	    .send_cq = A.scq,
+	    .recv_cq = A.rcq,
+	    .cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 33, .max_recv_sge = 1},
 	};
 	struct rocemu_qp *qp = NULL;
 	struct rocemu_caps caps;
@@ -441,10 +498,10 @@ static int group_teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_legal_transitions),
-		cmocka_unit_test(test_illegal_transitions),
-		cmocka_unit_test(test_post_rules),
-		cmocka_unit_test(test_create_limits),
+	    cmocka_unit_test(test_legal_transitions),
+	    cmocka_unit_test(test_illegal_transitions),
+	    cmocka_unit_test(test_post_rules),
+	    cmocka_unit_test(test_create_limits),
 	};
 
 	if (rocemu_eal_init() < 0) {

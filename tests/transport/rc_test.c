@@ -22,8 +22,8 @@
 static struct node A, B;
 static const char *capture_path;
 
-#define ACC_ALL                                                                            \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |           \
+#define ACC_ALL                                                                                    \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
 	 IBV_ACCESS_REMOTE_ATOMIC)
 
 struct pair {
@@ -92,14 +92,14 @@ static int post(struct rocemu_qp *qp, enum ibv_wr_opcode op, uint64_t id, void *
 {
 	struct ibv_sge sge = {.addr = (uintptr_t)p, .length = len, .lkey = key};
 	struct rocemu_send_wr wr = {
-		.wr_id = id,
-		.opcode = op,
-		.send_flags = flags | IBV_SEND_SIGNALED,
-		.sg_list = &sge,
-		.num_sge = 1,
-		.remote_addr = raddr,
-		.rkey = rk,
-		.imm_data = htobe32(0xA5A50000u | (uint32_t)(id & 0xFFFF)),
+	    .wr_id = id,
+	    .opcode = op,
+	    .send_flags = flags | IBV_SEND_SIGNALED,
+	    .sg_list = &sge,
+	    .num_sge = 1,
+	    .remote_addr = raddr,
+	    .rkey = rk,
+	    .imm_data = htobe32(0xA5A50000u | (uint32_t)(id & 0xFFFF)),
 	};
 
 	return rocemu_qp_post_send(qp, &wr);
@@ -116,7 +116,8 @@ static void dump_counters(void)
 		fprintf(stderr, "node %c:", 'A' + k);
 		for (unsigned i = 0; i < cnt && i < 128; i++)
 			if (c[i].value)
-				fprintf(stderr, " %s=%llu", c[i].name, (unsigned long long)c[i].value);
+				fprintf(stderr, " %s=%llu", c[i].name,
+					(unsigned long long)c[i].value);
 		fprintf(stderr, "\n");
 		rocemu_port_counters_print(rocemu_engine_port(n[k]->e), stderr);
 	}
@@ -129,8 +130,8 @@ static void expect_wc(struct rocemu_cq *cq, uint64_t id, enum ibv_wc_status st,
 
 	assert_int_equal(h_poll(cq, &wc), 1);
 	if (wc.status != st)
-		fprintf(stderr, "wr %llu: wc status %d, expected %d\n", (unsigned long long)wc.wr_id,
-			wc.status, st);
+		fprintf(stderr, "wr %llu: wc status %d, expected %d\n",
+			(unsigned long long)wc.wr_id, wc.status, st);
 	if (wc.status != st)
 		dump_counters();
 	assert_int_equal(wc.status, st);
@@ -173,8 +174,8 @@ static void test_send_basic(void **state)
 	pair_down(&p);
 }
 
-static const uint32_t sizes[] = {0, 1, 3, 255, 256, 257, 1023, 1024, 1025, 4095, 4096, 4097,
-				 12288, 65536, 100003, 1u << 20};
+static const uint32_t sizes[] = {0,    1,    3,	   255,	 256,	257,   1023,   1024,
+				 1025, 4095, 4096, 4097, 12288, 65536, 100003, 1u << 20};
 
 enum xfer { X_SEND, X_SEND_IMM, X_WRITE, X_WRITE_IMM, X_READ };
 
@@ -196,8 +197,8 @@ static void xfer(struct pair *p, enum xfer kind, uint32_t len, uint32_t seed)
 	case X_SEND:
 	case X_SEND_IMM:
 		post_recv(p->qb, seed, gb.p, len, lkey(mb));
-		assert_int_equal(post(p->qa, kind == X_SEND ? IBV_WR_SEND : IBV_WR_SEND_WITH_IMM, seed,
-				      ga.p, len, lkey(ma), 0, 0, 0),
+		assert_int_equal(post(p->qa, kind == X_SEND ? IBV_WR_SEND : IBV_WR_SEND_WITH_IMM,
+				      seed, ga.p, len, lkey(ma), 0, 0, 0),
 				 0);
 		expect_wc(A.scq, seed, IBV_WC_SUCCESS, IBV_WC_SEND, NULL);
 		expect_wc(B.rcq, seed, IBV_WC_SUCCESS, IBV_WC_RECV, &wc);
@@ -482,8 +483,8 @@ static void test_fence_and_order(void **state)
 	assert_int_equal(post(p.qa, IBV_WR_RDMA_READ, 1, local, sizeof(local), lkey(mr_l),
 			      (uintptr_t)remote, rkey(mr_r), 0),
 			 0);
-	assert_int_equal(post(p.qa, IBV_WR_SEND, 2, msg, sizeof(msg), lkey(mm), 0, 0, IBV_SEND_FENCE),
-			 0);
+	assert_int_equal(
+	    post(p.qa, IBV_WR_SEND, 2, msg, sizeof(msg), lkey(mm), 0, 0, IBV_SEND_FENCE), 0);
 	/* completions are in posting order, and the fenced SEND arrives after the READ's data */
 	expect_wc(A.scq, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, NULL);
 	expect_wc(A.scq, 2, IBV_WC_SUCCESS, IBV_WC_SEND, NULL);
@@ -524,22 +525,22 @@ static void test_send_with_inv_and_local_inv(void **state)
 	assert_true(wc.wc_flags & IBV_WC_WITH_INV);
 	assert_int_equal(wc.invalidated_rkey, rkey(mt));
 	/* the invalidated rkey no longer works: a WRITE to it is a remote access error */
-	assert_int_equal(post(p.qa, IBV_WR_RDMA_WRITE, 3, buf, 8, lkey(mb), (uintptr_t)target,
-			      rkey(mt), 0),
-			 0);
+	assert_int_equal(
+	    post(p.qa, IBV_WR_RDMA_WRITE, 3, buf, 8, lkey(mb), (uintptr_t)target, rkey(mt), 0), 0);
 	expect_wc(A.scq, 3, IBV_WC_REM_ACCESS_ERR, IBV_WC_RDMA_WRITE, NULL);
 	pair_down(&p);
 
 	/* LOCAL_INV: afterwards the lkey no longer works locally */
 	pair_up(&p, IBV_MTU_1024);
 	ml = reg(&A, buf, sizeof(buf), ACC_ALL);
-	wr = (struct rocemu_send_wr){.wr_id = 4, .opcode = IBV_WR_LOCAL_INV,
-				     .send_flags = IBV_SEND_SIGNALED, .invalidate_rkey = lkey(ml)};
+	wr = (struct rocemu_send_wr){.wr_id = 4,
+				     .opcode = IBV_WR_LOCAL_INV,
+				     .send_flags = IBV_SEND_SIGNALED,
+				     .invalidate_rkey = lkey(ml)};
 	assert_int_equal(rocemu_qp_post_send(p.qa, &wr), 0);
 	expect_wc(A.scq, 4, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV, NULL);
-	assert_int_equal(post(p.qa, IBV_WR_RDMA_WRITE, 5, buf, 8, lkey(ml), (uintptr_t)target,
-			      rkey(mt), 0),
-			 0);
+	assert_int_equal(
+	    post(p.qa, IBV_WR_RDMA_WRITE, 5, buf, 8, lkey(ml), (uintptr_t)target, rkey(mt), 0), 0);
 	expect_wc(A.scq, 5, IBV_WC_LOC_PROT_ERR, IBV_WC_RDMA_WRITE, NULL);
 	rocemu_mr_dereg(mb);
 	rocemu_mr_dereg(mt);
@@ -565,7 +566,8 @@ static void access_case(enum ibv_wr_opcode op, enum acc_case c)
 	unsigned right = op == IBV_WR_RDMA_READ	   ? IBV_ACCESS_REMOTE_READ
 			 : op == IBV_WR_RDMA_WRITE ? IBV_ACCESS_REMOTE_WRITE
 						   : IBV_ACCESS_REMOTE_ATOMIC;
-	unsigned acc = IBV_ACCESS_LOCAL_WRITE | (c == ACC_NO_RIGHT ? (ACC_ALL & ~right & ~IBV_ACCESS_LOCAL_WRITE) : ACC_ALL);
+	unsigned acc = IBV_ACCESS_LOCAL_WRITE |
+		       (c == ACC_NO_RIGHT ? (ACC_ALL & ~right & ~IBV_ACCESS_LOCAL_WRITE) : ACC_ALL);
 	uint64_t raddr;
 	uint32_t ln = op == IBV_WR_ATOMIC_FETCH_AND_ADD ? 8 : len;
 	enum ibv_wc_opcode wop = op == IBV_WR_RDMA_READ	   ? IBV_WC_RDMA_READ
@@ -578,8 +580,8 @@ static void access_case(enum ibv_wr_opcode op, enum acc_case c)
 	h_fill(local, sizeof(local), 78);
 	if (c == ACC_WRONG_PD) {
 		assert_int_equal(rocemu_pd_alloc(B.e, &pd2), 0);
-		assert_int_equal(rocemu_mr_reg(pd2, g.p + 64, 2048, (uintptr_t)(g.p + 64), acc, &mt),
-				 0);
+		assert_int_equal(
+		    rocemu_mr_reg(pd2, g.p + 64, 2048, (uintptr_t)(g.p + 64), acc, &mt), 0);
 	} else {
 		mt = reg(&B, g.p + 64, 2048, acc);
 	}
@@ -591,7 +593,8 @@ static void access_case(enum ibv_wr_opcode op, enum acc_case c)
 	/* the region is [g.p+64, g.p+64+2048) */
 	raddr = (uintptr_t)g.p + 64;
 	if (c == ACC_OOB_END)
-		raddr = (uintptr_t)g.p + 64 + 2048 - ln + (op == IBV_WR_ATOMIC_FETCH_AND_ADD ? 8 : 1);
+		raddr =
+		    (uintptr_t)g.p + 64 + 2048 - ln + (op == IBV_WR_ATOMIC_FETCH_AND_ADD ? 8 : 1);
 	if (c == ACC_OOB_START)
 		raddr = (uintptr_t)g.p + 64 - (op == IBV_WR_ATOMIC_FETCH_AND_ADD ? 8 : 1);
 	memcpy(before, g.p, 4096);
@@ -600,9 +603,14 @@ static void access_case(enum ibv_wr_opcode op, enum acc_case c)
 	memcpy(lbefore, local, sizeof(local));
 	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
 		struct ibv_sge sge = {(uintptr_t)local, 8, lkey(ml)};
-		struct rocemu_send_wr wr = {.wr_id = 1, .opcode = op, .send_flags = IBV_SEND_SIGNALED,
-					    .sg_list = &sge, .num_sge = 1, .remote_addr = raddr,
-					    .rkey = rk, .compare_add = 1};
+		struct rocemu_send_wr wr = {.wr_id = 1,
+					    .opcode = op,
+					    .send_flags = IBV_SEND_SIGNALED,
+					    .sg_list = &sge,
+					    .num_sge = 1,
+					    .remote_addr = raddr,
+					    .rkey = rk,
+					    .compare_add = 1};
 		assert_int_equal(rocemu_qp_post_send(p.qa, &wr), 0);
 	} else {
 		assert_int_equal(post(p.qa, op, 1, local, ln, lkey(ml), raddr, rk, 0), 0);
@@ -626,7 +634,8 @@ static void access_case(enum ibv_wr_opcode op, enum acc_case c)
 
 static void test_access_checks(void **state)
 {
-	enum ibv_wr_opcode ops[] = {IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ, IBV_WR_ATOMIC_FETCH_AND_ADD};
+	enum ibv_wr_opcode ops[] = {IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ,
+				    IBV_WR_ATOMIC_FETCH_AND_ADD};
 
 	(void)state;
 	for (unsigned o = 0; o < 3; o++)
@@ -708,7 +717,8 @@ static void test_rnr(void **state)
 	/* rnr_retry = 0: the first RNR NAK fails the WQE */
 	pair_up(&p, IBV_MTU_1024);
 	struct ibv_qp_attr a = {.rnr_retry = 0};
-	assert_int_equal(rocemu_qp_modify(p.qa, &a, IBV_QP_RNR_RETRY), -EINVAL); /* not in RTS->RTS */
+	assert_int_equal(rocemu_qp_modify(p.qa, &a, IBV_QP_RNR_RETRY),
+			 -EINVAL); /* not in RTS->RTS */
 	pair_down(&p);
 	p.qa = h_qp(&A, IBV_QPT_RC, 16, NULL);
 	p.qb = h_qp(&B, IBV_QPT_RC, 16, NULL);
@@ -803,7 +813,8 @@ static void test_pipeline(void **state)
 	for (int i = 0; i < 256; i++)
 		post_recv(p.qb, i, dst + i * 64, 64, lkey(md));
 	for (int i = 0; i < 256; i++)
-		assert_int_equal(post(p.qa, IBV_WR_SEND, i, src + i * 64, 64, lkey(ms), 0, 0, 0), 0);
+		assert_int_equal(post(p.qa, IBV_WR_SEND, i, src + i * 64, 64, lkey(ms), 0, 0, 0),
+				 0);
 	for (int i = 0; i < 256; i++) {
 		expect_wc(A.scq, i, IBV_WC_SUCCESS, IBV_WC_SEND, NULL);
 		expect_wc(B.rcq, i, IBV_WC_SUCCESS, IBV_WC_RECV, NULL);
@@ -885,27 +896,27 @@ static int group_teardown(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_send_basic),
-		cmocka_unit_test(test_sgl),
-		cmocka_unit_test(test_inline_and_unsignaled),
-		cmocka_unit_test(test_pipeline),
-		cmocka_unit_test(test_atomics),
-		cmocka_unit_test(test_fence_and_order),
-		cmocka_unit_test(test_send_with_inv_and_local_inv),
-		cmocka_unit_test(test_psn_wrap),
-		cmocka_unit_test(test_access_checks),
-		cmocka_unit_test(test_local_access),
-		cmocka_unit_test(test_recv_too_small),
-		cmocka_unit_test(test_rnr),
-		cmocka_unit_test(test_flush),
-		cmocka_unit_test(test_srq),
-		cmocka_unit_test(test_ipv6_path),
-		cmocka_unit_test(test_loopback),
-		cmocka_unit_test(test_send_matrix),
-		cmocka_unit_test(test_send_imm_matrix),
-		cmocka_unit_test(test_write_matrix),
-		cmocka_unit_test(test_write_imm_matrix),
-		cmocka_unit_test(test_read_matrix),
+	    cmocka_unit_test(test_send_basic),
+	    cmocka_unit_test(test_sgl),
+	    cmocka_unit_test(test_inline_and_unsignaled),
+	    cmocka_unit_test(test_pipeline),
+	    cmocka_unit_test(test_atomics),
+	    cmocka_unit_test(test_fence_and_order),
+	    cmocka_unit_test(test_send_with_inv_and_local_inv),
+	    cmocka_unit_test(test_psn_wrap),
+	    cmocka_unit_test(test_access_checks),
+	    cmocka_unit_test(test_local_access),
+	    cmocka_unit_test(test_recv_too_small),
+	    cmocka_unit_test(test_rnr),
+	    cmocka_unit_test(test_flush),
+	    cmocka_unit_test(test_srq),
+	    cmocka_unit_test(test_ipv6_path),
+	    cmocka_unit_test(test_loopback),
+	    cmocka_unit_test(test_send_matrix),
+	    cmocka_unit_test(test_send_imm_matrix),
+	    cmocka_unit_test(test_write_matrix),
+	    cmocka_unit_test(test_write_imm_matrix),
+	    cmocka_unit_test(test_read_matrix),
 	};
 	size_t ntests = sizeof(tests) / sizeof(tests[0]);
 	int rc;

@@ -61,15 +61,15 @@ static int ud_send(struct rocemu_qp *qp, struct rocemu_ah *ah, uint32_t dqpn, ui
 {
 	struct ibv_sge sge = {(uintptr_t)p, len, lkey};
 	struct rocemu_send_wr wr = {
-		.wr_id = id,
-		.opcode = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
-		.send_flags = IBV_SEND_SIGNALED,
-		.imm_data = htobe32(0xBEEF0000u | (uint32_t)id),
-		.sg_list = &sge,
-		.num_sge = 1,
-		.ah = ah,
-		.remote_qpn = dqpn,
-		.remote_qkey = qkey,
+	    .wr_id = id,
+	    .opcode = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
+	    .send_flags = IBV_SEND_SIGNALED,
+	    .imm_data = htobe32(0xBEEF0000u | (uint32_t)id),
+	    .sg_list = &sge,
+	    .num_sge = 1,
+	    .ah = ah,
+	    .remote_qpn = dqpn,
+	    .remote_qkey = qkey,
 	};
 
 	return rocemu_qp_post_send(qp, &wr);
@@ -96,7 +96,8 @@ static void ud_case(bool v6)
 	md = reg(&B, dst, sizeof(dst));
 	sge = (struct ibv_sge){(uintptr_t)dst, sizeof(dst), key(md, false)};
 	assert_int_equal(rocemu_qp_post_recv(qb, 1, &sge, 1), 0);
-	assert_int_equal(ud_send(qa, ah, rocemu_qp_num(qb), 0x1234, src, 300, key(ms, false), 7, true), 0);
+	assert_int_equal(
+	    ud_send(qa, ah, rocemu_qp_num(qb), 0x1234, src, 300, key(ms, false), 7, true), 0);
 	assert_int_equal(h_poll(A.scq, &wc), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(wc.wr_id, 7);
@@ -115,7 +116,7 @@ static void ud_case(bool v6)
 		/* RoCEv2 over IPv4: first 20 bytes zero, then the IPv4 header as received */
 		assert_memory_equal(dst, zero, 20);
 		assert_int_equal(dst[20], 0x45);
-		assert_int_equal(dst[21], 0x28); /* traffic class -> TOS */
+		assert_int_equal(dst[21], 0x28);   /* traffic class -> TOS */
 		assert_int_equal(dst[20 + 9], 17); /* UDP */
 		assert_int_equal((dst[22] << 8) | dst[23], 20 + 8 + 12 + 8 + 4 + 300 + 4);
 		assert_memory_equal(dst + 20 + 12, A.gid4 + 12, 4);
@@ -131,14 +132,16 @@ static void ud_case(bool v6)
 	/* Q_Key mismatch: the datagram is dropped and counted; the receive WQE stays */
 	drops = h_counter(B.e, "drop_ud_qkey");
 	assert_int_equal(rocemu_qp_post_recv(qb, 2, &sge, 1), 0);
-	assert_int_equal(ud_send(qa, ah, rocemu_qp_num(qb), 0x9999, src, 10, key(ms, false), 8, false), 0);
+	assert_int_equal(
+	    ud_send(qa, ah, rocemu_qp_num(qb), 0x9999, src, 10, key(ms, false), 8, false), 0);
 	assert_int_equal(h_poll(A.scq, &wc), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	for (int i = 0; i < 20000 && h_counter(B.e, "drop_ud_qkey") == drops; i++)
 		h_poll_quiet(B.rcq, &wc, 1);
 	assert_int_equal(h_counter(B.e, "drop_ud_qkey"), drops + 1);
 	/* controlled Q_Key: high bit set in the WR -> the sender QP's own Q_Key (0x1234) */
-	assert_int_equal(ud_send(qa, ah, rocemu_qp_num(qb), 0x80000000u, src, 10, key(ms, false), 9, false), 0);
+	assert_int_equal(
+	    ud_send(qa, ah, rocemu_qp_num(qb), 0x80000000u, src, 10, key(ms, false), 9, false), 0);
 	assert_int_equal(h_poll(A.scq, &wc), 1);
 	assert_int_equal(h_poll(B.rcq, &wc), 1);
 	assert_int_equal(wc.wr_id, 2);
@@ -163,7 +166,8 @@ static void ud_case(bool v6)
 	}
 	/* no receive posted: dropped and counted */
 	drops = h_counter(B.e, "drop_ud_no_recv");
-	assert_int_equal(ud_send(qa, ah, rocemu_qp_num(qb), 0x1234, src, 10, key(ms, false), 11, false), 0);
+	assert_int_equal(
+	    ud_send(qa, ah, rocemu_qp_num(qb), 0x1234, src, 10, key(ms, false), 11, false), 0);
 	assert_int_equal(h_poll(A.scq, &wc), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	for (int i = 0; i < 20000 && h_counter(B.e, "drop_ud_no_recv") == drops; i++)
@@ -205,14 +209,14 @@ static int uc_post(struct rocemu_qp *qp, enum ibv_wr_opcode op, uint64_t id, voi
 {
 	struct ibv_sge sge = {(uintptr_t)p, len, lkey};
 	struct rocemu_send_wr wr = {
-		.wr_id = id,
-		.opcode = op,
-		.send_flags = IBV_SEND_SIGNALED,
-		.imm_data = htobe32((uint32_t)id),
-		.sg_list = &sge,
-		.num_sge = 1,
-		.remote_addr = (uintptr_t)raddr,
-		.rkey = rkey,
+	    .wr_id = id,
+	    .opcode = op,
+	    .send_flags = IBV_SEND_SIGNALED,
+	    .imm_data = htobe32((uint32_t)id),
+	    .sg_list = &sge,
+	    .num_sge = 1,
+	    .remote_addr = (uintptr_t)raddr,
+	    .rkey = rkey,
 	};
 
 	return rocemu_qp_post_send(qp, &wr);
@@ -245,13 +249,14 @@ static void test_uc(void **state)
 	assert_int_equal(wc.byte_len, 5000);
 	assert_memory_equal(src, dst, 5000);
 
-	assert_int_equal(uc_post(qa, IBV_WR_RDMA_WRITE, 2, src, 3000, key(ms, false), wdst, key(mw, true)), 0);
+	assert_int_equal(
+	    uc_post(qa, IBV_WR_RDMA_WRITE, 2, src, 3000, key(ms, false), wdst, key(mw, true)), 0);
 	assert_int_equal(h_poll(A.scq, &wc), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	sge = (struct ibv_sge){0, 0, 0};
 	assert_int_equal(rocemu_qp_post_recv(qb, 3, &sge, 0), 0);
-	assert_int_equal(uc_post(qa, IBV_WR_RDMA_WRITE_WITH_IMM, 3, src + 3000, 2000, key(ms, false),
-				 wdst + 3000, key(mw, true)),
+	assert_int_equal(uc_post(qa, IBV_WR_RDMA_WRITE_WITH_IMM, 3, src + 3000, 2000,
+				 key(ms, false), wdst + 3000, key(mw, true)),
 			 0);
 	assert_int_equal(h_poll(A.scq, &wc), 1);
 	assert_int_equal(h_poll(B.rcq, &wc), 1);
@@ -327,10 +332,10 @@ static int group_teardown(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ud_ipv4),
-		cmocka_unit_test(test_ud_ipv6),
-		cmocka_unit_test(test_uc),
-		cmocka_unit_test(test_uc_loss),
+	    cmocka_unit_test(test_ud_ipv4),
+	    cmocka_unit_test(test_ud_ipv6),
+	    cmocka_unit_test(test_uc),
+	    cmocka_unit_test(test_uc_loss),
 	};
 
 	/* --capture PATH: node A captures (check_capture.py) */
