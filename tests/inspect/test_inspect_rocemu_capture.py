@@ -47,8 +47,26 @@ def rocemu():
     return b
 
 
+def wait_listening(port, proc, seconds=30):
+    """Until something listens on TCP port (or the server process ended)."""
+    want = ":%04X " % int(port)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and proc.poll() is None:
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            try:
+                for line in open(table).read().splitlines()[1:]:
+                    f = line.split()
+                    if f[1].endswith(want.strip()) and f[3] == "0A":  # LISTEN
+                        return
+            except OSError:
+                pass
+        time.sleep(0.1)
+    time.sleep(0.5)  # fall back to a pause
+
+
 def run_pair(tmp, name, program, server_args, client_args, server_port_opts=()):
     """Server and client under `rocemu run`; returns (capture A, capture B, logs)."""
+    tcp_port = server_args[server_args.index("-p") + 1]
     sock = os.path.join(tmp, name + ".sock")
     caps = [os.path.join(tmp, "%s-%s.pcap" % (name, h)) for h in "AB"]
     logs = [os.path.join(tmp, "%s-%s.log" % (name, h)) for h in "AB"]
@@ -56,11 +74,10 @@ def run_pair(tmp, name, program, server_args, client_args, server_port_opts=()):
             "--capture", caps[0]] + list(server_port_opts) + ["--", program] + server_args,
            [rocemu(), "run", "--port", "memif:client:" + sock, "--ip", "10.88.0.2/24",
             "--capture", caps[1], "--", program] + client_args]
-    procs = []
-    for i in range(2):
-        procs.append(subprocess.Popen(cmd[i], stdout=open(logs[i], "w"),
-                                      stderr=subprocess.STDOUT))
-        time.sleep(1.0)
+    procs = [subprocess.Popen(cmd[0], stdout=open(logs[0], "w"), stderr=subprocess.STDOUT)]
+    # the client connects once: start it when the server listens
+    wait_listening(tcp_port, procs[0])
+    procs.append(subprocess.Popen(cmd[1], stdout=open(logs[1], "w"), stderr=subprocess.STDOUT))
     codes = []
     for p in procs:
         try:
