@@ -12,9 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <ifaddrs.h>
+#include <linux/filter.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rte_dev.h>
@@ -31,7 +36,9 @@
 #define PORT_DEFAULT_MBUFS 8192
 #define PORT_RX_DESC	   1024
 #define PORT_TX_DESC	   1024
-#define PORT_RING_SIZE	   1024
+/* how long a memif client waits for its server's socket */
+#define MEMIF_CLIENT_WAIT_MS 10000
+#define PORT_RING_SIZE	     1024
 /*
  * Bytes a RoCEv2 packet adds around the IB payload at the IP layer, worst case:
  * IPv6 40 + UDP 8 + BTH 12 + 28 (the largest extension headers, AtomicETH) +
@@ -254,8 +261,9 @@ static int create_device(struct rocemu_port *port, const char *arg, char *err, s
 	}
 	case PORT_KIND_MEMIF:
 		snprintf(port->dev_name, sizeof(port->dev_name), "net_memif_re%u", seq);
+		port->memif_client = strncmp(arg, "server:", 7) != 0;
 		snprintf(devargs, sizeof(devargs), "%s,role=%s,socket=%s", port->dev_name,
-			 strncmp(arg, "server:", 7) ? "client" : "server", arg + 7);
+			 port->memif_client ? "client" : "server", arg + 7);
 		break;
 	case PORT_KIND_AF_PACKET: {
 		uint32_t framesz = af_packet_framesz(port);
@@ -332,9 +340,20 @@ static int start_device(struct rocemu_port *port, char *err, size_t errlen)
 				    port->eth_mtu, rte_strerror(-rc));
 	}
 	rc = rte_eth_dev_start(port->port_id);
+	/* A memif client cannot start before its server's socket exists:
+	 * give the server (started alongside, typically) time to appear. */
+	for (int i = 0; rc && port->kind == PORT_KIND_MEMIF && port->memif_client &&
+			i < MEMIF_CLIENT_WAIT_MS / 20;
+	     i++) {
+		struct timespec ts = {0, 20000000};
+
+		nanosleep(&ts, NULL);
+		rc = rte_eth_dev_start(port->port_id);
+	}
 	if (rc)
-		return fail(err, errlen, rc, "%s: start failed: %s", port->dev_name,
-			    rte_strerror(-rc));
+		return fail(
+		    err, errlen, rc, "%s: start failed: %s%s", port->dev_name, rte_strerror(-rc),
+		    port->memif_client ? " (no memif server listening on the socket?)" : "");
 	return 0;
 }
 
@@ -383,8 +402,7 @@ static void find_kernel_owned(struct rocemu_port *port, const char *iface)
 	struct rte_ether_addr dev_mac;
 	struct ifaddrs *list, *ifa;
 
-	if (port->kind != PORT_KIND_AF_PACKET ||
-	    rte_eth_macaddr_get(port->port_id, &dev_mac) ||
+	if (port->kind != PORT_KIND_AF_PACKET || rte_eth_macaddr_get(port->port_id, &dev_mac) ||
 	    !rte_is_same_ether_addr(&dev_mac, &port->mac) || getifaddrs(&list))
 		return;
 	for (ifa = list; ifa; ifa = ifa->ifa_next) {
@@ -394,7 +412,8 @@ static void find_kernel_owned(struct rocemu_port *port, const char *iface)
 		if (!ifa->ifa_addr || strcmp(ifa->ifa_name, iface))
 			continue;
 		if (ifa->ifa_addr->sa_family == AF_INET)
-			port_gid_from_ipv4(gid, ((struct sockaddr_in *)ifa->ifa_addr)->sin_addr.s_addr);
+			port_gid_from_ipv4(gid,
+					   ((struct sockaddr_in *)ifa->ifa_addr)->sin_addr.s_addr);
 		else if (ifa->ifa_addr->sa_family == AF_INET6)
 			memcpy(gid, &((struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr, 16);
 		else
@@ -404,6 +423,37 @@ static void find_kernel_owned(struct rocemu_port *port, const char *iface)
 			port->kernel_owned |= 1u << idx;
 	}
 	freeifaddrs(list);
+}
+
+/*
+ * af_packet has no receive interrupt. A second packet socket on the same
+ * interface serves as one: its filter keeps one byte of each incoming frame
+ * and its buffer is tiny, so it costs little while the thread spins (the
+ * kernel drops into a full buffer early) and lets the idle thread sleep in
+ * poll() until a frame arrives instead of waking every millisecond.
+ */
+static void open_doorbell(struct rocemu_port *port, const char *iface)
+{
+	struct sock_filter keep_one_byte = BPF_STMT(BPF_RET | BPF_K, 1);
+	struct sock_fprog prog = {.len = 1, .filter = &keep_one_byte};
+	struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL)};
+	int one = 1, small = 1, fd;
+
+	sll.sll_ifindex = (int)if_nametoindex(iface);
+	if (!sll.sll_ifindex)
+		return;
+	fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_ALL));
+	if (fd < 0)
+		return;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	/* our own frames and the kernel's outgoing ones are not news */
+	setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) ||
+	    bind(fd, (struct sockaddr *)&sll, sizeof(sll))) {
+		close(fd);
+		return;
+	}
+	port->doorbell_fd = fd;
 }
 
 static void choose_mac(struct rocemu_port *port)
@@ -505,6 +555,9 @@ static void release_device(struct rocemu_port *port)
 	if (port->udp_hold_fd >= 0)
 		close(port->udp_hold_fd);
 	port->udp_hold_fd = -1;
+	if (port->doorbell_fd >= 0)
+		close(port->doorbell_fd);
+	port->doorbell_fd = -1;
 	if (port->port_id != UINT16_MAX) {
 		struct rte_eth_dev_info info;
 		struct rte_device *dev = NULL;
@@ -579,6 +632,7 @@ int rocemu_port_open(const struct rocemu_port_config *cfg, struct rocemu_port **
 	port->port_id = UINT16_MAX;
 	port->wake_fd = -1;
 	port->udp_hold_fd = -1;
+	port->doorbell_fd = -1;
 	pthread_mutex_init(&port->lock, NULL);
 
 	rc = choose_mtu(port, arg, err, errlen);
@@ -592,6 +646,8 @@ int rocemu_port_open(const struct rocemu_port_config *cfg, struct rocemu_port **
 	if (port->kind == PORT_KIND_AF_PACKET || port->kind == PORT_KIND_AF_XDP)
 		hold_roce_udp_port(port);
 	find_kernel_owned(port, arg);
+	if (port->kind == PORT_KIND_AF_PACKET)
+		open_doorbell(port, arg);
 	rc = port_capture_open(port, err, errlen);
 	if (rc)
 		goto fail;

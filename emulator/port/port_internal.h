@@ -116,6 +116,7 @@ struct rocemu_port {
 	uint16_t port_id;
 	char dev_name[ROCEMU_PORT_SPEC_MAX + 64];
 	bool dev_is_vdev;
+	bool memif_client;
 	bool closed_at_exit; /* device released by the exit handler */
 	struct rte_mempool *pool;
 	struct ring_pair *ring_pair;
@@ -141,8 +142,10 @@ struct rocemu_port {
 	atomic_bool kicked; /* set by rocemu_port_kick, cleared by each pass */
 	atomic_uint_fast64_t last_app_poll_ns;
 	int wake_fd;
-	int udp_hold_fd;	    /* UDP 4791 held open on kernel interfaces, or -1 */
-	atomic_bool upper_has_work; /* has_work() at the end of the last pass */
+	int udp_hold_fd; /* UDP 4791 held open on kernel interfaces, or -1 */
+	int doorbell_fd; /* af_packet: a packet socket that wakes the idle thread, or -1 */
+	uint64_t doorbell_grace_until_ns; /* progress thread only */
+	atomic_bool upper_has_work;	  /* has_work() at the end of the last pass */
 
 	struct rocemu_port_upper upper;
 	bool has_upper;

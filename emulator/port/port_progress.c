@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/socket.h>
 
 #include <rte_ethdev.h>
 #include <rte_pause.h>
@@ -25,7 +26,10 @@
 #define APP_POLL_WINDOW_NS 2000000ull
 /* Sleep between idle passes: bounds the reaction time when nobody kicks. */
 #define IDLE_SLEEP_NS 1000000ull
-#define LINK_CHECK_NS 100000000ull
+/* The same with a receive doorbell and no upper layer: frames wake us. */
+#define DOORBELL_SLEEP_NS 20000000ull
+#define DOORBELL_GRACE_NS 20000000ull
+#define LINK_CHECK_NS	  100000000ull
 
 void rocemu_port_lock(struct rocemu_port *port)
 {
@@ -181,21 +185,53 @@ void rocemu_port_note_app_poll(struct rocemu_port *port)
 	atomic_store_explicit(&port->last_app_poll_ns, rocemu_now_ns(), memory_order_relaxed);
 }
 
-static void idle_sleep(struct rocemu_port *port)
+/*
+ * Sleep until kicked, a frame arrives (when the port has a doorbell), or the
+ * timeout. Returns true when woken by a frame: the caller then treats it as
+ * work and spins a little, because the doorbell may ring before the PMD's
+ * own socket has the frame.
+ */
+static bool idle_sleep(struct rocemu_port *port)
 {
-	struct pollfd pfd = {.fd = port->wake_fd, .events = POLLIN};
-	struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)IDLE_SLEEP_NS};
-	uint64_t drain;
+	struct pollfd pfd[2] = {{.fd = port->wake_fd, .events = POLLIN},
+				{.fd = port->doorbell_fd, .events = POLLIN}};
+	nfds_t nfds = port->doorbell_fd >= 0 ? 2 : 1;
+	/* with a doorbell and nobody above us, only our own timers (neighbour
+	 * retries, link check) need the timeout */
+	uint64_t sleep_ns = nfds == 2 && !port->has_upper ? DOORBELL_SLEEP_NS : IDLE_SLEEP_NS;
+	uint64_t now = rocemu_now_ns();
 
+	/* Shortly after a ring, sleep briefly only: the doorbell may have rung
+	 * before the PMD's socket got the frame (both are taps on the device,
+	 * ours first), and a descheduled CPU can stretch that gap. */
+	if (now < port->doorbell_grace_until_ns)
+		sleep_ns = IDLE_SLEEP_NS;
+	struct timespec ts;
+	uint64_t drain;
+	bool frame = false;
+
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)sleep_ns;
 	atomic_store_explicit(&port->thread_sleeping, true, memory_order_seq_cst);
 	if (!atomic_load(&port->thread_stop) &&
 	    !atomic_load_explicit(&port->kicked, memory_order_seq_cst))
-		ppoll(&pfd, 1, &ts, NULL);
+		ppoll(pfd, nfds, &ts, NULL);
 	atomic_store_explicit(&port->thread_sleeping, false, memory_order_seq_cst);
-	if (pfd.revents & POLLIN) {
+	if (pfd[0].revents & POLLIN) {
 		ssize_t r = read(port->wake_fd, &drain, sizeof(drain));
 		(void)r;
 	}
+	if (nfds == 2 && (pfd[1].revents & POLLIN)) {
+		char byte;
+
+		/* drain before the next pass: a frame after this rings again */
+		for (int i = 0; i < 256; i++)
+			if (recv(port->doorbell_fd, &byte, 1, MSG_DONTWAIT | MSG_TRUNC) < 0)
+				break;
+		frame = true;
+		port->doorbell_grace_until_ns = rocemu_now_ns() + DOORBELL_GRACE_NS;
+	}
+	return frame;
 }
 
 static void *progress_main(void *arg)
@@ -215,7 +251,8 @@ static void *progress_main(void *arg)
 			rte_pause();
 			continue;
 		}
-		idle_sleep(port);
+		if (idle_sleep(port))
+			last_work = rocemu_now_ns();
 	}
 	return NULL;
 }

@@ -4,7 +4,8 @@
 # Integration (resource check, not a benchmark): a running `rocemu port` with
 # nothing to do must use under 5% of one core, measured from /proc/PID/stat
 # (utime + stime) and /proc/PID/task/*/schedstat over a few seconds, and must
-# still answer a ping from a kernel peer after that idle period. The RTTs are
+# still answer a ping from a kernel peer after that idle period. Then the same
+# CPU bound for a memif port (connected to a second rocemu port). The RTTs are
 # printed, not asserted. Needs root and network namespaces (exit 77 if not).
 #
 # usage: idle_cpu.sh ROCEMU
@@ -80,5 +81,33 @@ grep -E "time=|rtt" "$work/ping.out"
 kill -INT "$pid"
 wait "$pid" || status=1
 pid=
-[ $status = 0 ] && echo "PASS: idle port below ${limit_pct}% of a core and answering ping"
+
+# the same for memif, which has no receive doorbell (1 ms timed sleeps)
+"$rocemu" port --port "memif:server:$work/m.sock" --ip 10.74.0.1/24 >"$work/ms.out" 2>&1 &
+pid=$!
+"$rocemu" port --port "memif:client:$work/m.sock" --ip 10.74.0.2/24 --ping 10.74.0.1 --count 1 \
+	--stay >"$work/mc.out" 2>&1 &
+mpid=$!
+for _ in $(seq 100); do
+	grep -q "echo requests to" "$work/mc.out" 2>/dev/null && break
+	sleep 0.1
+done
+grep -q "1/1 echo requests" "$work/mc.out" || { cat "$work/mc.out"; echo "FAIL: memif ping"; status=1; }
+sleep 1
+t0=$(ticks); s0=$(sched_ns); w0=$(date +%s%N)
+sleep $seconds
+t1=$(ticks); s1=$(sched_ns); w1=$(date +%s%N)
+wall_ns=$((w1 - w0))
+stat_pct=$(awk -v t=$((t1 - t0)) -v hz="$hz" -v w=$wall_ns 'BEGIN {printf "%.2f", 100 * t / hz / (w / 1e9)}')
+sched_pct=$(awk -v s=$((s1 - s0)) -v w=$wall_ns 'BEGIN {printf "%.2f", 100 * s / w}')
+echo "memif idle CPU over ${seconds}s: /proc/stat ${stat_pct}% of a core, schedstat ${sched_pct}%"
+for pct in "$stat_pct" "$sched_pct"; do
+	awk -v p="$pct" -v l=$limit_pct 'BEGIN {exit !(p < l)}' ||
+		{ echo "FAIL: idle memif port uses ${pct}% of a core (limit ${limit_pct}%)"; status=1; }
+done
+kill -INT "$pid" "$mpid"
+wait "$pid" || status=1
+wait "$mpid" || status=1
+pid=
+[ $status = 0 ] && echo "PASS: idle ports (af_packet, memif) below ${limit_pct}% of a core; ping answered after idle"
 exit $status

@@ -969,7 +969,8 @@ static void test_random_frames(void **state)
 		if (type == 0x86dd && len > 14)
 			d[14] = (uint8_t)((rng & 1) ? 0x60 : d[14]);
 		if (type == 0x0806 && len >= 42 && (rng & 2)) { /* well-formed ARP header */
-			memcpy(d + 14, (const uint8_t[]){0, 1, 8, 0, 6, 4, 0, (uint8_t)(1 + (rng & 1))}, 8);
+			memcpy(d + 14,
+			       (const uint8_t[]){0, 1, 8, 0, 6, 4, 0, (uint8_t)(1 + (rng & 1))}, 8);
 		}
 		rocemu_port_lock(p.a);
 		rocemu_port_tx(p.a, m);
