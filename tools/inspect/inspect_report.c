@@ -398,18 +398,18 @@ void insp_print_packet(FILE *out, const struct insp_state *s, const struct insp_
 /* ------------------------------------------------------------------------ */
 /* text                                                                      */
 
-static void text_latency(FILE *out, const struct insp_hist *h)
+static void text_latency(FILE *out, const char *indent, const struct insp_hist *h)
 {
 	char b[6][32];
 
 	if (!h || !h->n) {
-		fprintf(out, "    latency: no completed messages\n");
+		fprintf(out, "%slatency: no completed messages\n", indent);
 		return;
 	}
 	fprintf(out,
-		"    latency (last request packet -> response): n %" PRIu64
+		"%slatency (last request packet -> response): n %" PRIu64
 		", min %s, p50 %s, p90 %s, p99 %s, max %s, mean %s\n",
-		h->n, insp_fmt_ns(h->min, b[0], 32),
+		indent, h->n, insp_fmt_ns(h->min, b[0], 32),
 		insp_fmt_ns(insp_hist_quantile(h, 0.5), b[1], 32),
 		insp_fmt_ns(insp_hist_quantile(h, 0.9), b[2], 32),
 		insp_fmt_ns(insp_hist_quantile(h, 0.99), b[3], 32), insp_fmt_ns(h->max, b[4], 32),
@@ -495,7 +495,7 @@ static void text_half(FILE *out, const struct insp_half *h)
 		"    cnp %" PRIu64 ", ecn-ce %" PRIu64 ", fecn %" PRIu64 ", becn %" PRIu64
 		", icrc errors %" PRIu64 ", malformed %" PRIu64 ", truncated %" PRIu64 "\n",
 		h->cnps, h->ecn_ce, h->fecn, h->becn, h->icrc_errors, h->malformed, h->truncated);
-	text_latency(out, h->lat);
+	text_latency(out, "    ", h->lat);
 }
 
 struct totals {
@@ -614,7 +614,7 @@ void insp_report_text(FILE *out, const struct insp_state *s, const struct insp_r
 		", truncated %" PRIu64 ", responses without request %" PRIu64 "\n",
 		t->retx, t->dups, t->oos, t->gaps, t->acks, t->naks, t->rnr, t->cnps, t->ecn,
 		t->icrc, s->frames_by_class[INSP_ROCE_MALFORMED], t->truncated, t->no_request);
-	text_latency(out, &t->lat);
+	text_latency(out, "  ", &t->lat);
 	if (s->flow_table_full)
 		fprintf(out, "  flow table full: %" PRIu64 " packets not attributed\n",
 			s->flow_table_full);
