@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Goodput of RC over a net_ring pair, loss-free and then with the port's
+ * fault injector dropping a share of the frames on both nodes' transmit side
+ * (issue 5: goodput under 1% loss against loss-free goodput). A measurement,
+ * not a test: it prints both numbers and their ratio.
+ *
+ *   transport_goodput [--op write|read|send] [--mtu 256..4096] [--size BYTES]
+ *                     [--loss-ppm N] [--seconds S] [--depth N]
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness.h"
+
+struct opts {
+	enum ibv_wr_opcode op;
+	enum ibv_mtu mtu;
+	uint32_t size;
+	uint32_t loss_ppm;
+	double seconds;
+	unsigned depth;
+};
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int post_one(const struct opts *o, struct rocemu_qp *qa, struct rocemu_qp *qb, uint64_t i,
+		    uint8_t *src, uint8_t *dst, uint32_t lkey_a, uint32_t lkey_b, uint32_t rkey_b)
+{
+	size_t slot = (size_t)(i % o->depth) * o->size;
+	struct ibv_sge sge = {(uintptr_t)src + slot, o->size, lkey_a};
+	struct rocemu_send_wr wr = {
+	    .wr_id = i,
+	    .opcode = o->op,
+	    .send_flags = IBV_SEND_SIGNALED,
+	    .sg_list = &sge,
+	    .num_sge = 1,
+	    .remote_addr = (uintptr_t)dst + slot,
+	    .rkey = rkey_b,
+	};
+
+	if (o->op == IBV_WR_SEND) {
+		struct ibv_sge rs = {(uintptr_t)dst + slot, o->size, lkey_b};
+		int rc = rocemu_qp_post_recv(qb, i, &rs, 1);
+
+		if (rc)
+			return rc;
+	}
+	return rocemu_qp_post_send(qa, &wr);
+}
+
+/** MB/s of completed messages, or a negative value on error. */
+static double run(const struct opts *o, const char *pair, uint32_t loss_ppm)
+{
+	char ppm[32];
+	const char *fault[] = {"fault-seed", "1", "fault-drop", ppm, NULL};
+	struct node a = {0}, b = {0};
+	struct rocemu_qp *qa, *qb;
+	struct rocemu_mr *ma, *mb;
+	struct rocemu_mr_info ia, ib;
+	struct rocemu_wc wc;
+	size_t bytes = (size_t)o->size * o->depth;
+	uint8_t *src = malloc(bytes), *dst = malloc(bytes);
+	unsigned inflight = 0;
+	uint64_t posted = 0, done = 0;
+	double t0, dt, result = -1;
+
+	snprintf(ppm, sizeof(ppm), "tx:%u", loss_ppm);
+	if (!src || !dst || h_setup_opts(&a, &b, pair, NULL, fault, fault) != 0)
+		goto out;
+	qa = h_qp(&a, IBV_QPT_RC, o->depth, NULL);
+	qb = h_qp(&b, IBV_QPT_RC, o->depth, NULL);
+	if (!qa || !qb || h_connect(&a, qa, &b, qb, o->mtu, 1, 2, 0xF, false))
+		goto out;
+	rocemu_mr_reg(a.pd, src, bytes, (uintptr_t)src, 0xF, &ma);
+	rocemu_mr_reg(b.pd, dst, bytes, (uintptr_t)dst, 0xF, &mb);
+	rocemu_mr_info(ma, &ia);
+	rocemu_mr_info(mb, &ib);
+	memset(src, 0x5A, bytes);
+	t0 = now_s();
+	while ((dt = now_s() - t0) < o->seconds) {
+		while (inflight < o->depth &&
+		       post_one(o, qa, qb, posted, src, dst, ia.lkey, ib.lkey, ib.rkey) == 0) {
+			inflight++;
+			posted++;
+		}
+		if (rocemu_cq_poll(a.scq, 1, &wc) != 1)
+			continue;
+		if (wc.status != IBV_WC_SUCCESS) {
+			fprintf(stderr, "completion error %d\n", wc.status);
+			goto out;
+		}
+		inflight--;
+		done++;
+		if (o->op == IBV_WR_SEND)
+			while (rocemu_cq_poll(b.rcq, 1, &wc) == 1)
+				;
+	}
+	result = (double)done * o->size / dt / 1e6;
+	printf("  loss %6u ppm: %9.1f MB/s  retransmitted %llu, timeouts %llu, seq NAKs %llu\n",
+	       loss_ppm, result, (unsigned long long)h_counter(a.e, "retransmit_packets"),
+	       (unsigned long long)h_counter(a.e, "retransmit_timeouts"),
+	       (unsigned long long)h_counter(b.e, "tx_nak_psn_seq"));
+out:
+	h_teardown_all(&a, &b); /* engine destroy frees the QPs and MRs */
+	free(src);
+	free(dst);
+	return result;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {IBV_WR_RDMA_WRITE, IBV_MTU_4096, 65536, 10000, 2.0, 64};
+	double clean, lossy;
+
+	for (int i = 1; i + 1 < argc; i += 2) {
+		const char *k = argv[i], *v = argv[i + 1];
+
+		if (!strcmp(k, "--op"))
+			o.op = !strcmp(v, "read")   ? IBV_WR_RDMA_READ
+			       : !strcmp(v, "send") ? IBV_WR_SEND
+						    : IBV_WR_RDMA_WRITE;
+		else if (!strcmp(k, "--mtu"))
+			o.mtu = (enum ibv_mtu)(__builtin_ctz((unsigned)atoi(v)) - 7);
+		else if (!strcmp(k, "--size"))
+			o.size = (uint32_t)atoi(v);
+		else if (!strcmp(k, "--loss-ppm"))
+			o.loss_ppm = (uint32_t)atoi(v);
+		else if (!strcmp(k, "--seconds"))
+			o.seconds = atof(v);
+		else if (!strcmp(k, "--depth"))
+			o.depth = (unsigned)atoi(v);
+	}
+	if (rocemu_eal_init() < 0) {
+		fprintf(stderr, "skip: %s\n", rocemu_eal_error());
+		return 77;
+	}
+	printf("RC %s, %u-byte messages, MTU %u, %u in flight, %.1f s each:\n",
+	       o.op == IBV_WR_RDMA_READ ? "READ"
+	       : o.op == IBV_WR_SEND	? "SEND"
+					: "WRITE",
+	       o.size, 128u << o.mtu, o.depth, o.seconds);
+	clean = run(&o, "gpclean", 0);
+	lossy = run(&o, "gplossy", o.loss_ppm);
+	if (clean <= 0 || lossy < 0)
+		return 1;
+	printf("goodput under loss / loss-free: %.0f%%\n", 100.0 * lossy / clean);
+	return 0;
+}
