@@ -989,6 +989,36 @@ static void test_random_frames(void **state)
 	pair_close(&p);
 }
 
+/* dpdk:DEVARGS opens any PMD; a stand-alone net_ring vdev reflects what it
+ * sends, so our own announcements come back and are dropped as ours. */
+static void test_dpdk_spec(void **state)
+{
+	struct rocemu_port_config cfg;
+	struct rocemu_port *port;
+	char err[512];
+	(void)state;
+
+	rocemu_port_config_init(&cfg);
+	set(&cfg, "port", "dpdk:net_ring_d0");
+	set(&cfg, "ip", "10.9.9.1/24");
+	if (rocemu_port_open(&cfg, &port, err, sizeof(err)))
+		fail_msg("open: %s", err);
+	rocemu_port_progress_thread_stop(port);
+	assert_true(rocemu_port_link_up(port));
+	assert_int_equal(rocemu_port_eth_mtu(port), 1500);
+	for (int i = 0; i < 4; i++)
+		rocemu_port_progress(port);
+	assert_true(counter(port, "gratuitous_arp_tx") >= 1);
+	assert_true(counter(port, "drop_own_source_mac") >= 1);
+	rocemu_port_close(port);
+	/* a device that does not exist fails with a one-line reason */
+	rocemu_port_config_init(&cfg);
+	set(&cfg, "port", "dpdk:net_nosuchpmd0");
+	assert_true(rocemu_port_open(&cfg, &port, err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, "net_nosuchpmd0"));
+	assert_null(strchr(err, '\n'));
+}
+
 /* A child forked while ports run exits without hanging and without taking
  * the parent's ports down; the parent's ports keep working. */
 static void test_fork_child_exit(void **state)
@@ -1072,6 +1102,7 @@ int main(void)
 	    cmocka_unit_test(test_fault_dup_reorder_delay),
 	    cmocka_unit_test(test_fork_child_exit),
 	    cmocka_unit_test(test_random_frames),
+	    cmocka_unit_test(test_dpdk_spec),
 	};
 	char err[256];
 	struct sigaction sa;
