@@ -171,6 +171,33 @@ static int engine_acquire(struct rocemu_vdevice *d)
 	return rc;
 }
 
+/*
+ * Before the port goes, let the last frames leave: a responder's final ACK is
+ * often still queued when the program, its receive completed, closes the
+ * device, and a requester on the other host then retries into the void until
+ * "retry counter exceeded". Run progress until it is idle for a few passes,
+ * then give the peer a moment to take the frames off a shared-memory ring.
+ */
+#define DRAIN_IDLE_PASSES 3
+#define DRAIN_MAX_NS 50000000ull /* 50 ms */
+#define DRAIN_LINGER_US 20000
+
+static void engine_drain(struct rocemu_engine *e)
+{
+	uint64_t end = rocemu_now_ns() + DRAIN_MAX_NS;
+	unsigned idle = 0;
+
+	while (idle < DRAIN_IDLE_PASSES && rocemu_now_ns() < end) {
+		struct rocemu_port *port = rocemu_engine_port(e);
+		rocemu_port_lock(port);
+		unsigned work = rocemu_port_progress_locked(port);
+		rocemu_port_flush(port);
+		rocemu_port_unlock(port);
+		idle = work ? 0 : idle + 1;
+	}
+	usleep(DRAIN_LINGER_US);
+}
+
 /* The last close destroys the engine: that stops progress and flushes the capture. */
 static void engine_release(struct rocemu_vdevice *d)
 {
@@ -182,8 +209,10 @@ static void engine_release(struct rocemu_vdevice *d)
 		d->engine = NULL;
 	}
 	pthread_mutex_unlock(&d->lock);
-	if (dead)
+	if (dead) {
+		engine_drain(dead);
 		rocemu_engine_destroy(dead);
+	}
 }
 
 __be64 ibv_get_device_guid(struct ibv_device *device)

@@ -240,7 +240,12 @@ static long tshark_problems(const char *path)
 	if (system("command -v tshark >/dev/null 2>&1") != 0)
 		return -1;
 	snprintf(cmd, sizeof(cmd),
-		 "timeout 60 tshark -n -r '%s' -Y '_ws.malformed || _ws.expert.severity >= \"error\"' "
+		 /* payload is application bytes: keep Wireshark's payload heuristics off it */
+		 "timeout 60 tshark -n --disable-protocol rpcordma --disable-protocol smb_direct "
+		 "--disable-protocol smc --disable-protocol nvme-rdma --disable-protocol lnet "
+		 "--disable-protocol iser --disable-protocol infiniband_sdp --disable-protocol fcoib "
+		 "--disable-protocol infiniband.eoib "
+		 "-r '%s' -Y '_ws.malformed || _ws.expert.severity >= \"error\"' "
 		 "-T fields -e frame.number 2>/dev/null | wc -l",
 		 path);
 	FILE *f = popen(cmd, "r");

@@ -1,0 +1,62 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Two hosts over memif, each an unmodified verbs program under `rocemu run`:
+#   pair.sh PROGRAM [ARGS...]
+# Host A (memif server, 10.88.x.1) runs PROGRAM ARGS, host B (memif client,
+# 10.88.x.2) runs PROGRAM ARGS 127.0.0.1. Both must exit 0 within the
+# timeout, and both captures must decode in tshark without a malformed frame
+# or an error-level expert note, and with every RoCEv2 frame's ICRC verified
+# independently (scapy) when scapy is available.
+set -u
+BUILD=${ROCEMU_BUILD_DIR:?set by meson}
+SRC=${ROCEMU_SOURCE_DIR:?set by meson}
+ROCEMU=$BUILD/tools/rocemu
+PY=${PYTHON:-/usr/bin/python3}
+TIMEOUT=${PAIR_TIMEOUT:-60}
+prog=$1
+shift
+
+command -v "$prog" >/dev/null || { echo "SKIP: $prog not installed (ibverbs-utils / perftest)"; exit 77; }
+[ -x "$ROCEMU" ] || { echo "SKIP: $ROCEMU not built"; exit 77; }
+
+dir=$(mktemp -d /tmp/rocemu-pair-XXXXXX)
+trap 'kill $pa 2>/dev/null; [ -n "${PAIR_KEEP:-}" ] || rm -rf "$dir"' EXIT
+# a TCP port and subnet of our own, so parallel tests do not collide
+tcp=$((20000 + ($$ % 20000)))
+net=$((($$ % 200) + 20))
+
+timeout -s KILL $TIMEOUT "$ROCEMU" run --port memif:server:$dir/m.sock --ip 10.88.$net.1/24 --capture $dir/a.pcap \
+	-- "$prog" -p $tcp "$@" >$dir/a.log 2>&1 &
+pa=$!
+for _ in $(seq 100); do
+	ss -ltn 2>/dev/null | grep -q ":$tcp " && break
+	kill -0 $pa 2>/dev/null || break
+	sleep 0.1
+done
+timeout -s KILL $TIMEOUT "$ROCEMU" run --port memif:client:$dir/m.sock --ip 10.88.$net.2/24 --capture $dir/b.pcap \
+	-- "$prog" -p $tcp "$@" 127.0.0.1 >$dir/b.log 2>&1
+rb=$?
+wait $pa
+ra=$?
+echo "== host A ($prog $* ; exit $ra)"; cat $dir/a.log
+echo "== host B ($prog $* 127.0.0.1 ; exit $rb)"; cat $dir/b.log
+# The programs' payload is arbitrary bytes: keep Wireshark's payload
+# heuristics (RPC-over-RDMA, SMB Direct, ...) from dissecting it as theirs.
+nohe=""
+for h in smc smb_direct rpcordma nvme-rdma lnet iser infiniband.eoib infiniband_sdp fcoib; do
+	nohe="$nohe --disable-protocol $h"
+done
+fail=0
+[ $ra -eq 0 ] && [ $rb -eq 0 ] || fail=1
+for cap in a b; do
+	f=$dir/$cap.pcap
+	if [ ! -s $f ]; then echo "capture $cap: missing"; fail=1; continue; fi
+	n=$(timeout 120 tshark -n -r $f -Y infiniband 2>/dev/null | wc -l)
+	bad=$(timeout 120 tshark -n $nohe -r $f -Y '_ws.malformed || _ws.expert.severity >= "error"' 2>/dev/null | wc -l)
+	echo "capture $cap: $n RoCEv2 frames, $bad malformed/error (tshark)"
+	[ "$n" -gt 0 ] && [ "$bad" -eq 0 ] || fail=1
+	if $PY -c 'import scapy' 2>/dev/null; then
+		$PY "$SRC/tests/verbs/icrc_check.py" $f || fail=1
+	fi
+done
+exit $fail
