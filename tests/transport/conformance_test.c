@@ -1,0 +1,626 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Packet-level conformance of the RC responder and requester. Node A is a
+ * full engine; node B is a bare port whose frames the test writes by hand
+ * with the wire codec and whose received frames the test reads, so every
+ * scenario is a scripted exchange tied to the rule of the InfiniBand
+ * Architecture Specification (vol. 1) it checks.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../../emulator/wire/roce_mbuf.h"
+#include "harness.h"
+
+#define PEER_QPN 0x99
+#define MAXQ	 256
+
+struct seen {
+	struct roce_pkt pkt;
+	uint8_t payload[4096];
+};
+
+static struct {
+	struct rocemu_engine *e;
+	struct rocemu_pd *pd;
+	struct rocemu_cq *scq, *rcq;
+	uint8_t gid[16], mac[6];
+	struct rocemu_port *b;
+	uint8_t bgid[16], bmac[6];
+	struct seen q[MAXQ];
+	unsigned head, tail;
+} T;
+
+static void b_rx(void *ctx, struct rte_mbuf **pkts, struct roce_pkt *descs, uint16_t n)
+{
+	(void)ctx;
+	for (uint16_t i = 0; i < n; i++) {
+		if (T.tail - T.head < MAXQ) {
+			struct seen *s = &T.q[T.tail++ % MAXQ];
+
+			s->pkt = descs[i];
+			memcpy(s->payload,
+			       rte_pktmbuf_mtod(pkts[i], uint8_t *) + descs[i].payload_off,
+			       descs[i].payload_len < 4096 ? descs[i].payload_len : 4096);
+		}
+		rte_pktmbuf_free(pkts[i]);
+	}
+}
+
+static unsigned b_poll(void *ctx, uint64_t now)
+{
+	(void)ctx;
+	(void)now;
+	return 0;
+}
+
+static bool b_has_work(void *ctx)
+{
+	(void)ctx;
+	return false;
+}
+
+/** Next frame B received (waits up to ~5 s); false when none came. */
+static bool b_next(struct seen *out, unsigned wait_ms)
+{
+	for (unsigned i = 0; i < wait_ms * 10; i++) {
+		bool got = false;
+
+		rocemu_port_progress(T.b);
+		rocemu_port_lock(T.b);
+		if (T.head != T.tail) {
+			*out = T.q[T.head++ % MAXQ];
+			got = true;
+		}
+		rocemu_port_unlock(T.b);
+		if (got)
+			return true;
+		usleep(100);
+	}
+	return false;
+}
+
+static void b_drain(void)
+{
+	struct seen s;
+
+	while (b_next(&s, 20))
+		;
+}
+
+/** Send one request or response from B to A's QP. */
+static void b_send(uint8_t opcode, uint32_t dqpn, uint32_t psn, bool ackreq,
+		   void (*fill)(struct roce_pkt *p, void *arg), void *arg, const void *payload,
+		   uint32_t len)
+{
+	struct roce_pkt p = {0};
+	struct rte_mbuf *m;
+
+	memcpy(p.path.dst_mac, T.mac, 6);
+	memcpy(p.path.src_mac, T.bmac, 6);
+	p.path.ip_version = 4;
+	memcpy(p.path.src_gid, T.bgid, 16);
+	memcpy(p.path.dst_gid, T.gid, 16);
+	p.path.ttl = 64;
+	p.path.dont_fragment = true;
+	p.path.udp_sport = 0xC123;
+	p.path.udp_dport = ROCE_UDP_PORT;
+	p.opcode = opcode;
+	p.op = roce_opcode_info(opcode);
+	p.pkey = ROCE_DEFAULT_PKEY;
+	p.dqpn = dqpn;
+	p.psn = psn;
+	p.ackreq = ackreq;
+	p.payload_len = len;
+	if (fill)
+		fill(&p, arg);
+	rocemu_port_lock(T.b);
+	m = rocemu_port_alloc_mbuf(T.b);
+	assert_non_null(m);
+	assert_int_equal(roce_mbuf_build(m, &p, payload), 0);
+	assert_int_equal(rocemu_port_tx(T.b, m), 0);
+	rocemu_port_flush(T.b);
+	rocemu_port_unlock(T.b);
+}
+
+/** A's RC QP connected to B's imaginary QP PEER_QPN. */
+static struct rocemu_qp *a_qp(uint32_t rq_psn, uint32_t sq_psn, uint8_t min_rnr)
+{
+	struct rocemu_qp_init init = {
+	    .qp_type = IBV_QPT_RC,
+	    .send_cq = T.scq,
+	    .recv_cq = T.rcq,
+	    .cap = {.max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 4, .max_recv_sge = 4},
+	};
+	struct rocemu_qp *qp;
+	struct ibv_qp_attr a = {0};
+	struct rocemu_wc wc;
+
+	/* completions left by the previous scenario */
+	while (rocemu_cq_poll(T.scq, 1, &wc) > 0 || rocemu_cq_poll(T.rcq, 1, &wc) > 0)
+		;
+	assert_int_equal(rocemu_qp_create(T.pd, &init, &qp), 0);
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags =
+	    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	assert_int_equal(
+	    rocemu_qp_modify(qp, &a,
+			     IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+	    0);
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = PEER_QPN;
+	a.rq_psn = rq_psn;
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = min_rnr;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.grh.sgid_index = 1;
+	memcpy(a.ah_attr.grh.dgid.raw, T.bgid, 16);
+	assert_int_equal(rocemu_qp_modify(qp, &a,
+					  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+					      IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+			 0);
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = sq_psn;
+	a.timeout = 18; /* ~1 s: the scripts answer long before */
+	a.retry_cnt = 3;
+	a.rnr_retry = 3;
+	a.max_rd_atomic = 4;
+	assert_int_equal(rocemu_qp_modify(qp, &a,
+					  IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+					      IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					      IBV_QP_MAX_QP_RD_ATOMIC),
+			 0);
+	return qp;
+}
+
+static struct rocemu_mr *reg(void *p, size_t len)
+{
+	struct rocemu_mr *mr;
+
+	assert_int_equal(rocemu_mr_reg(T.pd, p, len, (uintptr_t)p,
+				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+				       &mr),
+			 0);
+	return mr;
+}
+
+static uint32_t key(struct rocemu_mr *mr, bool remote)
+{
+	struct rocemu_mr_info i;
+
+	rocemu_mr_info(mr, &i);
+	return remote ? i.rkey : i.lkey;
+}
+
+static void expect_aeth(struct seen *s, uint8_t type, uint8_t value, uint32_t psn)
+{
+	assert_true(b_next(s, 5000));
+	assert_int_equal(s->pkt.opcode, ROCE_OP_ACK);
+	assert_int_equal(s->pkt.dqpn, PEER_QPN);
+	assert_int_equal(ROCE_AETH_TYPE(s->pkt.aeth.syndrome), type);
+	if (type != ROCE_AETH_ACK)
+		assert_int_equal(ROCE_AETH_VALUE(s->pkt.aeth.syndrome), value);
+	assert_int_equal(s->pkt.psn, psn);
+}
+
+static void post_recv(struct rocemu_qp *qp, uint64_t id, void *p, uint32_t len, uint32_t lkey)
+{
+	struct ibv_sge sge = {(uintptr_t)p, len, lkey};
+
+	assert_int_equal(rocemu_qp_post_recv(qp, id, &sge, 1), 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Responder                                                                  */
+
+/* 9.7.5.1.1: a SEND with AckReq is acknowledged with its PSN and the MSN. */
+static void test_resp_ack(void **state)
+{
+	struct rocemu_qp *qp = a_qp(0x1000, 0x2000, 1);
+	uint8_t buf[64], data[20] = "hello, responder";
+	struct rocemu_mr *m = reg(buf, sizeof(buf));
+	struct seen s;
+	struct rocemu_wc wc;
+
+	(void)state;
+	post_recv(qp, 1, buf, sizeof(buf), key(m, false));
+	b_send(ROCE_OP_SEND_ONLY, rocemu_qp_num(qp), 0x1000, true, NULL, NULL, data, 20);
+	expect_aeth(&s, ROCE_AETH_ACK, 0, 0x1000);
+	assert_int_equal(s.pkt.aeth.msn, 1);
+	assert_int_equal(h_poll(T.rcq, &wc), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, 20);
+	assert_memory_equal(buf, data, 20);
+	rocemu_qp_destroy(qp);
+	rocemu_mr_dereg(m);
+}
+
+/* C9-110: the first out-of-sequence packet is NAKed (PSN sequence error, PSN =
+ * expected), later ones of the same gap are dropped silently; the expected
+ * PSN is accepted afterwards. */
+static void test_resp_psn_ahead(void **state)
+{
+	struct rocemu_qp *qp = a_qp(0x10, 0x20, 1);
+	uint8_t buf[64], data[8] = "abcdefg";
+	struct rocemu_mr *m = reg(buf, sizeof(buf));
+	struct seen s;
+
+	(void)state;
+	post_recv(qp, 1, buf, sizeof(buf), key(m, false));
+	b_send(ROCE_OP_SEND_ONLY, rocemu_qp_num(qp), 0x15, true, NULL, NULL, data, 8);
+	expect_aeth(&s, ROCE_AETH_NAK, ROCE_NAK_PSN_SEQ_ERR, 0x10);
+	b_send(ROCE_OP_SEND_ONLY, rocemu_qp_num(qp), 0x16, true, NULL, NULL, data, 8);
+	assert_false(b_next(&s, 100));
+	b_send(ROCE_OP_SEND_ONLY, rocemu_qp_num(qp), 0x10, true, NULL, NULL, data, 8);
+	expect_aeth(&s, ROCE_AETH_ACK, 0, 0x10);
+	assert_int_equal(rocemu_qp_state(qp), IBV_QPS_RTS);
+	rocemu_qp_destroy(qp);
+	rocemu_mr_dereg(m);
+}
+
+/* 9.7.5.1.1 (duplicates): a duplicate SEND is re-acknowledged and not placed again. */
+static void test_resp_duplicate_send(void **state)
+{
+	struct rocemu_qp *qp = a_qp(0x30, 0x40, 1);
+	uint8_t buf[2][64], data[8] = "1234567";
+	struct rocemu_mr *m = reg(buf, sizeof(buf));
+	struct seen s;
+	struct rocemu_wc wc;
+
+	(void)state;
+	post_recv(qp, 1, buf[0], 64, key(m, false));
+	post_recv(qp, 2, buf[1], 64, key(m, false));
+	b_send(ROCE_OP_SEND_ONLY, rocemu_qp_num(qp), 0x30, true, NULL, NULL, data, 8);
+	expect_aeth(&s, ROCE_AETH_ACK, 0, 0x30);
+	b_send(ROCE_OP_SEND_ONLY, rocemu_qp_num(qp), 0x30, true, NULL, NULL, data, 8);
+	expect_aeth(&s, ROCE_AETH_ACK, 0, 0x30);
+	assert_int_equal(h_poll(T.rcq, &wc), 1);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(h_poll_quiet(T.rcq, &wc, 50), 0); /* WQE 2 untouched */
+	rocemu_qp_destroy(qp);
+	rocemu_mr_dereg(m);
+}
+
+/* 9.7.5.1.2 / C9-89: SEND MIDDLE with no message in progress is an invalid
+ * request: NAK, and the responder QP goes to ERR (9.9.3). */
+static void test_resp_bad_sequence(void **state)
+{
+	struct rocemu_qp *qp = a_qp(0x50, 0x60, 1);
+	uint8_t data[1024] = {0};
+	struct seen s;
+
+	(void)state;
+	b_send(ROCE_OP_SEND_MIDDLE, rocemu_qp_num(qp), 0x50, false, NULL, NULL, data, 1024);
+	expect_aeth(&s, ROCE_AETH_NAK, ROCE_NAK_INVALID_REQUEST, 0x50);
+	assert_int_equal(rocemu_qp_state(qp), IBV_QPS_ERR);
+	rocemu_qp_destroy(qp);
+}
+
+/* 9.7.5.2.8: no receive WQE -> RNR NAK carrying the QP's min_rnr_timer. */
+static void test_resp_rnr(void **state)
+{
+	struct rocemu_qp *qp = a_qp(0x70, 0x80, 14);
+	uint8_t data[8] = {0};
+	struct seen s;
+
+	(void)state;
+	b_send(ROCE_OP_SEND_ONLY, rocemu_qp_num(qp), 0x70, true, NULL, NULL, data, 8);
+	expect_aeth(&s, ROCE_AETH_RNR_NAK, 14, 0x70);
+	assert_int_equal(rocemu_qp_state(qp), IBV_QPS_RTS);
+	rocemu_qp_destroy(qp);
+}
+
+struct reth_arg {
+	uint64_t va;
+	uint32_t rkey, len;
+};
+
+static void fill_reth(struct roce_pkt *p, void *arg)
+{
+	struct reth_arg *r = arg;
+
+	p->reth.va = r->va;
+	p->reth.rkey = r->rkey;
+	p->reth.dma_len = r->len;
+}
+
+/* 9.7.5.1.1 / C9-... : a WRITE outside the region is a remote access error
+ * NAK; nothing is written; the QP goes to ERR. */
+static void test_resp_write_access(void **state)
+{
+	struct rocemu_qp *qp = a_qp(0x90, 0xA0, 1);
+	uint8_t buf[128], data[64];
+	struct rocemu_mr *m = reg(buf, 64);
+	struct reth_arg r = {(uintptr_t)buf + 1, key(m, true), 64};
+	struct seen s;
+
+	(void)state;
+	memset(buf, 0x11, sizeof(buf));
+	memset(data, 0x22, sizeof(data));
+	b_send(ROCE_OP_WRITE_ONLY, rocemu_qp_num(qp), 0x90, true, fill_reth, &r, data, 64);
+	expect_aeth(&s, ROCE_AETH_NAK, ROCE_NAK_REMOTE_ACCESS_ERR, 0x90);
+	for (unsigned i = 0; i < sizeof(buf); i++)
+		assert_int_equal(buf[i], 0x11);
+	assert_int_equal(rocemu_qp_state(qp), IBV_QPS_ERR);
+	rocemu_qp_destroy(qp);
+	rocemu_mr_dereg(m);
+}
+
+/* 9.7.5.1.3 / 9.7.6: a READ is answered with READ responses carrying the
+ * data; a duplicate READ is executed again from the responder resources. */
+static void test_resp_read_and_duplicate(void **state)
+{
+	struct rocemu_qp *qp = a_qp(0xB0, 0xC0, 1);
+	uint8_t buf[2000];
+	struct rocemu_mr *m = reg(buf, sizeof(buf));
+	struct reth_arg r = {(uintptr_t)buf, key(m, true), 2000};
+	struct seen s;
+
+	(void)state;
+	h_fill(buf, sizeof(buf), 3);
+	for (int pass = 0; pass < 2; pass++) {
+		b_send(ROCE_OP_READ_REQUEST, rocemu_qp_num(qp), 0xB0, true, fill_reth, &r, NULL, 0);
+		assert_true(b_next(&s, 5000));
+		assert_int_equal(s.pkt.opcode, ROCE_OP_READ_RESP_FIRST);
+		assert_int_equal(s.pkt.psn, 0xB0);
+		assert_int_equal(s.pkt.payload_len, 1024);
+		assert_memory_equal(s.payload, buf, 1024);
+		assert_true(b_next(&s, 5000));
+		assert_int_equal(s.pkt.opcode, ROCE_OP_READ_RESP_LAST);
+		assert_int_equal(s.pkt.psn, 0xB1);
+		assert_int_equal(s.pkt.payload_len, 976);
+		assert_memory_equal(s.payload, buf + 1024, 976);
+	}
+	/* the next request uses the PSN after both responses */
+	b_send(ROCE_OP_SEND_ONLY, rocemu_qp_num(qp), 0xB2, true, NULL, NULL, NULL, 0);
+	expect_aeth(&s, ROCE_AETH_RNR_NAK, 1, 0xB2);
+	rocemu_qp_destroy(qp);
+	rocemu_mr_dereg(m);
+}
+
+struct atomic_arg {
+	uint64_t va;
+	uint32_t rkey;
+	uint64_t add;
+};
+
+static void fill_atomic(struct roce_pkt *p, void *arg)
+{
+	struct atomic_arg *a = arg;
+
+	p->atomic.va = a->va;
+	p->atomic.rkey = a->rkey;
+	p->atomic.swap_add = a->add;
+}
+
+/* 9.7.5.1.3 / o9-28: a duplicate atomic returns the saved result and is not executed again. */
+static void test_resp_atomic_duplicate(void **state)
+{
+	struct rocemu_qp *qp = a_qp(0xD0, 0xE0, 1);
+	uint64_t target[2] = {40, 0};
+	struct rocemu_mr *m = reg(target, sizeof(target));
+	struct atomic_arg a = {(uintptr_t)&target[0], key(m, true), 2};
+	struct seen s;
+
+	(void)state;
+	for (int pass = 0; pass < 3; pass++) {
+		b_send(ROCE_OP_FETCH_ADD, rocemu_qp_num(qp), 0xD0, true, fill_atomic, &a, NULL, 0);
+		assert_true(b_next(&s, 5000));
+		assert_int_equal(s.pkt.opcode, ROCE_OP_ATOMIC_ACK);
+		assert_int_equal(s.pkt.psn, 0xD0);
+		assert_int_equal(s.pkt.atomic_orig, 40);
+	}
+	assert_int_equal(target[0], 42);
+	/* misaligned: invalid request (C9-40 style alignment rule) */
+	a.va += 4;
+	b_send(ROCE_OP_FETCH_ADD, rocemu_qp_num(qp), 0xD1, true, fill_atomic, &a, NULL, 0);
+	expect_aeth(&s, ROCE_AETH_NAK, ROCE_NAK_INVALID_REQUEST, 0xD1);
+	assert_int_equal(target[0], 42);
+	rocemu_qp_destroy(qp);
+	rocemu_mr_dereg(m);
+}
+
+/* Packets for a QP that does not exist are dropped and counted. */
+static void test_unknown_qp(void **state)
+{
+	uint64_t before = h_counter(T.e, "drop_unknown_qp");
+	struct seen s;
+
+	(void)state;
+	b_send(ROCE_OP_SEND_ONLY, 0xABCDE, 1, true, NULL, NULL, NULL, 0);
+	assert_false(b_next(&s, 100));
+	assert_int_equal(h_counter(T.e, "drop_unknown_qp"), before + 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Requester                                                                  */
+
+static void a_post_send(struct rocemu_qp *qp, uint64_t id, void *p, uint32_t len, uint32_t lkey)
+{
+	struct ibv_sge sge = {(uintptr_t)p, len, lkey};
+	struct rocemu_send_wr wr = {.wr_id = id,
+				    .opcode = IBV_WR_SEND,
+				    .send_flags = IBV_SEND_SIGNALED,
+				    .sg_list = &sge,
+				    .num_sge = 1};
+
+	assert_int_equal(rocemu_qp_post_send(qp, &wr), 0);
+}
+
+static void fill_aeth(struct roce_pkt *p, void *arg)
+{
+	p->aeth.syndrome = *(uint8_t *)arg;
+	p->aeth.msn = 1;
+}
+
+/* 9.7.5.2.2 / 10.8.3: a PSN sequence error NAK makes the requester resend
+ * from that PSN; the ACK then completes the WQE. */
+static void test_req_nak_seq_then_ack(void **state)
+{
+	struct rocemu_qp *qp = a_qp(0x100, 0x200, 1);
+	uint8_t buf[3000];
+	struct rocemu_mr *m = reg(buf, sizeof(buf));
+	uint8_t nak = ROCE_AETH_SYNDROME(ROCE_AETH_NAK, ROCE_NAK_PSN_SEQ_ERR);
+	uint8_t ack = ROCE_AETH_SYNDROME(ROCE_AETH_ACK, 0x1F);
+	struct seen s;
+	struct rocemu_wc wc;
+
+	(void)state;
+	b_drain();
+	h_fill(buf, sizeof(buf), 8);
+	a_post_send(qp, 5, buf, 3000, key(m, false));
+	/* FIRST, MIDDLE, LAST with PSNs 0x200..0x202, AckReq on the last */
+	for (uint32_t i = 0; i < 3; i++) {
+		assert_true(b_next(&s, 5000));
+		assert_int_equal(s.pkt.psn, 0x200 + i);
+		assert_int_equal(s.pkt.ackreq, i == 2);
+	}
+	assert_int_equal(s.pkt.opcode, ROCE_OP_SEND_LAST);
+	/* "lost" the middle one: NAK from 0x201 */
+	b_send(ROCE_OP_ACK, rocemu_qp_num(qp), 0x201, false, fill_aeth, &nak, NULL, 0);
+	for (uint32_t i = 1; i < 3; i++) {
+		assert_true(b_next(&s, 5000));
+		assert_int_equal(s.pkt.psn, 0x200 + i);
+		assert_memory_equal(s.payload, buf + i * 1024, s.pkt.payload_len);
+	}
+	assert_int_equal(h_poll_quiet(T.scq, &wc, 20), 0);
+	b_send(ROCE_OP_ACK, rocemu_qp_num(qp), 0x202, false, fill_aeth, &ack, NULL, 0);
+	assert_int_equal(h_poll(T.scq, &wc), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 5);
+	assert_true(h_counter(T.e, "retransmit_packets") >= 2);
+	rocemu_qp_destroy(qp);
+	rocemu_mr_dereg(m);
+}
+
+/* 9.7.5.2.4 / 10.8.3: a remote access error NAK completes the WQE with
+ * IBV_WC_REM_ACCESS_ERR, the QP goes to ERR and later WQEs flush. */
+static void test_req_nak_access(void **state)
+{
+	struct rocemu_qp *qp = a_qp(0x300, 0x400, 1);
+	uint8_t buf[16];
+	struct rocemu_mr *m = reg(buf, sizeof(buf));
+	uint8_t nak = ROCE_AETH_SYNDROME(ROCE_AETH_NAK, ROCE_NAK_REMOTE_ACCESS_ERR);
+	struct seen s;
+	struct rocemu_wc wc;
+
+	(void)state;
+	b_drain();
+	a_post_send(qp, 1, buf, 16, key(m, false));
+	a_post_send(qp, 2, buf, 16, key(m, false));
+	assert_true(b_next(&s, 5000));
+	assert_true(b_next(&s, 5000));
+	b_send(ROCE_OP_ACK, rocemu_qp_num(qp), 0x400, false, fill_aeth, &nak, NULL, 0);
+	assert_int_equal(h_poll(T.scq, &wc), 1);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(h_poll(T.scq, &wc), 1);
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(rocemu_qp_state(qp), IBV_QPS_ERR);
+	rocemu_qp_destroy(qp);
+	rocemu_mr_dereg(m);
+}
+
+/* A response for a PSN the requester never sent is dropped and counted. */
+static void test_req_ghost_ack(void **state)
+{
+	struct rocemu_qp *qp = a_qp(0x500, 0x600, 1);
+	uint8_t ack = ROCE_AETH_SYNDROME(ROCE_AETH_ACK, 0x1F);
+	uint64_t before = h_counter(T.e, "drop_resp_unexpected");
+
+	(void)state;
+	b_send(ROCE_OP_ACK, rocemu_qp_num(qp), 0x650, false, fill_aeth, &ack, NULL, 0);
+	for (int i = 0; i < 5000 && h_counter(T.e, "drop_resp_unexpected") == before; i++)
+		usleep(100);
+	assert_int_equal(h_counter(T.e, "drop_resp_unexpected"), before + 1);
+	assert_int_equal(rocemu_qp_state(qp), IBV_QPS_RTS);
+	rocemu_qp_destroy(qp);
+}
+
+/* ------------------------------------------------------------------------ */
+
+static int setup(void **state)
+{
+	struct rocemu_port_config cfg;
+	struct rocemu_port_upper up = {.rx = b_rx, .poll = b_poll, .has_work = b_has_work};
+	char err[256];
+
+	(void)state;
+	rocemu_port_config_init(&cfg);
+	rocemu_port_config_set(&cfg, "port", "ring:conf:a", err, sizeof(err));
+	rocemu_port_config_set(&cfg, "ip", "10.79.0.1/24", err, sizeof(err));
+	rocemu_port_config_set(&cfg, "mtu", "4200", err, sizeof(err));
+	if (rocemu_engine_create(&cfg, &T.e, err, sizeof(err)) < 0) {
+		fprintf(stderr, "engine: %s\n", err);
+		return -1;
+	}
+	rocemu_port_gid(rocemu_engine_port(T.e), 1, T.gid);
+	rocemu_port_mac(rocemu_engine_port(T.e), T.mac);
+	if (rocemu_pd_alloc(T.e, &T.pd) || rocemu_cq_create(T.e, 256, NULL, NULL, NULL, &T.scq) ||
+	    rocemu_cq_create(T.e, 256, NULL, NULL, NULL, &T.rcq))
+		return -1;
+	rocemu_port_config_init(&cfg);
+	rocemu_port_config_set(&cfg, "name", "peer", err, sizeof(err));
+	rocemu_port_config_set(&cfg, "port", "ring:conf:b", err, sizeof(err));
+	rocemu_port_config_set(&cfg, "ip", "10.79.0.2/24", err, sizeof(err));
+	rocemu_port_config_set(&cfg, "mtu", "4200", err, sizeof(err));
+	if (rocemu_port_open(&cfg, &T.b, err, sizeof(err)) < 0) {
+		fprintf(stderr, "port: %s\n", err);
+		return -1;
+	}
+	rocemu_port_set_upper(T.b, &up);
+	rocemu_port_gid(T.b, 1, T.bgid);
+	rocemu_port_mac(T.b, T.bmac);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (T.b)
+		rocemu_port_close(T.b);
+	if (T.e)
+		rocemu_engine_destroy(T.e);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_resp_ack),
+	    cmocka_unit_test(test_resp_psn_ahead),
+	    cmocka_unit_test(test_resp_duplicate_send),
+	    cmocka_unit_test(test_resp_bad_sequence),
+	    cmocka_unit_test(test_resp_rnr),
+	    cmocka_unit_test(test_resp_write_access),
+	    cmocka_unit_test(test_resp_read_and_duplicate),
+	    cmocka_unit_test(test_resp_atomic_duplicate),
+	    cmocka_unit_test(test_unknown_qp),
+	    cmocka_unit_test(test_req_nak_seq_then_ack),
+	    cmocka_unit_test(test_req_nak_access),
+	    cmocka_unit_test(test_req_ghost_ack),
+	};
+
+	if (rocemu_eal_init() < 0) {
+		fprintf(stderr, "skip: %s\n", rocemu_eal_error());
+		return 77;
+	}
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
