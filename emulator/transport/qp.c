@@ -562,8 +562,12 @@ static void apply_attrs(struct rocemu_qp *qp, const struct ibv_qp_attr *a, int m
 	if (mask & IBV_QP_DEST_QPN)
 		s->dest_qp_num = a->dest_qp_num;
 	if (mask & IBV_QP_AV) {
+		uint8_t mac[6];
+
 		s->ah_attr = a->ah_attr;
 		set_path(qp, &a->ah_attr);
+		/* Start ARP/ND now so the first packet does not wait for it. */
+		(void)rocemu_port_resolve(qp->engine->port, qp->path.sgid_index, qp->path.dgid, mac);
 	}
 	if (mask & IBV_QP_ALT_PATH) {
 		s->alt_ah_attr = a->alt_ah_attr;
