@@ -704,10 +704,10 @@ void rocemu_port_set_upper(struct rocemu_port *port, const struct rocemu_port_up
 	rocemu_port_lock(port);
 	if (upper && upper->rx) {
 		port->upper = *upper;
-		port->has_upper = true;
+		__atomic_store_n(&port->has_upper, true, __ATOMIC_RELAXED);
 	} else {
 		memset(&port->upper, 0, sizeof(port->upper));
-		port->has_upper = false;
+		__atomic_store_n(&port->has_upper, false, __ATOMIC_RELAXED);
 	}
 	atomic_store(&port->upper_has_work, false);
 	rocemu_port_unlock(port);

@@ -198,7 +198,9 @@ static bool idle_sleep(struct rocemu_port *port)
 	nfds_t nfds = port->doorbell_fd >= 0 ? 2 : 1;
 	/* with a doorbell and nobody above us, only our own timers (neighbour
 	 * retries, link check) need the timeout */
-	uint64_t sleep_ns = nfds == 2 && !port->has_upper ? DOORBELL_SLEEP_NS : IDLE_SLEEP_NS;
+	uint64_t sleep_ns = nfds == 2 && !__atomic_load_n(&port->has_upper, __ATOMIC_RELAXED)
+				? DOORBELL_SLEEP_NS
+				: IDLE_SLEEP_NS;
 	uint64_t now = rocemu_now_ns();
 
 	/* Shortly after a ring, sleep briefly only: the doorbell may have rung
