@@ -537,10 +537,24 @@ static void link_width_speed(uint32_t mbps, uint8_t *width, uint8_t *speed)
 	*speed = 1;
 }
 
+/*
+ * Port state as programs see it. A memif link is "up" only while the peer
+ * process is attached, but the peer is another program that starts later
+ * (perftest's server checks the port before it accepts its client, which
+ * then brings the memif peer). For memif the socket is the cable: the port
+ * counts as active once started; frames sent before the peer attaches are
+ * lost and recovered like any loss (ARP retries, RC retransmission). Other
+ * ports (af_packet, af_xdp, PMDs) report the ethdev's real link.
+ */
+bool rocemu_port_active(const struct rocemu_vdevice *d, struct rocemu_port *port)
+{
+	return rocemu_port_link_up(port) || !strncmp(d->cfg.spec, "memif:", 6);
+}
+
 static void fill_port_attr(struct rocemu_vcontext *c, struct ibv_port_attr *a)
 {
 	struct rocemu_caps caps;
-	bool up = rocemu_port_link_up(c->port);
+	bool up = rocemu_port_active(c->dev, c->port);
 
 	rocemu_engine_caps(c->engine, &caps);
 	memset(a, 0, sizeof(*a));

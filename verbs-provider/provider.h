@@ -83,6 +83,8 @@ void rocemu_async_from_engine(void *arg, const struct rocemu_event *ev);
 /** All devices; n gets the count. Loads the configuration once. */
 struct rocemu_vdevice **rocemu_devices(unsigned *n);
 uint64_t rocemu_guid_from_mac(const uint8_t mac[6]);
+/** Port state reported to programs (memif: active once started, see device.c). */
+bool rocemu_port_active(const struct rocemu_vdevice *d, struct rocemu_port *port);
 /** Device attributes the way ibv_query_device reports them. */
 void rocemu_fill_device_attr(struct rocemu_vcontext *c, struct ibv_device_attr *a);
 

@@ -107,7 +107,7 @@ static int device_file(struct rocemu_vdevice *d, const char *rel, char *out, siz
 	}
 	if (!strcmp(p, "state") || !strcmp(p, "phys_state")) {
 		pthread_mutex_lock(&d->lock);
-		bool up = d->engine && rocemu_port_link_up(rocemu_engine_port(d->engine));
+		bool up = d->engine && rocemu_port_active(d, rocemu_engine_port(d->engine));
 		pthread_mutex_unlock(&d->lock);
 		if (p[0] == 's')
 			snprintf(out, len, up ? "4: ACTIVE" : "1: DOWN");

@@ -175,15 +175,28 @@ static int run_stage(const struct demo *d, const struct stage *s)
 	if (a < 0)
 		return -1;
 	/* The client may connect only once the server listens (it does not retry). */
-	while (!tcp_listening(DEMO_TCP_PORT) && now_s() < deadline && waitpid(a, NULL, WNOHANG) == 0)
+	siginfo_t si;
+	bool a_alive = true;
+	while (!tcp_listening(DEMO_TCP_PORT) && now_s() < deadline) {
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, (id_t)a, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == a) {
+			a_alive = false; /* A failed before listening: do not start B */
+			break;
+		}
 		usleep(50000);
-	pid_t b = spawn(d, (char *const *)argv_b, log_b);
+	}
+	pid_t b = a_alive ? spawn(d, (char *const *)argv_b, log_b) : -1;
 	int rb = b > 0 ? wait_until(b, deadline) : -1;
 	int ra = wait_until(a, rb < 0 ? now_s() + 2 : deadline);
-	printf("   host A exit: %s%d, host B exit: %s%d\n", ra < 0 ? "timeout " : "", ra,
-	       rb < 0 ? "timeout " : "", rb);
-	print_log("host A output", log_a, 40);
-	print_log("host B output", log_b, 40);
+	printf("   host A exit: %s, host B exit: %s\n", ra < 0 ? "timeout" : ra == 0 ? "0" : "error",
+	       !a_alive ? "not started" : rb < 0 ? "timeout" : rb == 0 ? "0" : "error");
+	if (ra > 0)
+		printf("   (host A exit status %d)\n", ra);
+	if (rb > 0)
+		printf("   (host B exit status %d)\n", rb);
+	print_log("host A output", log_a, 25);
+	if (a_alive)
+		print_log("host B output", log_b, 25);
 	return ra == 0 && rb == 0 ? 0 : -1;
 }
 
@@ -196,7 +209,7 @@ struct summary {
 	double t_first, t_last;
 };
 
-static void summarize_capture(const char *path, struct summary *s)
+static bool summarize_capture(const char *path, struct summary *s)
 {
 	char errbuf[PCAP_ERRBUF_SIZE];
 	struct pcap_pkthdr *h;
@@ -206,31 +219,32 @@ static void summarize_capture(const char *path, struct summary *s)
 	pcap_t *p = pcap_open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO, errbuf);
 	if (!p) {
 		printf("   %s: cannot open (%s)\n", path, errbuf);
-		return;
+		return false;
 	}
 	while (pcap_next_ex(p, &h, &data) == 1) {
 		struct roce_pkt pkt;
 		double t = (double)h->ts.tv_sec + (double)h->ts.tv_usec / 1e9;
-		if (!s->frames)
-			s->t_first = t;
-		s->t_last = t;
 		s->frames++;
 		s->bytes += h->len;
 		enum roce_parse_status st = roce_parse(data, h->caplen, ROCE_PARSE_VERIFY_ICRC, &pkt);
 		if (st == ROCE_PARSE_OK) {
+			if (!s->roce)
+				s->t_first = t;
+			s->t_last = t;
 			s->roce++;
 			s->by_opcode[pkt.opcode]++;
 			s->payload += pkt.payload_len;
 		} else if (st == ROCE_PARSE_BAD_ICRC) {
 			s->bad_icrc++;
 		} else if (st == ROCE_PARSE_NOT_IP || st == ROCE_PARSE_NOT_UDP ||
-			   st == ROCE_PARSE_NOT_ROCE_PORT) {
-			s->other++; /* ARP, ICMP, ... */
+			   st == ROCE_PARSE_NOT_ROCE_PORT || st == ROCE_PARSE_IP_OPTIONS) {
+			s->other++; /* ARP, ICMP, ICMPv6 neighbour discovery, ... */
 		} else {
 			s->malformed++;
 		}
 	}
 	pcap_close(p);
+	return true;
 }
 
 /* tshark's verdict: frames it flags malformed or with error-level expert info. -1 if unavailable. */
@@ -261,7 +275,8 @@ static long tshark_problems(const char *path)
 static void print_summary(const char *path)
 {
 	struct summary s;
-	summarize_capture(path, &s);
+	if (!summarize_capture(path, &s))
+		return;
 	printf("   %s: %llu frames (%llu RoCEv2, %llu other: ARP/ICMP), %llu bytes\n", path,
 	       (unsigned long long)s.frames, (unsigned long long)s.roce,
 	       (unsigned long long)s.other, (unsigned long long)s.bytes);
@@ -280,6 +295,26 @@ static void print_summary(const char *path)
 	if (t >= 0)
 		printf("      tshark: %ld frames malformed or with errors%s\n", t,
 		       t == 0 ? " (decodes cleanly as RRoCE)" : "");
+}
+
+/* The protocol-level explanation, from `rocemu inspect --check` when this rocemu has it. */
+static void print_inspect(const struct demo *d, const char *path)
+{
+#ifdef ROCEMU_HAVE_CMD_INSPECT
+	char cmd[3 * PATH_MAX], line[512];
+	snprintf(cmd, sizeof(cmd), "timeout 60 '%s' inspect --check '%s' 2>&1 | head -n 40", d->self,
+		 path);
+	FILE *f = popen(cmd, "r");
+	if (!f)
+		return;
+	printf("   rocemu inspect --check %s:\n", path);
+	while (fgets(line, sizeof(line), f))
+		printf("   > %s", line);
+	pclose(f);
+#else
+	(void)d;
+	(void)path;
+#endif
 }
 
 int rocemu_cmd_demo(int argc, char **argv)
@@ -340,6 +375,7 @@ int rocemu_cmd_demo(int argc, char **argv)
 		print_summary(cap);
 		snprintf(cap, sizeof(cap), "%s/%s-hostB.pcap", d.dir, stages[i].name);
 		print_summary(cap);
+		print_inspect(&d, cap);
 		printf("   => %s %s\n", stages[i].name, rc == 0 ? "PASSED" : "FAILED");
 		failed += rc != 0;
 	}
