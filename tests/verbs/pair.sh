@@ -18,6 +18,11 @@ shift
 
 command -v "$prog" >/dev/null || { echo "SKIP: $prog not installed (ibverbs-utils / perftest)"; exit 77; }
 [ -x "$ROCEMU" ] || { echo "SKIP: $ROCEMU not built"; exit 77; }
+if objdump -T "$BUILD/verbs-provider/libibverbs.so.1" 2>/dev/null | grep -q __asan_init; then
+	echo "SKIP: sanitizer build: uninstrumented system programs cannot load an ASan libibverbs"
+	echo "      (the provider runs under ASan/UBSan in verbs-args instead)"
+	exit 77
+fi
 
 dir=$(mktemp -d /tmp/rocemu-pair-XXXXXX)
 trap 'kill $pa 2>/dev/null; [ -n "${PAIR_KEEP:-}" ] || rm -rf "$dir"' EXIT
