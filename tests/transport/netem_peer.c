@@ -314,10 +314,37 @@ int main(int argc, char **argv)
 		fprintf(stderr, "connect failed\n");
 		return 1;
 	}
+	/* second rendezvous: both QPs are in RTS before anything is sent (a
+	 * request reaching a QP still in INIT would be dropped, as on hardware) */
+	{
+		char me[32], other[32];
+		uint32_t x, y;
+		uint64_t z;
+
+		snprintf(me, sizeof(me), "%s.ready", server ? "server" : "client");
+		snprintf(other, sizeof(other), "%s.ready", server ? "client" : "server");
+		if (write_info(argv[5], me, 0, 0, 0) || read_info(argv[5], other, &x, &y, &z))
+			return 1;
+	}
 	rc = server ? run_server(qp, &n, count, size, counter)
 		    : run_client(qp, &n, count, size, peer_rkey, peer_va);
 	/* linger so the last ACKs reach the peer */
 	usleep(300000);
+	{
+		struct rocemu_counter c[128];
+		unsigned k = rocemu_engine_counters(n.e, c, 128);
+
+		fprintf(stderr, "%s engine:", argv[1]);
+		for (unsigned i = 0; i < k && i < 128; i++)
+			if (c[i].value)
+				fprintf(stderr, " %s=%llu", c[i].name, (unsigned long long)c[i].value);
+		fprintf(stderr, "\n%s port:", argv[1]);
+		k = rocemu_port_counters(rocemu_engine_port(n.e), c, 128);
+		for (unsigned i = 0; i < k && i < 128; i++)
+			if (c[i].value)
+				fprintf(stderr, " %s=%llu", c[i].name, (unsigned long long)c[i].value);
+		fprintf(stderr, "\n");
+	}
 	rocemu_engine_destroy(n.e);
 	return rc ? 1 : 0;
 }

@@ -38,7 +38,7 @@ run() {
 		ip netns exec trnM tc qdisc del dev $l root 2>/dev/null
 		[ $# -gt 0 ] && ip netns exec trnM tc qdisc add dev $l root netem "$@"
 	done
-	rm -f "$DIR"/server "$DIR"/client
+	rm -f "$DIR"/server "$DIR"/client "$DIR"/server.ready "$DIR"/client.ready
 	ip netns exec trnB timeout 300 "$PEER" server af_packet:trnB0 10.81.0.2/24 10.81.0.1 "$DIR" $COUNT $SIZE > "$DIR/s.log" 2>&1 &
 	spid=$!
 	ip netns exec trnA timeout 300 "$PEER" client af_packet:trnA0 10.81.0.1/24 10.81.0.2 "$DIR" $COUNT $SIZE > "$DIR/c.log" 2>&1
