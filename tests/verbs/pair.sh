@@ -51,6 +51,7 @@ nohe=""
 for h in smc smb_direct rpcordma nvme-rdma lnet iser infiniband.eoib infiniband_sdp fcoib; do
 	nohe="$nohe --disable-protocol $h"
 done
+nohe="$nohe --disable-heuristic eth_over_ib" # a payload that starts like an ethertype
 fail=0
 [ $ra -eq 0 ] && [ $rb -eq 0 ] || fail=1
 for cap in a b; do

@@ -258,7 +258,7 @@ static long tshark_problems(const char *path)
 		 "timeout 60 tshark -n --disable-protocol rpcordma --disable-protocol smb_direct "
 		 "--disable-protocol smc --disable-protocol nvme-rdma --disable-protocol lnet "
 		 "--disable-protocol iser --disable-protocol infiniband_sdp --disable-protocol fcoib "
-		 "--disable-protocol infiniband.eoib "
+		 "--disable-protocol infiniband.eoib --disable-heuristic eth_over_ib "
 		 "-r '%s' -Y '_ws.malformed || _ws.expert.severity >= \"error\"' "
 		 "-T fields -e frame.number 2>/dev/null | wc -l",
 		 path);
