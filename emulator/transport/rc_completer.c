@@ -166,10 +166,12 @@ static bool ack_upto(struct rocemu_qp *qp, uint32_t psn, uint32_t *lost_psn)
 }
 
 /**
- * NAK-driven go-back-N: several NAKs for one loss are normal at high loss
- * rates (a retransmission pass loses its head again, a NAK crosses the
- * previous pass), so they draw on a budget of their own, 8 x (retry_cnt + 1)
- * without progress, rather than on retry_cnt, which counts timeouts.
+ * Go-back-N on evidence of a loss (a PSN-sequence NAK, or a later response
+ * arriving before an earlier READ response or ATOMIC ACK). Several of these
+ * for one loss are normal at high loss rates (a retransmission pass loses its
+ * head again, a NAK crosses the previous pass), so they draw on a budget of
+ * their own, 8 x (retry_cnt + 1) without progress, rather than on retry_cnt,
+ * which counts local ACK timeouts.
  */
 static void go_back_nak(struct rocemu_qp *qp, uint32_t psn)
 {
@@ -206,7 +208,8 @@ static void read_gap(struct rocemu_qp *qp, uint32_t expect)
 		return;
 	qp->comp.reread_pending = true;
 	qp->comp.reread_psn = expect;
-	go_back(qp, expect);
+	/* evidence of a loss, like a sequence NAK: not a timeout */
+	go_back_nak(qp, expect);
 }
 
 static enum ibv_wc_status nak_status(uint8_t code)

@@ -28,6 +28,8 @@
 #define N_ATOMIC 100
 #define MAXLEN	 20000
 
+static struct node A, B;
+
 static struct rocemu_mr *reg(struct node *n, void *p, size_t len)
 {
 	struct rocemu_mr *mr = NULL;
@@ -49,9 +51,23 @@ static void wc_ok(struct rocemu_cq *cq, uint64_t id, struct rocemu_wc *out)
 	struct rocemu_wc wc;
 
 	assert_int_equal(h_poll(cq, &wc), 1);
-	if (wc.status != IBV_WC_SUCCESS || wc.wr_id != id)
+	if (wc.status != IBV_WC_SUCCESS || wc.wr_id != id) {
+		struct rocemu_counter c[128];
+		struct node *n[2] = {&A, &B};
+
 		fprintf(stderr, "wr %llu status %d (expected wr %llu)\n",
 			(unsigned long long)wc.wr_id, wc.status, (unsigned long long)id);
+		for (int k = 0; k < 2; k++) {
+			unsigned cnt = rocemu_engine_counters(n[k]->e, c, 128);
+
+			fprintf(stderr, "  %c:", 'A' + k);
+			for (unsigned i = 0; i < cnt && i < 128; i++)
+				if (c[i].value)
+					fprintf(stderr, " %s=%llu", c[i].name,
+						(unsigned long long)c[i].value);
+			fprintf(stderr, "\n");
+		}
+	}
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(wc.wr_id, id);
 	if (out)
@@ -75,8 +91,6 @@ static int post1(struct rocemu_qp *qp, enum ibv_wr_opcode op, uint64_t id, void 
 
 	return rocemu_qp_post_send(qp, &wr);
 }
-
-static struct node A, B;
 
 static int cleanup(void **state)
 {
