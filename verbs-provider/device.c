@@ -215,6 +215,23 @@ static void engine_release(struct rocemu_vdevice *d)
 	}
 }
 
+/* Close remaining engines at exit so captures are complete even without ibv_close_device. */
+__attribute__((destructor)) static void close_engines_at_exit(void)
+{
+	for (unsigned i = 0; i < g_n_devices; i++) {
+		struct rocemu_vdevice *d = g_devices[i];
+		pthread_mutex_lock(&d->lock);
+		struct rocemu_engine *e = d->engine;
+		d->engine = NULL;
+		d->refs = 0;
+		pthread_mutex_unlock(&d->lock);
+		if (e) {
+			engine_drain(e);
+			rocemu_engine_destroy(e);
+		}
+	}
+}
+
 __be64 ibv_get_device_guid(struct ibv_device *device)
 {
 	struct rocemu_vdevice *d = device ? to_vdev(device) : NULL;
@@ -229,21 +246,6 @@ __be64 ibv_get_device_guid(struct ibv_device *device)
 	return d->guid;
 }
 ROCEMU_PUBLIC(ibv_get_device_guid)
-
-/* Close remaining engines at exit so captures are complete even without ibv_close_device. */
-__attribute__((destructor)) static void close_engines_at_exit(void)
-{
-	for (unsigned i = 0; i < g_n_devices; i++) {
-		struct rocemu_vdevice *d = g_devices[i];
-		pthread_mutex_lock(&d->lock);
-		struct rocemu_engine *e = d->engine;
-		d->engine = NULL;
-		d->refs = 0;
-		pthread_mutex_unlock(&d->lock);
-		if (e)
-			rocemu_engine_destroy(e);
-	}
-}
 
 /* ------------------------------------------------------------------------ */
 /* Context ops                                                                */
