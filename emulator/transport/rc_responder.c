@@ -647,6 +647,12 @@ void rocemu_resp_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_
 		ENGINE_COUNT(qp->engine, drop_qp_state);
 		return;
 	}
+	/* 11.6.2: a packet arriving while the QP is still in RTR establishes
+	 * communication (the application may not have moved it to RTS yet). */
+	if (qp->state == IBV_QPS_RTR && !qp->resp.comm_est) {
+		qp->resp.comm_est = true;
+		rocemu_engine_raise(qp->engine, IBV_EVENT_COMM_EST, qp->user_ctx);
+	}
 	if (qp->type == IBV_QPT_UC)
 		uc_rx(qp, pkt, payload);
 	else

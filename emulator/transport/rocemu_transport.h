@@ -248,6 +248,7 @@ struct rocemu_qp {
 		uint32_t nres;
 		uint32_t res_next; /**< slot the next request takes */
 		bool res_active;   /**< some READ response is being streamed */
+		bool comm_est;	   /**< IBV_EVENT_COMM_EST raised */
 	} resp;
 
 	bool on_work;

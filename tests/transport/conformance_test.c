@@ -134,7 +134,14 @@ static void b_send(uint8_t opcode, uint32_t dqpn, uint32_t psn, bool ackreq,
 }
 
 /** A's RC QP connected to B's imaginary QP PEER_QPN. */
+static struct rocemu_qp *a_qp_to(uint32_t rq_psn, uint32_t sq_psn, uint8_t min_rnr, bool rts);
+
 static struct rocemu_qp *a_qp(uint32_t rq_psn, uint32_t sq_psn, uint8_t min_rnr)
+{
+	return a_qp_to(rq_psn, sq_psn, min_rnr, true);
+}
+
+static struct rocemu_qp *a_qp_to(uint32_t rq_psn, uint32_t sq_psn, uint8_t min_rnr, bool rts)
 {
 	struct rocemu_qp_init init = {
 	    .qp_type = IBV_QPT_RC,
@@ -174,6 +181,8 @@ static struct rocemu_qp *a_qp(uint32_t rq_psn, uint32_t sq_psn, uint8_t min_rnr)
 					      IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 					      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
 			 0);
+	if (!rts)
+		return qp;
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = sq_psn;
 	a.timeout = 18; /* ~1 s: the scripts answer long before */
@@ -432,6 +441,38 @@ static void test_resp_atomic_duplicate(void **state)
 	b_send(ROCE_OP_FETCH_ADD, rocemu_qp_num(qp), 0xD1, true, fill_atomic, &a, NULL, 0);
 	expect_aeth(&s, ROCE_AETH_NAK, ROCE_NAK_INVALID_REQUEST, 0xD1);
 	assert_int_equal(target[0], 42);
+	rocemu_qp_destroy(qp);
+	rocemu_mr_dereg(m);
+}
+
+static enum ibv_event_type last_event = (enum ibv_event_type) - 1;
+static void *last_event_ctx;
+
+static void on_event(void *arg, const struct rocemu_event *ev)
+{
+	(void)arg;
+	last_event = ev->type;
+	last_event_ctx = ev->obj_ctx;
+}
+
+/* 11.6.2: the first packet reaching a QP in RTR raises IBV_EVENT_COMM_EST;
+ * the responder works in RTR (it ACKs). */
+static void test_comm_est_in_rtr(void **state)
+{
+	struct rocemu_qp *qp = a_qp_to(0x700, 0x800, 1, false);
+	uint8_t buf[16];
+	struct rocemu_mr *m = reg(buf, sizeof(buf));
+	struct seen s;
+
+	(void)state;
+	rocemu_engine_set_event_handler(T.e, on_event, NULL);
+	last_event = (enum ibv_event_type) - 1;
+	post_recv(qp, 1, buf, sizeof(buf), key(m, false));
+	b_send(ROCE_OP_SEND_ONLY, rocemu_qp_num(qp), 0x700, true, NULL, NULL, "x", 1);
+	expect_aeth(&s, ROCE_AETH_ACK, 0, 0x700);
+	assert_int_equal(__atomic_load_n(&last_event, __ATOMIC_ACQUIRE), IBV_EVENT_COMM_EST);
+	assert_int_equal(rocemu_qp_state(qp), IBV_QPS_RTR);
+	rocemu_engine_set_event_handler(T.e, NULL, NULL);
 	rocemu_qp_destroy(qp);
 	rocemu_mr_dereg(m);
 }
@@ -740,6 +781,7 @@ int main(void)
 	    cmocka_unit_test(test_req_nak_seq_then_ack),
 	    cmocka_unit_test(test_req_nak_access),
 	    cmocka_unit_test(test_req_ghost_ack),
+	    cmocka_unit_test(test_comm_est_in_rtr),
 	    cmocka_unit_test(test_random_requests),
 	};
 
