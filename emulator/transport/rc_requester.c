@@ -242,9 +242,10 @@ bool rocemu_req_pending(const struct rocemu_qp *qp)
 {
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return false;
-	if (qp->comp.rnr_until_ns)
+	if (qp->comp.rnr_until_ns || qp->sq_cur == qp->sq_tail)
 		return false;
-	return qp->sq_cur != qp->sq_tail;
+	/* SQD: only a WQE already started still sends (11.2.5.4) */
+	return qp->state == IBV_QPS_RTS || sq_at(qp, qp->sq_cur)->state != WQE_POSTED;
 }
 
 unsigned rocemu_req_run(struct rocemu_qp *qp, unsigned budget)

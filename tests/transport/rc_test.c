@@ -840,6 +840,34 @@ static void test_ipv6_path(void **state)
 	pair_down(&p);
 }
 
+/* SQD (11.2.5.4): WQEs posted while drained are held, RTS sends them. */
+static void test_sqd_holds_work(void **state)
+{
+	struct pair p;
+	uint8_t src[100], dst[100];
+	struct rocemu_mr *ms, *md;
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_SQD};
+	struct rocemu_wc wc;
+
+	(void)state;
+	pair_up(&p, IBV_MTU_1024);
+	ms = reg(&A, src, sizeof(src), 0);
+	md = reg(&B, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE);
+	h_fill(src, sizeof(src), 77);
+	post_recv(p.qb, 1, dst, sizeof(dst), lkey(md));
+	assert_int_equal(rocemu_qp_modify(p.qa, &a, IBV_QP_STATE), 0);
+	assert_int_equal(post(p.qa, IBV_WR_SEND, 2, src, sizeof(src), lkey(ms), 0, 0, 0), 0);
+	assert_int_equal(h_poll_quiet(B.rcq, &wc, 50), 0);
+	a.qp_state = IBV_QPS_RTS;
+	assert_int_equal(rocemu_qp_modify(p.qa, &a, IBV_QP_STATE), 0);
+	expect_wc(A.scq, 2, IBV_WC_SUCCESS, IBV_WC_SEND, NULL);
+	expect_wc(B.rcq, 1, IBV_WC_SUCCESS, IBV_WC_RECV, NULL);
+	assert_memory_equal(src, dst, sizeof(src));
+	rocemu_mr_dereg(ms);
+	rocemu_mr_dereg(md);
+	pair_down(&p);
+}
+
 /* Two QPs of the same engine: frames to our own GID loop back inside the port. */
 static void test_loopback(void **state)
 {
@@ -912,6 +940,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_srq),
 	    cmocka_unit_test(test_ipv6_path),
 	    cmocka_unit_test(test_loopback),
+	    cmocka_unit_test(test_sqd_holds_work),
 	    cmocka_unit_test(test_send_matrix),
 	    cmocka_unit_test(test_send_imm_matrix),
 	    cmocka_unit_test(test_write_matrix),
@@ -925,7 +954,7 @@ int main(int argc, char **argv)
 	 * node A capturing, for the tshark/ICRC check (check_capture.py). */
 	if (argc > 2 && !strcmp(argv[1], "--capture")) {
 		capture_path = argv[2];
-		ntests = 16;
+		ntests = 17;
 	}
 	/* Skip (77) cleanly when DPDK cannot start in this environment. */
 	rc = rocemu_eal_init();
