@@ -567,7 +567,8 @@ static void apply_attrs(struct rocemu_qp *qp, const struct ibv_qp_attr *a, int m
 		s->ah_attr = a->ah_attr;
 		set_path(qp, &a->ah_attr);
 		/* Start ARP/ND now so the first packet does not wait for it. */
-		(void)rocemu_port_resolve(qp->engine->port, qp->path.sgid_index, qp->path.dgid, mac);
+		(void)rocemu_port_resolve(qp->engine->port, qp->path.sgid_index, qp->path.dgid,
+					  mac);
 	}
 	if (mask & IBV_QP_ALT_PATH) {
 		s->alt_ah_attr = a->alt_ah_attr;

@@ -78,12 +78,9 @@ static void req_fail(struct rocemu_qp *qp, struct rocemu_send_wqe *w, enum ibv_w
 
 static enum req_step path_error(struct rocemu_qp *qp, struct rocemu_send_wqe *w, int rc)
 {
-	if (rc == -EAGAIN) {
-		qp->req.wait_resolve = true;
-		return REQ_BLOCKED;
-	}
-	/* Unreachable destination: as if every retry timed out (documented in docs/transport.md).
-	 */
+	if (rc == -EAGAIN)
+		return REQ_BLOCKED; /* ARP/ND under way: the next pass tries again */
+	/* Unreachable destination: as if every retry had timed out. */
 	req_fail(qp, w, IBV_WC_RETRY_EXC_ERR);
 	return REQ_FAILED;
 }
@@ -254,7 +251,6 @@ unsigned rocemu_req_run(struct rocemu_qp *qp, unsigned budget)
 
 	if (qp->type == IBV_QPT_UD)
 		return rocemu_ud_send(qp, budget);
-	qp->req.wait_resolve = false;
 	while (sent < budget && rocemu_req_pending(qp)) {
 		struct rocemu_send_wqe *w = sq_at(qp, qp->sq_cur);
 		enum req_step step;

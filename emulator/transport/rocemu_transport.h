@@ -159,7 +159,6 @@ struct rocemu_rd_res {
 	uint32_t rkey;
 	uint32_t length;
 	uint32_t sent;	      /**< READ: response packets sent */
-	uint32_t start;	      /**< READ: index of the first packet of this (re)execution */
 	uint64_t atomic_orig; /**< atomic: result returned, replayed for duplicates */
 	uint32_t msn;	      /**< MSN to report with the response */
 };
@@ -207,7 +206,6 @@ struct rocemu_qp {
 		uint32_t psn;	       /**< next PSN to assign */
 		uint32_t rd_atomic;    /**< outstanding READ/atomic WQEs */
 		uint32_t since_ackreq; /**< packets since the last AckReq */
-		bool wait_resolve;     /**< MAC resolution pending */
 	} req;
 
 	struct {
@@ -237,7 +235,6 @@ struct rocemu_qp {
 		uint64_t write_va;
 		uint32_t write_rkey;
 		uint32_t write_len;
-		bool write_imm_pending;
 		bool nak_seq_sent; /**< C9-110: only the first out-of-sequence packet is NAKed */
 		bool rnr_sent;	   /**< an RNR NAK is outstanding: drop quietly until the retry */
 		uint32_t last_oos_psn;	/**< PSN of the last out-of-sequence packet seen */
