@@ -80,6 +80,8 @@ enum chk {
 	C_FILL = 1u << 9,   /* payload bytes all == fill */
 	C_NOACKREQ = 1u << 10,
 	C_NAKANY = 1u << 11, /* any NAK code (with C_SYN and syn_type NAK) */
+	C_MSN = 1u << 12,    /* AETH MSN == imm */
+	C_SKIP = 1u << 13,   /* T_RX: skip frames of other opcodes/syndromes first */
 };
 
 struct step {
@@ -132,6 +134,7 @@ struct qp_cfg {
 	uint8_t min_rnr_timer; /* 0 = 1 */
 	uint8_t rd_atomic;     /* max_dest_rd_atomic, 0 = 16 */
 	uint32_t qkey;	       /* UD */
+	enum ibv_qp_state stop_at; /* 0 = RTS; IBV_QPS_INIT or IBV_QPS_RTR to stop there */
 };
 
 struct scenario {

@@ -307,6 +307,8 @@ static int connect_qp(struct rocemu_qp *qp, const struct qp_cfg *c, const uint8_
 	}
 	if (rocemu_qp_modify(qp, &a, mask))
 		return fail("modify to INIT failed");
+	if (c->stop_at == IBV_QPS_INIT)
+		return 0;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	mask = IBV_QP_STATE;
@@ -328,6 +330,8 @@ static int connect_qp(struct rocemu_qp *qp, const struct qp_cfg *c, const uint8_
 	}
 	if (rocemu_qp_modify(qp, &a, mask))
 		return fail("modify to RTR failed");
+	if (c->stop_at == IBV_QPS_RTR)
+		return 0;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = H.spsn;
@@ -486,7 +490,8 @@ static int peer_tx(const struct step *s)
 	rocemu_port_tx(H.pport, m);
 	rocemu_port_flush(H.pport);
 	rocemu_port_unlock(H.pport);
-	pump();
+	if (!s->n) /* n = 1: leave it on the wire, to arrive in one burst with the next */
+		pump();
 	return 0;
 }
 
@@ -520,6 +525,11 @@ static int expect_rx(const struct step *s)
 
 	if (!next_frame(WAIT_FRAME_MS, c))
 		return fail("expected %s, rocemu sent nothing", op_name(s->op));
+	while ((s->chk & C_SKIP) &&
+	       (p->opcode != s->op ||
+		((s->chk & C_SYN) && ROCE_AETH_TYPE(p->aeth.syndrome) != s->syn_type)))
+		if (!next_frame(WAIT_FRAME_MS, c))
+			return fail("expected %s among the frames, none came", op_name(s->op));
 	if (p->opcode != s->op)
 		return fail("expected %s, got %s (PSN %#x)", op_name(s->op), op_name(p->opcode),
 			    p->psn);
@@ -541,6 +551,8 @@ static int expect_rx(const struct step *s)
 				    syn, ROCE_AETH_TYPE(syn), ROCE_AETH_VALUE(syn), s->syn_type,
 				    s->syn_val);
 	}
+	if ((s->chk & C_MSN) && p->aeth.msn != s->imm)
+		return fail("AETH MSN %u, expected %u", p->aeth.msn, s->imm);
 	if ((s->chk & C_ORIG) && p->atomic_orig != s->swap)
 		return fail("atomic original %#" PRIx64 ", expected %#" PRIx64, p->atomic_orig,
 			    s->swap);
