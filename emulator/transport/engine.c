@@ -307,6 +307,13 @@ static void dispatch_one(struct rocemu_engine *e, struct rte_mbuf *m, const stru
 	ENGINE_COUNT(e, rx_packets);
 	if (!pkt->op || (pkt->op->flags & ROCE_OPF_CNP))
 		return; /* CNPs carry no transport work (no congestion control yet) */
+	/* P_Key check (IBA 10.9.3): the port's only P_Key is the default 0xFFFF (full
+	 * member), so a packet matches when its low 15 bits are all ones. A mismatch
+	 * is dropped silently and counted. */
+	if ((pkt->pkey & 0x7FFF) != (ROCE_DEFAULT_PKEY & 0x7FFF)) {
+		rocemu_port_count(e->port, "bad_pkey"); /* counted as drop_bad_pkey */
+		return;
+	}
 	if (pkt->dqpn == 1) {
 		ENGINE_COUNT(e, drop_gsi_qp);
 		return;
