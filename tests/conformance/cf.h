@@ -58,6 +58,7 @@ enum mangle {
 	M_TVER,	     /* BTH transport version 1 (ICRC recomputed) */
 	M_TRUNC,     /* frame cut in the middle of the extension headers */
 	M_PKEY,	     /* P_Key 0x1234 (ICRC recomputed) */
+	M_PKEY_LIMITED, /* P_Key 0x7FFF: limited member of the default partition */
 	M_SRC,	     /* from another IP address of the subnet */
 	M_PAYLOAD,   /* one payload bit flipped (ICRC now wrong) */
 	M_UDP_LEN,   /* UDP length larger than the datagram */

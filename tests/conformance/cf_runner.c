@@ -412,7 +412,9 @@ static int peer_tx(const struct step *s)
 	p.op = roce_opcode_info(s->op);
 	if (!p.op)
 		return fail("scenario bug: opcode 0x%02x unknown to the codec", s->op);
-	p.pkey = s->mangle == M_PKEY ? 0x1234 : ROCE_DEFAULT_PKEY;
+	p.pkey = s->mangle == M_PKEY	       ? 0x1234
+		 : s->mangle == M_PKEY_LIMITED ? 0x7FFF
+					       : ROCE_DEFAULT_PKEY;
 	p.tver = s->mangle == M_TVER ? 1 : 0;
 	switch (s->dqp) {
 	case D_QP:

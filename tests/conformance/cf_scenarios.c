@@ -519,13 +519,17 @@ const struct scenario cf_scenarios[] = {
        STEPS(RECV(1, 64),
 	     TX(.op = ROCE_OP_SEND_ONLY, .psn = 0, .len = 16, .mangle = M_OPCODE, .ackreq = true),
 	     NONE(), NOWC(), CTR("drop_unknown_opcode", 1))),
-    SC("mal_pkey_mismatch", "malformed", "IBA 9.6.1.1 / 10.9.3 (P_Key check)",
-       "a request with P_Key 0x1234 (the port has only 0xFFFF) is dropped silently",
-       .xfail = "rocemu never checks the BTH P_Key: emulator/transport/engine.c dispatch_one "
-		"(and port_rx.c) accept any P_Key, so the SEND is delivered and ACKed",
+    SC("mal_pkey_mismatch", "malformed", "IBA 10.9.3 (P_Key check on receive)",
+       "a request with P_Key 0x1234 (the port has only 0xFFFF) is dropped silently and counted",
        STEPS(RECV(1, 64),
 	     TX(.op = ROCE_OP_SEND_ONLY, .psn = 0, .len = 16, .mangle = M_PKEY, .ackreq = true),
-	     NONE(), NOWC())),
+	     NONE(), NOWC(), CTR("drop_bad_pkey", 1))),
+    SC("mal_pkey_limited_member_accepted", "malformed", "IBA 10.9.3",
+       "P_Key 0x7FFF (limited member of the default partition) matches our full-member 0xFFFF",
+       STEPS(RECV(1, 64),
+	     TX(.op = ROCE_OP_SEND_ONLY, .psn = 0, .len = 16, .mangle = M_PKEY_LIMITED,
+		.ackreq = true),
+	     ACK(0), WC_RECV(IBV_WC_SUCCESS, 16))),
 
     /* ------------------------------------------------------------ atomic */
     SC("atomic_misaligned", "atomic", "IBA 9.4.5 (atomics 8-byte aligned), 9.7.5.2.2",
