@@ -1,0 +1,797 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""rocemu performance bench (issue 9): perftest over rocemu on memif and the
+TCP-based baselines on loopback, in one run, interleaved, each side pinned to
+its own core. Writes one JSON file; bench/perf_report.py turns it into
+docs/PERFORMANCE.md and the plots.
+
+usage: perf_bench.py BUILD_DIR [--reps N] [--out FILE] [--quick] [--only NAMES]
+
+Every command runs under a deadline; a failure is recorded in the JSON
+(ok=false, error=...) and the run goes on. Nothing is left running: every
+child is started in its own session and its process group is killed at the
+end of the step that started it.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+SRV_CPU = "1"  # server side
+CLI_CPU = "0"  # client side
+HZ = os.sysconf("SC_CLK_TCK")
+
+# --------------------------------------------------------------------------
+# process helpers
+
+
+class Proc:
+    """A child in its own session; wait4() keeps its rusage (all threads and
+    reaped descendants)."""
+
+    def __init__(self, argv, env=None, log=None):
+        self.argv = argv
+        self.log = log or tempfile.TemporaryFile(mode="w+")
+        self.p = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        self.pid = self.p.pid
+        self.rc = None
+        self.rusage = None
+
+    def poll(self):
+        if self.rc is not None:
+            return self.rc
+        pid, status, ru = os.wait4(self.pid, os.WNOHANG)
+        if pid == self.pid:
+            self._done(status, ru)
+        return self.rc
+
+    def _done(self, status, ru):
+        self.rc = os.waitstatus_to_exitcode(status)
+        self.rusage = ru
+        self.p.returncode = self.rc
+
+    def wait(self, timeout):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.poll() is not None:
+                return self.rc
+            time.sleep(0.02)
+        return None
+
+    def kill(self, sig=signal.SIGTERM, grace=2.0):
+        """Stop the whole process group (only ours: its own session)."""
+        if self.poll() is None:
+            try:
+                os.killpg(self.pid, sig)
+            except ProcessLookupError:
+                pass
+            if self.wait(grace) is None:
+                try:
+                    os.killpg(self.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.wait(5)
+        # a group member that outlived its leader
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def output(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+
+def listening(port):
+    """True when something listens on TCP `port` (any address)."""
+    for f in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(f) as fh:
+                next(fh)
+                for line in fh:
+                    parts = line.split()
+                    if parts[3] == "0A" and int(parts[1].rsplit(":", 1)[1], 16) == port:
+                        return True
+        except OSError:
+            pass
+    return False
+
+
+def wait_listen(port, proc, timeout=30.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if listening(port):
+            return True
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.05)
+    return False
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return [float(x) for x in f.read().split()[:3]]
+
+
+def pair(server, client, port, timeout, env=None, server_exits=True, settle=0.0):
+    """Run a server (pinned to SRV_CPU) and a client (CLI_CPU). Returns
+    (client_output, server_output, client Proc, server Proc, error)."""
+    s = Proc(["taskset", "-c", SRV_CPU] + server, env=env)
+    c = None
+    err = None
+    try:
+        if port and not wait_listen(port, s):
+            err = "server did not listen on %d (rc=%s)" % (port, s.poll())
+            return "", s.output(), None, s, err
+        if settle:
+            time.sleep(settle)
+        c = Proc(["taskset", "-c", CLI_CPU] + client, env=env)
+        if c.wait(timeout) is None:
+            err = "client timed out after %ds" % timeout
+        elif c.rc != 0:
+            err = "client exit %d" % c.rc
+        if server_exits:
+            if s.wait(10) is None:
+                err = err or "server did not exit"
+            elif s.rc != 0 and not err:
+                err = "server exit %d" % s.rc
+    finally:
+        if c:
+            c.kill()
+        s.kill()
+    return (c.output() if c else ""), s.output(), c, s, err
+
+
+# --------------------------------------------------------------------------
+# the tests
+
+class Bench:
+    def __init__(self, build, quick):
+        self.build = os.path.abspath(build)
+        self.rocemu = os.path.join(self.build, "tools", "rocemu")
+        self.quick = quick
+        self.n = 0
+        self.tmp = tempfile.mkdtemp(prefix="rocemu-bench-")
+
+    def uniq(self):
+        self.n += 1
+        return self.n
+
+    # ---- rocemu + perftest
+    def rocemu_cmd(self, role, sock, ip, prog):
+        # stdbuf: line-buffered output, so a run that hangs still leaves its log
+        return [self.rocemu, "run", "--no-check", "--port", "memif:%s:%s" % (role, sock), "--ip", ip,
+                "--", "stdbuf", "-oL", "-eL"] + prog
+
+    def perftest(self, prog, args, timeout=60):
+        k = self.uniq()
+        port = 18600 + k % 300
+        sock = os.path.join(self.tmp, "m%d.sock" % k)
+        common = [prog, "-d", "rocemu0", "-x", "1", "-F", "-p", str(port)] + args
+        srv = self.rocemu_cmd("server", sock, "10.91.0.1/24", common)
+        cli = self.rocemu_cmd("client", sock, "10.91.0.2/24", common + ["127.0.0.1"])
+        t0 = time.monotonic()
+        out, sout, c, s, err = pair(srv, cli, port, timeout)
+        res = {"wall_s": round(time.monotonic() - t0, 2)}
+        res.update(parse_perftest(out))
+        if not err and "bytes" not in res:
+            err = "no result line"
+        fail = [l.strip() for l in out.splitlines() if "Failed status" in l or "Couldn't" in l]
+        if not err and (fail or res.get("bw_Bps") == 0):
+            err = "; ".join(fail[:2]) or "zero throughput"
+        if err:
+            res["error"] = err
+            res["log_tail"] = (out[-600:] + "\n--- server ---\n" + sout[-600:])
+        return res
+
+    # ---- baselines
+    def qperf(self, tests_args, timeout=90):
+        port = 19800 + self.uniq() % 100
+        out, _, c, s, err = pair(["qperf", "-lp", str(port)],
+                                 ["qperf", "127.0.0.1", "-lp", str(port)] + tests_args,
+                                 port, timeout, server_exits=False)
+        return out, err
+
+    def sockperf(self, mode, size, secs):
+        port = 11900 + self.uniq() % 90
+        out, _, c, s, err = pair(["sockperf", "sr", "--tcp", "-i", "127.0.0.1", "-p", str(port)],
+                                 ["sockperf", mode, "--tcp", "-i", "127.0.0.1", "-p", str(port),
+                                  "-t", str(secs), "-m", str(size)],
+                                 port, secs + 30, server_exits=False)
+        return out, err
+
+    def ucx(self, test, size, iters):
+        port = 13300 + self.uniq() % 90
+        env = dict(os.environ, UCX_TLS="tcp", UCX_NET_DEVICES="lo")
+        out, _, c, s, err = pair(["ucx_perftest", "-p", str(port)],
+                                 ["ucx_perftest", "127.0.0.1", "-p", str(port), "-t", test,
+                                  "-s", str(size), "-n", str(iters)],
+                                 port, 90, env=env)
+        return out, err
+
+    def fabric(self, size, iters):
+        port = 47500 + self.uniq() % 90
+        args = ["fi_pingpong", "-p", "tcp", "-e", "msg", "-I", str(iters), "-S", str(size)]
+        out, _, c, s, err = pair(args + ["-B", str(port)], args + ["-P", str(port), "127.0.0.1"],
+                                 port, 90)
+        return out, err
+
+    def testpmd(self):
+        """Raw memif link: server txonly -> client rxonly, 64 B frames."""
+        k = self.uniq()
+        sock = os.path.join(self.tmp, "pmd%d.sock" % k)
+        script_tx = "sleep 3; echo start; sleep 12; echo stop; sleep 1; echo quit"
+        script_rx = ("sleep 3; echo start; sleep 2; echo 'show port stats all'; sleep 6; "
+                     "echo 'show port stats all'; echo stop; sleep 1; echo quit")
+        def argv(role, lc, prefix, mode, script):
+            pmd = ("dpdk-testpmd --lcores=%s --no-huge -m 512 --file-prefix %s --no-pci "
+                   "--no-telemetry --vdev=net_memif0,role=%s,socket=%s -- -i "
+                   "--total-num-mbufs=16384 --forward-mode=%s" % (lc, prefix, role, sock, mode))
+            return ["sh", "-c", "(%s) | %s" % (script, pmd)]
+        tx = Proc(argv("server", "0@%s,1@%s" % (SRV_CPU, SRV_CPU), "rbpS%d_%d" % (os.getpid(), k),
+                       "txonly", script_tx))
+        time.sleep(1.0)
+        rx = Proc(argv("client", "0@%s,1@%s" % (CLI_CPU, CLI_CPU), "rbpC%d_%d" % (os.getpid(), k),
+                       "rxonly", script_rx))
+        err = None
+        if rx.wait(40) is None:
+            err = "testpmd rx timed out"
+        tx.wait(10)
+        rx.kill()
+        tx.kill()
+        out = rx.output()
+        pps = re.findall(r"Rx-pps:\s+(\d+)", out)
+        if len(pps) < 2:
+            return {"error": err or "no Rx-pps", "log_tail": out[-800:]}
+        return {"rx_pps": int(pps[-1]), "size": 64}
+
+
+# --------------------------------------------------------------------------
+# parsers
+
+def parse_perftest(out):
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip().startswith("#bytes") and i + 1 < len(lines):
+            head = line
+            vals = lines[i + 1].split()
+            try:
+                nums = [float(v) for v in vals]
+            except ValueError:
+                continue
+            if "t_typical" in head:
+                keys = ["bytes", "iters", "t_min", "t_max", "t_typical", "t_avg", "t_stdev",
+                        "p99", "p999"]
+            elif "MsgRate" in head:
+                keys = ["bytes", "iters", "bw_peak_MBps", "bw_avg_MBps", "msgrate_mpps"]
+            else:
+                continue
+            r = dict(zip(keys, nums))
+            if "msgrate_mpps" in r:
+                # bytes/s from the message rate: free of the tool's MB convention
+                r["bw_Bps"] = r["msgrate_mpps"] * 1e6 * r["bytes"]
+            return r
+    return {}
+
+
+UNIT = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}
+TUNIT = {"ns": 1e-3, "us": 1, "ms": 1e3, "sec": 1e6, "s": 1e6}
+
+
+def parse_qperf(out):
+    """Results in order: 'latency = X us' and 'bw = X MB/sec' lines."""
+    lats = [float(v) * TUNIT[u] for v, u in re.findall(r"latency\s*=\s*([\d.]+)\s*(ns|us|ms|sec)", out)]
+    bws = [float(v) * UNIT[u] for v, u in re.findall(r"bw\s*=\s*([\d.]+)\s*([KMG]?)B/sec", out)]
+    return lats, bws
+
+
+def parse_sockperf(out):
+    r = {}
+    m = re.search(r"Summary: Latency is ([\d.]+) usec", out)
+    if m:
+        r["lat_avg_us"] = float(m.group(1))
+    m = re.search(r"percentile 50\.000 =\s*([\d.]+)", out)
+    if m:
+        r["lat_p50_us"] = float(m.group(1))
+    m = re.search(r"Message Rate is (\d+) \[msg/sec\]", out)
+    if m:
+        r["msg_per_s"] = float(m.group(1))
+    return r
+
+
+def parse_ucx(out):
+    """Final: iters, lat p50, lat avg (last interval, may be 'inf'), lat overall,
+    bw avg, bw overall, msgrate avg, msgrate overall."""
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 9 and f[0] == "Final:":
+            try:
+                return {"iters": int(f[1]), "lat_p50_us": float(f[2]), "lat_avg_us": float(f[4]),
+                        "msg_per_s": float(f[8])}
+            except ValueError:
+                return {}
+    return {}
+
+
+def parse_fabric(out):
+    """'bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec' (bytes may be 64k, 1m)."""
+    mult = {"k": 1024, "m": 1 << 20, "g": 1 << 30}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 8 and re.match(r"^\d+[kmg]?$", f[0]):
+            try:
+                n = int(f[0][:-1]) * mult[f[0][-1]] if f[0][-1] in mult else int(f[0])
+                return {"bytes": n, "lat_us": float(f[-2]), "mxfers": float(f[-1]),
+                        "MBps": float(f[-3])}
+            except ValueError:
+                pass
+    return {}
+
+
+# --------------------------------------------------------------------------
+# resource accounting (one 5-second window of a bandwidth run)
+
+def tids(pid):
+    try:
+        return os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return []
+
+
+def proc_sample(pid):
+    """utime, stime (s, all threads), voluntary/involuntary switches (sum of
+    threads), bytes read/written through system calls."""
+    r = {"vol": 0, "invol": 0}
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            st = f.read().rsplit(")", 1)[1].split()
+        r["utime"] = int(st[11]) / HZ
+        r["stime"] = int(st[12]) / HZ
+        for t in tids(pid):
+            try:
+                with open("/proc/%d/task/%s/status" % (pid, t)) as f:
+                    for line in f:
+                        if line.startswith("voluntary_ctxt_switches"):
+                            r["vol"] += int(line.split()[1])
+                        elif line.startswith("nonvoluntary_ctxt_switches"):
+                            r["invol"] += int(line.split()[1])
+            except OSError:
+                pass
+        with open("/proc/%d/io" % pid) as f:
+            for line in f:
+                k, v = line.split(":")
+                if k in ("rchar", "wchar"):
+                    r[k] = int(v)
+        r["threads"] = len(tids(pid))
+    except (OSError, IndexError, ValueError):
+        return None
+    return r
+
+
+def children(pid):
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    return sorted(out)
+
+
+def exe_pid(proc, name, timeout=20):
+    """The pid once the child has exec'd `name` (taskset and rocemu run exec)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with open("/proc/%d/comm" % proc.pid) as f:
+                if f.read().strip().startswith(name[:15]):
+                    return proc.pid
+        except OSError:
+            return None
+        time.sleep(0.05)
+    return None
+
+
+def syscall_window(pid, secs, out_prefix):
+    """Start counting system calls of every thread of pid for secs seconds:
+    perf stat on raw_syscalls:sys_enter (count) and perf trace -s (names)."""
+    stat = Proc(["perf", "stat", "-x,", "-e", "raw_syscalls:sys_enter", "-p", str(pid),
+                 "--", "sleep", str(secs)])
+    trace = Proc(["timeout", "-s", "INT", str(secs), "perf", "trace", "-s", "-p", str(pid)],
+                 log=open(out_prefix + ".trace", "w+"))
+    return stat, trace
+
+
+def parse_stat_count(out):
+    for line in out.splitlines():
+        f = line.split(",")
+        if len(f) > 2 and "raw_syscalls:sys_enter" in line:
+            try:
+                return int(f[0])
+            except ValueError:
+                return None
+    return None
+
+
+def parse_trace_summary(out):
+    """perf trace -s: per thread tables of 'syscall calls ...'; summed by name."""
+    calls = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 3 and re.match(r"^[a-z_0-9]+$", f[0]) and f[1].isdigit() and f[0] not in ("syscall",):
+            calls[f[0]] = calls.get(f[0], 0) + int(f[1])
+    return calls
+
+
+def account(bench, kind, secs=5):
+    """One bandwidth run with a `secs`-second measurement window in its middle."""
+    res = {"kind": kind, "window_s": secs, "load": loadavg()}
+    if kind == "rocemu":
+        k = bench.uniq()
+        port = 18600 + k % 300
+        sock = os.path.join(bench.tmp, "acct%d.sock" % k)
+        common = ["ib_write_bw", "-d", "rocemu0", "-x", "1", "-F", "-p", str(port), "-s", "65536",
+                  "-D", str(secs + 5)]
+        srv = bench.rocemu_cmd("server", sock, "10.91.0.1/24", common)
+        cli = bench.rocemu_cmd("client", sock, "10.91.0.2/24", common + ["127.0.0.1"])
+        name = "ib_write_bw"
+        msg = 65536
+    else:
+        port = 19900 + bench.uniq() % 50
+        srv = ["qperf", "-lp", str(port)]
+        cli = ["qperf", "127.0.0.1", "-lp", str(port), "-t", str(secs + 5), "-m", "64K", "tcp_bw"]
+        name = "qperf"
+        msg = 65536
+    s = Proc(["taskset", "-c", SRV_CPU] + srv)
+    c = None
+    try:
+        if not wait_listen(port, s):
+            res["error"] = "server did not listen"
+            return res
+        c = Proc(["taskset", "-c", CLI_CPU] + cli)
+        spid, cpid = exe_pid(s, name), exe_pid(c, name)
+        if not spid or not cpid:
+            res["error"] = "no pid"
+            return res
+        time.sleep(3.0)  # connection set up, steady state
+        if kind == "tcp":
+            # the qperf server forks a child per test: that child does the work
+            kids = children(spid)
+            if kids:
+                spid = kids[-1]
+        prefix = os.path.join(bench.tmp, "acct-%s" % kind)
+        before = {"server": proc_sample(spid), "client": proc_sample(cpid)}
+        w = {"server": syscall_window(spid, secs, prefix + "-s"),
+             "client": syscall_window(cpid, secs, prefix + "-c")}
+        t0 = time.monotonic()
+        for side in w:
+            w[side][0].wait(secs + 10)
+        after = {"server": proc_sample(spid), "client": proc_sample(cpid)}
+        dt = time.monotonic() - t0
+        for side in w:
+            w[side][1].wait(10)
+        c.wait(secs + 30)
+        out = c.output()
+        if kind == "rocemu":
+            pr = parse_perftest(out)
+            bps = pr.get("bw_Bps")
+        else:
+            lats, bws = parse_qperf(out)
+            bps = bws[0] if bws else None
+        res["tool_Bps"] = bps
+        for side in ("server", "client"):
+            b, a = before[side], after[side]
+            if not b or not a:
+                res[side] = {"error": "process gone"}
+                continue
+            d = {k: a[k] - b[k] for k in ("utime", "stime", "vol", "invol")}
+            if kind == "tcp":
+                moved = (a["wchar"] - b["wchar"]) if side == "client" else (a["rchar"] - b["rchar"])
+                d["bytes_src"] = "/proc/PID/io " + ("wchar" if side == "client" else "rchar")
+            else:
+                moved = (bps or 0) * dt
+                d["bytes_src"] = "perftest rate x window"
+            d["bytes"] = moved
+            d["messages"] = moved / msg if moved else 0
+            d["threads"] = a.get("threads")
+            sc = parse_stat_count(w[side][0].output())
+            d["syscalls"] = sc
+            d["syscall_names"] = parse_trace_summary(w[side][1].output())
+            m = d["messages"] or float("nan")
+            gb = moved / 1e9 if moved else float("nan")
+            d["syscalls_per_msg"] = (sc / m) if sc is not None else None
+            d["vol_per_msg"] = d["vol"] / m
+            d["invol_per_msg"] = d["invol"] / m
+            d["user_s_per_GB"] = d["utime"] / gb
+            d["sys_s_per_GB"] = d["stime"] / gb
+            d["window_s"] = round(dt, 2)
+            res[side] = d
+    finally:
+        if c:
+            c.kill()
+        s.kill()
+    return res
+
+
+# --------------------------------------------------------------------------
+# profile
+
+def profile(bench, size, secs=4):
+    """perf record (cpu-clock, call graphs) of both ib_write_bw processes."""
+    k = bench.uniq()
+    port = 18600 + k % 300
+    sock = os.path.join(bench.tmp, "prof%d.sock" % k)
+    common = ["ib_write_bw", "-d", "rocemu0", "-x", "1", "-F", "-p", str(port), "-s", str(size),
+              "-D", str(secs + 5)]
+    s = Proc(["taskset", "-c", SRV_CPU] + bench.rocemu_cmd("server", sock, "10.91.0.1/24", common))
+    c = None
+    res = {"size": size, "load": loadavg()}
+    try:
+        if not wait_listen(port, s):
+            res["error"] = "server did not listen"
+            return res
+        c = Proc(["taskset", "-c", CLI_CPU] + bench.rocemu_cmd("client", sock, "10.91.0.2/24",
+                                                                common + ["127.0.0.1"]))
+        spid, cpid = exe_pid(s, "ib_write_bw"), exe_pid(c, "ib_write_bw")
+        time.sleep(3.0)
+        recs = {}
+        for side, pid in (("server", spid), ("client", cpid)):
+            f = os.path.join(bench.tmp, "perf-%d-%s.data" % (size, side))
+            recs[side] = (f, Proc(["perf", "record", "-q", "-e", "cpu-clock", "-F", "4000", "-g",
+                                   "-o", f, "-p", str(pid), "--", "sleep", str(secs)]))
+        for side in recs:
+            recs[side][1].wait(secs + 30)
+        c.wait(secs + 30)
+        res["perftest"] = parse_perftest(c.output())
+        for side, (f, _) in recs.items():
+            rep = subprocess.run(["perf", "report", "-i", f, "--stdio", "--no-children", "-g", "none",
+                                  "--sort", "comm,dso,sym", "--percent-limit", "0.3"],
+                                 capture_output=True, text=True, timeout=120)
+            res[side] = parse_perf_report(rep.stdout)
+            inc = subprocess.run(["perf", "report", "-i", f, "--stdio", "--children", "-g", "none",
+                                  "--sort", "sym", "--percent-limit", "2"],
+                                 capture_output=True, text=True, timeout=120)
+            res[side + "_inclusive"] = parse_perf_children(inc.stdout)
+            thr = subprocess.run(["perf", "report", "-i", f, "--stdio", "--no-children", "-g", "none",
+                                  "--sort", "comm"], capture_output=True, text=True, timeout=120)
+            res[side + "_threads"] = parse_perf_report(thr.stdout, comm=True)
+    finally:
+        if c:
+            c.kill()
+        s.kill()
+    return res
+
+
+def parse_perf_report(out, comm=False):
+    rows = []
+    for line in out.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        m = re.match(r"\s*([\d.]+)%\s+(.*)$", line)
+        if not m:
+            continue
+        rest = m.group(2).split()
+        if comm:
+            rows.append({"pct": float(m.group(1)), "comm": " ".join(rest)})
+        elif len(rest) >= 4:
+            rows.append({"pct": float(m.group(1)), "comm": rest[0], "dso": rest[1],
+                         "sym": " ".join(rest[3:]) if rest[2].startswith("[") else " ".join(rest[2:])})
+    return rows
+
+
+def parse_perf_children(out):
+    """perf report --children: 'children% self% [.] sym' rows."""
+    rows = []
+    for line in out.splitlines():
+        m = re.match(r"\s*([\d.]+)%\s+([\d.]+)%\s+\[.\]\s+(.*)$", line)
+        if m:
+            rows.append({"children": float(m.group(1)), "self": float(m.group(2)),
+                         "sym": m.group(3).strip()})
+    return rows
+
+
+# --------------------------------------------------------------------------
+
+def machine():
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+
+    def ver(cmd):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=10).stdout.strip().splitlines()[0]
+        except Exception:
+            return None
+
+    def pkg(p):
+        try:
+            return subprocess.run(["dpkg-query", "-W", "-f", "${Version}", p], capture_output=True,
+                                  text=True, timeout=10).stdout.strip() or None
+        except Exception:
+            return None
+    return {"cpu": cpu, "cpus": os.cpu_count(), "kernel": platform.release(),
+            "hugepages_free": open("/proc/meminfo").read().split("HugePages_Free:")[1].split()[0],
+            "packages": {p: pkg(p) for p in ("perftest", "qperf", "sockperf", "ucx-utils",
+                                              "libfabric-bin", "dpdk", "librte-net-memif23",
+                                              "linux-perf")},
+            "git": ver(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "describe",
+                        "--always", "--dirty"])}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--out")
+    ap.add_argument("--quick", action="store_true", help="fewer sizes (smoke test)")
+    ap.add_argument("--only", default="", help="comma list: lat,bw,qps,base,pmd,acct,prof")
+    a = ap.parse_args()
+    only = set(a.only.split(",")) if a.only else {"lat", "bw", "qps", "base", "pmd", "acct", "prof"}
+    b = Bench(a.build, a.quick)
+    if not os.access(b.rocemu, os.X_OK):
+        sys.exit("no %s: build first" % b.rocemu)
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = a.out or os.path.join(here, "results", "bench-%s.json" %
+                                datetime.datetime.utcnow().strftime("%Y%m%dT%H%M%SZ"))
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+
+    wsizes = [64, 1024, 4096, 65536, 1048576] if not a.quick else [64, 65536]
+    ssizes = [64, 4096, 65536, 1048576] if not a.quick else [65536]
+    qps = [16, 256, 1024] if not a.quick else [1024]
+    bsizes = [64, 256, 1024, 4096, 16384, 65536, 262144, 1048576]
+    D = "2"
+    data = {"meta": {"started": datetime.datetime.utcnow().isoformat() + "Z", "reps": a.reps,
+                     "server_cpu": SRV_CPU, "client_cpu": CLI_CPU, "machine": machine(),
+                     "build": b.build},
+            "runs": [], "accounting": [], "profile": []}
+
+    def record(test, rep, size, fn):
+        t0 = time.time()
+        load = loadavg()
+        try:
+            r = fn()
+        except Exception as e:  # recorded, not fatal
+            r = {"error": "%s: %s" % (type(e).__name__, e)}
+        r.update({"test": test, "rep": rep, "size": size, "load": load,
+                  "t": round(t0 - tstart, 1), "ok": "error" not in r})
+        data["runs"].append(r)
+        short = {k: r[k] for k in r if k in ("t_typical", "bw_Bps", "msgrate_mpps", "lat_us",
+                                             "lat_p50_us", "msg_per_s", "rx_pps", "bw", "lat",
+                                             "error")}
+        print("[%6.0fs] rep %d %-22s %8s %s" % (time.time() - tstart, rep, test, size, short),
+              flush=True)
+        save()
+
+    def save():
+        data["meta"]["finished"] = datetime.datetime.utcnow().isoformat() + "Z"
+        with open(out, "w") as f:
+            json.dump(data, f, indent=1)
+
+    tstart = time.time()
+
+    lsizes = [2, 16, 128, 1024, 8192, 65536]
+
+    def qperf_lat():
+        o, e = b.qperf(["-t", "1", "-oo", "msg_size:2:64K:*8", "tcp_lat"])
+        lats, _ = parse_qperf(o)
+        if len(lats) != len(lsizes):
+            return {"error": e or "got %d results" % len(lats), "log_tail": o[-400:]}
+        return {"lat_us": lats[0], "lat_by_size": dict(zip(map(str, lsizes), lats))}
+
+    def qperf_bw():
+        o, e = b.qperf(["-t", "1", "-oo", "msg_size:64:1M:*4", "tcp_bw"])
+        _, bws = parse_qperf(o)
+        if len(bws) != len(bsizes):
+            return {"error": e or "got %d results" % len(bws), "log_tail": o[-400:]}
+        return {"bw_by_size": dict(zip(map(str, bsizes), bws))}
+
+    def sp(mode, size, secs):
+        o, e = b.sockperf(mode, size, secs)
+        r = parse_sockperf(o)
+        if mode == "tp" and "msg_per_s" in r:
+            r["bw_Bps"] = r["msg_per_s"] * size
+        if not r:
+            r = {"error": e or "no summary", "log_tail": o[-400:]}
+        return r
+
+    def ucx(test, size, iters):
+        o, e = b.ucx(test, size, iters)
+        r = parse_ucx(o)
+        if "msg_per_s" in r:
+            r["bw_Bps"] = r["msg_per_s"] * size
+        return r or {"error": e or "no Final line", "log_tail": o[-400:]}
+
+    def fab(size, iters):
+        o, e = b.fabric(size, iters)
+        r = parse_fabric(o)
+        if r:
+            # ping-pong: one message each way per round trip; lat_us is one way
+            r["bw_Bps"] = size / (r["lat_us"] * 1e-6)
+        return r or {"error": e or "no result", "log_tail": o[-400:]}
+
+    for rep in range(a.reps):
+        steps = []
+        if "lat" in only:
+            steps += [("write_lat", 2, lambda: b.perftest("ib_write_lat", ["-s", "2", "-n", "3000"], timeout=120)),
+                      ("read_lat", 2, lambda: b.perftest("ib_read_lat", ["-s", "2", "-n", "20000"]))]
+            for s in ([2, 1024, 65536] if not a.quick else [2]):
+                steps.append(("send_lat", s, lambda s=s: b.perftest(
+                    "ib_send_lat", ["-s", str(s), "-n", "20000" if s < 65536 else "5000"])))
+        if "base" in only:
+            steps += [("qperf_tcp_lat", 2, qperf_lat),
+                      ("sockperf_pp", 64, lambda: sp("pp", 64, 3)),
+                      ("ucx_tag_lat", 8, lambda: ucx("tag_lat", 8, 50000)),
+                      ("fi_pingpong", 64, lambda: fab(64, 20000))]
+        if "bw" in only:
+            for s in wsizes:
+                steps.append(("write_bw", s, lambda s=s: b.perftest("ib_write_bw", ["-s", str(s), "-D", D])))
+        if "base" in only:
+            steps.append(("qperf_tcp_bw", "64-1M", qperf_bw))
+            for s in ([64, 4096, 65000] if not a.quick else [65000]):
+                steps.append(("sockperf_tp", s, lambda s=s: sp("tp", s, 2)))
+            for s in ([64, 4096, 65536, 1048576] if not a.quick else [65536]):
+                n = max(2000, min(200000, int(4e9 / s / 8)))
+                steps.append(("ucx_tag_bw", s, lambda s=s, n=n: ucx("tag_bw", s, n)))
+            for s in ([65536, 1048576] if not a.quick else [1048576]):
+                steps.append(("fi_pingpong_bw", s, lambda s=s: fab(s, 2000)))
+        if "bw" in only:
+            for s in ssizes:
+                steps.append(("send_bw", s, lambda s=s: b.perftest("ib_send_bw", ["-s", str(s), "-D", D])))
+        if "qps" in only:
+            for q in qps:
+                steps.append(("write_bw_qps", q, lambda q=q: b.perftest(
+                    "ib_write_bw", ["-s", "65536", "-q", str(q), "-D", D], timeout=120)))
+        if "pmd" in only:
+            steps.append(("memif_testpmd", 64, b.testpmd))
+        # interleave: odd repetitions run the list backwards
+        if rep % 2:
+            steps.reverse()
+        for test, size, fn in steps:
+            record(test, rep, size, fn)
+
+    if "acct" in only:
+        for kind in ("tcp", "rocemu"):
+            try:
+                r = account(b, kind)
+            except Exception as e:
+                r = {"kind": kind, "error": "%s: %s" % (type(e).__name__, e)}
+            data["accounting"].append(r)
+            print("accounting", kind, {s: {k: r.get(s, {}).get(k) for k in
+                  ("syscalls_per_msg", "vol_per_msg", "invol_per_msg", "user_s_per_GB",
+                   "sys_s_per_GB")} for s in ("server", "client")}, r.get("error", ""), flush=True)
+            save()
+    if "prof" in only and shutil.which("perf"):
+        for size in (65536, 64):
+            try:
+                r = profile(b, size)
+            except Exception as e:
+                r = {"size": size, "error": "%s: %s" % (type(e).__name__, e)}
+            data["profile"].append(r)
+            print("profile", size, "done", r.get("error", ""), flush=True)
+            save()
+    save()
+    shutil.rmtree(b.tmp, ignore_errors=True)
+    print(out)
+
+
+if __name__ == "__main__":
+    main()
