@@ -481,8 +481,10 @@ static void fill_qp_ex_ops(struct ibv_qp_ex *x)
 
 struct ibv_qp *rocemu_op_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a)
 {
+	/* ibv_create_qp(3): both CQs are mandatory (an SRQ does not replace recv_cq) */
 	if (!ctx || !a || !(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd || !a->send_cq ||
-	    (!a->recv_cq && !a->srq) || a->pd->context != ctx) {
+	    !a->recv_cq || a->pd->context != ctx || a->send_cq->context != ctx ||
+	    a->recv_cq->context != ctx) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -510,7 +512,7 @@ struct ibv_qp *rocemu_op_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_ini
 	struct rocemu_qp_init init = {
 		.qp_type = a->qp_type,
 		.send_cq = ((struct rocemu_vcq *)a->send_cq)->ecq,
-		.recv_cq = a->recv_cq ? ((struct rocemu_vcq *)a->recv_cq)->ecq : NULL,
+		.recv_cq = ((struct rocemu_vcq *)a->recv_cq)->ecq,
 		.srq = a->srq ? ((struct rocemu_vsrq *)a->srq)->esrq : NULL,
 		.cap = a->cap,
 		.sq_sig_all = a->sq_sig_all != 0,
@@ -602,7 +604,7 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	init->recv_cq = ibqp->recv_cq;
 	init->srq = ibqp->srq;
 	init->qp_type = ibqp->qp_type;
-	ibqp->state = attr->qp_state;
+	ibqp->state = rocemu_qp_state(to_vqp(ibqp)->eqp);
 	return 0;
 }
 ROCEMU_PUBLIC(ibv_query_qp)
