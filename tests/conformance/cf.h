@@ -45,6 +45,7 @@ enum step_kind {
 	T_SINCE_GE,  /* the last captured frame came >= `ms` after the mark */
 	T_DEREG,     /* deregister the region (its rkey becomes stale) */
 	T_MEM_ORIG,  /* region bytes [off, off+len) as at the scenario start */
+	T_LOCAL_EQ,  /* rocemu's local (requester) buffer bytes [off, off+len) equal `fill` */
 };
 
 /* Which rkey a crafted request carries. */

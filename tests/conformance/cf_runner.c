@@ -612,6 +612,7 @@ static int post_send(const struct step *s)
 	int rc;
 
 	rocemu_mr_info(H.mr_local, &info);
+	memset(H.local, 0x3C, LOCAL_LEN);
 	memset(H.local, s->fill, s->len < LOCAL_LEN ? s->len : LOCAL_LEN);
 	sg.addr = (uintptr_t)H.local;
 	sg.length = s->len;
@@ -757,6 +758,12 @@ static int run_step(const struct step *s)
 			if (H.region[s->off + i] != H.snapshot[(H.region - H.rw) + s->off + i])
 				return fail("region byte %" PRId64 " changed to %#x", s->off + i,
 					    H.region[s->off + i]);
+		return 0;
+	case T_LOCAL_EQ:
+		for (uint32_t i = 0; i < s->len; i++)
+			if (H.local[s->off + i] != s->fill)
+				return fail("local byte %" PRId64 " is %#x, expected %#x", s->off + i,
+					    H.local[s->off + i], s->fill);
 		return 0;
 	case T_MEM_SET:
 		memset(H.region + s->off, s->fill, s->len);

@@ -644,6 +644,28 @@ const struct scenario cf_scenarios[] = {
 	     TX(.op = ROCE_OP_READ_REQUEST, .psn = REGION_LEN / 256, .off = 0, .len = 64),
 	     RX(.op = ROCE_OP_ACK, .chk = C_PSN | C_SYN | C_SKIP, .psn = REGION_LEN / 256,
 		.syn_type = ROCE_AETH_NAK, .syn_val = ROCE_NAK_INVALID_REQUEST))),
+    SC("req_nak_seq_outside_window_ignored", "retry", "IBA 9.7.6.1.2 (response PSN validation)",
+       "a PSN-sequence NAK for a PSN rocemu never sent is ignored: no resend, no completion",
+       STEPS(POST(.wr = IBV_WR_SEND, .len = 16), REQ(ROCE_OP_SEND_ONLY, 0),
+	     PEER_NAK(40, ROCE_NAK_PSN_SEQ_ERR), NONE(), NOWC(), PEER_ACK(0),
+	     WC_SEND(IBV_WC_SUCCESS), STATE(IBV_QPS_RTS))),
+    SC("req_rnr_outside_window_ignored", "rnr", "IBA 9.7.6.1.2",
+       "an RNR NAK for a PSN rocemu never sent is ignored",
+       STEPS(POST(.wr = IBV_WR_SEND, .len = 16), REQ(ROCE_OP_SEND_ONLY, 0), PEER_RNR(40, 1),
+	     NONE(), NOWC(), PEER_ACK(0), WC_SEND(IBV_WC_SUCCESS), CTR("rx_rnr_nak", 0))),
+    SC("req_read_response_too_long", "length", "IBA 9.7.6.1.2, 9.7.5 (READ response length)",
+       "a READ RESPONSE ONLY carrying 1000 bytes for a 64-byte READ never writes past the 64 "
+       "bytes of the local buffer; the READ completes only with a correct response",
+       STEPS(POST(.wr = IBV_WR_RDMA_READ, .len = 64, .off = 0, .fill = 0x11),
+	     REQ(ROCE_OP_READ_REQUEST, 0),
+	     TX(.op = ROCE_OP_READ_RESP_ONLY, .spsn = true, .psn = 0, .len = 1000, .fill = 0x99,
+		.syn_type = ROCE_AETH_ACK, .syn_val = 31),
+	     {.k = T_LOCAL_EQ, .off = 64, .len = 4096, .fill = 0x3C}, NOWC(),
+	     TX(.op = ROCE_OP_READ_RESP_ONLY, .spsn = true, .psn = 0, .len = 64, .fill = 0x98,
+		.syn_type = ROCE_AETH_ACK, .syn_val = 31),
+	     {.k = T_WC, .chk = C_STATUS | C_BLEN, .status = IBV_WC_SUCCESS, .byte_len = 64},
+	     {.k = T_LOCAL_EQ, .off = 0, .len = 64, .fill = 0x98},
+	     {.k = T_LOCAL_EQ, .off = 64, .len = 4096, .fill = 0x3C})),
 };
 
 const unsigned cf_n_scenarios = sizeof(cf_scenarios) / sizeof(cf_scenarios[0]);
