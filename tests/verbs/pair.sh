@@ -12,7 +12,7 @@ BUILD=${ROCEMU_BUILD_DIR:?set by meson}
 SRC=${ROCEMU_SOURCE_DIR:?set by meson}
 ROCEMU=$BUILD/tools/rocemu
 PY=${PYTHON:-/usr/bin/python3}
-TIMEOUT=${PAIR_TIMEOUT:-60}
+TIMEOUT=${PAIR_TIMEOUT:-240}
 prog=$1
 shift
 
