@@ -656,7 +656,7 @@ def main():
 
     wsizes = [64, 1024, 4096, 65536, 1048576] if not a.quick else [64, 65536]
     ssizes = [64, 4096, 65536, 1048576] if not a.quick else [65536]
-    qps = [16, 256, 1024] if not a.quick else [1024]
+    qps = [4, 16, 64, 256, 1024] if not a.quick else [1024]
     bsizes = [64, 256, 1024, 4096, 16384, 65536, 262144, 1048576]
     D = "2"
     data = {"meta": {"started": datetime.datetime.utcnow().isoformat() + "Z", "reps": a.reps,

@@ -481,6 +481,12 @@ def render(data, imgs, doc_dir):
         with open(ana) as f:
             A(fill(f.read(), values(data)))
 
+    if getattr(data, "wire", None):
+        A("## Codec micro-benchmark (`bench/wire_bench`, same run)\n")
+        A("Frames built and parsed per second on one CPU, and the ICRC's speed: the codec alone is "
+          "far faster than the message rates above, so they are not limited by it.\n")
+        A("```\n" + data.wire.strip() + "\n```\n")
+
     fails = data.failures()
     if fails:
         A("## Failures recorded in this run\n")
@@ -569,9 +575,14 @@ def main():
     ap.add_argument("json")
     ap.add_argument("--doc", default=os.path.join(HERE, "..", "docs", "PERFORMANCE.md"))
     ap.add_argument("--img", default=os.path.join(HERE, "..", "docs", "img"))
+    ap.add_argument("--wire", help="wire_bench output to include")
     a = ap.parse_args()
     with open(a.json) as f:
         data = Data(json.load(f))
+    data.wire = None
+    if a.wire and os.path.exists(a.wire):
+        with open(a.wire) as f:
+            data.wire = f.read()
     data.path = os.path.abspath(a.json)
     os.makedirs(a.img, exist_ok=True)
     imgs = plots(data, a.img)

@@ -11,9 +11,10 @@
 # 3. runs bench/perf_bench.py (perftest over rocemu on memif, the loopback
 #    baselines, the raw memif link, system-call/CPU accounting and a perf
 #    profile), every command under a deadline, failures recorded not fatal;
-# 4. writes bench/results/bench-<UTC time>.json and, from it,
-#    docs/PERFORMANCE.md and docs/img/perf-*.svg (bench/perf_report.py);
-# 5. runs the codec micro-benchmarks (meson benchmark 'wire_bench').
+# 4. writes bench/results/bench-<UTC time>.json;
+# 5. runs the codec micro-benchmarks (bench/wire_bench), then writes
+#    docs/PERFORMANCE.md, docs/tcp-vs-rdma{,.zh}.md and docs/img/perf-*.svg
+#    from the JSON (bench/perf_report.py).
 #
 # Environment: REPS (default 3), BENCH_ONLY (comma list for perf_bench.py
 # --only), BENCH_QUICK=1 (fewer sizes), NO_DOC=1 (JSON only),
@@ -67,12 +68,15 @@ set -- --reps "${REPS:-3}" --out "$json"
 trap 'echo "run-bench: interrupted" >&2; exit 130' INT TERM
 "$py" "$here/bench/perf_bench.py" "$build" "$@"
 cp "$json" "$here/bench/results/latest.json"
-if [ "${NO_DOC:-0}" != 1 ]; then
-	"$py" "$here/bench/perf_report.py" "$json" --doc "$here/docs/PERFORMANCE.md" --img "$here/docs/img"
-fi
 
-# ---- 5. codec micro-benchmarks
+# ---- 5. codec micro-benchmarks (their output goes into the report too)
+wire="$here/bench/results/wire_bench-$stamp.txt"
 if ninja -C "$build" bench/wire_bench >/dev/null 2>&1; then
-	timeout 300 "$build/bench/wire_bench" || echo "run-bench: wire_bench failed" >&2
+	timeout 300 "$build/bench/wire_bench" >"$wire" 2>&1 || echo "run-bench: wire_bench failed" >&2
+	cat "$wire"
+fi
+if [ "${NO_DOC:-0}" != 1 ]; then
+	"$py" "$here/bench/perf_report.py" "$json" --doc "$here/docs/PERFORMANCE.md" --img "$here/docs/img" \
+		--wire "$wire"
 fi
 echo "run-bench: $json"
