@@ -9,7 +9,7 @@ MESON_OPTS ?=
 DEB_BUILD = build-essential pkg-config meson ninja-build clang \
             dpdk-dev libdpdk-dev libpcap-dev libcmocka-dev libibverbs-dev
 DEB_RUN   = ibverbs-utils perftest qperf python3-pyverbs tshark python3-scapy \
-            iproute2 iputils-ping iputils-arping procps
+            iproute2 iputils-ping iputils-arping procps nftables
 DEB_PKGS  = $(DEB_BUILD) $(DEB_RUN)
 
 .PHONY: all deps build build-asan demo test test-unit conformance bench clean format
