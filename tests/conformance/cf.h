@@ -66,6 +66,8 @@ enum mangle {
 	M_IP_CSUM,   /* IPv4 header checksum wrong */
 	M_PAD,	     /* PadCnt 3 on a frame without payload (ICRC recomputed) */
 	M_OPCODE,    /* BTH opcode rewritten to 0x15, reserved (ICRC recomputed) */
+	M_ECN_CE,    /* IP ECN field = CE (11) */
+	M_SPORT,     /* UDP source port 0x1234, outside the RoCE range rocemu uses */
 };
 
 /* Check bits for T_RX and T_WC. */

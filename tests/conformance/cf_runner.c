@@ -407,7 +407,8 @@ static int peer_tx(const struct step *s)
 	memcpy(p.path.src_gid, s->mangle == M_SRC ? H.sgid : H.pgid, 16);
 	memcpy(p.path.dst_gid, H.egid, 16);
 	p.path.ttl = 64;
-	p.path.udp_sport = 0xC0DE;
+	p.path.udp_sport = s->mangle == M_SPORT ? 0x1234 : 0xC0DE;
+	p.path.tclass = s->mangle == M_ECN_CE ? 0x03 : 0;
 	p.opcode = s->op;
 	p.op = roce_opcode_info(s->op);
 	if (!p.op)

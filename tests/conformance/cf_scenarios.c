@@ -692,6 +692,16 @@ const struct scenario cf_scenarios[] = {
        STEPS(TX(.op = ROCE_OP_READ_REQUEST, .psn = 0, .off = 0, .len = 64),
 	     RX(.op = ROCE_OP_READ_RESP_ONLY, .chk = C_PSN | C_DATA, .psn = 0, .off = 0),
 	     TX(.op = ROCE_OP_READ_REQUEST, .psn = 0, .off = 0, .len = 64, .key = K_RO), NONE())),
+    SC("ecn_ce_marked_processed", "malformed", "A17.9 (congestion: CE-marked packets are still processed)",
+       "a SEND whose IP header is marked Congestion Experienced is delivered and acknowledged",
+       STEPS(RECV(1, 64),
+	     TX(.op = ROCE_OP_SEND_ONLY, .psn = 0, .len = 16, .mangle = M_ECN_CE, .ackreq = true),
+	     ACK(0), WC_RECV(IBV_WC_SUCCESS, 16))),
+    SC("udp_source_port_any", "malformed", "A17 (UDP source port carries flow entropy only)",
+       "a request from UDP source port 0x1234 is accepted like any other",
+       STEPS(RECV(1, 64),
+	     TX(.op = ROCE_OP_SEND_ONLY, .psn = 0, .len = 16, .mangle = M_SPORT, .ackreq = true),
+	     ACK(0), WC_RECV(IBV_WC_SUCCESS, 16))),
 };
 
 const unsigned cf_n_scenarios = sizeof(cf_scenarios) / sizeof(cf_scenarios[0]);
