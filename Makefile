@@ -41,7 +41,7 @@ test-unit: build
 	meson test -C $(BUILD) --suite unit --print-errorlogs
 
 conformance: build
-	meson test -C $(BUILD) --suite conformance --print-errorlogs
+	ninja -C $(BUILD) conformance
 
 bench: build
 	scripts/run-bench.sh $(BUILD)
