@@ -115,9 +115,8 @@ static int start_device(const char *where, unsigned line, char *s, struct rocemu
 }
 
 /* The parser shared by the file and $ROCEMU_DEVICE. sections: whether [name] lines are expected. */
-static int parse_text(const char *where, char *text, bool sections,
-		      struct rocemu_port_config *cfgs, unsigned max, unsigned *n, char *err,
-		      size_t errlen)
+static int parse_text(const char *where, char *text, bool sections, struct rocemu_port_config *cfgs,
+		      unsigned max, unsigned *n, char *err, size_t errlen)
 {
 	unsigned line = 0, dev_line = 0;
 	bool in_dev = false;
@@ -138,10 +137,12 @@ static int parse_text(const char *where, char *text, bool sections,
 			continue;
 		if (*s == '[') {
 			if (!sections) {
-				snprintf(err, errlen, "%s:%u: sections are not allowed here", where, line);
+				snprintf(err, errlen, "%s:%u: sections are not allowed here", where,
+					 line);
 				return -EINVAL;
 			}
-			if (in_dev && (rc = finish_device(where, dev_line, cfgs, *n - 1, err, errlen)))
+			if (in_dev &&
+			    (rc = finish_device(where, dev_line, cfgs, *n - 1, err, errlen)))
 				return rc;
 			if ((rc = start_device(where, line, s, cfgs, max, *n, err, errlen)))
 				return rc;
@@ -151,8 +152,10 @@ static int parse_text(const char *where, char *text, bool sections,
 			continue;
 		}
 		if (!in_dev) {
-			snprintf(err, errlen, "%s:%u: option outside a device section (start one with [rocemu0])",
-				 where, line);
+			snprintf(
+			    err, errlen,
+			    "%s:%u: option outside a device section (start one with [rocemu0])",
+			    where, line);
 			return -EINVAL;
 		}
 		if ((rc = apply_line(where, line, &cfgs[sections ? *n - 1 : 0], s, err, errlen)))
@@ -161,7 +164,8 @@ static int parse_text(const char *where, char *text, bool sections,
 	if (!sections)
 		*n = 1;
 	if (*n == 0) {
-		snprintf(err, errlen, "%s: no device defined (add a section such as [rocemu0])", where);
+		snprintf(err, errlen, "%s: no device defined (add a section such as [rocemu0])",
+			 where);
 		return -EINVAL;
 	}
 	return finish_device(where, dev_line, cfgs, *n - 1, err, errlen);
@@ -207,7 +211,8 @@ static char *read_file(const char *path, char *err, size_t errlen)
 	if (buf) {
 		buf[len] = '\0';
 		if (memchr(buf, '\0', len)) {
-			snprintf(err, errlen, "%s: binary file (NUL byte), not a rocemu config", path);
+			snprintf(err, errlen, "%s: binary file (NUL byte), not a rocemu config",
+				 path);
 			free(buf);
 			return NULL;
 		}

@@ -291,7 +291,8 @@ static uint64_t cqx_read_completion_ts(struct ibv_cq_ex *c)
 	rocemu_engine_caps(cq->ctx->engine, &caps);
 	if (!caps.timestamp_hz || caps.timestamp_hz == 1000000000u)
 		return cq->cur.timestamp_ns;
-	return (uint64_t)((unsigned __int128)cq->cur.timestamp_ns * caps.timestamp_hz / 1000000000u);
+	return (uint64_t)((unsigned __int128)cq->cur.timestamp_ns * caps.timestamp_hz /
+			  1000000000u);
 }
 
 /* rocemu_now_ns() runs on the monotonic clock: shift it onto wall-clock time. */
@@ -402,9 +403,9 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
 }
 ROCEMU_PUBLIC(ibv_create_cq)
 
-#define ROCEMU_WC_EX_SUPPORTED                                                          \
-	(IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |                  \
-	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK | IBV_WC_EX_WITH_SLID |          \
+#define ROCEMU_WC_EX_SUPPORTED                                                                     \
+	(IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |                             \
+	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK | IBV_WC_EX_WITH_SLID |                     \
 	 IBV_WC_EX_WITH_DLID_PATH_BITS)
 
 struct ibv_cq_ex *rocemu_op_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr)

@@ -54,8 +54,8 @@ static void load_devices(void)
 		snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "%.*s", nl, cfgs[i].name);
 		snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path),
 			 "/sys/class/infiniband_verbs/%.*s", nl, cfgs[i].name);
-		snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path), ROCEMU_SYSFS_CLASS "/%.*s",
-			 nl, cfgs[i].name);
+		snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path),
+			 ROCEMU_SYSFS_CLASS "/%.*s", nl, cfgs[i].name);
 		if (cfgs[i].mac_set) {
 			d->guid = rocemu_guid_from_mac(cfgs[i].mac);
 			d->guid_known = true;
@@ -155,7 +155,8 @@ static int engine_acquire(struct rocemu_vdevice *d)
 	if (!d->engine) {
 		rc = rocemu_engine_create(&d->cfg, &d->engine, err, sizeof(err));
 		if (rc < 0) {
-			fprintf(stderr, "rocemu: %s: %s\n", d->ibdev.name, err[0] ? err : strerror(-rc));
+			fprintf(stderr, "rocemu: %s: %s\n", d->ibdev.name,
+				err[0] ? err : strerror(-rc));
 			d->engine = NULL;
 		} else {
 			uint8_t mac[6];
@@ -179,8 +180,8 @@ static int engine_acquire(struct rocemu_vdevice *d)
  * then give the peer a moment to take the frames off a shared-memory ring.
  */
 #define DRAIN_IDLE_PASSES 3
-#define DRAIN_MAX_NS 50000000ull /* 50 ms */
-#define DRAIN_LINGER_US 20000
+#define DRAIN_MAX_NS	  50000000ull /* 50 ms */
+#define DRAIN_LINGER_US	  20000
 
 static void engine_drain(struct rocemu_engine *e)
 {
@@ -420,7 +421,7 @@ void rocemu_fill_device_attr(struct rocemu_vcontext *c, struct ibv_device_attr *
 	a->sys_image_guid = c->dev->guid;
 	a->max_mr_size = caps.max_mr_size;
 	a->page_size_cap = ~(uint64_t)4095; /* any power of two from 4 KiB */
-	a->vendor_id = 0xffffff;            /* no IEEE OUI: a software device */
+	a->vendor_id = 0xffffff;	    /* no IEEE OUI: a software device */
 	a->vendor_part_id = 0;
 	a->hw_ver = 0;
 	a->max_qp = (int)caps.max_qp;
@@ -470,12 +471,12 @@ int rocemu_op_query_device_ex(struct ibv_context *ctx, const struct ibv_query_de
 	if (caps.odp) {
 		a.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
 		a.odp_caps.per_transport_caps.rc_odp_caps =
-			IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
-			IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+		    IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+		    IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
 		a.odp_caps.per_transport_caps.uc_odp_caps =
-			IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE;
+		    IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE;
 		a.odp_caps.per_transport_caps.ud_odp_caps =
-			IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV;
+		    IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV;
 	}
 	if (caps.timestamp_hz) {
 		a.completion_timestamp_mask = UINT64_MAX;
@@ -526,8 +527,8 @@ static void link_width_speed(uint32_t mbps, uint8_t *width, uint8_t *speed)
 		uint32_t mbps;
 		uint8_t width, speed;
 	} table[] = {
-		{400000, 2, 64}, {200000, 2, 64}, {100000, 2, 32}, {50000, 16, 32}, {40000, 2, 4},
-		{25000, 1, 32},  {10000, 1, 8},   {1000, 1, 1},
+	    {400000, 2, 64}, {200000, 2, 64}, {100000, 2, 32}, {50000, 16, 32},
+	    {40000, 2, 4},   {25000, 1, 32},  {10000, 1, 8},   {1000, 1, 1},
 	};
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		if (mbps >= table[i].mbps) {
@@ -666,7 +667,8 @@ ssize_t _ibv_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entr
 			continue;
 		if (n == max_entries)
 			return -EINVAL; /* man page: table larger than max_entries */
-		fill_gid_entry(c, i, gid, (struct ibv_gid_entry *)((char *)entries + n * entry_size));
+		fill_gid_entry(c, i, gid,
+			       (struct ibv_gid_entry *)((char *)entries + n * entry_size));
 		n++;
 	}
 	return (ssize_t)n;

@@ -108,7 +108,8 @@ int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, si
 		return IBV_REREG_MR_ERR_INPUT;
 	}
 	struct rocemu_vmr *m = (struct rocemu_vmr *)mr;
-	struct rocemu_pd *epd = (flags & IBV_REREG_MR_CHANGE_PD) ? ((struct rocemu_vpd *)pd)->epd : NULL;
+	struct rocemu_pd *epd =
+	    (flags & IBV_REREG_MR_CHANGE_PD) ? ((struct rocemu_vpd *)pd)->epd : NULL;
 	int rc = rocemu_mr_rereg(m->emr, flags, epd, addr, length, (uint64_t)(uintptr_t)addr,
 				 (unsigned)access);
 	if (rc < 0) {
@@ -140,7 +141,8 @@ int rocemu_op_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uin
 {
 	if (!pd || !sg || !n)
 		return EINVAL;
-	if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH && advice != IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+	if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH &&
+	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
 	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
 		return EINVAL;
 	int rc = rocemu_mr_advise(((struct rocemu_vpd *)pd)->epd, flags, sg, n);

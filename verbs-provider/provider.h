@@ -43,14 +43,14 @@
 struct rocemu_vcontext;
 
 struct rocemu_vdevice {
-	struct ibv_device ibdev;          /**< what programs see; must be first */
+	struct ibv_device ibdev; /**< what programs see; must be first */
 	struct rocemu_port_config cfg;
 	unsigned index;
-	pthread_mutex_t lock;             /**< guards engine, refs, guid */
-	struct rocemu_engine *engine;     /**< created at first open, shared */
+	pthread_mutex_t lock;	      /**< guards engine, refs, guid */
+	struct rocemu_engine *engine; /**< created at first open, shared */
 	unsigned refs;
 	struct rocemu_vcontext *contexts; /**< open contexts (async event fan-out) */
-	uint64_t guid;                    /**< node GUID (EUI-64 of the MAC), network order */
+	uint64_t guid;			  /**< node GUID (EUI-64 of the MAC), network order */
 	bool guid_known;
 };
 
@@ -60,18 +60,19 @@ struct rocemu_async_event {
 };
 
 struct rocemu_vcontext {
-	struct verbs_context vctx;        /**< vctx.context is what programs see */
+	struct verbs_context vctx; /**< vctx.context is what programs see */
 	struct rocemu_vdevice *dev;
 	struct rocemu_engine *engine;
 	struct rocemu_port *port;
-	struct rocemu_vcontext *next;     /**< in dev->contexts */
-	pthread_mutex_t ev_lock;          /**< guards the async event queue */
+	struct rocemu_vcontext *next; /**< in dev->contexts */
+	pthread_mutex_t ev_lock;      /**< guards the async event queue */
 	struct rocemu_async_event *ev_head, *ev_tail;
 };
 
 static inline struct rocemu_vcontext *to_vctx(struct ibv_context *ctx)
 {
-	return (struct rocemu_vcontext *)((char *)ctx - offsetof(struct rocemu_vcontext, vctx.context));
+	return (struct rocemu_vcontext *)((char *)ctx -
+					  offsetof(struct rocemu_vcontext, vctx.context));
 }
 
 /** Guards every device's contexts list (taken inside the engine lock by event fan-out). */
@@ -104,12 +105,12 @@ struct rocemu_vmr {
 struct rocemu_vchannel;
 
 struct rocemu_vcq {
-	struct ibv_cq_ex cqx;             /**< starts with struct ibv_cq's layout */
+	struct ibv_cq_ex cqx; /**< starts with struct ibv_cq's layout */
 	struct rocemu_cq *ecq;
 	struct rocemu_vcontext *ctx;
 	struct rocemu_vchannel *channel;
-	uint64_t wc_flags;                /**< IBV_WC_EX_WITH_* requested */
-	struct rocemu_wc cur;             /**< the completion start/next_poll popped */
+	uint64_t wc_flags;    /**< IBV_WC_EX_WITH_* requested */
+	struct rocemu_wc cur; /**< the completion start/next_poll popped */
 	/* Completion channel bookkeeping (guarded by the channel's lock). */
 	struct rocemu_vcq *ch_next;
 	unsigned ch_pending;
@@ -118,7 +119,7 @@ struct rocemu_vcq {
 struct rocemu_vchannel {
 	struct ibv_comp_channel ch;
 	pthread_mutex_t lock;
-	struct rocemu_vcq *head, *tail;   /**< CQs with an undelivered event */
+	struct rocemu_vcq *head, *tail; /**< CQs with an undelivered event */
 };
 
 struct rocemu_vsrq {
@@ -141,19 +142,19 @@ struct rocemu_wr_aux {
 struct rocemu_wr_batch {
 	struct rocemu_send_wr *wrs;
 	unsigned n, cap;
-	struct ibv_sge *sges;             /**< sg_list of each WR, by index (fixed up at complete) */
-	struct rocemu_wr_aux *aux;        /**< per WR: where its SGEs are */
+	struct ibv_sge *sges;	   /**< sg_list of each WR, by index (fixed up at complete) */
+	struct rocemu_wr_aux *aux; /**< per WR: where its SGEs are */
 	unsigned n_sge, cap_sge;
-	uint8_t *inl;                     /**< inline data copied at set time */
+	uint8_t *inl; /**< inline data copied at set time */
 	size_t n_inl, cap_inl;
-	int err;                          /**< first error seen since wr_start */
+	int err; /**< first error seen since wr_start */
 };
 
 struct rocemu_vqp {
-	struct ibv_qp_ex qpx;             /**< qpx.qp_base is what programs see */
+	struct ibv_qp_ex qpx; /**< qpx.qp_base is what programs see */
 	struct rocemu_qp *eqp;
 	struct rocemu_vcontext *ctx;
-	bool has_qp_ex;                   /**< created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS */
+	bool has_qp_ex; /**< created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS */
 	uint64_t send_ops_flags;
 	uint32_t max_inline;
 	struct rocemu_wr_batch batch;

@@ -85,7 +85,8 @@ int rocemu_op_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 			if (ibqp->qp_type == IBV_QPT_UD) {
 				if (!wr->wr.ud.ah) {
 					unsigned b = 0;
-					int rc = n ? rocemu_qp_post_send_batch(qp->eqp, wrs, n, &b) : 0;
+					int rc =
+					    n ? rocemu_qp_post_send_batch(qp->eqp, wrs, n, &b) : 0;
 					*bad = rc < 0 ? src[b] : wr;
 					return rc < 0 ? -rc : EINVAL;
 				}
@@ -118,7 +119,8 @@ int rocemu_op_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_
 			*bad = wr;
 			return EINVAL;
 		}
-		int rc = rocemu_qp_post_recv(qp->eqp, wr->wr_id, wr->sg_list, (uint32_t)wr->num_sge);
+		int rc =
+		    rocemu_qp_post_recv(qp->eqp, wr->wr_id, wr->sg_list, (uint32_t)wr->num_sge);
 		if (rc < 0) {
 			*bad = wr;
 			return -rc;
@@ -473,10 +475,10 @@ static void fill_qp_ex_ops(struct ibv_qp_ex *x)
 /* ------------------------------------------------------------------------ */
 /* Create / modify / query / destroy                                          */
 
-#define ROCEMU_SEND_OPS                                                                   \
-	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND | \
-	 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |                        \
-	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |         \
+#define ROCEMU_SEND_OPS                                                                            \
+	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |    \
+	 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |                                 \
+	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |                 \
 	 IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV)
 
 struct ibv_qp *rocemu_op_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a)
@@ -488,8 +490,8 @@ struct ibv_qp *rocemu_op_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_ini
 		errno = EINVAL;
 		return NULL;
 	}
-	uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
-			 IBV_QP_INIT_ATTR_CREATE_FLAGS;
+	uint32_t known =
+	    IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_CREATE_FLAGS;
 	if ((a->comp_mask & ~known) ||
 	    ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)) {
 		errno = EOPNOTSUPP;
@@ -510,13 +512,13 @@ struct ibv_qp *rocemu_op_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_ini
 		return NULL;
 	}
 	struct rocemu_qp_init init = {
-		.qp_type = a->qp_type,
-		.send_cq = ((struct rocemu_vcq *)a->send_cq)->ecq,
-		.recv_cq = ((struct rocemu_vcq *)a->recv_cq)->ecq,
-		.srq = a->srq ? ((struct rocemu_vsrq *)a->srq)->esrq : NULL,
-		.cap = a->cap,
-		.sq_sig_all = a->sq_sig_all != 0,
-		.user_ctx = qp,
+	    .qp_type = a->qp_type,
+	    .send_cq = ((struct rocemu_vcq *)a->send_cq)->ecq,
+	    .recv_cq = ((struct rocemu_vcq *)a->recv_cq)->ecq,
+	    .srq = a->srq ? ((struct rocemu_vsrq *)a->srq)->esrq : NULL,
+	    .cap = a->cap,
+	    .sq_sig_all = a->sq_sig_all != 0,
+	    .user_ctx = qp,
 	};
 	int rc = rocemu_qp_create(((struct rocemu_vpd *)a->pd)->epd, &init, &qp->eqp);
 	if (rc < 0) {

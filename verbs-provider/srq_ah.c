@@ -111,8 +111,8 @@ int rocemu_op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct 
 			*bad = wr;
 			return EINVAL;
 		}
-		int rc = rocemu_srq_post_recv(((struct rocemu_vsrq *)srq)->esrq, wr->wr_id, wr->sg_list,
-					      (uint32_t)wr->num_sge);
+		int rc = rocemu_srq_post_recv(((struct rocemu_vsrq *)srq)->esrq, wr->wr_id,
+					      wr->sg_list, (uint32_t)wr->num_sge);
 		if (rc < 0) {
 			*bad = wr;
 			return -rc;

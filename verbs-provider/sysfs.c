@@ -24,8 +24,8 @@ ROCEMU_PUBLIC(ibv_get_sysfs_path)
 static void guid_str(uint64_t guid_be, char *out, size_t len)
 {
 	const uint8_t *b = (const uint8_t *)&guid_be;
-	snprintf(out, len, "%02x%02x:%02x%02x:%02x%02x:%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5],
-		 b[6], b[7]);
+	snprintf(out, len, "%02x%02x:%02x%02x:%02x%02x:%02x%02x", b[0], b[1], b[2], b[3], b[4],
+		 b[5], b[6], b[7]);
 }
 
 static void gid_str(const uint8_t g[16], char *out, size_t len)
@@ -36,7 +36,8 @@ static void gid_str(const uint8_t g[16], char *out, size_t len)
 		 g[14], g[15]);
 }
 
-/* The kernel interface a port spec names ("af_packet:eth0", "af_xdp:eth0,..."), else the device name. */
+/* The kernel interface a port spec names ("af_packet:eth0", "af_xdp:eth0,..."), else the device
+ * name. */
 static void netdev_name(const struct rocemu_vdevice *d, char *out, size_t len)
 {
 	const char *spec = d->cfg.spec;
@@ -83,12 +84,13 @@ static int device_file(struct rocemu_vdevice *d, const char *rel, char *out, siz
 		snprintf(out, len, "Ethernet");
 		return 0;
 	}
-	if (sscanf(p, "gid_attrs/types/%u", &idx) == 1 || sscanf(p, "gid_attrs/ndevs/%u", &idx) == 1 ||
-	    sscanf(p, "gids/%u", &idx) == 1) {
+	if (sscanf(p, "gid_attrs/types/%u", &idx) == 1 ||
+	    sscanf(p, "gid_attrs/ndevs/%u", &idx) == 1 || sscanf(p, "gids/%u", &idx) == 1) {
 		uint8_t gid[16];
 		pthread_mutex_lock(&d->lock);
-		unsigned count = d->engine ? rocemu_port_gid_count(rocemu_engine_port(d->engine))
-					   : 1 + d->cfg.n_ips; /* link-local, then one per address */
+		unsigned count = d->engine
+				     ? rocemu_port_gid_count(rocemu_engine_port(d->engine))
+				     : 1 + d->cfg.n_ips; /* link-local, then one per address */
 		if (idx >= ROCEMU_PORT_MAX_GIDS)
 			rc = -ENOENT;
 		else if (!strncmp(p, "gids/", 5)) {

@@ -93,7 +93,8 @@ static void unknown_option(void **state)
 static void bad_value(void **state)
 {
 	(void)state;
-	expect_error("[rocemu0]\nport = memif:server:/tmp/x.sock\nip = 10.0.0.300/24\n", 3, "10.0.0.300");
+	expect_error("[rocemu0]\nport = memif:server:/tmp/x.sock\nip = 10.0.0.300/24\n", 3,
+		     "10.0.0.300");
 }
 
 static void bad_port_spec(void **state)
@@ -124,7 +125,8 @@ static void missing_equals(void **state)
 static void duplicate_device(void **state)
 {
 	(void)state;
-	expect_error("[rocemu0]\nport = memif:server:/tmp/x.sock\n[rocemu0]\nport = memif:client:/tmp/x.sock\n",
+	expect_error("[rocemu0]\nport = memif:server:/tmp/x.sock\n[rocemu0]\nport = "
+		     "memif:client:/tmp/x.sock\n",
 		     3, "twice");
 }
 
@@ -134,8 +136,8 @@ static void device_without_port(void **state)
 	(void)state;
 	char err[512];
 	unsigned n;
-	int rc = parse("[rocemu0]\nport = memif:server:/tmp/x.sock\n[rocemu1]\nip = 10.0.0.2/24\n", &n,
-		       err, sizeof(err));
+	int rc = parse("[rocemu0]\nport = memif:server:/tmp/x.sock\n[rocemu1]\nip = 10.0.0.2/24\n",
+		       &n, err, sizeof(err));
 	assert_int_equal(rc, -EINVAL);
 	char prefix[96];
 	snprintf(prefix, sizeof(prefix), "%s:3:", path);
@@ -146,7 +148,8 @@ static void device_without_port(void **state)
 static void too_many_devices(void **state)
 {
 	(void)state;
-	expect_error("[a]\nport=ring:p:a\n[b]\nport=ring:p:b\n[c]\nport=ring:q:a\n[d]\nport=ring:q:b\n[e]\nport=ring:r:a\n",
+	expect_error("[a]\nport=ring:p:a\n[b]\nport=ring:p:b\n[c]\nport=ring:q:a\n[d]\nport=ring:q:"
+		     "b\n[e]\nport=ring:r:a\n",
 		     9, "too many");
 }
 
@@ -165,7 +168,8 @@ static void missing_file(void **state)
 	(void)state;
 	char err[512];
 	unsigned n;
-	int rc = rocemu_config_parse_file("/nonexistent/rocemu.conf", cfgs, 4, &n, err, sizeof(err));
+	int rc =
+	    rocemu_config_parse_file("/nonexistent/rocemu.conf", cfgs, 4, &n, err, sizeof(err));
 	assert_int_equal(rc, -EINVAL);
 	assert_non_null(strstr(err, "/nonexistent/rocemu.conf"));
 	assert_non_null(strstr(err, "cannot open"));
@@ -194,7 +198,8 @@ static void env_device(void **state)
 	unsigned n = 0;
 
 	unsetenv(ROCEMU_ENV_CONFIG);
-	setenv(ROCEMU_ENV_DEVICE, "name=rocemu7\nport=memif:client:/tmp/z.sock\nip=10.9.0.2/24\n", 1);
+	setenv(ROCEMU_ENV_DEVICE, "name=rocemu7\nport=memif:client:/tmp/z.sock\nip=10.9.0.2/24\n",
+	       1);
 	assert_int_equal(rocemu_config_load(cfgs, 4, &n, err, sizeof(err)), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(cfgs[0].name, "rocemu7");
@@ -235,21 +240,21 @@ static void env_config_file(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(two_devices),
-		cmocka_unit_test(unknown_option),
-		cmocka_unit_test(bad_value),
-		cmocka_unit_test(bad_port_spec),
-		cmocka_unit_test(option_before_section),
-		cmocka_unit_test(malformed_header),
-		cmocka_unit_test(missing_equals),
-		cmocka_unit_test(duplicate_device),
-		cmocka_unit_test(device_without_port),
-		cmocka_unit_test(too_many_devices),
-		cmocka_unit_test(empty_file),
-		cmocka_unit_test(missing_file),
-		cmocka_unit_test(binary_file),
-		cmocka_unit_test(env_device),
-		cmocka_unit_test(env_config_file),
+	    cmocka_unit_test(two_devices),
+	    cmocka_unit_test(unknown_option),
+	    cmocka_unit_test(bad_value),
+	    cmocka_unit_test(bad_port_spec),
+	    cmocka_unit_test(option_before_section),
+	    cmocka_unit_test(malformed_header),
+	    cmocka_unit_test(missing_equals),
+	    cmocka_unit_test(duplicate_device),
+	    cmocka_unit_test(device_without_port),
+	    cmocka_unit_test(too_many_devices),
+	    cmocka_unit_test(empty_file),
+	    cmocka_unit_test(missing_file),
+	    cmocka_unit_test(binary_file),
+	    cmocka_unit_test(env_device),
+	    cmocka_unit_test(env_config_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -38,7 +38,8 @@ static int setup(void **state)
 {
 	(void)state;
 	unsetenv("ROCEMU_CONFIG");
-	setenv("ROCEMU_DEVICE", "name=rocemu0\nport=ring:va:a\nip=10.77.0.1/24\nmac=02:00:00:77:00:01\n", 1);
+	setenv("ROCEMU_DEVICE",
+	       "name=rocemu0\nport=ring:va:a\nip=10.77.0.1/24\nmac=02:00:00:77:00:01\n", 1);
 	devs = ibv_get_device_list(&n_devs);
 	if (!devs || n_devs != 1)
 		return -1;
@@ -62,13 +63,13 @@ static int teardown(void **state)
 	return 0;
 }
 
-#define assert_null_errno(expr, e)                                                   \
-	do {                                                                          \
-		errno = 0;                                                            \
-		void *p_ = (void *)(expr);                                            \
-		if (p_ || errno != (e))                                               \
-			fail_msg("%s: got %p errno %d (%s), expected NULL errno %d", #expr, p_, \
-				 errno, strerror(errno), (e));                        \
+#define assert_null_errno(expr, e)                                                                 \
+	do {                                                                                       \
+		errno = 0;                                                                         \
+		void *p_ = (void *)(expr);                                                         \
+		if (p_ || errno != (e))                                                            \
+			fail_msg("%s: got %p errno %d (%s), expected NULL errno %d", #expr, p_,    \
+				 errno, strerror(errno), (e));                                     \
 	} while (0)
 
 static void loaded_our_library(void **state)
@@ -168,16 +169,22 @@ static void sysfs_answers(void **state)
 {
 	(void)state;
 	char s[64];
-	assert_int_equal(ibv_read_sysfs_file(devs[0]->ibdev_path, "ports/1/gid_attrs/types/1", s, sizeof(s)),
-			 (int)strlen("RoCE v2"));
+	assert_int_equal(
+	    ibv_read_sysfs_file(devs[0]->ibdev_path, "ports/1/gid_attrs/types/1", s, sizeof(s)),
+	    (int)strlen("RoCE v2"));
 	assert_string_equal(s, "RoCE v2");
-	assert_true(ibv_read_sysfs_file(devs[0]->ibdev_path, "ports/1/gid_attrs/ndevs/1", s, sizeof(s)) > 0);
-	assert_int_equal(ibv_read_sysfs_file(devs[0]->ibdev_path, "ports/1/gid_attrs/types/7", s, sizeof(s)), -1);
-	assert_int_equal(ibv_read_sysfs_file(devs[0]->ibdev_path, "no_such_file", s, sizeof(s)), -1);
+	assert_true(ibv_read_sysfs_file(devs[0]->ibdev_path, "ports/1/gid_attrs/ndevs/1", s,
+					sizeof(s)) > 0);
+	assert_int_equal(
+	    ibv_read_sysfs_file(devs[0]->ibdev_path, "ports/1/gid_attrs/types/7", s, sizeof(s)),
+	    -1);
+	assert_int_equal(ibv_read_sysfs_file(devs[0]->ibdev_path, "no_such_file", s, sizeof(s)),
+			 -1);
 	assert_true(ibv_read_sysfs_file(devs[0]->ibdev_path, "board_id", s, sizeof(s)) > 0);
 	assert_int_equal(ibv_read_sysfs_file(devs[0]->ibdev_path, "board_id", s, 3), -1);
 	assert_int_equal(ibv_read_sysfs_file(NULL, "x", s, sizeof(s)), -1);
-	assert_string_equal(ibv_get_sysfs_path(), getenv("SYSFS_PATH") ? getenv("SYSFS_PATH") : "/sys");
+	assert_string_equal(ibv_get_sysfs_path(),
+			    getenv("SYSFS_PATH") ? getenv("SYSFS_PATH") : "/sys");
 }
 
 static void pd_and_mr(void **state)
@@ -189,7 +196,8 @@ static void pd_and_mr(void **state)
 	assert_null_errno(ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_REMOTE_WRITE), EINVAL);
 	assert_null_errno(ibv_reg_mr(NULL, buf, sizeof(buf), 0), EINVAL);
 
-	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_mr *mr =
+	    ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	assert_non_null(mr);
 	assert_ptr_equal(mr->addr, buf);
 	assert_int_equal(mr->length, sizeof(buf));
@@ -197,7 +205,8 @@ static void pd_and_mr(void **state)
 	/* a PD with an MR cannot go */
 	assert_int_equal(ibv_dealloc_pd(pd), EBUSY);
 	assert_int_equal(ibv_rereg_mr(mr, 0, NULL, NULL, 0, 0), IBV_REREG_MR_ERR_INPUT);
-	assert_int_equal(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, IBV_ACCESS_LOCAL_WRITE), 0);
+	assert_int_equal(
+	    ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, IBV_ACCESS_LOCAL_WRITE), 0);
 	assert_int_equal(ibv_dereg_mr(mr), 0);
 	assert_int_equal(ibv_dereg_mr(NULL), EINVAL);
 
@@ -263,8 +272,10 @@ static void qp_checks(void **state)
 	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	assert_non_null(cq);
 	struct ibv_qp_init_attr ia = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+	    .send_cq = cq,
+	    .recv_cq = cq,
+	    .qp_type = IBV_QPT_RC,
+	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
 	};
 	struct ibv_qp_init_attr bad = ia;
 	bad.send_cq = NULL;
@@ -302,7 +313,10 @@ static void qp_checks(void **state)
 	at.port_num = 1;
 	at.pkey_index = 0;
 	at.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-	assert_int_equal(ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+	assert_int_equal(
+	    ibv_modify_qp(qp, &at,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+	    0);
 	assert_int_equal(qp->state, IBV_QPS_INIT);
 	struct ibv_qp_attr q;
 	struct ibv_qp_init_attr qi;
@@ -323,10 +337,13 @@ static void qp_ex_builder(void **state)
 	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	assert_non_null(cq);
 	struct ibv_qp_init_attr_ex ia = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC, .pd = pd,
-		.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
-		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-		.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_BIND_MW,
+	    .send_cq = cq,
+	    .recv_cq = cq,
+	    .qp_type = IBV_QPT_RC,
+	    .pd = pd,
+	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+	    .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+	    .send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_BIND_MW,
 	};
 	assert_null_errno(ibv_create_qp_ex(ctx, &ia), EOPNOTSUPP);
 	ia.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE;
@@ -372,11 +389,14 @@ static void srq_and_ah(void **state)
 	assert_int_equal(ibv_destroy_srq(srq), 0);
 
 	struct ibv_srq_init_attr_ex sx = {.attr = {.max_wr = 8, .max_sge = 1},
-					  .comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD,
-					  .srq_type = IBV_SRQT_XRC, .pd = pd};
+					  .comp_mask =
+					      IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD,
+					  .srq_type = IBV_SRQT_XRC,
+					  .pd = pd};
 	assert_null_errno(ibv_create_srq_ex(ctx, &sx), EOPNOTSUPP);
 
-	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1, .grh = {.sgid_index = 1, .hop_limit = 64}};
+	struct ibv_ah_attr aa = {
+	    .is_global = 1, .port_num = 1, .grh = {.sgid_index = 1, .hop_limit = 64}};
 	aa.grh.dgid.raw[10] = aa.grh.dgid.raw[11] = 0xff;
 	aa.grh.dgid.raw[12] = 10;
 	aa.grh.dgid.raw[13] = 77;
@@ -405,7 +425,8 @@ static void unsupported_verbs(void **state)
 	union ibv_gid g = {0};
 	assert_int_equal(ibv_attach_mcast(NULL, &g, 0), EOPNOTSUPP);
 	struct ibv_async_event ev;
-	assert_int_equal(fcntl(ctx->async_fd, F_SETFL, fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK), 0);
+	assert_int_equal(fcntl(ctx->async_fd, F_SETFL, fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK),
+			 0);
 	errno = 0;
 	assert_int_equal(ibv_get_async_event(ctx, &ev), -1);
 	assert_int_equal(errno, EAGAIN);
@@ -417,7 +438,7 @@ static void helpers(void **state)
 	assert_string_equal(ibv_wc_status_str(IBV_WC_SUCCESS), "success");
 	assert_string_equal(ibv_wc_status_str((enum ibv_wc_status)999), "unknown");
 	assert_string_equal(ibv_port_state_str(IBV_PORT_ACTIVE), "active");
-	assert_string_equal(ibv_event_type_str((enum ibv_event_type)-1), "unknown");
+	assert_string_equal(ibv_event_type_str((enum ibv_event_type) - 1), "unknown");
 	assert_string_equal(ibv_node_type_str(IBV_NODE_CA), "InfiniBand channel adapter");
 	assert_int_equal(ibv_rate_to_mbps(IBV_RATE_100_GBPS), 103125);
 	assert_int_equal(mbps_to_ibv_rate(25781), IBV_RATE_25_GBPS);
@@ -488,19 +509,19 @@ int main(int argc, char **argv)
 		return config_error_child_main();
 
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(config_error_child),
-		cmocka_unit_test(loaded_our_library),
-		cmocka_unit_test(device_list_and_names),
-		cmocka_unit_test(query_device_and_port),
-		cmocka_unit_test(gids_and_pkeys),
-		cmocka_unit_test(sysfs_answers),
-		cmocka_unit_test(pd_and_mr),
-		cmocka_unit_test(cq_and_channel),
-		cmocka_unit_test(qp_checks),
-		cmocka_unit_test(qp_ex_builder),
-		cmocka_unit_test(srq_and_ah),
-		cmocka_unit_test(unsupported_verbs),
-		cmocka_unit_test(helpers),
+	    cmocka_unit_test(config_error_child),
+	    cmocka_unit_test(loaded_our_library),
+	    cmocka_unit_test(device_list_and_names),
+	    cmocka_unit_test(query_device_and_port),
+	    cmocka_unit_test(gids_and_pkeys),
+	    cmocka_unit_test(sysfs_answers),
+	    cmocka_unit_test(pd_and_mr),
+	    cmocka_unit_test(cq_and_channel),
+	    cmocka_unit_test(qp_checks),
+	    cmocka_unit_test(qp_ex_builder),
+	    cmocka_unit_test(srq_and_ah),
+	    cmocka_unit_test(unsupported_verbs),
+	    cmocka_unit_test(helpers),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

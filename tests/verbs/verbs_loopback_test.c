@@ -25,9 +25,9 @@
 #include <cmocka.h>
 #include <infiniband/verbs.h>
 
-#define BUF 65536
+#define BUF	  65536
 #define GID_INDEX 1
-#define QKEY 0x11111111
+#define QKEY	  0x11111111
 
 struct side {
 	struct ibv_context *ctx;
@@ -54,8 +54,9 @@ static void side_open(struct side *s, struct ibv_device *dev, enum ibv_qp_type t
 	s->ch = ibv_create_comp_channel(s->ctx);
 	assert_non_null(s->ch);
 	struct ibv_cq_init_attr_ex ca = {
-		.cqe = 64, .channel = s->ch,
-		.wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP,
+	    .cqe = 64,
+	    .channel = s->ch,
+	    .wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP,
 	};
 	s->cq = ibv_create_cq_ex(s->ctx, &ca);
 	assert_non_null(s->cq);
@@ -63,17 +64,22 @@ static void side_open(struct side *s, struct ibv_device *dev, enum ibv_qp_type t
 	assert_non_null(s->buf);
 	memset(s->buf, 0, BUF);
 	s->mr = ibv_reg_mr(s->pd, s->buf, BUF,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_ATOMIC);
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 	assert_non_null(s->mr);
 	struct ibv_qp_init_attr_ex qa = {
-		.send_cq = ibv_cq_ex_to_cq(s->cq), .recv_cq = ibv_cq_ex_to_cq(s->cq),
-		.cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 2, .max_recv_sge = 2,
-			.max_inline_data = 64},
-		.qp_type = type, .pd = s->pd,
-		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-		.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
-				  IBV_QP_EX_WITH_RDMA_WRITE,
+	    .send_cq = ibv_cq_ex_to_cq(s->cq),
+	    .recv_cq = ibv_cq_ex_to_cq(s->cq),
+	    .cap = {.max_send_wr = 16,
+		    .max_recv_wr = 16,
+		    .max_send_sge = 2,
+		    .max_recv_sge = 2,
+		    .max_inline_data = 64},
+	    .qp_type = type,
+	    .pd = s->pd,
+	    .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+	    .send_ops_flags =
+		IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_WRITE,
 	};
 	s->qp = ibv_create_qp_ex(s->ctx, &qa);
 	assert_non_null(s->qp);
@@ -102,8 +108,10 @@ static void modify(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 
 static void connect_rc(struct side *s, const struct side *peer)
 {
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1,
-				.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
+				.port_num = 1,
+				.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+						   IBV_ACCESS_REMOTE_READ |
 						   IBV_ACCESS_REMOTE_ATOMIC};
 	modify(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 	memset(&a, 0, sizeof(a));
@@ -120,7 +128,7 @@ static void connect_rc(struct side *s, const struct side *peer)
 	a.ah_attr.port_num = 1;
 	modify(s->qp, &a,
 	       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-		       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+		   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = 14;
@@ -130,7 +138,7 @@ static void connect_rc(struct side *s, const struct side *peer)
 	a.max_rd_atomic = 4;
 	modify(s->qp, &a,
 	       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-		       IBV_QP_MAX_QP_RD_ATOMIC);
+		   IBV_QP_MAX_QP_RD_ATOMIC);
 	assert_int_equal(s->qp->state, IBV_QPS_RTS);
 }
 
@@ -188,7 +196,9 @@ static void rc_traffic(struct side *a, struct side *b)
 	assert_int_equal(ibv_req_notify_cq(ibv_cq_ex_to_cq(b->cq), 1), 0);
 	fill(a->buf, 5000, 3);
 	struct ibv_sge sge = {.addr = (uintptr_t)a->buf, .length = 5000, .lkey = a->mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = 10, .sg_list = &sge, .num_sge = 1,
+	struct ibv_send_wr wr = {.wr_id = 10,
+				 .sg_list = &sge,
+				 .num_sge = 1,
 				 .opcode = IBV_WR_SEND_WITH_IMM,
 				 .send_flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED,
 				 .imm_data = htobe32(0xabcd)};
@@ -216,9 +226,13 @@ static void rc_traffic(struct side *a, struct side *b)
 
 	/* RDMA WRITE of 20000 bytes into b at offset 8192. */
 	fill(a->buf + 16384, 20000, 9);
-	struct ibv_sge ws = {.addr = (uintptr_t)a->buf + 16384, .length = 20000, .lkey = a->mr->lkey};
-	struct ibv_send_wr w = {.wr_id = 11, .sg_list = &ws, .num_sge = 1,
-				.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED};
+	struct ibv_sge ws = {
+	    .addr = (uintptr_t)a->buf + 16384, .length = 20000, .lkey = a->mr->lkey};
+	struct ibv_send_wr w = {.wr_id = 11,
+				.sg_list = &ws,
+				.num_sge = 1,
+				.opcode = IBV_WR_RDMA_WRITE,
+				.send_flags = IBV_SEND_SIGNALED};
 	w.wr.rdma.remote_addr = (uintptr_t)b->buf + 8192;
 	w.wr.rdma.rkey = b->mr->rkey;
 	post_send(a, &w);
@@ -226,9 +240,13 @@ static void rc_traffic(struct side *a, struct side *b)
 	assert_memory_equal(b->buf + 8192, a->buf + 16384, 20000);
 
 	/* RDMA READ of b's first 3000 bytes into a at 40000. */
-	struct ibv_sge rs = {.addr = (uintptr_t)a->buf + 40000, .length = 3000, .lkey = a->mr->lkey};
-	struct ibv_send_wr r = {.wr_id = 12, .sg_list = &rs, .num_sge = 1,
-				.opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED};
+	struct ibv_sge rs = {
+	    .addr = (uintptr_t)a->buf + 40000, .length = 3000, .lkey = a->mr->lkey};
+	struct ibv_send_wr r = {.wr_id = 12,
+				.sg_list = &rs,
+				.num_sge = 1,
+				.opcode = IBV_WR_RDMA_READ,
+				.send_flags = IBV_SEND_SIGNALED};
 	r.wr.rdma.remote_addr = (uintptr_t)b->buf;
 	r.wr.rdma.rkey = b->mr->rkey;
 	post_send(a, &r);
@@ -240,8 +258,11 @@ static void rc_traffic(struct side *a, struct side *b)
 	uint64_t *target = (uint64_t *)(b->buf + 60000);
 	*target = 40;
 	struct ibv_sge as = {.addr = (uintptr_t)a->buf + 50000, .length = 8, .lkey = a->mr->lkey};
-	struct ibv_send_wr at = {.wr_id = 13, .sg_list = &as, .num_sge = 1,
-				 .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD, .send_flags = IBV_SEND_SIGNALED};
+	struct ibv_send_wr at = {.wr_id = 13,
+				 .sg_list = &as,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+				 .send_flags = IBV_SEND_SIGNALED};
 	at.wr.atomic.remote_addr = (uintptr_t)target;
 	at.wr.atomic.rkey = b->mr->rkey;
 	at.wr.atomic.compare_add = 2;
@@ -306,13 +327,17 @@ static void ud_traffic(struct side *a, struct side *b)
 	}
 	/* a -> b with an AH; b answers with an AH made from the received GRH. */
 	post_recv(b, 1, 0, 40 + 512);
-	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1,
+	struct ibv_ah_attr aa = {.is_global = 1,
+				 .port_num = 1,
 				 .grh = {.dgid = b->gid, .sgid_index = GID_INDEX, .hop_limit = 64}};
 	struct ibv_ah *ah = ibv_create_ah(a->pd, &aa);
 	assert_non_null(ah);
 	fill(a->buf + 4096, 512, 5);
 	struct ibv_sge sge = {.addr = (uintptr_t)a->buf + 4096, .length = 512, .lkey = a->mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = 20, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+	struct ibv_send_wr wr = {.wr_id = 20,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
 				 .send_flags = IBV_SEND_SIGNALED};
 	wr.wr.ud.ah = ah;
 	wr.wr.ud.remote_qpn = b->qp->qp_num;
@@ -331,7 +356,10 @@ static void ud_traffic(struct side *a, struct side *b)
 	post_recv(a, 2, 8192, 40 + 64);
 	fill(b->buf + 2048, 64, 77);
 	struct ibv_sge bs = {.addr = (uintptr_t)b->buf + 2048, .length = 64, .lkey = b->mr->lkey};
-	struct ibv_send_wr bw = {.wr_id = 21, .sg_list = &bs, .num_sge = 1, .opcode = IBV_WR_SEND,
+	struct ibv_send_wr bw = {.wr_id = 21,
+				 .sg_list = &bs,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
 				 .send_flags = IBV_SEND_SIGNALED};
 	bw.wr.ud.ah = back;
 	bw.wr.ud.remote_qpn = wc.src_qp;
@@ -396,9 +424,9 @@ int main(void)
 		return 1;
 	}
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(same_device_twice_rc),
-		cmocka_unit_test(two_devices_rc),
-		cmocka_unit_test(two_devices_ud),
+	    cmocka_unit_test(same_device_twice_rc),
+	    cmocka_unit_test(two_devices_rc),
+	    cmocka_unit_test(two_devices_ud),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	ibv_free_device_list(devs);

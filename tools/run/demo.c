@@ -26,7 +26,7 @@
 #include "roce_wire.h"
 #include "run.h"
 
-#define DEMO_TCP_PORT 18515
+#define DEMO_TCP_PORT	18515
 #define STAGE_TIMEOUT_S 90
 
 struct demo {
@@ -143,10 +143,10 @@ static int run_stage(const struct demo *d, const struct stage *s)
 	snprintf(port_a, sizeof(port_a), "memif:server:%s", sock);
 	snprintf(port_b, sizeof(port_b), "memif:client:%s", sock);
 
-	const char *common_a[] = {"rocemu", "run", "--port", port_a, "--ip", "10.88.0.1/24",
-				  "--capture", cap_a, "--", s->program};
-	const char *common_b[] = {"rocemu", "run", "--port", port_b, "--ip", "10.88.0.2/24",
-				  "--capture", cap_b, "--", s->program};
+	const char *common_a[] = {"rocemu",	  "run",       "--port", port_a, "--ip",
+				  "10.88.0.1/24", "--capture", cap_a,	 "--",	 s->program};
+	const char *common_b[] = {"rocemu",	  "run",       "--port", port_b, "--ip",
+				  "10.88.0.2/24", "--capture", cap_b,	 "--",	 s->program};
 	for (size_t i = 0; i < sizeof(common_a) / sizeof(common_a[0]); i++) {
 		argv_a[na++] = common_a[i];
 		argv_b[nb++] = common_b[i];
@@ -179,7 +179,8 @@ static int run_stage(const struct demo *d, const struct stage *s)
 	bool a_alive = true;
 	while (!tcp_listening(DEMO_TCP_PORT) && now_s() < deadline) {
 		memset(&si, 0, sizeof(si));
-		if (waitid(P_PID, (id_t)a, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == a) {
+		if (waitid(P_PID, (id_t)a, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+		    si.si_pid == a) {
 			a_alive = false; /* A failed before listening: do not start B */
 			break;
 		}
@@ -188,8 +189,14 @@ static int run_stage(const struct demo *d, const struct stage *s)
 	pid_t b = a_alive ? spawn(d, (char *const *)argv_b, log_b) : -1;
 	int rb = b > 0 ? wait_until(b, deadline) : -1;
 	int ra = wait_until(a, rb < 0 ? now_s() + 2 : deadline);
-	printf("   host A exit: %s, host B exit: %s\n", ra < 0 ? "timeout" : ra == 0 ? "0" : "error",
-	       !a_alive ? "not started" : rb < 0 ? "timeout" : rb == 0 ? "0" : "error");
+	printf("   host A exit: %s, host B exit: %s\n",
+	       ra < 0	 ? "timeout"
+	       : ra == 0 ? "0"
+			 : "error",
+	       !a_alive	 ? "not started"
+	       : rb < 0	 ? "timeout"
+	       : rb == 0 ? "0"
+			 : "error");
 	if (ra > 0)
 		printf("   (host A exit status %d)\n", ra);
 	if (rb > 0)
@@ -216,7 +223,8 @@ static bool summarize_capture(const char *path, struct summary *s)
 	const u_char *data;
 
 	memset(s, 0, sizeof(*s));
-	pcap_t *p = pcap_open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO, errbuf);
+	pcap_t *p =
+	    pcap_open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO, errbuf);
 	if (!p) {
 		printf("   %s: cannot open (%s)\n", path, errbuf);
 		return false;
@@ -226,7 +234,8 @@ static bool summarize_capture(const char *path, struct summary *s)
 		double t = (double)h->ts.tv_sec + (double)h->ts.tv_usec / 1e9;
 		s->frames++;
 		s->bytes += h->len;
-		enum roce_parse_status st = roce_parse(data, h->caplen, ROCE_PARSE_VERIFY_ICRC, &pkt);
+		enum roce_parse_status st =
+		    roce_parse(data, h->caplen, ROCE_PARSE_VERIFY_ICRC, &pkt);
 		if (st == ROCE_PARSE_OK) {
 			if (!s->roce)
 				s->t_first = t;
@@ -247,21 +256,23 @@ static bool summarize_capture(const char *path, struct summary *s)
 	return true;
 }
 
-/* tshark's verdict: frames it flags malformed or with error-level expert info. -1 if unavailable. */
+/* tshark's verdict: frames it flags malformed or with error-level expert info. -1 if unavailable.
+ */
 static long tshark_problems(const char *path)
 {
 	char cmd[PATH_MAX * 2];
 	if (system("command -v tshark >/dev/null 2>&1") != 0)
 		return -1;
-	snprintf(cmd, sizeof(cmd),
-		 /* payload is application bytes: keep Wireshark's payload heuristics off it */
-		 "timeout 60 tshark -n --disable-protocol rpcordma --disable-protocol smb_direct "
-		 "--disable-protocol smc --disable-protocol nvme-rdma --disable-protocol lnet "
-		 "--disable-protocol iser --disable-protocol infiniband_sdp --disable-protocol fcoib "
-		 "--disable-protocol infiniband.eoib --disable-heuristic eth_over_ib "
-		 "-r '%s' -Y '_ws.malformed || _ws.expert.severity >= \"error\"' "
-		 "-T fields -e frame.number 2>/dev/null | wc -l",
-		 path);
+	snprintf(
+	    cmd, sizeof(cmd),
+	    /* payload is application bytes: keep Wireshark's payload heuristics off it */
+	    "timeout 60 tshark -n --disable-protocol rpcordma --disable-protocol smb_direct "
+	    "--disable-protocol smc --disable-protocol nvme-rdma --disable-protocol lnet "
+	    "--disable-protocol iser --disable-protocol infiniband_sdp --disable-protocol fcoib "
+	    "--disable-protocol infiniband.eoib --disable-heuristic eth_over_ib "
+	    "-r '%s' -Y '_ws.malformed || _ws.expert.severity >= \"error\"' "
+	    "-T fields -e frame.number 2>/dev/null | wc -l",
+	    path);
 	FILE *f = popen(cmd, "r");
 	long n = -1;
 	if (f) {
@@ -302,8 +313,8 @@ static void print_inspect(const struct demo *d, const char *path)
 {
 #ifdef ROCEMU_HAVE_CMD_INSPECT
 	char cmd[3 * PATH_MAX], line[512];
-	snprintf(cmd, sizeof(cmd), "timeout 60 '%s' inspect --check '%s' 2>&1 | head -n 40", d->self,
-		 path);
+	snprintf(cmd, sizeof(cmd), "timeout 60 '%s' inspect --check '%s' 2>&1 | head -n 40",
+		 d->self, path);
 	FILE *f = popen(cmd, "r");
 	if (!f)
 		return;
@@ -328,9 +339,11 @@ int rocemu_cmd_demo(int argc, char **argv)
 		else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
 			d.timeout_s = atoi(argv[++i]) > 0 ? atoi(argv[i]) : STAGE_TIMEOUT_S;
 		else {
-			printf("usage: rocemu demo [--dir DIR] [--timeout SECONDS]\n"
-			       "Two rocemu hosts over memif: ibv_rc_pingpong, then ib_write_bw; captures\n"
-			       "and logs are kept in DIR (default: a new /tmp/rocemu-demo-XXXXXX).\n");
+			printf(
+			    "usage: rocemu demo [--dir DIR] [--timeout SECONDS]\n"
+			    "Two rocemu hosts over memif: ibv_rc_pingpong, then ib_write_bw; "
+			    "captures\n"
+			    "and logs are kept in DIR (default: a new /tmp/rocemu-demo-XXXXXX).\n");
 			return strcmp(argv[i], "--help") && strcmp(argv[i], "-h") ? 2 : 0;
 		}
 	}
@@ -348,23 +361,25 @@ int rocemu_cmd_demo(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (system("command -v ibv_rc_pingpong >/dev/null && command -v ib_write_bw >/dev/null") != 0) {
+	if (system("command -v ibv_rc_pingpong >/dev/null && command -v ib_write_bw >/dev/null") !=
+	    0) {
 		fprintf(stderr, "rocemu demo: needs ibv_rc_pingpong and ib_write_bw: "
 				"apt-get install ibverbs-utils perftest\n");
 		return 1;
 	}
 	printf("rocemu demo: two emulated RoCEv2 hosts over memif; files in %s\n"
-	       "(the programs' TCP handshake goes over the kernel loopback, the RDMA traffic over memif)\n",
+	       "(the programs' TCP handshake goes over the kernel loopback, the RDMA traffic over "
+	       "memif)\n",
 	       d.dir);
 
 	static const char *const pp_server[] = {"-g", "1", NULL};
 	static const char *const pp_client[] = {"-g", "1", "127.0.0.1", NULL};
 	static const char *const bw_server[] = {"-x", "1", "-F", "-s", "65536", "-n", "1000", NULL};
-	static const char *const bw_client[] = {"-x", "1", "-F", "-s", "65536", "-n", "1000",
-						"127.0.0.1", NULL};
+	static const char *const bw_client[] = {"-x", "1",    "-F",	   "-s", "65536",
+						"-n", "1000", "127.0.0.1", NULL};
 	const struct stage stages[] = {
-		{"rc_pingpong", "ibv_rc_pingpong", pp_server, pp_client},
-		{"write_bw", "ib_write_bw", bw_server, bw_client},
+	    {"rc_pingpong", "ibv_rc_pingpong", pp_server, pp_client},
+	    {"write_bw", "ib_write_bw", bw_server, bw_client},
 	};
 	int failed = 0;
 	for (size_t i = 0; i < sizeof(stages) / sizeof(stages[0]); i++) {

@@ -19,7 +19,7 @@
 #include "run.h"
 
 #define MAX_NEEDED 64
-#define MAX_DEPTH 4
+#define MAX_DEPTH  4
 
 struct elf_view {
 	const uint8_t *p;
@@ -111,9 +111,15 @@ static int needed_of_file(const char *path, char names[][256], int max)
 static bool find_lib(const char *name, char *out, size_t len)
 {
 	static const char *const dirs[] = {
-		"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
-		"/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib",
-		"/usr/local/lib",
+	    "/lib/x86_64-linux-gnu",
+	    "/usr/lib/x86_64-linux-gnu",
+	    "/lib/aarch64-linux-gnu",
+	    "/usr/lib/aarch64-linux-gnu",
+	    "/lib64",
+	    "/usr/lib64",
+	    "/lib",
+	    "/usr/lib",
+	    "/usr/local/lib",
 	};
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		if (snprintf(out, len, "%s/%.255s", dirs[i], name) >= (int)len)

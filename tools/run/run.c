@@ -27,22 +27,28 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: rocemu run [PORT OPTIONS] [--config FILE] [--no-check] [--] PROGRAM [ARGS...]\n"
-		"\n"
-		"Runs PROGRAM with rocemu's libibverbs: its RDMA device is an emulated RoCEv2 port.\n"
-		"\n"
-		"Port options (the same as 'rocemu port'; --opt VALUE or --opt=VALUE):\n"
-		"  --port SPEC        memif:server:SOCK, memif:client:SOCK, af_packet:IFACE, af_xdp:IFACE, ...\n"
-		"  --ip ADDR/PREFIX   an address of the port (repeatable; GID 1, 2, ... in order)\n"
-		"  --mac MAC  --mtu N  --capture FILE.pcap  --capture-filter BPF  --capture-rotate BYTES\n"
-		"  --name NAME        device name (default rocemu0)\n"
-		"  --fault-*          fault injection, see 'rocemu port --help'\n"
-		"Other options:\n"
-		"  --config FILE      take the device(s) from a config file ([name] sections, key = value)\n"
-		"  --no-check         start PROGRAM even if it does not link libibverbs (e.g. python3)\n"
-		"\n"
-		"Example: rocemu run --port memif:server:/tmp/r.sock --ip 10.88.0.1/24 -- ibv_rc_pingpong -g 1\n");
+	fprintf(
+	    f,
+	    "usage: rocemu run [PORT OPTIONS] [--config FILE] [--no-check] [--] PROGRAM [ARGS...]\n"
+	    "\n"
+	    "Runs PROGRAM with rocemu's libibverbs: its RDMA device is an emulated RoCEv2 port.\n"
+	    "\n"
+	    "Port options (the same as 'rocemu port'; --opt VALUE or --opt=VALUE):\n"
+	    "  --port SPEC        memif:server:SOCK, memif:client:SOCK, af_packet:IFACE, "
+	    "af_xdp:IFACE, ...\n"
+	    "  --ip ADDR/PREFIX   an address of the port (repeatable; GID 1, 2, ... in order)\n"
+	    "  --mac MAC  --mtu N  --capture FILE.pcap  --capture-filter BPF  --capture-rotate "
+	    "BYTES\n"
+	    "  --name NAME        device name (default rocemu0)\n"
+	    "  --fault-*          fault injection, see 'rocemu port --help'\n"
+	    "Other options:\n"
+	    "  --config FILE      take the device(s) from a config file ([name] sections, key = "
+	    "value)\n"
+	    "  --no-check         start PROGRAM even if it does not link libibverbs (e.g. "
+	    "python3)\n"
+	    "\n"
+	    "Example: rocemu run --port memif:server:/tmp/r.sock --ip 10.88.0.1/24 -- "
+	    "ibv_rc_pingpong -g 1\n");
 }
 
 int run_self_path(char *out, size_t len)
@@ -72,7 +78,8 @@ int run_find_provider_dir(char *out, size_t len)
 			*slash = '\0';
 		/* build tree: <build>/tools/rocemu and <build>/verbs-provider/ */
 		static const char *const rel[] = {"../verbs-provider", "../lib/rocemu",
-						  "../lib/x86_64-linux-gnu/rocemu", "../lib64/rocemu"};
+						  "../lib/x86_64-linux-gnu/rocemu",
+						  "../lib64/rocemu"};
 		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
 			snprintf(cand, sizeof(cand), "%s/%s/libibverbs.so.1", self, rel[i]);
 			if (access(cand, R_OK) == 0) {
@@ -172,7 +179,8 @@ int rocemu_cmd_run(int argc, char **argv)
 			continue;
 		}
 		if (strchr(val, '\n')) {
-			fprintf(stderr, "rocemu run: --%s: the value may not contain a newline\n", key);
+			fprintf(stderr, "rocemu run: --%s: the value may not contain a newline\n",
+				key);
 			return 2;
 		}
 		int rc = rocemu_port_config_set(&cfg, key, val, err, sizeof(err));
@@ -206,7 +214,8 @@ int rocemu_cmd_run(int argc, char **argv)
 		if (!config)
 			config = getenv(ROCEMU_ENV_CONFIG);
 		if (!config || !*config) {
-			fprintf(stderr, "rocemu run: no device: give --port SPEC (with --ip ADDR/PREFIX) or --config FILE\n");
+			fprintf(stderr, "rocemu run: no device: give --port SPEC (with --ip "
+					"ADDR/PREFIX) or --config FILE\n");
 			return 2;
 		}
 		unsigned n;
@@ -228,7 +237,8 @@ int rocemu_cmd_run(int argc, char **argv)
 		int r = run_program_uses_ibverbs(prog);
 		if (r == 0) {
 			fprintf(stderr,
-				"rocemu run: %s is not linked against libibverbs (no libibverbs.so.1 among its "
+				"rocemu run: %s is not linked against libibverbs (no "
+				"libibverbs.so.1 among its "
 				"DT_NEEDED libraries); --no-check starts it anyway\n",
 				prog);
 			return 2;
@@ -240,8 +250,9 @@ int rocemu_cmd_run(int argc, char **argv)
 		}
 	}
 	if (run_find_provider_dir(libdir, sizeof(libdir)) < 0) {
-		fprintf(stderr, "rocemu run: cannot find rocemu's libibverbs.so.1 (looked next to the "
-				"rocemu executable and in %s); set ROCEMU_LIBDIR\n",
+		fprintf(stderr,
+			"rocemu run: cannot find rocemu's libibverbs.so.1 (looked next to the "
+			"rocemu executable and in %s); set ROCEMU_LIBDIR\n",
 			ROCEMU_PRIVATE_LIBDIR);
 		return 2;
 	}
