@@ -201,9 +201,9 @@ static int run_stage(const struct demo *d, const struct stage *s)
 		printf("   (host A exit status %d)\n", ra);
 	if (rb > 0)
 		printf("   (host B exit status %d)\n", rb);
-	print_log("host A output", log_a, 25);
+	print_log("host A output", log_a, 40);
 	if (a_alive)
-		print_log("host B output", log_b, 25);
+		print_log("host B output", log_b, 40);
 	return ra == 0 && rb == 0 ? 0 : -1;
 }
 
