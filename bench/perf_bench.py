@@ -550,7 +550,7 @@ def profile(bench, size, secs=4):
         recs = {}
         for side, pid in (("server", spid), ("client", cpid)):
             f = os.path.join(bench.tmp, "perf-%d-%s.data" % (size, side))
-            recs[side] = (f, Proc(["perf", "record", "-q", "-e", "cpu-clock", "-F", "4000", "-g",
+            recs[side] = (f, Proc(["perf", "record", "-q", "-e", "cpu-clock", "-F", "4000",
                                    "-o", f, "-p", str(pid), "--", "sleep", str(secs)]))
         for side in recs:
             recs[side][1].wait(secs + 30)
@@ -561,10 +561,7 @@ def profile(bench, size, secs=4):
                                   "--sort", "comm,dso,sym", "--percent-limit", "0.3"],
                                  capture_output=True, text=True, timeout=120)
             res[side] = parse_perf_report(rep.stdout)
-            inc = subprocess.run(["perf", "report", "-i", f, "--stdio", "--children", "-g", "none",
-                                  "--sort", "sym", "--percent-limit", "2"],
-                                 capture_output=True, text=True, timeout=120)
-            res[side + "_inclusive"] = parse_perf_children(inc.stdout)
+
             thr = subprocess.run(["perf", "report", "-i", f, "--stdio", "--no-children", "-g", "none",
                                   "--sort", "comm"], capture_output=True, text=True, timeout=120)
             res[side + "_threads"] = parse_perf_report(thr.stdout, comm=True)
