@@ -262,8 +262,14 @@ static int create_device(struct rocemu_port *port, const char *arg, char *err, s
 	case PORT_KIND_MEMIF:
 		snprintf(port->dev_name, sizeof(port->dev_name), "net_memif_re%u", seq);
 		port->memif_client = strncmp(arg, "server:", 7) != 0;
-		snprintf(devargs, sizeof(devargs), "%s,role=%s,socket=%s", port->dev_name,
-			 port->memif_client ? "client" : "server", arg + 7);
+		/* Buffers as large as our mbufs' data room: a frame then takes one
+		 * ring slot and the PMD copies it in one piece both ways. With
+		 * smaller buffers (2048 by default) it splits frames over chained
+		 * slots, and its chaining loses or merges frames under load (a
+		 * stale "next" flag on reused descriptors), which cut frames
+		 * short at 2048/4096 bytes in both directions. */
+		snprintf(devargs, sizeof(devargs), "%s,role=%s,bsize=%u,socket=%s", port->dev_name,
+			 port->memif_client ? "client" : "server", port->max_frame, arg + 7);
 		break;
 	case PORT_KIND_AF_PACKET: {
 		uint32_t framesz = af_packet_framesz(port);
