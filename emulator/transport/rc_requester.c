@@ -309,6 +309,7 @@ out:
 void rocemu_req_rewind(struct rocemu_qp *qp, uint32_t psn)
 {
 	uint32_t i, found = qp->sq_cur;
+	uint64_t resent = 0;
 	bool hit = false;
 
 	for (i = qp->sq_head; i != qp->sq_cur + (qp->sq_cur != qp->sq_tail); i++) {
@@ -331,6 +332,11 @@ void rocemu_req_rewind(struct rocemu_qp *qp, uint32_t psn)
 
 		if (w->state != WQE_ACTIVE && w->state != WQE_SENT)
 			continue;
+		/* count what goes on the wire a second time, not what never left */
+		if (w->rd_atomic)
+			resent += w->state == WQE_SENT;
+		else if (w->sent_pkts > from)
+			resent += w->sent_pkts - from;
 		w->state = WQE_ACTIVE;
 		if (w->opcode == IBV_WR_RDMA_READ) {
 			/* READ data arrives in order: re-request from the first missing response.
@@ -341,8 +347,8 @@ void rocemu_req_rewind(struct rocemu_qp *qp, uint32_t psn)
 		} else {
 			w->sent_pkts = w->rd_atomic ? 0 : from;
 		}
-		qp->engine->ctr[CTR_retransmit_packets] += w->rd_atomic ? 1 : w->npkts - from;
 	}
+	qp->engine->ctr[CTR_retransmit_packets] += resent;
 	qp->sq_cur = found;
 	rocemu_engine_schedule(qp);
 }

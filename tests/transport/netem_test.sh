@@ -178,5 +178,69 @@ else
 	run_nft reorder reorder 10 reorder
 	run_nft delay-loss drop 2 delay
 fi
+
+# Unmodified verbs programs under `rocemu run` over the same bridge, with 1%
+# of the RoCEv2 frames dropped in each direction (their TCP handshake passes
+# untouched): both must exit 0 (ibv_rc_pingpong -c checks every buffer), and
+# the requester side's capture must show go-back-N at work (rocemu inspect:
+# retransmitted packets; NAKs in either capture).
+BUILD=${ROCEMU_BUILD_DIR:-}
+ROCEMU=$BUILD/tools/rocemu
+verbs_ok=1
+if [ -z "$BUILD" ] || [ ! -x "$ROCEMU" ] || [ ! -e "$BUILD/verbs-provider/libibverbs.so.1" ]; then
+	echo "skip verbs programs: rocemu or the verbs provider not built"; verbs_ok=0
+elif objdump -T "$BUILD/verbs-provider/libibverbs.so.1" 2>/dev/null | grep -q __asan_init; then
+	echo "skip verbs programs: sanitizer build (uninstrumented programs cannot load it)"; verbs_ok=0
+fi
+if [ $verbs_ok = 1 ]; then
+	ip -n trnA addr add 10.81.0.1/24 dev trnA0; ip -n trnB addr add 10.81.0.2/24 dev trnB0
+	ip -n trnA link set lo up; ip -n trnB link set lo up
+fi
+# total COUNTER FILE...: sum of one `rocemu inspect` totals counter
+total() {
+	what=$1; shift
+	for f in "$@"; do "$ROCEMU" inspect "$f" 2>/dev/null | sed -n "/^totals/,\$ s/.* $what \([0-9]*\).*/\1/p"; done |
+		awk '{s += $1} END {print s + 0}'
+}
+run_prog() {
+	name=$1; shift
+	prog=$1; shift
+	case " ${TRN_ONLY:-$name} " in *" $name "*) ;; *) return ;; esac
+	command -v $prog >/dev/null || { echo "skip $name: $prog not installed"; return; }
+	if [ $mode = netem ]; then
+		for l in trnA1 trnB1; do $M tc qdisc del dev $l root 2>/dev/null; $M tc qdisc add dev $l root netem loss 1%; done
+	else
+		nft_setup drop 1
+	fi
+	rm -f "$DIR"/*.pcap
+	ip netns exec trnA timeout -s KILL 240 "$ROCEMU" run --port af_packet:trnA0 --ip 10.81.0.1/24 \
+		--capture "$DIR/a.pcap" -- $prog -p 18517 "$@" > "$DIR/a.log" 2>&1 &
+	pa=$!
+	for _ in $(seq 100); do
+		ip netns exec trnA ss -ltn 2>/dev/null | grep -q ":18517 " && break
+		kill -0 $pa 2>/dev/null || break
+		sleep 0.1
+	done
+	ip netns exec trnB timeout -s KILL 240 "$ROCEMU" run --port af_packet:trnB0 --ip 10.81.0.2/24 \
+		--capture "$DIR/b.pcap" -- $prog -p 18517 "$@" 10.81.0.1 > "$DIR/b.log" 2>&1
+	rb=$?
+	wait $pa; ra=$?
+	hits=$([ $mode = nft ] && nft_hits || echo "netem")
+	rt=$(total retransmitted "$DIR/a.pcap" "$DIR/b.pcap")
+	naks=$(total naks "$DIR/a.pcap" "$DIR/b.pcap")
+	if [ $ra = 0 ] && [ $rb = 0 ] && [ "$rt" -gt 0 ]; then
+		echo "ok   $name: $prog $* under 1% loss: dropped $hits, captures show $rt retransmitted, $naks NAKs"
+	else
+		echo "FAIL $name: $prog $* (exit $ra/$rb; dropped $hits, $rt retransmitted, $naks NAKs)"
+		tail -n 20 "$DIR/a.log" "$DIR/b.log"; fail=1
+	fi
+}
+if [ $verbs_ok = 1 ]; then
+	run_prog v-rc-pingpong ibv_rc_pingpong -g 1 -c -n 2000
+	run_prog v-write-bw ib_write_bw -x 1 -F -n 3000
+	run_prog v-send-bw ib_send_bw -x 1 -F -n 3000
+	run_prog v-read-bw ib_read_bw -x 1 -F -n 3000
+	run_prog v-atomic-bw ib_atomic_bw -x 1 -F -n 3000
+fi
 nft_setup none 0; qdisc_setup none
 exit $fail
