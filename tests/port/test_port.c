@@ -929,6 +929,40 @@ static void test_memif_large_frames_both_ways(void **state)
 	pair_close(&p);
 }
 
+/* Ring pair names of any length the parser accepts (up to 16) open. */
+static void test_ring_pair_long_names(void **state)
+{
+	static const char *names[] = {"vargs", "abcdefgh", "abcdefghijklmnop"};
+	(void)state;
+
+	for (unsigned i = 0; i < 3; i++) {
+		struct pair p;
+		char spec[64], err[512];
+		uint8_t mac[6];
+
+		rocemu_port_config_init(&p.ca);
+		rocemu_port_config_init(&p.cb);
+		snprintf(spec, sizeof(spec), "ring:%s:a", names[i]);
+		set(&p.ca, "port", spec);
+		set(&p.ca, "ip", "10.9.0.1/24");
+		snprintf(spec, sizeof(spec), "ring:%s:b", names[i]);
+		set(&p.cb, "port", spec);
+		set(&p.cb, "ip", "10.9.0.2/24");
+		if (rocemu_port_open(&p.ca, &p.a, err, sizeof(err)))
+			fail_msg("open ring:%s:a: %s", names[i], err);
+		if (rocemu_port_open(&p.cb, &p.b, err, sizeof(err)))
+			fail_msg("open ring:%s:b: %s", names[i], err);
+		rocemu_port_progress_thread_stop(p.a);
+		rocemu_port_progress_thread_stop(p.b);
+		pump(&p, 2);
+		/* the two sides are joined: b resolves a */
+		for (int k = 0; k < 100 && resolve(p.b, "10.9.0.1", mac) == -EAGAIN; k++)
+			pump(&p, 1);
+		assert_int_equal(resolve(p.b, "10.9.0.1", mac), 0);
+		pair_close(&p);
+	}
+}
+
 /* Frames to a MAC that is not ours (nor broadcast/our multicast) are dropped. */
 static void test_foreign_mac_dropped(void **state)
 {
@@ -1213,6 +1247,7 @@ int main(void)
 	    cmocka_unit_test(test_fault_drop_list),
 	    cmocka_unit_test(test_multisegment_rx),
 	    cmocka_unit_test(test_memif_large_frames_both_ways),
+	    cmocka_unit_test(test_ring_pair_long_names),
 	    cmocka_unit_test(test_foreign_mac_dropped),
 	    cmocka_unit_test(test_fault_dup_reorder_delay),
 	    cmocka_unit_test(test_fork_child_exit),
