@@ -113,6 +113,7 @@ run() {
 	wait $spid; src=$?
 	if [ $crc = 0 ] && [ $src = 0 ]; then
 		echo "ok   $name: $(tail -1 "$DIR/c.log")"
+		[ -n "${TRN_VERBOSE:-}" ] && grep -h 'engine:' "$DIR/c.log" "$DIR/s.log"
 		return 0
 	fi
 	echo "FAIL $name (client $crc, server $src)"; cat "$DIR/c.log" "$DIR/s.log"; fail=1
