@@ -176,12 +176,11 @@ static int engine_acquire(struct rocemu_vdevice *d)
  * Before the port goes, let the last frames leave: a responder's final ACK is
  * often still queued when the program, its receive completed, closes the
  * device, and a requester on the other host then retries into the void until
- * "retry counter exceeded". Run progress until it is idle for a few passes,
- * then give the peer a moment to take the frames off a shared-memory ring.
+ * "retry counter exceeded". Run progress until it is idle for a few passes;
+ * the port's close then waits (bounded) until the peer has the frames.
  */
 #define DRAIN_IDLE_PASSES 3
 #define DRAIN_MAX_NS	  50000000ull /* 50 ms */
-#define DRAIN_LINGER_US	  20000
 
 static void engine_drain(struct rocemu_engine *e)
 {
@@ -196,7 +195,6 @@ static void engine_drain(struct rocemu_engine *e)
 		rocemu_port_unlock(port);
 		idle = work ? 0 : idle + 1;
 	}
-	usleep(DRAIN_LINGER_US);
 }
 
 /* The last close destroys the engine: that stops progress and flushes the capture. */

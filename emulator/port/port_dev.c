@@ -597,6 +597,47 @@ static void release(struct rocemu_port *port)
 }
 
 /*
+ * Before the device goes: let the frames already sent reach the peer. A
+ * program's last frame is often an ACK queued just before it closes the
+ * device; lost, the peer retries into the void until "retry counter
+ * exceeded". First hand the device everything still buffered (it may be
+ * full for a moment), then give the peer time to take the frames: on a ring
+ * pair until it has (we can see the ring), on memif (no way to see the
+ * peer's progress through the PMD) a short linger after the last transmit.
+ * Both bounded; the engine lock is held.
+ */
+#define PORT_CLOSE_DRAIN_NS  100000000ull /* 100 ms at most */
+#define PORT_CLOSE_LINGER_NS 20000000ull  /* memif: after the last transmit */
+
+static void close_drain(struct rocemu_port *port)
+{
+	uint64_t start = rocemu_now_ns(), now = start;
+	struct timespec ts = {0, 200000};
+
+	if (port->port_id == UINT16_MAX)
+		return;
+	for (;;) {
+		bool waiting;
+
+		rocemu_port_flush(port);
+		if (port->kind == PORT_KIND_RING)
+			waiting = port->tx_n ||
+				  !rte_ring_empty(port->ring_pair->ring[port->ring_side == 'b']);
+		else if (port->kind == PORT_KIND_MEMIF)
+			waiting = port->tx_n || (port->last_tx_ns &&
+						 now - port->last_tx_ns < PORT_CLOSE_LINGER_NS);
+		else
+			waiting = port->tx_n != 0;
+		if (!waiting || now - start >= PORT_CLOSE_DRAIN_NS)
+			break;
+		nanosleep(&ts, NULL);
+		now = rocemu_now_ns();
+	}
+	if (port->tx_n)
+		port_count_drop(port, "tx_unsent_at_close");
+}
+
+/*
  * At process exit, for a port the program never closed: stop the thread,
  * flush the capture and release the device, but keep the memory (pool and
  * port structure): an upper layer may still hold mbufs, or close the port
@@ -607,7 +648,7 @@ void port_close_at_exit(struct rocemu_port *port)
 	rocemu_port_progress_thread_stop(port);
 	rocemu_port_lock(port);
 	if (!port->closed_at_exit && port->port_id != UINT16_MAX)
-		rocemu_port_flush(port);
+		close_drain(port);
 	release_device(port);
 	port->closed_at_exit = true;
 	rocemu_port_unlock(port);
@@ -695,7 +736,7 @@ void rocemu_port_close(struct rocemu_port *port)
 	rocemu_port_progress_thread_stop(port);
 	port_eal_unregister(port);
 	rocemu_port_lock(port);
-	rocemu_port_flush(port);
+	close_drain(port);
 	rocemu_port_unlock(port);
 	release(port);
 }
@@ -865,6 +906,8 @@ void rocemu_port_flush(struct rocemu_port *port)
 	for (uint16_t i = 0; i < sent; i++)
 		port->fixed[PC_TX_BYTES] += len[i];
 	port->fixed[PC_TX_FRAMES] += sent;
+	if (sent)
+		port->last_tx_ns = rocemu_now_ns();
 	if (sent < port->tx_n)
 		memmove(port->tx_buf, port->tx_buf + sent,
 			(port->tx_n - sent) * sizeof(port->tx_buf[0]));

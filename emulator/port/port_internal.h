@@ -153,6 +153,7 @@ struct rocemu_port {
 	/* transmit buffer and loopback FIFO (engine lock) */
 	struct rte_mbuf *tx_buf[PORT_TX_BUF];
 	unsigned tx_n;
+	uint64_t last_tx_ns; /* when the device last took frames (close lingers after it) */
 	struct rte_mbuf *loop[PORT_LOOP_SLOTS];
 	unsigned loop_head, loop_tail;
 

@@ -963,6 +963,45 @@ static void test_ring_pair_long_names(void **state)
 	}
 }
 
+/*
+ * A frame sent just before close reaches the peer: close waits (bounded)
+ * until the peer has taken it, instead of tearing the link down under it.
+ * The peer's progress thread runs as in a real program.
+ */
+static void test_last_frame_survives_close(void **state)
+{
+	struct pair p;
+	struct recorder rb = {0};
+	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work};
+	uint8_t bmac[6];
+	unsigned got = 0;
+	(void)state;
+
+	pair_config(&p, NULL, NULL);
+	pair_open(&p);
+	rocemu_port_set_upper(p.b, &ub);
+	rocemu_port_mac(p.b, bmac);
+	pump(&p, 2);
+	assert_int_equal(rocemu_port_progress_thread_start(p.b), 0);
+	/* let b's thread go idle (it sleeps when there is no work) */
+	sleep_ms(20);
+	rocemu_port_lock(p.a);
+	assert_int_equal(rocemu_port_tx(p.a, roce_frame(p.a, "10.9.0.2", bmac, 0x44)), 0);
+	rocemu_port_flush(p.a);
+	rocemu_port_unlock(p.a);
+	rocemu_port_close(p.a);
+	for (int i = 0; i < 2000 && !got; i++) {
+		rocemu_port_lock(p.b);
+		got = rb.n;
+		rocemu_port_unlock(p.b);
+		if (!got)
+			sleep_ms(1);
+	}
+	assert_int_equal(got, 1);
+	assert_int_equal(rb.last.dqpn, 0x44);
+	rocemu_port_close(p.b);
+}
+
 /* Frames to a MAC that is not ours (nor broadcast/our multicast) are dropped. */
 static void test_foreign_mac_dropped(void **state)
 {
@@ -1248,6 +1287,7 @@ int main(void)
 	    cmocka_unit_test(test_multisegment_rx),
 	    cmocka_unit_test(test_memif_large_frames_both_ways),
 	    cmocka_unit_test(test_ring_pair_long_names),
+	    cmocka_unit_test(test_last_frame_survives_close),
 	    cmocka_unit_test(test_foreign_mac_dropped),
 	    cmocka_unit_test(test_fault_dup_reorder_delay),
 	    cmocka_unit_test(test_fork_child_exit),
