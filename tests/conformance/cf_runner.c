@@ -25,13 +25,13 @@
 #include "../../emulator/transport/rocemu_engine.h"
 #include "cf.h"
 
-#define ENGINE_IP "10.79.0.1"
-#define PEER_IP "10.79.0.2"
-#define STRANGER_IP "10.79.0.3"
-#define FRAME_MAX 9216
-#define CAP_SLOTS 512
+#define ENGINE_IP     "10.79.0.1"
+#define PEER_IP	      "10.79.0.2"
+#define STRANGER_IP   "10.79.0.3"
+#define FRAME_MAX     9216
+#define CAP_SLOTS     512
 #define WAIT_FRAME_MS 3000
-#define QUIET_MS 30
+#define QUIET_MS      30
 
 struct captured {
 	uint8_t data[FRAME_MAX];
@@ -52,7 +52,7 @@ static struct {
 	/* region: PROT_NONE | canary | region | canary | PROT_NONE */
 	uint8_t *map;
 	size_t map_len;
-	uint8_t *rw;	   /* the readable/writable span (canaries + region) */
+	uint8_t *rw; /* the readable/writable span (canaries + region) */
 	size_t rw_len;
 	uint8_t *region;
 	uint8_t *snapshot; /* rw span at scenario start */
@@ -165,8 +165,8 @@ static int port_cfg(struct rocemu_port_config *cfg, const char *spec, const char
 static uint8_t *alloc_guarded(size_t len)
 {
 	size_t pg = 4096, span = (len + pg - 1) / pg * pg;
-	uint8_t *m = mmap(NULL, span + 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			  -1, 0);
+	uint8_t *m =
+	    mmap(NULL, span + 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (m == MAP_FAILED)
 		return NULL;
@@ -240,8 +240,8 @@ static int setup(void)
 	if (rocemu_mr_reg(H.pd, H.ro_buf, 4096, REGION_IOVA + 0x100000, IBV_ACCESS_REMOTE_READ,
 			  &H.mr_ro) ||
 	    rocemu_mr_reg(H.pd2, H.other_buf, 4096, REGION_IOVA,
-			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			      IBV_ACCESS_REMOTE_ATOMIC,
+			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
 			  &H.mr_other) ||
 	    rocemu_mr_reg(H.pd, H.local, LOCAL_LEN, (uint64_t)(uintptr_t)H.local,
 			  IBV_ACCESS_LOCAL_WRITE, &H.mr_local))
@@ -299,10 +299,10 @@ static int connect_qp(struct rocemu_qp *qp, const struct qp_cfg *c, const uint8_
 		a.qkey = c->qkey;
 		mask |= IBV_QP_QKEY;
 	} else {
-		a.qp_access_flags = c->qp_access_set ? c->qp_access
-						     : IBV_ACCESS_REMOTE_READ |
-							   IBV_ACCESS_REMOTE_WRITE |
-							   IBV_ACCESS_REMOTE_ATOMIC;
+		a.qp_access_flags = c->qp_access_set
+					? c->qp_access
+					: IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
+					      IBV_ACCESS_REMOTE_ATOMIC;
 		mask |= IBV_QP_ACCESS_FLAGS;
 	}
 	if (rocemu_qp_modify(qp, &a, mask))
@@ -341,8 +341,8 @@ static int connect_qp(struct rocemu_qp *qp, const struct qp_cfg *c, const uint8_
 		a.retry_cnt = c->retry_set ? c->retry_cnt : 7;
 		a.rnr_retry = c->retry_set ? c->rnr_retry : 7;
 		a.max_rd_atomic = 16;
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			IBV_QP_MAX_QP_RD_ATOMIC;
+		mask |=
+		    IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 	}
 	if (rocemu_qp_modify(qp, &a, mask))
 		return fail("modify to RTS failed");
@@ -539,8 +539,8 @@ static int expect_rx(const struct step *s)
 	if ((s->chk & C_PSN) && p->psn != psn_of(s))
 		return fail("%s: PSN %#x, expected %#x", op_name(p->opcode), p->psn, psn_of(s));
 	if ((s->chk & C_LEN) && p->payload_len != s->len)
-		return fail("%s: payload %u bytes, expected %u", op_name(p->opcode),
-			    p->payload_len, s->len);
+		return fail("%s: payload %u bytes, expected %u", op_name(p->opcode), p->payload_len,
+			    s->len);
 	if (s->chk & C_SYN) {
 		uint8_t syn = p->aeth.syndrome;
 
@@ -549,10 +549,11 @@ static int expect_rx(const struct step *s)
 		if (ROCE_AETH_TYPE(syn) != s->syn_type ||
 		    (s->syn_type != ROCE_AETH_ACK && !(s->chk & C_NAKANY) &&
 		     ROCE_AETH_VALUE(syn) != s->syn_val))
-			return fail("AETH syndrome %#04x (type %u value %u), expected type %u value "
-				    "%u",
-				    syn, ROCE_AETH_TYPE(syn), ROCE_AETH_VALUE(syn), s->syn_type,
-				    s->syn_val);
+			return fail(
+			    "AETH syndrome %#04x (type %u value %u), expected type %u value "
+			    "%u",
+			    syn, ROCE_AETH_TYPE(syn), ROCE_AETH_VALUE(syn), s->syn_type,
+			    s->syn_val);
 	}
 	if ((s->chk & C_MSN) && p->aeth.msn != s->imm)
 		return fail("AETH MSN %u, expected %u", p->aeth.msn, s->imm);
@@ -592,9 +593,8 @@ static int expect_none(const struct step *s)
 static int post_recv(const struct step *s)
 {
 	for (unsigned i = 0; i < (s->n ? s->n : 1); i++) {
-		struct ibv_sge sg = {.addr = (uintptr_t)(H.local + i * 4096),
-				     .length = s->len,
-				     .lkey = 0};
+		struct ibv_sge sg = {
+		    .addr = (uintptr_t)(H.local + i * 4096), .length = s->len, .lkey = 0};
 		struct rocemu_mr_info info;
 
 		rocemu_mr_info(H.mr_local, &info);
@@ -763,8 +763,8 @@ static int run_step(const struct step *s)
 	case T_LOCAL_EQ:
 		for (uint32_t i = 0; i < s->len; i++)
 			if (H.local[s->off + i] != s->fill)
-				return fail("local byte %" PRId64 " is %#x, expected %#x", s->off + i,
-					    H.local[s->off + i], s->fill);
+				return fail("local byte %" PRId64 " is %#x, expected %#x",
+					    s->off + i, H.local[s->off + i], s->fill);
 		return 0;
 	case T_MEM_SET:
 		memset(H.region + s->off, s->fill, s->len);
@@ -962,8 +962,8 @@ int main(int argc, char **argv)
 	}
 	if (out)
 		fclose(out);
-	printf("%u scenarios: %u pass, %u fail, %u xfail, %u xpass\n", ran, n_pass, n_fail,
-	       n_xfail, n_xpass);
+	printf("%u scenarios: %u pass, %u fail, %u xfail, %u xpass\n", ran, n_pass, n_fail, n_xfail,
+	       n_xpass);
 	rocemu_port_close(H.pport);
 	rocemu_engine_destroy(H.e);
 	if (ran == 0) {

@@ -36,14 +36,14 @@
 #include "../../emulator/transport/rocemu_transport.h"
 #include "../../emulator/wire/roce_wire.h"
 
-#define FZ_REGION_LEN 8192u
+#define FZ_REGION_LEN  8192u
 #define FZ_REGION_IOVA 0x5a5a00000000ull
-#define FZ_CANARY 0xC5
-#define FZ_PEER_QPN 0x000BEEu
-#define FZ_EPSN 0x000100u
-#define FZ_SPSN 0x001000u
+#define FZ_CANARY      0xC5
+#define FZ_PEER_QPN    0x000BEEu
+#define FZ_EPSN	       0x000100u
+#define FZ_SPSN	       0x001000u
 #define FZ_MAX_RECORDS 16
-#define FZ_FRAME_MAX 9000
+#define FZ_FRAME_MAX   9000
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -123,8 +123,8 @@ static void qp_restart(struct rocemu_qp *qp, enum ibv_qp_type type)
 		a.qkey = 0x11111111u;
 		mask |= IBV_QP_QKEY;
 	} else {
-		a.qp_access_flags = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
-				    IBV_ACCESS_REMOTE_ATOMIC;
+		a.qp_access_flags =
+		    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
 		mask |= IBV_QP_ACCESS_FLAGS;
 	}
 	if (rocemu_qp_modify(qp, &a, mask))
@@ -159,8 +159,8 @@ static void qp_restart(struct rocemu_qp *qp, enum ibv_qp_type type)
 		a.retry_cnt = 7;
 		a.rnr_retry = 7;
 		a.max_rd_atomic = 4;
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			IBV_QP_MAX_QP_RD_ATOMIC;
+		mask |=
+		    IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 	}
 	if (rocemu_qp_modify(qp, &a, mask))
 		die("RTS");
@@ -227,8 +227,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (F.local == MAP_FAILED)
 		die("mmap");
 	if (rocemu_mr_reg(F.pd, F.region, FZ_REGION_LEN, FZ_REGION_IOVA,
-			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
-			      IBV_ACCESS_REMOTE_ATOMIC,
+			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+			      IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC,
 			  &F.mr) ||
 	    rocemu_mr_reg(F.pd, F.local, 65536, (uint64_t)(uintptr_t)F.local,
 			  IBV_ACCESS_LOCAL_WRITE, &F.mr_local))
@@ -263,13 +263,14 @@ static void post_work(void)
 	rocemu_mr_info(F.mr_local, &li);
 	rocemu_mr_info(F.mr, &ri);
 	for (int i = 0; i < 4; i++) {
-		sg = (struct ibv_sge){.addr = (uintptr_t)(F.local + 4096 * i), .length = 4096,
-				      .lkey = li.lkey};
+		sg = (struct ibv_sge){
+		    .addr = (uintptr_t)(F.local + 4096 * i), .length = 4096, .lkey = li.lkey};
 		rocemu_qp_post_recv(F.rc, 10 + i, &sg, 1);
 		rocemu_qp_post_recv(F.uc, 20 + i, &sg, 1);
 		rocemu_qp_post_recv(F.ud, 30 + i, &sg, 1);
 	}
-	sg = (struct ibv_sge){.addr = (uintptr_t)(F.local + 32768), .length = 2048, .lkey = li.lkey};
+	sg =
+	    (struct ibv_sge){.addr = (uintptr_t)(F.local + 32768), .length = 2048, .lkey = li.lkey};
 	wr.sg_list = &sg;
 	wr.num_sge = 1;
 	wr.send_flags = IBV_SEND_SIGNALED;
@@ -325,7 +326,8 @@ static uint32_t shape(uint8_t *buf, uint32_t len, uint8_t flags)
 		int32_t delta = (int32_t)(p.psn & 0xF) - ((p.psn & 0x8) ? 16 : 0);
 
 		if (t) {
-			uint32_t base = (p.op->flags & ROCE_OPF_RESPONSE) ? t->comp.psn : t->resp.epsn;
+			uint32_t base =
+			    (p.op->flags & ROCE_OPF_RESPONSE) ? t->comp.psn : t->resp.epsn;
 
 			p.psn = roce_psn_add(base, (uint32_t)delta & ROCE_PSN_MASK);
 		}

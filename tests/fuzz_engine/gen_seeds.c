@@ -12,13 +12,13 @@
 #include "../../emulator/wire/roce_wire.h"
 
 #define SHAPE 0x80
-#define ICRC 0x01
+#define ICRC  0x01
 #define QP_RC (1u << 2)
 #define QP_UC (2u << 2)
 #define QP_UD (3u << 2)
-#define PSN 0x10
-#define RKEY 0x20
-#define VA 0x40
+#define PSN   0x10
+#define RKEY  0x20
+#define VA    0x40
 
 struct rec {
 	uint8_t op;
@@ -132,8 +132,8 @@ int main(int argc, char **argv)
 	    {ROCE_OP_ATOMIC_ACK, ALL | QP_RC, 0, 4, 0, 0, 0x1F});
 	ONE("uc_send", {ROCE_TRANSPORT_UC | ROCE_OP_SEND_FIRST, ALL | QP_UC, 1024, 0, 0, 0, 0},
 	    {ROCE_TRANSPORT_UC | ROCE_OP_SEND_LAST, ALL | QP_UC, 10, 0, 0, 0, 0});
-	ONE("uc_write", {ROCE_TRANSPORT_UC | ROCE_OP_WRITE_ONLY_IMM, ALL | QP_UC, 64, 0, 64, 0x800,
-			 0});
+	ONE("uc_write",
+	    {ROCE_TRANSPORT_UC | ROCE_OP_WRITE_ONLY_IMM, ALL | QP_UC, 64, 0, 64, 0x800, 0});
 	ONE("ud_send", {ROCE_TRANSPORT_UD | ROCE_OP_SEND_ONLY, ALL | QP_UD, 200, 0, 0, 0, 0},
 	    {ROCE_TRANSPORT_UD | ROCE_OP_SEND_ONLY_IMM, ALL | QP_UD, 0, 0, 0, 0, 0});
 	ONE("cnp", {ROCE_OPCODE_CNP, ALL | QP_RC, 0, 0, 0, 0, 0});
