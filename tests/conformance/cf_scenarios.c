@@ -15,19 +15,11 @@
  */
 #include "cf.h"
 
+/* clang-format off */
 /* --- step builders ------------------------------------------------------- */
-#define END                                                                                        \
-	{                                                                                          \
-		.k = T_END                                                                         \
-	}
-#define TX(...)                                                                                    \
-	{                                                                                          \
-		.k = T_TX, __VA_ARGS__                                                             \
-	}
-#define RX(...)                                                                                    \
-	{                                                                                          \
-		.k = T_RX, __VA_ARGS__                                                             \
-	}
+#define END {.k = T_END}
+#define TX(...) {.k = T_TX, __VA_ARGS__}
+#define RX(...) {.k = T_RX, __VA_ARGS__}
 #define ACK(p) RX(.op = ROCE_OP_ACK, .chk = C_PSN | C_SYN, .psn = (p), .syn_type = ROCE_AETH_ACK)
 #define NAK(p, code)                                                                               \
 	RX(.op = ROCE_OP_ACK, .chk = C_PSN | C_SYN, .psn = (p), .syn_type = ROCE_AETH_NAK,         \
@@ -38,108 +30,45 @@
 #define RNR_NAK(p, t)                                                                              \
 	RX(.op = ROCE_OP_ACK, .chk = C_PSN | C_SYN, .psn = (p), .syn_type = ROCE_AETH_RNR_NAK,     \
 	   .syn_val = (t))
-#define NONE()                                                                                     \
-	{                                                                                          \
-		.k = T_NONE                                                                        \
-	}
-#define RECV(cnt, l)                                                                               \
-	{                                                                                          \
-		.k = T_RECV, .n = (cnt), .len = (l)                                                \
-	}
+#define NONE() {.k = T_NONE}
+#define RECV(cnt, l) {.k = T_RECV, .n = (cnt), .len = (l)}
 #define WC_RECV(st, bl)                                                                            \
-	{                                                                                          \
-		.k = T_WC, .recv_cq = true, .chk = C_STATUS | C_BLEN, .status = (st),              \
-		.byte_len = (bl)                                                                   \
-	}
-#define WC_RECV_ST(st)                                                                             \
-	{                                                                                          \
-		.k = T_WC, .recv_cq = true, .chk = C_STATUS, .status = (st)                        \
-	}
-#define WC_SEND(st)                                                                                \
-	{                                                                                          \
-		.k = T_WC, .chk = C_STATUS, .status = (st)                                         \
-	}
-#define NOWC()                                                                                     \
-	{                                                                                          \
-		.k = T_NOWC                                                                        \
-	}
-#define CTR(name, d)                                                                               \
-	{                                                                                          \
-		.k = T_CTR, .ctr = (name), .delta = (d)                                            \
-	}
-#define CTR_GE(name, d)                                                                            \
-	{                                                                                          \
-		.k = T_CTR, .ctr = (name), .delta = (d), .n = 1                                    \
-	}
-#define MEM_SAME()                                                                                 \
-	{                                                                                          \
-		.k = T_MEM_SAME                                                                    \
-	}
-#define MEM_EQ(o, l, b)                                                                            \
-	{                                                                                          \
-		.k = T_MEM_EQ, .off = (o), .len = (l), .fill = (b)                                 \
-	}
-#define MEM_ORIG(o, l)                                                                             \
-	{                                                                                          \
-		.k = T_MEM_ORIG, .off = (o), .len = (l)                                            \
-	}
-#define MEM_SET(o, l, b)                                                                           \
-	{                                                                                          \
-		.k = T_MEM_SET, .off = (o), .len = (l), .fill = (b)                                \
-	}
-#define MEM_U64(o, v)                                                                              \
-	{                                                                                          \
-		.k = T_MEM_U64, .off = (o), .swap = (v)                                            \
-	}
-#define STATE(s)                                                                                   \
-	{                                                                                          \
-		.k = T_STATE, .state = (s)                                                         \
-	}
-#define WAIT(m)                                                                                    \
-	{                                                                                          \
-		.k = T_WAIT, .ms = (m)                                                             \
-	}
-#define MARK()                                                                                     \
-	{                                                                                          \
-		.k = T_MARK                                                                        \
-	}
-#define SINCE_GE(m)                                                                                \
-	{                                                                                          \
-		.k = T_SINCE_GE, .ms = (m)                                                         \
-	}
-#define POST(...)                                                                                  \
-	{                                                                                          \
-		.k = T_POST, __VA_ARGS__                                                           \
-	}
+	{.k = T_WC, .recv_cq = true, .chk = C_STATUS | C_BLEN, .status = (st), .byte_len = (bl)}
+#define WC_RECV_ST(st) {.k = T_WC, .recv_cq = true, .chk = C_STATUS, .status = (st)}
+#define WC_SEND(st) {.k = T_WC, .chk = C_STATUS, .status = (st)}
+#define NOWC() {.k = T_NOWC}
+#define CTR(name, d) {.k = T_CTR, .ctr = (name), .delta = (d)}
+#define CTR_GE(name, d) {.k = T_CTR, .ctr = (name), .delta = (d), .n = 1}
+#define MEM_SAME() {.k = T_MEM_SAME}
+#define MEM_EQ(o, l, b) {.k = T_MEM_EQ, .off = (o), .len = (l), .fill = (b)}
+#define MEM_ORIG(o, l) {.k = T_MEM_ORIG, .off = (o), .len = (l)}
+#define MEM_SET(o, l, b) {.k = T_MEM_SET, .off = (o), .len = (l), .fill = (b)}
+#define MEM_U64(o, v) {.k = T_MEM_U64, .off = (o), .swap = (v)}
+#define STATE(s) {.k = T_STATE, .state = (s)}
+#define WAIT(m) {.k = T_WAIT, .ms = (m)}
+#define MARK() {.k = T_MARK}
+#define SINCE_GE(m) {.k = T_SINCE_GE, .ms = (m)}
+#define POST(...) {.k = T_POST, __VA_ARGS__}
 /* the peer answers rocemu's request at send-PSN offset p */
-#define PEER_ACK(p)                                                                                \
-	TX(.op = ROCE_OP_ACK, .spsn = true, .psn = (p), .syn_type = ROCE_AETH_ACK, .syn_val = 31)
+#define PEER_ACK(p) TX(.op = ROCE_OP_ACK, .spsn = true, .psn = (p), .syn_type = ROCE_AETH_ACK, .syn_val = 31)
 #define PEER_NAK(p, code)                                                                          \
-	TX(.op = ROCE_OP_ACK, .spsn = true, .psn = (p), .syn_type = ROCE_AETH_NAK,                 \
-	   .syn_val = (code))
+	TX(.op = ROCE_OP_ACK, .spsn = true, .psn = (p), .syn_type = ROCE_AETH_NAK, .syn_val = (code))
 #define PEER_RNR(p, t)                                                                             \
-	TX(.op = ROCE_OP_ACK, .spsn = true, .psn = (p), .syn_type = ROCE_AETH_RNR_NAK,             \
+	TX(.op = ROCE_OP_ACK, .spsn = true, .psn = (p), .syn_type = ROCE_AETH_RNR_NAK,              \
 	   .syn_val = (t))
 /* rocemu's request at send-PSN offset p */
-#define REQ(o, p)	 RX(.op = (o), .chk = C_PSN, .spsn = true, .psn = (p))
+#define REQ(o, p) RX(.op = (o), .chk = C_PSN, .spsn = true, .psn = (p))
 #define REQ_LEN(o, p, l) RX(.op = (o), .chk = C_PSN | C_LEN, .spsn = true, .psn = (p), .len = (l))
 
 #define UD_SEND_ONLY (ROCE_TRANSPORT_UD | ROCE_OP_SEND_ONLY)
-#define UC(op)	     (ROCE_TRANSPORT_UC | (op))
-#define MTU	     1024
+#define UC(op) (ROCE_TRANSPORT_UC | (op))
+#define MTU 1024
 
 #define SC(n, g, r, w, ...)                                                                        \
-	{                                                                                          \
-		.name = (n), .group = (g), .rule = (r), .what = (w), __VA_ARGS__                   \
-	}
-#define STEPS(...)                                                                                 \
-	.steps = (const struct step[])                                                             \
-	{                                                                                          \
-		__VA_ARGS__, END                                                                   \
-	}
+	{.name = (n), .group = (g), .rule = (r), .what = (w), __VA_ARGS__}
+#define STEPS(...) .steps = (const struct step[]){__VA_ARGS__, END}
 
-/* The table is data laid out for reading: clang-format keeps its hands off. */
-/* clang-format off */
+/* The step builders and the table are data laid out for reading: no clang-format. */
 const struct scenario cf_scenarios[] = {
     /* ------------------------------------------------------------ psn */
     SC("psn_gap_nak_once_then_silence", "psn", "IBA 9.7 (PSN check: one PSN-sequence NAK per gap)",
