@@ -20,6 +20,9 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 run "$build" --suite unit
 run "$build" --suite conformance --num-processes 1
+# make conformance: rerun the scenarios and regenerate docs/CONFORMANCE.md from this run
+echo "=== ninja -C $build conformance"
+ninja -C "$build" conformance || status=1
 run "$build" --suite integration --num-processes 1
 run "$asan" --suite unit
 run "$asan" --suite conformance --num-processes 1
