@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include <netinet/in.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,6 +48,8 @@
  * either IP version.
  */
 #define ROCE_IP_OVERHEAD_MAX (40 + 8 + 12 + 28 + 4)
+/* memif: ring the peer's bell at most this often (see open_memif_bell) */
+#define PORT_BELL_INTERVAL_NS 100000ull
 
 static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -462,6 +466,48 @@ static void open_doorbell(struct rocemu_port *port, const char *iface)
 	port->doorbell_fd = fd;
 }
 
+/*
+ * memif has no receive interrupt either (DPDK 22.11's PMD implements no
+ * rx_queue_intr_* operation; the memif protocol's own interrupt eventfds are
+ * private to it). The two rocemu ends of a memif link ring each other
+ * instead: each binds an abstract Unix datagram socket named after the memif
+ * socket path and its role, and after a transmit rings the peer's, at most
+ * once per PORT_BELL_INTERVAL_NS (a peer woken by a bell spins for a while
+ * after that work, so it is awake for the frames that follow). The idle
+ * progress thread sleeps in poll() on its bell: a frame wakes it at once.
+ * Best effort: with no bell (name taken, a non-rocemu peer) the thread
+ * wakes every millisecond as before.
+ */
+static void open_memif_bell(struct rocemu_port *port, const char *path)
+{
+	struct sockaddr_un own = {.sun_family = AF_UNIX};
+	uint64_t h = 0xcbf29ce484222325ull;
+	socklen_t len;
+	int fd;
+
+	for (const char *c = path; *c; c++) {
+		h ^= (uint8_t)*c;
+		h *= 0x100000001b3ull;
+	}
+	/* abstract names: sun_path[0] == 0, no file to clean up */
+	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+			  (socklen_t)snprintf(own.sun_path + 1, sizeof(own.sun_path) - 1,
+					      "rocemu-bell-%016llx-%c", (unsigned long long)h,
+					      port->memif_client ? 'c' : 's'));
+	port->bell_peer = own;
+	port->bell_peer.sun_path[len - offsetof(struct sockaddr_un, sun_path) - 1] =
+	    port->memif_client ? 's' : 'c';
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (bind(fd, (struct sockaddr *)&own, len)) {
+		close(fd);
+		return;
+	}
+	port->doorbell_fd = fd;
+	port->bell_peer_len = len;
+}
+
 static void choose_mac(struct rocemu_port *port)
 {
 	struct rte_ether_addr dev_mac;
@@ -564,6 +610,7 @@ static void release_device(struct rocemu_port *port)
 	if (port->doorbell_fd >= 0)
 		close(port->doorbell_fd);
 	port->doorbell_fd = -1;
+	port->bell_peer_len = 0;
 	if (port->port_id != UINT16_MAX) {
 		struct rte_eth_dev_info info;
 		struct rte_device *dev = NULL;
@@ -695,6 +742,8 @@ int rocemu_port_open(const struct rocemu_port_config *cfg, struct rocemu_port **
 	find_kernel_owned(port, arg);
 	if (port->kind == PORT_KIND_AF_PACKET)
 		open_doorbell(port, arg);
+	if (port->kind == PORT_KIND_MEMIF)
+		open_memif_bell(port, arg + 7);
 	rc = port_capture_open(port, err, errlen);
 	if (rc)
 		goto fail;
@@ -906,8 +955,17 @@ void rocemu_port_flush(struct rocemu_port *port)
 	for (uint16_t i = 0; i < sent; i++)
 		port->fixed[PC_TX_BYTES] += len[i];
 	port->fixed[PC_TX_FRAMES] += sent;
-	if (sent)
-		port->last_tx_ns = rocemu_now_ns();
+	if (sent) {
+		uint64_t now = rocemu_now_ns();
+
+		port->last_tx_ns = now;
+		if (port->bell_peer_len && now - port->last_bell_ns >= PORT_BELL_INTERVAL_NS) {
+			ssize_t r = sendto(port->doorbell_fd, "", 1, MSG_DONTWAIT,
+					   (struct sockaddr *)&port->bell_peer, port->bell_peer_len);
+			(void)r;
+			port->last_bell_ns = now;
+		}
+	}
 	if (sent < port->tx_n)
 		memmove(port->tx_buf, port->tx_buf + sent,
 			(port->tx_n - sent) * sizeof(port->tx_buf[0]));

@@ -7,6 +7,8 @@
 #define ROCEMU_PORT_INTERNAL_H
 
 #include <pthread.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <stdatomic.h>
 
 #include <pcap/pcap.h>
@@ -143,7 +145,13 @@ struct rocemu_port {
 	atomic_uint_fast64_t last_app_poll_ns;
 	int wake_fd;
 	int udp_hold_fd; /* UDP 4791 held open on kernel interfaces, or -1 */
-	int doorbell_fd; /* af_packet: a packet socket that wakes the idle thread, or -1 */
+	int doorbell_fd; /* af_packet: a packet socket that wakes the idle thread, or -1;
+			  * memif: our end of the bell socket pair */
+	/* memif: the peer's bell (an abstract Unix datagram address) and when we
+	 * last rang it; bell_peer_len 0 when there is none */
+	struct sockaddr_un bell_peer;
+	socklen_t bell_peer_len;
+	uint64_t last_bell_ns;
 	uint64_t doorbell_grace_until_ns; /* progress thread only */
 	atomic_bool upper_has_work;	  /* has_work() at the end of the last pass */
 
