@@ -48,6 +48,26 @@ static struct rocemu_send_wqe *first_pending(struct rocemu_qp *qp)
 	return NULL;
 }
 
+/**
+ * The oldest PSN the responder has not acknowledged, inside the first
+ * unfinished WQE: where a timeout resends from (9.7.6.1.3). comp.psn, unless
+ * it lies outside that WQE's unanswered range.
+ */
+static uint32_t oldest_unacked(struct rocemu_qp *qp)
+{
+	struct rocemu_send_wqe *w = first_pending(qp);
+	uint32_t from;
+	int32_t d;
+
+	if (!w)
+		return qp->comp.psn;
+	from = roce_psn_add(w->first_psn, w->rd_atomic ? w->rcvd_pkts : 0);
+	d = roce_psn_diff(qp->comp.psn, from);
+	if (d > 0 && d < (int32_t)(w->npkts - (w->rd_atomic ? w->rcvd_pkts : 0)))
+		return qp->comp.psn;
+	return from;
+}
+
 static bool outstanding(struct rocemu_qp *qp)
 {
 	return first_pending(qp) != NULL;
@@ -125,13 +145,19 @@ static void progress_made(struct rocemu_qp *qp)
  * complete SEND/WRITE WQEs it covers. Stops at a READ/atomic that has not
  * got its response; if psn covers one of that READ's responses, those
  * responses were lost: returns false and sets *lost_psn.
+ *
+ * Every started WQE is looked at, whether it is SENT or ACTIVE again after a
+ * go-back-N rewind (its packets being resent, or waiting behind sq_cur to be):
+ * the responder has every PSN up to psn whichever pass delivered it. Leaving a
+ * covered WQE unfinished while comp.psn moves past it would leave nothing to
+ * resend at a timeout (the rewind target is past every PSN in flight) and no
+ * ACK to complete it: RETRY_EXC_ERR after retry_cnt idle timeouts.
  */
 static bool ack_upto(struct rocemu_qp *qp, uint32_t psn, uint32_t *lost_psn)
 {
 	bool progress = false;
-	uint32_t end = qp->sq_cur + (qp->sq_cur != qp->sq_tail);
 
-	for (uint32_t i = qp->sq_head; i != end; i++) {
+	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
 		struct rocemu_send_wqe *w = sq_at(qp, i);
 		uint32_t last;
 
@@ -149,7 +175,7 @@ static bool ack_upto(struct rocemu_qp *qp, uint32_t psn, uint32_t *lost_psn)
 			break;
 		}
 		last = roce_psn_add(w->first_psn, w->npkts - 1);
-		if (roce_psn_diff(psn, last) >= 0 && w->state == WQE_SENT) {
+		if (roce_psn_diff(psn, last) >= 0) {
 			wqe_finish(qp, w, IBV_WC_SUCCESS);
 			progress = true;
 			continue;
@@ -272,6 +298,13 @@ static void handle_ack(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 	uint8_t syn = pkt->aeth.syndrome;
 	uint32_t psn = pkt->psn, lost;
 
+	/* A NAK or RNR NAK for a PSN already acknowledged is stale (duplicated, or
+	 * overtaken by a later response): going back for it would resend what
+	 * the responder has and spend the NAK budget. */
+	if (ROCE_AETH_TYPE(syn) != ROCE_AETH_ACK && roce_psn_diff(psn, qp->comp.psn) < 0) {
+		ENGINE_COUNT(e, drop_resp_duplicate);
+		return;
+	}
 	switch (ROCE_AETH_TYPE(syn)) {
 	case ROCE_AETH_ACK:
 		ENGINE_COUNT(e, rx_acks);
@@ -281,7 +314,7 @@ static void handle_ack(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 	case ROCE_AETH_RNR_NAK:
 		ENGINE_COUNT(e, rx_rnr_nak);
 		if (!ack_upto(qp, roce_psn_add(psn, ROCE_PSN_MASK), &lost)) {
-			go_back(qp, lost);
+			read_gap(qp, lost); /* loss evidence: the NAK budget, not retry_cnt */
 			break;
 		}
 		if (qp->comp.rnr_left == 0) {
@@ -302,7 +335,7 @@ static void handle_ack(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 
 		count_nak(e, code);
 		if (!ack_upto(qp, roce_psn_add(psn, ROCE_PSN_MASK), &lost)) {
-			go_back(qp, lost);
+			read_gap(qp, lost); /* loss evidence: the NAK budget, not retry_cnt */
 			break;
 		}
 		if (code == ROCE_NAK_PSN_SEQ_ERR) {
@@ -327,6 +360,11 @@ static void handle_read_resp(struct rocemu_qp *qp, const struct roce_pkt *pkt,
 	bool last_pkt;
 	enum rocemu_mem_err err;
 
+	/* older than anything unacknowledged: a duplicate or a replay's overlap */
+	if (roce_psn_diff(psn, qp->comp.psn) < 0) {
+		ENGINE_COUNT(e, drop_resp_duplicate);
+		return;
+	}
 	/* A READ response acknowledges everything before it (9.7.5.1.1). */
 	if (!ack_upto(qp, roce_psn_add(psn, ROCE_PSN_MASK), &lost)) {
 		ENGINE_COUNT(e, drop_psn_out_of_seq);
@@ -378,6 +416,10 @@ static void handle_atomic_ack(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 	enum rocemu_mem_err err;
 	uint64_t orig = pkt->atomic_orig;
 
+	if (roce_psn_diff(pkt->psn, qp->comp.psn) < 0) {
+		ENGINE_COUNT(e, drop_resp_duplicate); /* replayed or duplicated */
+		return;
+	}
 	if (!ack_upto(qp, roce_psn_add(pkt->psn, ROCE_PSN_MASK), &lost)) {
 		ENGINE_COUNT(e, drop_psn_out_of_seq);
 		read_gap(qp, lost);
@@ -447,10 +489,12 @@ unsigned rocemu_comp_timers(struct rocemu_qp *qp, uint64_t now)
 			qp->comp.deadline_ns = 0;
 		} else {
 			ENGINE_COUNT(qp->engine, retransmit_timeouts);
+			uint32_t from = oldest_unacked(qp);
+
 			/* responses still in flight from before the timeout are stale */
 			qp->comp.reread_pending = true;
-			qp->comp.reread_psn = qp->comp.psn;
-			go_back(qp, qp->comp.psn);
+			qp->comp.reread_psn = from;
+			go_back(qp, from);
 			work++;
 		}
 	}
