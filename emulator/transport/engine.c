@@ -371,12 +371,16 @@ static unsigned run_qp(struct rocemu_qp *qp)
 
 	if (qp->state == IBV_QPS_RESET)
 		return 0;
-	rocemu_resp_flush_ack(qp);
 	if (qp->type == IBV_QPT_UD) {
 		work += rocemu_ud_send(qp, ROCEMU_TX_BUDGET);
 		return work;
 	}
+	/* READ responses before the coalesced ACK: the ACK's PSN (expected - 1)
+	 * may lie past a READ whose responses are still to go, and responses
+	 * leave in PSN order (9.7.5.1.1), or the requester takes the READ's
+	 * responses for lost and asks again. */
 	work += rocemu_resp_run(qp, ROCEMU_TX_BUDGET);
+	rocemu_resp_flush_ack(qp);
 	work += rocemu_req_run(qp, ROCEMU_TX_BUDGET);
 	rocemu_comp_retire(qp);
 	rocemu_engine_timer_sync(qp);

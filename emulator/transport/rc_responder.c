@@ -73,6 +73,8 @@ void rocemu_resp_flush_ack(struct rocemu_qp *qp)
 		qp->resp.ack_pending = false;
 		return;
 	}
+	if (qp->resp.res_active)
+		return; /* READ responses still streaming: the ACK goes after them */
 	if (send_aeth(qp, ROCE_OP_ACK, roce_psn_add(qp->resp.epsn, ROCE_PSN_MASK), ack_syndrome(),
 		      0, qp->resp.msn) == 0) {
 		qp->resp.ack_pending = false;

@@ -108,9 +108,14 @@ static void run_lossy(const char *pair, const char *const *opts)
 	struct rocemu_mr *ms, *md, *mc, *mo;
 	uint32_t len[N_SEND];
 	struct rocemu_wc wc;
+	const char *capdir = getenv("LOSSY_CAPTURE_DIR");
+	char cap[256];
 	int rc;
 
-	rc = h_setup_opts(&A, &B, pair, NULL, opts, opts);
+	/* LOSSY_CAPTURE_DIR=DIR: node A captures every frame into DIR/NAME.pcap (debugging) */
+	if (capdir)
+		snprintf(cap, sizeof(cap), "%s/%s.pcap", capdir, pair);
+	rc = h_setup_opts(&A, &B, pair, capdir ? cap : NULL, opts, opts);
 	if (rc == 77)
 		skip();
 	assert_int_equal(rc, 0);
@@ -299,5 +304,7 @@ int main(void)
 		fprintf(stderr, "skip: %s\n", rocemu_eal_error());
 		return 77;
 	}
+	if (getenv("LOSSY_FILTER")) /* e.g. LOSSY_FILTER=test_mixed */
+		cmocka_set_test_filter(getenv("LOSSY_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
