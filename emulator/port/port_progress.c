@@ -23,7 +23,7 @@
 /* The thread keeps spinning this long after the last work it saw. */
 #define SPIN_AFTER_WORK_NS 200000ull
 /* An application poll within this window means the application drives progress. */
-#define APP_POLL_WINDOW_NS 50000ull
+#define APP_POLL_WINDOW_NS 2000000ull
 /* Sleep between idle passes: bounds the reaction time when nobody kicks. */
 #define IDLE_SLEEP_NS 1000000ull
 /* The same with a receive doorbell and no upper layer: frames wake us. */
