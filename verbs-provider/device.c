@@ -197,6 +197,35 @@ static void engine_drain(struct rocemu_engine *e)
 	}
 }
 
+/*
+ * ROCEMU_STATS=1: before a device's engine goes away, print its non-zero port
+ * and transport counters (frames, drops by reason, retransmissions, NAKs by
+ * code, RNR, duplicates, timeouts) to stderr, so a user of an unmodified
+ * program can see what the emulated NIC did.
+ */
+static void print_counter_set(const char *dev, const char *layer, const struct rocemu_counter *c,
+			      unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (c[i].value)
+			fprintf(stderr, "rocemu: %s %s %s %" PRIu64 "\n", dev, layer, c[i].name,
+				c[i].value);
+}
+
+static void engine_report_stats(const struct rocemu_vdevice *d, struct rocemu_engine *e)
+{
+	const char *env = getenv("ROCEMU_STATS");
+	struct rocemu_counter c[256];
+	unsigned n;
+
+	if (!env || !*env || !strcmp(env, "0"))
+		return;
+	n = rocemu_port_counters(rocemu_engine_port(e), c, 256);
+	print_counter_set(d->cfg.name, "port", c, n < 256 ? n : 256);
+	n = rocemu_engine_counters(e, c, 256);
+	print_counter_set(d->cfg.name, "transport", c, n < 256 ? n : 256);
+}
+
 /* The last close destroys the engine: that stops progress and flushes the capture. */
 static void engine_release(struct rocemu_vdevice *d)
 {
@@ -210,6 +239,7 @@ static void engine_release(struct rocemu_vdevice *d)
 	pthread_mutex_unlock(&d->lock);
 	if (dead) {
 		engine_drain(dead);
+		engine_report_stats(d, dead);
 		rocemu_engine_destroy(dead);
 	}
 }
@@ -226,6 +256,7 @@ __attribute__((destructor)) static void close_engines_at_exit(void)
 		pthread_mutex_unlock(&d->lock);
 		if (e) {
 			engine_drain(e);
+			engine_report_stats(d, e);
 			rocemu_engine_destroy(e);
 		}
 	}

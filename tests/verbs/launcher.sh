@@ -58,6 +58,12 @@ timeout 30 "$ROCEMU" run --config $dir/two.conf -- ibv_devinfo -l >$dir/list 2>&
 check "config file with two devices" $? "2 HCAs? found" $dir/list
 grep -q rocemu1 $dir/list || { echo "FAIL: rocemu1 missing"; fail=1; }
 
+# ROCEMU_STATS=1: the device's counters are printed when its engine closes
+ROCEMU_STATS=1 timeout 30 "$ROCEMU" run "${port[@]}" -- ibv_devinfo >$dir/stats 2>&1
+check "ROCEMU_STATS=1 prints the port's counters at close" $? "^rocemu: rocemu0 port tx_frames [1-9]" $dir/stats
+timeout 30 "$ROCEMU" run "${port[@]}" -- ibv_devinfo >$dir/nostats 2>&1
+if grep -q "^rocemu: rocemu0 port" $dir/nostats; then echo "FAIL: counters printed without ROCEMU_STATS"; fail=1; else echo "ok: no counters without ROCEMU_STATS"; fi
+
 timeout 10 "$ROCEMU" run "${port[@]}" -- /bin/true >$dir/e1 2>&1
 one_line "program without libibverbs" 2 "not linked against libibverbs" $dir/e1 $?
 timeout 10 "$ROCEMU" run --port memif:sideways:/tmp/x --ip 10.0.0.1/24 -- ibv_devices >$dir/e2 2>&1
