@@ -51,21 +51,6 @@
 /* memif: ring the peer's bell at most this often (see open_memif_bell) */
 #define PORT_BELL_INTERVAL_NS 100000ull
 
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Ring pairs: two net_ring ports in one process joined back to back.        */
 
@@ -103,7 +88,7 @@ static int ring_pair_get(const char *name, int side, struct ring_pair **out, cha
 	}
 	if (!rp) {
 		if (!free_slot) {
-			rc = fail(err, errlen, -ENOSPC, "too many ring pairs in this process");
+			rc = port_fail(err, errlen, -ENOSPC, "too many ring pairs in this process");
 			goto out;
 		}
 		rp = free_slot;
@@ -116,7 +101,7 @@ static int ring_pair_get(const char *name, int side, struct ring_pair **out, cha
 				 d ? 'l' : 'r', name);
 			rp->ring[d] = rte_ring_create(rname, PORT_RING_SIZE, SOCKET_ID_ANY, 0);
 			if (!rp->ring[d]) {
-				rc = fail(err, errlen, -rte_errno, "cannot create ring %s: %s",
+				rc = port_fail(err, errlen, -rte_errno, "cannot create ring %s: %s",
 					  rname, rte_strerror(rte_errno));
 				if (d)
 					rte_ring_free(rp->ring[0]);
@@ -125,7 +110,7 @@ static int ring_pair_get(const char *name, int side, struct ring_pair **out, cha
 		}
 	}
 	if (rp->side_open[side]) {
-		rc = fail(err, errlen, -EBUSY, "ring pair %s side %c is already open", name,
+		rc = port_fail(err, errlen, -EBUSY, "ring pair %s side %c is already open", name,
 			  'a' + side);
 		goto out;
 	}
@@ -257,7 +242,7 @@ static int create_device(struct rocemu_port *port, const char *arg, char *err, s
 		snprintf(port->dev_name, sizeof(port->dev_name), "net_ring_r%u", seq);
 		rc = rte_eth_from_rings(port->dev_name, &rx, 1, &tx, 1, (unsigned)rte_socket_id());
 		if (rc < 0)
-			return fail(err, errlen, -EIO, "cannot create ring port %s: %s",
+			return port_fail(err, errlen, -EIO, "cannot create ring port %s: %s",
 				    port->dev_name, rte_strerror(rte_errno));
 		port->port_id = (uint16_t)rc;
 		port->dev_is_vdev = true;
@@ -304,11 +289,11 @@ static int create_device(struct rocemu_port *port, const char *arg, char *err, s
 	}
 	rc = rte_dev_probe(devargs);
 	if (rc < 0)
-		return fail(err, errlen, rc, "cannot create DPDK device '%s': %s", devargs,
+		return port_fail(err, errlen, rc, "cannot create DPDK device '%s': %s", devargs,
 			    rte_strerror(-rc));
 	port->dev_is_vdev = port->kind != PORT_KIND_DPDK || !strncmp(arg, "net_", 4);
 	if (rte_eth_dev_get_port_by_name(port->dev_name, &port->port_id))
-		return fail(err, errlen, -ENODEV, "device '%s' probed but has no ethdev port",
+		return port_fail(err, errlen, -ENODEV, "device '%s' probed but has no ethdev port",
 			    port->dev_name);
 	return 0;
 }
@@ -325,28 +310,28 @@ static int start_device(struct rocemu_port *port, char *err, size_t errlen)
 		socket = (int)rte_socket_id();
 	rc = rte_eth_dev_info_get(port->port_id, &info);
 	if (rc)
-		return fail(err, errlen, rc, "%s: cannot read device info", port->dev_name);
+		return port_fail(err, errlen, rc, "%s: cannot read device info", port->dev_name);
 	memset(&conf, 0, sizeof(conf));
 	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 	rc = rte_eth_dev_configure(port->port_id, 1, 1, &conf);
 	if (rc)
-		return fail(err, errlen, rc, "%s: configure failed: %s", port->dev_name,
+		return port_fail(err, errlen, rc, "%s: configure failed: %s", port->dev_name,
 			    rte_strerror(-rc));
 	rte_eth_dev_adjust_nb_rx_tx_desc(port->port_id, &nb_rxd, &nb_txd);
 	rc = rte_eth_rx_queue_setup(port->port_id, 0, nb_rxd, (unsigned)socket, NULL, port->pool);
 	if (rc)
-		return fail(err, errlen, rc, "%s: rx queue setup failed: %s", port->dev_name,
+		return port_fail(err, errlen, rc, "%s: rx queue setup failed: %s", port->dev_name,
 			    rte_strerror(-rc));
 	rc = rte_eth_tx_queue_setup(port->port_id, 0, nb_txd, (unsigned)socket, NULL);
 	if (rc)
-		return fail(err, errlen, rc, "%s: tx queue setup failed: %s", port->dev_name,
+		return port_fail(err, errlen, rc, "%s: tx queue setup failed: %s", port->dev_name,
 			    rte_strerror(-rc));
 	/* Kernel interfaces keep their own MTU; on the others, ask for ours. */
 	if (port->kind == PORT_KIND_DPDK || port->kind == PORT_KIND_MEMIF) {
 		rc = rte_eth_dev_set_mtu(port->port_id, port->eth_mtu);
 		if (rc && rc != -ENOTSUP && port->cfg.mtu)
-			return fail(err, errlen, rc, "%s: cannot set MTU %u: %s", port->dev_name,
+			return port_fail(err, errlen, rc, "%s: cannot set MTU %u: %s", port->dev_name,
 				    port->eth_mtu, rte_strerror(-rc));
 	}
 	rc = rte_eth_dev_start(port->port_id);
@@ -361,7 +346,7 @@ static int start_device(struct rocemu_port *port, char *err, size_t errlen)
 		rc = rte_eth_dev_start(port->port_id);
 	}
 	if (rc)
-		return fail(
+		return port_fail(
 		    err, errlen, rc, "%s: start failed: %s%s", port->dev_name, rte_strerror(-rc),
 		    port->memif_client ? " (no memif server listening on the socket?)" : "");
 	return 0;
@@ -540,15 +525,15 @@ static int choose_mtu(struct rocemu_port *port, const char *arg, char *err, size
 
 	if (port->kind == PORT_KIND_AF_PACKET || port->kind == PORT_KIND_AF_XDP) {
 		if (read_sys_int(arg, "mtu", &v))
-			return fail(err, errlen, -ENODEV,
+			return port_fail(err, errlen, -ENODEV,
 				    "interface '%s' not found in this network namespace", arg);
 		if (port->cfg.mtu && port->cfg.mtu > v)
-			return fail(err, errlen, -EINVAL,
+			return port_fail(err, errlen, -EINVAL,
 				    "--mtu %u is larger than interface %s's MTU %ld", port->cfg.mtu,
 				    arg, v);
 		port->eth_mtu = port->cfg.mtu ? port->cfg.mtu : (uint16_t)v;
 		if (port->kind == PORT_KIND_AF_XDP && port->eth_mtu > 3498)
-			return fail(
+			return port_fail(
 			    err, errlen, -EINVAL,
 			    "af_xdp: MTU %u too large (XDP frames hold at most 3498 bytes of MTU)",
 			    port->eth_mtu);
@@ -591,7 +576,7 @@ static int create_pool(struct rocemu_port *port, char *err, size_t errlen)
 	port->pool = rte_pktmbuf_pool_create(name, n, 0, 0, (uint16_t)(room + RTE_PKTMBUF_HEADROOM),
 					     (int)rte_socket_id());
 	if (!port->pool)
-		return fail(err, errlen, -ENOMEM,
+		return port_fail(err, errlen, -ENOMEM,
 			    "cannot create a pool of %u mbufs of %u bytes: %s", n, room,
 			    rte_strerror(rte_errno));
 	return 0;
@@ -716,11 +701,11 @@ int rocemu_port_open(const struct rocemu_port_config *cfg, struct rocemu_port **
 	port_parse_spec(cfg->spec, &kind, arg, sizeof(arg), NULL, 0);
 	rc = port_eal_init(kind == PORT_KIND_DPDK && strncmp(arg, "net_", 4));
 	if (rc)
-		return fail(err, errlen, rc, "%s", rocemu_eal_error());
+		return port_fail(err, errlen, rc, "%s", rocemu_eal_error());
 
 	port = calloc(1, sizeof(*port));
 	if (!port)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return port_fail(err, errlen, -ENOMEM, "out of memory");
 	port->cfg = *cfg;
 	port->kind = kind;
 	port->port_id = UINT16_MAX;
@@ -750,20 +735,20 @@ int rocemu_port_open(const struct rocemu_port_config *cfg, struct rocemu_port **
 	if (cfg->fault_enabled) {
 		rc = port_fault_init(port);
 		if (rc) {
-			fail(err, errlen, rc, "cannot set up the fault injector");
+			port_fail(err, errlen, rc, "cannot set up the fault injector");
 			goto fail;
 		}
 	}
 	port->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (port->wake_fd < 0) {
-		rc = fail(err, errlen, -errno, "eventfd: %s", strerror(errno));
+		rc = port_fail(err, errlen, -errno, "eventfd: %s", strerror(errno));
 		goto fail;
 	}
 	port_eal_register(port);
 	rc = rocemu_port_progress_thread_start(port);
 	if (rc) {
 		port_eal_unregister(port);
-		fail(err, errlen, rc, "cannot start the progress thread: %s", strerror(-rc));
+		port_fail(err, errlen, rc, "cannot start the progress thread: %s", strerror(-rc));
 		goto fail;
 	}
 	*out = port;

@@ -269,4 +269,8 @@ bool port_gid_is_v4(const uint8_t gid[16]);
 uint32_t port_gid_ipv4(const uint8_t gid[16]);
 const char *port_gid_str(const uint8_t gid[16], char *buf, size_t len);
 
+/** Fill err (when non-NULL) with a one-line message and return rc (a negative errno). */
+int port_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 #endif
