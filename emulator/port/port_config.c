@@ -135,45 +135,47 @@ static int set_ip(struct rocemu_port_config *cfg, const char *val, char *err, si
 	uint64_t prefix;
 
 	if (cfg->n_ips >= ROCEMU_PORT_MAX_IPS)
-		return port_fail(err, errlen, -EINVAL, "--ip %s: at most %d addresses per port", val,
-			    ROCEMU_PORT_MAX_IPS);
+		return port_fail(err, errlen, -EINVAL, "--ip %s: at most %d addresses per port",
+				 val, ROCEMU_PORT_MAX_IPS);
 	if (alen == 0 || alen >= sizeof(addr))
 		return port_fail(err, errlen, -EINVAL, "--ip '%s': expected ADDR/PREFIX", val);
 	memcpy(addr, val, alen);
 	addr[alen] = 0;
 	if (rocemu_gid_parse(addr, ip.gid))
-		return port_fail(err, errlen, -EINVAL, "--ip '%s': '%s' is not an IPv4 or IPv6 address",
-			    val, addr);
+		return port_fail(err, errlen, -EINVAL,
+				 "--ip '%s': '%s' is not an IPv4 or IPv6 address", val, addr);
 	ip.is_v6 = !port_gid_is_v4(ip.gid) || strchr(addr, ':') != NULL;
 	if (ip.is_v6 && port_gid_is_v4(ip.gid))
 		return port_fail(err, errlen, -EINVAL,
-			    "--ip '%s': write IPv4 addresses in dotted form, not IPv4-mapped", val);
+				 "--ip '%s': write IPv4 addresses in dotted form, not IPv4-mapped",
+				 val);
 	if (!slash) {
 		ip.prefix = ip.is_v6 ? 64 : 24;
 	} else {
 		if (parse_u64(slash + 1, ip.is_v6 ? 128 : 32, &prefix))
 			return port_fail(err, errlen, -EINVAL,
-				    "--ip '%s': prefix length must be 0..%d for %s", val,
-				    ip.is_v6 ? 128 : 32, ip.is_v6 ? "IPv6" : "IPv4");
+					 "--ip '%s': prefix length must be 0..%d for %s", val,
+					 ip.is_v6 ? 128 : 32, ip.is_v6 ? "IPv6" : "IPv4");
 		ip.prefix = (uint8_t)prefix;
 	}
 	if (!ip.is_v6) {
 		uint32_t a = ntohl(port_gid_ipv4(ip.gid));
 		if (a == 0 || a == 0xffffffffu || (a >> 28) == 0xe || (a >> 24) == 127)
-			return port_fail(err, errlen, -EINVAL, "--ip '%s': not a unicast host address",
-				    val);
+			return port_fail(err, errlen, -EINVAL,
+					 "--ip '%s': not a unicast host address", val);
 	} else if (ip.gid[0] == 0xff) {
 		return port_fail(err, errlen, -EINVAL, "--ip '%s': multicast is not a host address",
-			    val);
+				 val);
 	} else {
 		static const uint8_t zero[16], lo[16] = {[15] = 1};
 		if (!memcmp(ip.gid, zero, 16) || !memcmp(ip.gid, lo, 16))
-			return port_fail(err, errlen, -EINVAL, "--ip '%s': not a unicast host address",
-				    val);
+			return port_fail(err, errlen, -EINVAL,
+					 "--ip '%s': not a unicast host address", val);
 	}
 	for (unsigned i = 0; i < cfg->n_ips; i++)
 		if (!memcmp(cfg->ips[i].gid, ip.gid, 16))
-			return port_fail(err, errlen, -EINVAL, "--ip '%s': address given twice", val);
+			return port_fail(err, errlen, -EINVAL, "--ip '%s': address given twice",
+					 val);
 	cfg->ips[cfg->n_ips++] = ip;
 	return 0;
 }
@@ -194,8 +196,8 @@ static int set_fault_ppm(uint32_t arr[2], const char *opt, const char *val, char
 	}
 	if (parse_u64(val, 1000000, &v))
 		return port_fail(err, errlen, -EINVAL,
-			    "--%s '%s': expected [tx:|rx:]PPM, parts per million 0..1000000", opt,
-			    val);
+				 "--%s '%s': expected [tx:|rx:]PPM, parts per million 0..1000000",
+				 opt, val);
 	for (int d = lo; d <= hi; d++)
 		arr[d] = (uint32_t)v;
 	return 0;
@@ -213,7 +215,7 @@ static int set_fault_list(struct rocemu_fault_config *f, const char *val, char *
 		dir = 1;
 	else
 		return port_fail(err, errlen, -EINVAL,
-			    "--fault-drop-list '%s': expected tx:N,N,... or rx:N,N,...", val);
+				 "--fault-drop-list '%s': expected tx:N,N,... or rx:N,N,...", val);
 	p = val + 3;
 	memset(f->drop_list[dir], 0, sizeof(f->drop_list[dir]));
 	while (*p) {
@@ -223,13 +225,13 @@ static int set_fault_list(struct rocemu_fault_config *f, const char *val, char *
 		errno = 0;
 		v = strtoul(p, &end, 10);
 		if (errno || end == p || v == 0 || v > UINT32_MAX || (*end && *end != ','))
-			return port_fail(err, errlen, -EINVAL,
-				    "--fault-drop-list '%s': packet indices are 1-based integers",
-				    val);
+			return port_fail(
+			    err, errlen, -EINVAL,
+			    "--fault-drop-list '%s': packet indices are 1-based integers", val);
 		if (n >= 31)
 			return port_fail(err, errlen, -EINVAL,
-				    "--fault-drop-list '%s': at most 31 indices per direction",
-				    val);
+					 "--fault-drop-list '%s': at most 31 indices per direction",
+					 val);
 		f->drop_list[dir][n++] = (uint32_t)v;
 		p = *end ? end + 1 : end;
 	}
@@ -246,8 +248,8 @@ static int set_fault(struct rocemu_port_config *cfg, const char *opt, const char
 
 	if (!strcmp(what, "seed")) {
 		if (parse_u64(val, UINT64_MAX, &v))
-			return port_fail(err, errlen, -EINVAL, "--%s '%s': expected an integer", opt,
-				    val);
+			return port_fail(err, errlen, -EINVAL, "--%s '%s': expected an integer",
+					 opt, val);
 		f->seed = v;
 		rc = 0;
 	} else if (!strcmp(what, "drop")) {
@@ -263,7 +265,7 @@ static int set_fault(struct rocemu_port_config *cfg, const char *opt, const char
 	} else if (!strcmp(what, "delay-us")) {
 		if (parse_u64(val, 10000000, &v))
 			return port_fail(err, errlen, -EINVAL,
-				    "--%s '%s': expected microseconds 0..10000000", opt, val);
+					 "--%s '%s': expected microseconds 0..10000000", opt, val);
 		f->delay_us = (uint32_t)v;
 		rc = 0;
 	} else if (!strcmp(what, "drop-list")) {
@@ -283,8 +285,8 @@ static int set_ms(uint32_t *out, const char *opt, const char *val, uint64_t min,
 
 	if (parse_u64(val, max, &v) || v < min)
 		return port_fail(err, errlen, -EINVAL,
-			    "--%s '%s': expected an integer %" PRIu64 "..%" PRIu64, opt, val, min,
-			    max);
+				 "--%s '%s': expected an integer %" PRIu64 "..%" PRIu64, opt, val,
+				 min, max);
 	*out = (uint32_t)v;
 	return 0;
 }
@@ -306,8 +308,8 @@ int rocemu_port_config_set(struct rocemu_port_config *cfg, const char *opt, cons
 
 		if (strlen(val) >= sizeof(cfg->spec))
 			return port_fail(err, errlen, -EINVAL,
-				    "--port: specification longer than %d bytes",
-				    ROCEMU_PORT_SPEC_MAX - 1);
+					 "--port: specification longer than %d bytes",
+					 ROCEMU_PORT_SPEC_MAX - 1);
 		if (port_parse_spec(val, &kind, arg, sizeof(arg), spec_err, sizeof(spec_err)))
 			return port_fail(err, errlen, -EINVAL, "--port '%s': %s", val, spec_err);
 		snprintf(cfg->spec, sizeof(cfg->spec), "%s", val);
@@ -316,19 +318,20 @@ int rocemu_port_config_set(struct rocemu_port_config *cfg, const char *opt, cons
 	if (!strcmp(opt, "name")) {
 		if (!*val || strlen(val) >= sizeof(cfg->name))
 			return port_fail(err, errlen, -EINVAL, "--name '%s': 1..%d characters", val,
-				    ROCEMU_PORT_NAME_MAX - 1);
+					 ROCEMU_PORT_NAME_MAX - 1);
 		for (const char *p = val; *p; p++)
 			if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != '.')
 				return port_fail(err, errlen, -EINVAL,
-					    "--name '%s': use letters, digits, '_', '-', '.'", val);
+						 "--name '%s': use letters, digits, '_', '-', '.'",
+						 val);
 		snprintf(cfg->name, sizeof(cfg->name), "%s", val);
 		return 0;
 	}
 	if (!strcmp(opt, "mac")) {
 		if (parse_mac(val, cfg->mac))
-			return port_fail(err, errlen, -EINVAL,
-				    "--mac '%s': expected a unicast MAC like 02:00:00:00:00:01",
-				    val);
+			return port_fail(
+			    err, errlen, -EINVAL,
+			    "--mac '%s': expected a unicast MAC like 02:00:00:00:00:01", val);
 		cfg->mac_set = true;
 		return 0;
 	}
@@ -336,7 +339,8 @@ int rocemu_port_config_set(struct rocemu_port_config *cfg, const char *opt, cons
 		return set_ip(cfg, val, err, errlen);
 	if (!strcmp(opt, "mtu")) {
 		if (parse_u64(val, 9600, &v) || v < 576)
-			return port_fail(err, errlen, -EINVAL, "--mtu '%s': expected 576..9600", val);
+			return port_fail(err, errlen, -EINVAL, "--mtu '%s': expected 576..9600",
+					 val);
 		cfg->mtu = (uint16_t)v;
 		return 0;
 	}
@@ -348,8 +352,9 @@ int rocemu_port_config_set(struct rocemu_port_config *cfg, const char *opt, cons
 	}
 	if (!strcmp(opt, "capture-filter")) {
 		if (strlen(val) >= sizeof(cfg->capture_filter))
-			return port_fail(err, errlen, -EINVAL, "--capture-filter: longer than %zu bytes",
-				    sizeof(cfg->capture_filter) - 1);
+			return port_fail(err, errlen, -EINVAL,
+					 "--capture-filter: longer than %zu bytes",
+					 sizeof(cfg->capture_filter) - 1);
 		/* compiled (and checked) by libpcap when the capture opens */
 		snprintf(cfg->capture_filter, sizeof(cfg->capture_filter), "%s", val);
 		return 0;
@@ -381,12 +386,12 @@ static int check_iface(const char *what, const char *iface, char *err, size_t er
 	size_t n = strlen(iface);
 
 	if (n == 0 || n >= 16)
-		return port_fail(err, errlen, -EINVAL, "%s needs an interface name of 1..15 characters",
-			    what);
+		return port_fail(err, errlen, -EINVAL,
+				 "%s needs an interface name of 1..15 characters", what);
 	for (size_t i = 0; i < n; i++)
 		if (iface[i] == '/' || iface[i] == ',' || isspace((unsigned char)iface[i]))
 			return port_fail(err, errlen, -EINVAL, "%s: bad interface name '%s'", what,
-				    iface);
+					 iface);
 	return 0;
 }
 
@@ -401,9 +406,10 @@ int port_parse_spec(const char *spec, enum port_kind *kind, char *arg, size_t ar
 		rest = spec + 6;
 		if (strncmp(rest, "server:", 7) && strncmp(rest, "client:", 7))
 			return port_fail(err, errlen, -EINVAL,
-				    "expected memif:server:SOCKET or memif:client:SOCKET");
+					 "expected memif:server:SOCKET or memif:client:SOCKET");
 		if (!rest[7] || strchr(rest + 7, ','))
-			return port_fail(err, errlen, -EINVAL, "memif needs a socket path without ','");
+			return port_fail(err, errlen, -EINVAL,
+					 "memif needs a socket path without ','");
 		*kind = PORT_KIND_MEMIF;
 	} else if (!strncmp(spec, "af_packet:", 10)) {
 		rest = spec + 10;
@@ -422,26 +428,27 @@ int port_parse_spec(const char *spec, enum port_kind *kind, char *arg, size_t ar
 		n = strlen(rest);
 		if (n < 3 || rest[n - 2] != ':' || (rest[n - 1] != 'a' && rest[n - 1] != 'b'))
 			return port_fail(err, errlen, -EINVAL,
-				    "expected ring:PAIRNAME:a or ring:PAIRNAME:b");
+					 "expected ring:PAIRNAME:a or ring:PAIRNAME:b");
 		if (n - 2 > 16)
 			return port_fail(err, errlen, -EINVAL,
-				    "ring pair name longer than 16 characters");
+					 "ring pair name longer than 16 characters");
 		for (size_t i = 0; i < n - 2; i++)
 			if (!isalnum((unsigned char)rest[i]) && rest[i] != '_')
 				return port_fail(err, errlen, -EINVAL,
-					    "ring pair name: letters, digits and '_' only");
+						 "ring pair name: letters, digits and '_' only");
 		*kind = PORT_KIND_RING;
 	} else if (!strncmp(spec, "dpdk:", 5)) {
 		rest = spec + 5;
 		if (!*rest || *rest == ',')
-			return port_fail(err, errlen, -EINVAL,
-				    "dpdk: needs DPDK device arguments, e.g. dpdk:0000:03:00.0 or "
-				    "dpdk:net_pcap0,iface=eth0");
+			return port_fail(
+			    err, errlen, -EINVAL,
+			    "dpdk: needs DPDK device arguments, e.g. dpdk:0000:03:00.0 or "
+			    "dpdk:net_pcap0,iface=eth0");
 		*kind = PORT_KIND_DPDK;
 	} else {
 		return port_fail(err, errlen, -EINVAL,
-			    "unknown port kind (memif:server:SOCK, memif:client:SOCK, "
-			    "af_packet:IFACE, af_xdp:IFACE, ring:PAIR:a|b, dpdk:DEVARGS)");
+				 "unknown port kind (memif:server:SOCK, memif:client:SOCK, "
+				 "af_packet:IFACE, af_xdp:IFACE, ring:PAIR:a|b, dpdk:DEVARGS)");
 	}
 	if (strlen(rest) >= arglen)
 		return port_fail(err, errlen, -EINVAL, "port specification too long");

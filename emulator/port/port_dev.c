@@ -102,7 +102,7 @@ static int ring_pair_get(const char *name, int side, struct ring_pair **out, cha
 			rp->ring[d] = rte_ring_create(rname, PORT_RING_SIZE, SOCKET_ID_ANY, 0);
 			if (!rp->ring[d]) {
 				rc = port_fail(err, errlen, -rte_errno, "cannot create ring %s: %s",
-					  rname, rte_strerror(rte_errno));
+					       rname, rte_strerror(rte_errno));
 				if (d)
 					rte_ring_free(rp->ring[0]);
 				goto out;
@@ -111,7 +111,7 @@ static int ring_pair_get(const char *name, int side, struct ring_pair **out, cha
 	}
 	if (rp->side_open[side]) {
 		rc = port_fail(err, errlen, -EBUSY, "ring pair %s side %c is already open", name,
-			  'a' + side);
+			       'a' + side);
 		goto out;
 	}
 	rp->side_open[side] = true;
@@ -243,7 +243,7 @@ static int create_device(struct rocemu_port *port, const char *arg, char *err, s
 		rc = rte_eth_from_rings(port->dev_name, &rx, 1, &tx, 1, (unsigned)rte_socket_id());
 		if (rc < 0)
 			return port_fail(err, errlen, -EIO, "cannot create ring port %s: %s",
-				    port->dev_name, rte_strerror(rte_errno));
+					 port->dev_name, rte_strerror(rte_errno));
 		port->port_id = (uint16_t)rc;
 		port->dev_is_vdev = true;
 		return 0;
@@ -290,11 +290,11 @@ static int create_device(struct rocemu_port *port, const char *arg, char *err, s
 	rc = rte_dev_probe(devargs);
 	if (rc < 0)
 		return port_fail(err, errlen, rc, "cannot create DPDK device '%s': %s", devargs,
-			    rte_strerror(-rc));
+				 rte_strerror(-rc));
 	port->dev_is_vdev = port->kind != PORT_KIND_DPDK || !strncmp(arg, "net_", 4);
 	if (rte_eth_dev_get_port_by_name(port->dev_name, &port->port_id))
 		return port_fail(err, errlen, -ENODEV, "device '%s' probed but has no ethdev port",
-			    port->dev_name);
+				 port->dev_name);
 	return 0;
 }
 
@@ -317,22 +317,22 @@ static int start_device(struct rocemu_port *port, char *err, size_t errlen)
 	rc = rte_eth_dev_configure(port->port_id, 1, 1, &conf);
 	if (rc)
 		return port_fail(err, errlen, rc, "%s: configure failed: %s", port->dev_name,
-			    rte_strerror(-rc));
+				 rte_strerror(-rc));
 	rte_eth_dev_adjust_nb_rx_tx_desc(port->port_id, &nb_rxd, &nb_txd);
 	rc = rte_eth_rx_queue_setup(port->port_id, 0, nb_rxd, (unsigned)socket, NULL, port->pool);
 	if (rc)
 		return port_fail(err, errlen, rc, "%s: rx queue setup failed: %s", port->dev_name,
-			    rte_strerror(-rc));
+				 rte_strerror(-rc));
 	rc = rte_eth_tx_queue_setup(port->port_id, 0, nb_txd, (unsigned)socket, NULL);
 	if (rc)
 		return port_fail(err, errlen, rc, "%s: tx queue setup failed: %s", port->dev_name,
-			    rte_strerror(-rc));
+				 rte_strerror(-rc));
 	/* Kernel interfaces keep their own MTU; on the others, ask for ours. */
 	if (port->kind == PORT_KIND_DPDK || port->kind == PORT_KIND_MEMIF) {
 		rc = rte_eth_dev_set_mtu(port->port_id, port->eth_mtu);
 		if (rc && rc != -ENOTSUP && port->cfg.mtu)
-			return port_fail(err, errlen, rc, "%s: cannot set MTU %u: %s", port->dev_name,
-				    port->eth_mtu, rte_strerror(-rc));
+			return port_fail(err, errlen, rc, "%s: cannot set MTU %u: %s",
+					 port->dev_name, port->eth_mtu, rte_strerror(-rc));
 	}
 	rc = rte_eth_dev_start(port->port_id);
 	/* A memif client cannot start before its server's socket exists:
@@ -526,11 +526,11 @@ static int choose_mtu(struct rocemu_port *port, const char *arg, char *err, size
 	if (port->kind == PORT_KIND_AF_PACKET || port->kind == PORT_KIND_AF_XDP) {
 		if (read_sys_int(arg, "mtu", &v))
 			return port_fail(err, errlen, -ENODEV,
-				    "interface '%s' not found in this network namespace", arg);
+					 "interface '%s' not found in this network namespace", arg);
 		if (port->cfg.mtu && port->cfg.mtu > v)
 			return port_fail(err, errlen, -EINVAL,
-				    "--mtu %u is larger than interface %s's MTU %ld", port->cfg.mtu,
-				    arg, v);
+					 "--mtu %u is larger than interface %s's MTU %ld",
+					 port->cfg.mtu, arg, v);
 		port->eth_mtu = port->cfg.mtu ? port->cfg.mtu : (uint16_t)v;
 		if (port->kind == PORT_KIND_AF_XDP && port->eth_mtu > 3498)
 			return port_fail(
@@ -577,8 +577,8 @@ static int create_pool(struct rocemu_port *port, char *err, size_t errlen)
 					     (int)rte_socket_id());
 	if (!port->pool)
 		return port_fail(err, errlen, -ENOMEM,
-			    "cannot create a pool of %u mbufs of %u bytes: %s", n, room,
-			    rte_strerror(rte_errno));
+				 "cannot create a pool of %u mbufs of %u bytes: %s", n, room,
+				 rte_strerror(rte_errno));
 	return 0;
 }
 
@@ -945,8 +945,9 @@ void rocemu_port_flush(struct rocemu_port *port)
 
 		port->last_tx_ns = now;
 		if (port->bell_peer_len && now - port->last_bell_ns >= PORT_BELL_INTERVAL_NS) {
-			ssize_t r = sendto(port->doorbell_fd, "", 1, MSG_DONTWAIT,
-					   (struct sockaddr *)&port->bell_peer, port->bell_peer_len);
+			ssize_t r =
+			    sendto(port->doorbell_fd, "", 1, MSG_DONTWAIT,
+				   (struct sockaddr *)&port->bell_peer, port->bell_peer_len);
 			(void)r;
 			port->last_bell_ns = now;
 		}
