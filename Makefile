@@ -32,7 +32,8 @@ build-asan: deps $(ASAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD)
 
 demo: build
-	$(BUILD)/tools/rocemu demo
+	mkdir -p pcaps/demo
+	$(BUILD)/tools/rocemu demo --dir pcaps/demo
 
 test: build build-asan
 	scripts/run-tests.sh $(BUILD) $(ASAN_BUILD)
