@@ -308,11 +308,16 @@ out:
 
 void rocemu_req_rewind(struct rocemu_qp *qp, uint32_t psn)
 {
-	uint32_t i, found = qp->sq_cur;
+	uint32_t i, found = qp->sq_cur, end = qp->sq_head;
 	uint64_t resent = 0;
 	bool hit = false;
 
-	for (i = qp->sq_head; i != qp->sq_cur + (qp->sq_cur != qp->sq_tail); i++) {
+	/* Every started WQE, also those past sq_cur: after an earlier rewind the
+	 * responder may already hold PSNs beyond the requester's cursor (a NAK's
+	 * PSN there), and the WQEs before it are then implicitly acknowledged. */
+	while (end != qp->sq_tail && sq_at(qp, end)->state != WQE_POSTED)
+		end++;
+	for (i = qp->sq_head; i != end; i++) {
 		struct rocemu_send_wqe *w = sq_at(qp, i);
 
 		if (w->state != WQE_ACTIVE && w->state != WQE_SENT)
@@ -326,7 +331,11 @@ void rocemu_req_rewind(struct rocemu_qp *qp, uint32_t psn)
 	}
 	if (!hit)
 		return;
-	for (i = found; i != qp->sq_cur + (qp->sq_cur != qp->sq_tail); i++) {
+	/* Past the cursor only over finished WQEs: never skip one still unanswered. */
+	for (i = qp->sq_cur; found - qp->sq_head > qp->sq_cur - qp->sq_head && i != found; i++)
+		if (sq_at(qp, i)->state != WQE_DONE)
+			return;
+	for (i = found; i != end; i++) {
 		struct rocemu_send_wqe *w = sq_at(qp, i);
 		uint32_t from = i == found ? (uint32_t)roce_psn_diff(psn, w->first_psn) : 0;
 
