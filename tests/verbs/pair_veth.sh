@@ -60,21 +60,8 @@ ra=$?
 pa=
 echo "== host A ($prog $* ; exit $ra)"; cat $dir/a.log
 echo "== host B ($prog $* 10.83.0.1 ; exit $rb)"; cat $dir/b.log
-nohe="--disable-heuristic eth_over_ib"
-for h in smc smb_direct rpcordma nvme-rdma lnet iser infiniband.eoib infiniband_sdp fcoib; do
-	nohe="$nohe --disable-protocol $h"
-done
 fail=0
 [ $ra -eq 0 ] && [ $rb -eq 0 ] || fail=1
-for cap in a b; do
-	f=$dir/$cap.pcap
-	if [ ! -s $f ]; then echo "capture $cap: missing"; fail=1; continue; fi
-	n=$(timeout 120 tshark -n -r $f -Y infiniband 2>/dev/null | wc -l)
-	bad=$(timeout 120 tshark -n $nohe -r $f -Y '_ws.malformed || _ws.expert.severity >= "error"' 2>/dev/null | wc -l)
-	echo "capture $cap: $n RoCEv2 frames, $bad malformed/error (tshark)"
-	[ "$n" -gt 0 ] && [ "$bad" -eq 0 ] || fail=1
-	if $PY -c 'import scapy' 2>/dev/null; then
-		$PY "$SRC/tests/verbs/icrc_check.py" $f || fail=1
-	fi
-done
+. "$SRC/tests/verbs/check_captures.sh"
+check_captures $dir/a.pcap $dir/b.pcap || fail=1
 exit $fail
