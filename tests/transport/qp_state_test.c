@@ -485,13 +485,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
 	(void)state;
-	rocemu_cq_destroy(A.scq);
-	rocemu_cq_destroy(A.rcq);
-	rocemu_cq_destroy(B.scq);
-	rocemu_cq_destroy(B.rcq);
-	rocemu_pd_free(A.pd);
-	rocemu_pd_free(B.pd);
-	h_teardown(&A, &B);
+	h_teardown_all(&A, &B);
 	return 0;
 }
 
