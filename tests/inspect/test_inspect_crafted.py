@@ -10,39 +10,15 @@ Run: ROCEMU_BIN=build/tools/rocemu /usr/bin/python3 test_inspect_crafted.py
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from inspect_testlib import check, inspect, rocemu, verdict  # noqa: E402
 import roce_craft as rc  # noqa: E402
 
 US = 1000
 MS = 1000000
-failures = []
-
-
-def rocemu():
-    b = os.environ.get("ROCEMU_BIN")
-    if not b:
-        bd = os.environ.get("ROCEMU_BUILD_DIR", "build")
-        b = os.path.join(bd, "tools", "rocemu")
-    if not os.access(b, os.X_OK):
-        print("SKIP: rocemu binary not found (%s)" % b)
-        sys.exit(77)
-    return b
-
-
-def inspect(*args):
-    p = subprocess.run([rocemu(), "inspect"] + list(args), stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True, timeout=60)
-    return p.returncode, p.stdout, p.stderr
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
 
 
 class Script:
@@ -497,11 +473,7 @@ def main():
         scapy_agrees(tmp)
         scenarios(tmp)
         link_types(tmp)
-    if failures:
-        print("%d failure(s)" % len(failures))
-        return 1
-    print("all crafted scenarios pass")
-    return 0
+    return verdict("all crafted scenarios pass")
 
 
 if __name__ == "__main__":

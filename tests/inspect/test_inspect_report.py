@@ -14,31 +14,10 @@ import tempfile
 import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from inspect_testlib import check, inspect, rocemu, verdict  # noqa: E402
 import roce_craft as rc  # noqa: E402
 
-failures = []
 SVG = "{http://www.w3.org/2000/svg}"
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
-
-def rocemu():
-    b = os.environ.get("ROCEMU_BIN") or os.path.join(os.environ.get("ROCEMU_BUILD_DIR", "build"),
-                                                     "tools", "rocemu")
-    if not os.access(b, os.X_OK):
-        print("SKIP: rocemu binary not found (%s)" % b)
-        sys.exit(77)
-    return b
-
-
-def inspect(*args):
-    p = subprocess.run([rocemu(), "inspect"] + list(args), stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True, timeout=120)
-    return p.returncode, p.stdout, p.stderr
 
 
 def numbers(line):
@@ -242,11 +221,7 @@ def main():
         pictures(tmp, shared)
         rotated_files(tmp)
         bad_input(tmp)
-    if failures:
-        print("%d failure(s)" % len(failures))
-        return 1
-    print("report, JSON, packets, filter, pictures and bad input: ok")
-    return 0
+    return verdict("report, JSON, packets, filter, pictures and bad input: ok")
 
 
 if __name__ == "__main__":

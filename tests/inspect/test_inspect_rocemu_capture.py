@@ -25,26 +25,9 @@ import sys
 import tempfile
 import time
 
-failures = []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from inspect_testlib import check, failures, rocemu, skip, verdict  # noqa: E402
 
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
-
-def skip(why):
-    print("SKIP:", why)
-    sys.exit(77)
-
-
-def rocemu():
-    b = os.environ.get("ROCEMU_BIN") or os.path.join(os.environ.get("ROCEMU_BUILD_DIR", "build"),
-                                                     "tools", "rocemu")
-    if not os.access(b, os.X_OK):
-        skip("rocemu binary not found (%s)" % b)
-    return b
 
 
 def wait_listening(port, proc, seconds=30):
@@ -206,12 +189,9 @@ def main():
             if caps:
                 ran += 1
                 print("ok read_lat: %d READs of %d bytes" % (iters, size))
-    if failures:
-        print("%d failure(s)" % len(failures))
-        return 1
-    if not ran:
+    if not failures and not ran:
         skip("no program pair ran under rocemu here")
-    return 0
+    return verdict("%d program pair(s) under rocemu: captures explained" % ran)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,9 @@ import shutil
 import subprocess
 import sys
 
-failures = []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from inspect_testlib import check, rocemu, skip, verdict  # noqa: E402
+
 CLIENT, SERVER = "10.99.0.12", "10.99.0.11"
 
 # What each program did (shared/pcaps/README.md), per sending host:
@@ -44,25 +46,6 @@ EXPECTED = {
 MESSAGE_END = {0x02: "SEND", 0x03: "SEND", 0x04: "SEND", 0x05: "SEND", 0x16: "SEND",
                0x17: "SEND", 0x08: "WRITE", 0x09: "WRITE", 0x0A: "WRITE", 0x0B: "WRITE",
                0x0C: "READ", 0x13: "ATOMIC", 0x14: "ATOMIC"}
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
-
-def skip(why):
-    print("SKIP:", why)
-    sys.exit(77)
-
-
-def rocemu():
-    b = os.environ.get("ROCEMU_BIN") or os.path.join(os.environ.get("ROCEMU_BUILD_DIR", "build"),
-                                                     "tools", "rocemu")
-    if not os.access(b, os.X_OK):
-        skip("rocemu binary not found (%s)" % b)
-    return b
 
 
 def pcaps_dir():
@@ -277,10 +260,7 @@ def main():
             check(ours_bad == bad, "corrupted copy: we flag %s, scapy %s" % (ours_bad, bad))
             check(code == 1, "corrupted copy: --check exit %d" % code)
             print("ok corrupted copy: bad ICRC in frames %s" % sorted(ours_bad))
-    if failures:
-        print("%d failure(s)" % len(failures))
-        return 1
-    return 0
+    return verdict("reference and rocemu captures: ok")
 
 
 if __name__ == "__main__":
