@@ -492,10 +492,21 @@ struct ibv_qp *rocemu_op_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_ini
 	}
 	uint32_t known =
 	    IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_CREATE_FLAGS;
-	if ((a->comp_mask & ~known) ||
-	    ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)) {
+	uint32_t create_flags = (a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) ? a->create_flags : 0;
+	if ((a->comp_mask & ~known) || (create_flags & ~(uint32_t)IBV_QP_CREATE_SOURCE_QPN)) {
 		errno = EOPNOTSUPP;
 		return NULL;
+	}
+	/* IBV_QP_CREATE_SOURCE_QPN with source_qpn 1 on a UD QP is the GSI QP (QP1),
+	 * through which rocemu's librdmacm exchanges CM MADs; the engine refuses other
+	 * numbers (EINVAL) and a second GSI QP (EBUSY). */
+	uint32_t source_qpn = 0;
+	if (create_flags & IBV_QP_CREATE_SOURCE_QPN) {
+		if (a->source_qpn == 0) {
+			errno = EINVAL;
+			return NULL;
+		}
+		source_qpn = a->source_qpn;
 	}
 	bool ex = a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	if (ex && (a->send_ops_flags & ~(uint64_t)ROCEMU_SEND_OPS)) {
@@ -519,6 +530,7 @@ struct ibv_qp *rocemu_op_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_ini
 	    .cap = a->cap,
 	    .sq_sig_all = a->sq_sig_all != 0,
 	    .user_ctx = qp,
+	    .source_qpn = source_qpn,
 	};
 	int rc = rocemu_qp_create(((struct rocemu_vpd *)a->pd)->epd, &init, &qp->eqp);
 	if (rc < 0) {

@@ -314,7 +314,7 @@ static void dispatch_one(struct rocemu_engine *e, struct rte_mbuf *m, const stru
 		rocemu_port_count(e->port, "bad_pkey"); /* counted as drop_bad_pkey */
 		return;
 	}
-	if (pkt->dqpn == 1) {
+	if (pkt->dqpn == 1 && !e->qpn_table[1]) { /* no GSI QP created (rdma_cm not in use) */
 		ENGINE_COUNT(e, drop_gsi_qp);
 		return;
 	}

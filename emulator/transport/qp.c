@@ -299,10 +299,17 @@ static uint32_t pow2_at_least(uint32_t n)
 	return p;
 }
 
-static int qpn_alloc(struct rocemu_engine *e, struct rocemu_qp *qp)
+static int qpn_alloc(struct rocemu_engine *e, struct rocemu_qp *qp, uint32_t source_qpn)
 {
 	if (e->n_qps >= e->caps.max_qp)
 		return -ENOMEM;
+	/* The GSI QP has the fixed number 1 (IBA 3.9.2.1); qp_check_init checked it is free. */
+	if (source_qpn == 1) {
+		e->qpn_table[1] = qp;
+		qp->qpn = 1;
+		e->n_qps++;
+		return 0;
+	}
 	/* Rotate through the space so a destroyed QP's number is not reused at once
 	 * (stale packets for it then find no QP instead of a stranger). */
 	for (uint32_t n = 0; n < ROCEMU_QPN_TABLE; n++) {
@@ -334,6 +341,14 @@ static int qp_check_init(struct rocemu_engine *e, const struct rocemu_qp_init *i
 		return -EINVAL;
 	if (!init->srq && (c->max_recv_wr > e->caps.max_qp_wr || c->max_recv_sge > e->caps.max_sge))
 		return -EINVAL;
+	/* Only the GSI QP (QP1, a UD QP) may be asked for by number; QP0 (SMI) has no
+	 * meaning on RoCE (IBA A16/A17: no subnet management). */
+	if (init->source_qpn != 0) {
+		if (init->source_qpn != 1 || init->qp_type != IBV_QPT_UD)
+			return -EINVAL;
+		if (e->qpn_table[1])
+			return -EBUSY;
+	}
 	return 0;
 }
 
@@ -386,10 +401,12 @@ int rocemu_qp_create(struct rocemu_pd *pd, struct rocemu_qp_init *init, struct r
 	if (!qp->sq || (!qp->srq && !qp->rq) || !qp->resp.res)
 		goto fail;
 	qp->timer_idx = UINT32_MAX;
-	rc = qpn_alloc(e, qp);
+	rc = qpn_alloc(e, qp, init->source_qpn);
 	if (rc < 0)
 		goto fail;
 	qp->attr.qp_state = IBV_QPS_RESET;
+	if (qp->qpn == 1)
+		qp->attr.qkey = ROCEMU_GSI_QKEY;
 	qp->attr.cap = qp->cap;
 	qp->attr.port_num = 1;
 	qp->attr.path_mtu = IBV_MTU_1024;

@@ -173,7 +173,13 @@ struct rocemu_qp_init {
 	struct ibv_qp_cap cap;      /**< in: requested; out: granted */
 	bool sq_sig_all;
 	void *user_ctx;             /**< given back in async events */
+	/** 0: the engine picks the QPN. 1: the GSI QP (QP1, UD only, one per engine;
+	 *  -EBUSY if it exists). Anything else: -EINVAL. */
+	uint32_t source_qpn;
 };
+
+/** The GSI QP's well-known Q_Key (IBA 13.4.6.1, C13-7). */
+#define ROCEMU_GSI_QKEY 0x80010000u
 
 int rocemu_qp_create(struct rocemu_pd *pd, struct rocemu_qp_init *init, struct rocemu_qp **out);
 uint32_t rocemu_qp_num(const struct rocemu_qp *qp);

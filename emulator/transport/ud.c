@@ -15,6 +15,13 @@
 
 #define UD_GRH_LEN 40
 
+/* The GSI QP's Q_Key is the well-known 0x80010000 whatever a modify set
+ * (C13-7: GMPs carry it; the GSI accepts only it). */
+static uint32_t ud_own_qkey(const struct rocemu_qp *qp)
+{
+	return qp->qpn == 1 ? ROCEMU_GSI_QKEY : qp->attr.qkey;
+}
+
 static void ud_path(const struct rocemu_qp *qp, const struct rocemu_ah *ah, struct rocemu_path *p)
 {
 	uint32_t h;
@@ -58,7 +65,7 @@ static int ud_send_one(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
 	pkt.dqpn = w->remote_qpn;
 	pkt.psn = qp->req.psn;
 	pkt.se = (w->send_flags & IBV_SEND_SOLICITED) != 0;
-	pkt.deth.qkey = (w->remote_qkey & 0x80000000u) ? qp->attr.qkey : w->remote_qkey;
+	pkt.deth.qkey = (w->remote_qkey & 0x80000000u) ? ud_own_qkey(qp) : w->remote_qkey;
 	pkt.deth.src_qp = qp->qpn;
 	if (pkt.op->hdrs & ROCE_HDR_IMMDT)
 		pkt.imm = be32toh(w->imm_data);
@@ -131,7 +138,7 @@ void rocemu_ud_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_pk
 		return;
 	}
 	/* C10-15: the datagram's Q_Key must equal the QP's. */
-	if (pkt->deth.qkey != qp->attr.qkey) {
+	if (pkt->deth.qkey != ud_own_qkey(qp)) {
 		ENGINE_COUNT(e, drop_ud_qkey);
 		return;
 	}

@@ -10,6 +10,7 @@
  * with an address handle built from the received GRH (ibv_create_ah_from_wc).
  * Every byte that arrives is checked.
  */
+#include <errno.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -407,6 +408,104 @@ static void two_devices_ud(void **state)
 	side_close(&b);
 }
 
+/* The GSI QP (QP1) through the standard verbs: IBV_QP_CREATE_SOURCE_QPN with
+ * source_qpn 1 on a UD QP. One per device (EBUSY), only QPN 1 and only UD
+ * (EINVAL); its Q_Key is 0x80010000 and datagrams with another Q_Key are
+ * dropped. rocemu's librdmacm sends its CM MADs through it. */
+static struct ibv_qp *gsi_create(struct side *s, enum ibv_qp_type type, uint32_t qpn)
+{
+	struct ibv_qp_init_attr_ex qa = {
+	    .send_cq = ibv_cq_ex_to_cq(s->cq),
+	    .recv_cq = ibv_cq_ex_to_cq(s->cq),
+	    .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1},
+	    .qp_type = type,
+	    .pd = s->pd,
+	    .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS,
+	    .create_flags = IBV_QP_CREATE_SOURCE_QPN,
+	    .source_qpn = qpn,
+	};
+	return ibv_create_qp_ex(s->ctx, &qa);
+}
+
+static void two_devices_gsi(void **state)
+{
+	(void)state;
+	struct side a, b;
+	side_open(&a, devs[0], IBV_QPT_UD);
+	side_open(&b, devs[1], IBV_QPT_UD);
+	struct ibv_qp *ga = gsi_create(&a, IBV_QPT_UD, 1);
+	if (!ga)
+		fail_msg("GSI QP: %s", strerror(errno));
+	assert_int_equal(ga->qp_num, 1);
+	errno = 0;
+	assert_null(gsi_create(&a, IBV_QPT_UD, 1));
+	assert_int_equal(errno, EBUSY);
+	assert_null(gsi_create(&a, IBV_QPT_UD, 2));
+	assert_int_equal(errno, EINVAL);
+	assert_null(gsi_create(&b, IBV_QPT_RC, 1));
+	assert_int_equal(errno, EINVAL);
+	struct ibv_qp *gb = gsi_create(&b, IBV_QPT_UD, 1);
+	assert_non_null(gb);
+	assert_int_equal(gb->qp_num, 1);
+
+	struct ibv_qp *q[2] = {ga, gb};
+	for (int i = 0; i < 2; i++) {
+		struct ibv_qp_attr at = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x80010000};
+		modify(q[i], &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+		at.qp_state = IBV_QPS_RTR;
+		modify(q[i], &at, IBV_QP_STATE);
+		at.qp_state = IBV_QPS_RTS;
+		modify(q[i], &at, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	}
+	struct ibv_ah_attr aa = {.is_global = 1,
+				 .port_num = 1,
+				 .grh = {.dgid = b.gid, .sgid_index = GID_INDEX, .hop_limit = 64}};
+	struct ibv_ah *ah = ibv_create_ah(a.pd, &aa);
+	assert_non_null(ah);
+	struct ibv_recv_wr *bad_r;
+	struct ibv_sge rs = {.addr = (uintptr_t)b.buf, .length = 40 + 256, .lkey = b.mr->lkey};
+	struct ibv_recv_wr rw = {.wr_id = 30, .sg_list = &rs, .num_sge = 1};
+	assert_int_equal(ibv_post_recv(gb, &rw, &bad_r), 0);
+
+	/* First a datagram with a wrong Q_Key: dropped by b's GSI QP. */
+	fill(a.buf + 4096, 256, 9);
+	struct ibv_sge sge = {.addr = (uintptr_t)a.buf + 4096, .length = 256, .lkey = a.mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 31,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED};
+	struct ibv_send_wr *bad;
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = 1;
+	wr.wr.ud.remote_qkey = 0x12345678;
+	assert_int_equal(ibv_post_send(ga, &wr, &bad), 0);
+	assert_int_equal(poll_one(&a).wr_id, 31);
+	/* Then the GSI Q_Key: received, source QP 1, bytes intact. */
+	a.buf[4096] = 0x01; /* distinguishes the second datagram */
+	wr.wr_id = 32;
+	wr.wr.ud.remote_qkey = 0x80010000;
+	assert_int_equal(ibv_post_send(ga, &wr, &bad), 0);
+	assert_int_equal(poll_one(&a).wr_id, 32);
+	struct ibv_wc wc = poll_one(&b);
+	assert_int_equal(wc.wr_id, 30);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.qp_num, 1);
+	assert_int_equal(wc.src_qp, 1);
+	assert_int_equal(wc.byte_len, 40 + 256);
+	assert_memory_equal(b.buf + 40, a.buf + 4096, 256);
+
+	assert_int_equal(ibv_destroy_ah(ah), 0);
+	assert_int_equal(ibv_destroy_qp(ga), 0);
+	assert_int_equal(ibv_destroy_qp(gb), 0);
+	/* QP1 is free again once destroyed. */
+	ga = gsi_create(&a, IBV_QPT_UD, 1);
+	assert_non_null(ga);
+	assert_int_equal(ibv_destroy_qp(ga), 0);
+	side_close(&a);
+	side_close(&b);
+}
+
 int main(void)
 {
 	char path[] = "/tmp/rocemu-loopback-XXXXXX";
@@ -427,6 +526,7 @@ int main(void)
 	    cmocka_unit_test(same_device_twice_rc),
 	    cmocka_unit_test(two_devices_rc),
 	    cmocka_unit_test(two_devices_ud),
+	    cmocka_unit_test(two_devices_gsi),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	ibv_free_device_list(devs);
