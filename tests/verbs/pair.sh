@@ -6,7 +6,7 @@
 # 10.88.x.2) runs PROGRAM ARGS 127.0.0.1. Both must exit 0 within the
 # timeout, and both captures must decode in tshark without a malformed frame
 # or an error-level expert note, and with every RoCEv2 frame's ICRC verified
-# independently (scapy) when scapy is available.
+# independently (check_captures.sh, icrc_check.py).
 set -u
 BUILD=${ROCEMU_BUILD_DIR:?set by meson}
 SRC=${ROCEMU_SOURCE_DIR:?set by meson}

@@ -6,7 +6,7 @@
 # handshake (ARCHITECTURE.md §2).
 #   pair_veth.sh PROGRAM [ARGS...]   (host B gets ARGS plus host A's address)
 # Both must exit 0; both captures must decode in tshark without malformed or
-# error frames, and every sampled ICRC must verify in scapy.
+# error frames, and every ICRC must verify independently (check_captures.sh).
 set -u
 BUILD=${ROCEMU_BUILD_DIR:?set by meson}
 SRC=${ROCEMU_SOURCE_DIR:?set by meson}
