@@ -124,14 +124,18 @@ static double run(const struct opts *o, const char *pair, uint32_t loss_ppm)
 		double pkts = (double)done * ((o->size + mtu - 1) / mtu);
 		uint64_t rt = h_counter(a.e, "retransmit_packets");
 
-		printf("  loss %6u ppm: %9.1f MB/s  retransmitted %llu (%.2f per delivered packet), "
-		       "timeouts %llu, seq NAKs %llu (%.0f resent per NAK)\n",
-		       loss_ppm, result, (unsigned long long)rt, pkts > 0 ? (double)rt / pkts : 0,
-		       (unsigned long long)h_counter(a.e, "retransmit_timeouts"),
-		       (unsigned long long)h_counter(b.e, "tx_nak_psn_seq"),
-		       h_counter(b.e, "tx_nak_psn_seq")
-			   ? (double)rt / (double)h_counter(b.e, "tx_nak_psn_seq")
-			   : 0.0);
+		printf(
+		    "  loss %6u ppm: %9.1f MB/s  retransmitted %llu (%.2f per delivered packet), "
+		    "timeouts %llu, probes %llu, window shrinks %llu, "
+		    "seq NAKs %llu (%.0f resent per NAK)\n",
+		    loss_ppm, result, (unsigned long long)rt, pkts > 0 ? (double)rt / pkts : 0,
+		    (unsigned long long)h_counter(a.e, "retransmit_timeouts"),
+		    (unsigned long long)h_counter(a.e, "retransmit_probes"),
+		    (unsigned long long)h_counter(a.e, "window_shrinks"),
+		    (unsigned long long)h_counter(b.e, "tx_nak_psn_seq"),
+		    h_counter(b.e, "tx_nak_psn_seq")
+			? (double)rt / (double)h_counter(b.e, "tx_nak_psn_seq")
+			: 0.0);
 	}
 out:
 	h_teardown_all(&a, &b); /* engine destroy frees the QPs and MRs */

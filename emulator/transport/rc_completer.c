@@ -73,15 +73,35 @@ static bool outstanding(struct rocemu_qp *qp)
 	return first_pending(qp) != NULL;
 }
 
+/**
+ * How long a stalled requester waits before its probe: the RTT estimate plus
+ * four deviations (RFC 6298's RTO), at least ROCEMU_PROBE_MIN_NS; 0 = no
+ * probe (no RTT sample yet, or not shorter than half the transport timer).
+ */
+static uint64_t probe_wait_ns(const struct rocemu_qp *qp, uint64_t t)
+{
+	uint64_t p;
+
+	if (qp->req.srtt_ns == 0)
+		return 0;
+	p = qp->req.srtt_ns + 4 * qp->req.rttvar_ns;
+	if (p < ROCEMU_PROBE_MIN_NS)
+		p = ROCEMU_PROBE_MIN_NS;
+	return p < t / 2 ? p : 0;
+}
+
 void rocemu_comp_rearm(struct rocemu_qp *qp, uint64_t now)
 {
-	uint64_t t = timeout_ns(qp);
+	uint64_t t = timeout_ns(qp), p;
 
 	if (qp->type != IBV_QPT_RC || t == 0 || !outstanding(qp)) {
 		qp->comp.deadline_ns = 0;
+		qp->comp.probe_ns = 0;
 		return;
 	}
 	qp->comp.deadline_ns = now + t;
+	p = qp->comp.probes >= ROCEMU_PROBES || qp->comp.rnr_until_ns ? 0 : probe_wait_ns(qp, t);
+	qp->comp.probe_ns = p ? now + (p << qp->comp.probes) : 0;
 }
 
 uint64_t rocemu_comp_next_deadline(const struct rocemu_qp *qp)
@@ -92,6 +112,8 @@ uint64_t rocemu_comp_next_deadline(const struct rocemu_qp *qp)
 		d = qp->comp.deadline_ns;
 	if (qp->comp.rnr_until_ns && qp->comp.rnr_until_ns < d)
 		d = qp->comp.rnr_until_ns;
+	if (qp->comp.probe_ns && qp->comp.probe_ns < d)
+		d = qp->comp.probe_ns;
 	return d;
 }
 
@@ -134,10 +156,20 @@ static void comp_fail(struct rocemu_qp *qp, struct rocemu_send_wqe *w, enum ibv_
 static void progress_made(struct rocemu_qp *qp)
 {
 	qp->comp.reread_pending = false;
+	qp->comp.probes = 0;
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.nak_retry_left = 8 * (qp->attr.retry_cnt + 1);
 	qp->comp.rnr_left = qp->attr.rnr_retry;
 	rocemu_comp_rearm(qp, rocemu_now_ns());
+}
+
+/** The oldest unacknowledged PSN moves forward to psn: the send window grows. */
+static void comp_advance(struct rocemu_qp *qp, uint32_t psn)
+{
+	uint32_t acked = (uint32_t)roce_psn_diff(psn, qp->comp.psn);
+
+	qp->comp.psn = psn;
+	rocemu_req_window_progress(qp, acked, rocemu_now_ns());
 }
 
 /**
@@ -183,7 +215,7 @@ static bool ack_upto(struct rocemu_qp *qp, uint32_t psn, uint32_t *lost_psn)
 		break;
 	}
 	if (roce_psn_diff(roce_psn_add(psn, 1), qp->comp.psn) > 0) {
-		qp->comp.psn = roce_psn_add(psn, 1);
+		comp_advance(qp, roce_psn_add(psn, 1));
 		progress = true;
 	}
 	if (progress)
@@ -207,6 +239,8 @@ static void go_back_nak(struct rocemu_qp *qp, uint32_t psn)
 		return;
 	}
 	qp->comp.nak_retry_left--;
+	qp->comp.probe_answer = false;
+	rocemu_req_window_loss(qp, false);
 	rocemu_req_rewind(qp, psn);
 	rocemu_comp_rearm(qp, rocemu_now_ns());
 }
@@ -219,6 +253,8 @@ static void go_back(struct rocemu_qp *qp, uint32_t psn)
 		return;
 	}
 	qp->comp.retry_left--;
+	qp->comp.probe_answer = false;
+	rocemu_req_window_loss(qp, true);
 	rocemu_req_rewind(qp, psn);
 	rocemu_comp_rearm(qp, rocemu_now_ns());
 }
@@ -292,6 +328,24 @@ static struct rocemu_send_wqe *wqe_of_psn(struct rocemu_qp *qp, uint32_t psn)
 	return NULL;
 }
 
+/**
+ * An ACK for exactly the probed PSN answers the probe (an ACK still on its
+ * way from before the stall covers more): the responder took the probe as
+ * its expected PSN and has nothing after it, so what was sent after it
+ * before the probe was lost (the path keeps order; reordering only costs a
+ * needless resend). Go back to psn + 1 now instead of probing packet by
+ * packet.
+ */
+static void comp_probe_answered(struct rocemu_qp *qp, uint32_t psn)
+{
+	qp->comp.probe_answer = false;
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		return;
+	if (psn == qp->comp.probe_psn && roce_psn_diff(qp->req.max_sent_psn, psn) > 0 &&
+	    first_pending(qp))
+		go_back_nak(qp, roce_psn_add(psn, 1));
+}
+
 static void handle_ack(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 {
 	struct rocemu_engine *e = qp->engine;
@@ -308,8 +362,12 @@ static void handle_ack(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 	switch (ROCE_AETH_TYPE(syn)) {
 	case ROCE_AETH_ACK:
 		ENGINE_COUNT(e, rx_acks);
-		if (!ack_upto(qp, psn, &lost))
+		if (!ack_upto(qp, psn, &lost)) {
 			read_gap(qp, lost);
+			break;
+		}
+		if (qp->comp.probe_answer)
+			comp_probe_answered(qp, psn);
 		break;
 	case ROCE_AETH_RNR_NAK:
 		ENGINE_COUNT(e, rx_rnr_nak);
@@ -329,6 +387,7 @@ static void handle_ack(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 		    rocemu_now_ns() + (uint64_t)rnr_delay_10us[ROCE_AETH_VALUE(syn)] * 10000;
 		qp->comp.rnr_psn = psn;
 		qp->comp.deadline_ns = 0;
+		qp->comp.probe_ns = 0;
 		break;
 	case ROCE_AETH_NAK: {
 		uint8_t code = ROCE_AETH_VALUE(syn);
@@ -360,6 +419,7 @@ static void handle_read_resp(struct rocemu_qp *qp, const struct roce_pkt *pkt,
 	bool last_pkt;
 	enum rocemu_mem_err err;
 
+	qp->comp.probe_answer = false; /* a READ's probe is answered by its responses */
 	/* older than anything unacknowledged: a duplicate or a replay's overlap */
 	if (roce_psn_diff(psn, qp->comp.psn) < 0) {
 		ENGINE_COUNT(e, drop_resp_duplicate);
@@ -402,7 +462,7 @@ static void handle_read_resp(struct rocemu_qp *qp, const struct roce_pkt *pkt,
 		}
 	}
 	w->rcvd_pkts++;
-	qp->comp.psn = roce_psn_add(psn, 1);
+	comp_advance(qp, roce_psn_add(psn, 1));
 	if (last_pkt)
 		wqe_finish(qp, w, IBV_WC_SUCCESS);
 	progress_made(qp);
@@ -415,6 +475,8 @@ static void handle_atomic_ack(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 	uint32_t lost;
 	enum rocemu_mem_err err;
 	uint64_t orig = pkt->atomic_orig;
+
+	qp->comp.probe_answer = false;
 
 	if (roce_psn_diff(pkt->psn, qp->comp.psn) < 0) {
 		ENGINE_COUNT(e, drop_resp_duplicate); /* replayed or duplicated */
@@ -438,7 +500,7 @@ static void handle_atomic_ack(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 		}
 	}
 	w->rcvd_pkts = 1;
-	qp->comp.psn = roce_psn_add(pkt->psn, 1);
+	comp_advance(qp, roce_psn_add(pkt->psn, 1));
 	wqe_finish(qp, w, IBV_WC_SUCCESS);
 	progress_made(qp);
 }
@@ -472,6 +534,34 @@ void rocemu_comp_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_
 		rocemu_comp_retire(qp);
 }
 
+/**
+ * A requester that has sent what its window (or its send queue) allows and
+ * heard nothing for an RTT estimate plus four deviations has most likely
+ * lost the tail of what it sent, or the ACK or the sequence NAK that would
+ * move it on (a responder NAKs a gap once and then stays silent until the
+ * expected PSN comes, 9.7.5.2). Rather than idle until the transport timer
+ * (67 ms at the common timeout 14), it resends its oldest unacknowledged
+ * packet once, with AckReq (a probe, like TCP's tail loss probe): a lost
+ * head is filled, a duplicate is re-acknowledged. The ACK that answers it
+ * tells how far the responder got; what was sent after that PSN, before the
+ * probe, was lost, and the requester goes back to it at once
+ * (comp_probe_answered). A needless probe costs one packet. One probe per
+ * stall; it does not draw on retry_cnt, which counts the transport timer's
+ * expiries (9.7.6.1.3). Without an RTT sample (nothing ever answered) there
+ * is no probe.
+ */
+static unsigned comp_probe(struct rocemu_qp *qp)
+{
+	qp->comp.probes++;
+	qp->comp.probe_ns = 0;
+	qp->comp.probe_psn = oldest_unacked(qp);
+	if (!rocemu_req_probe(qp, qp->comp.probe_psn))
+		return 0;
+	qp->comp.probe_answer = true;
+	ENGINE_COUNT(qp->engine, retransmit_probes);
+	return 1;
+}
+
 unsigned rocemu_comp_timers(struct rocemu_qp *qp, uint64_t now)
 {
 	unsigned work = 0;
@@ -483,6 +573,12 @@ unsigned rocemu_comp_timers(struct rocemu_qp *qp, uint64_t now)
 		rocemu_req_rewind(qp, qp->comp.rnr_psn);
 		rocemu_comp_rearm(qp, now);
 		work++;
+	}
+	if (qp->comp.probe_ns && now >= qp->comp.probe_ns && !qp->comp.rnr_until_ns &&
+	    !(qp->comp.deadline_ns && now >= qp->comp.deadline_ns)) {
+		qp->comp.probe_ns = 0;
+		if (outstanding(qp))
+			work += comp_probe(qp);
 	}
 	if (qp->comp.deadline_ns && now >= qp->comp.deadline_ns) {
 		if (!outstanding(qp)) {

@@ -85,6 +85,110 @@ static enum req_step path_error(struct rocemu_qp *qp, struct rocemu_send_wqe *w,
 	return REQ_FAILED;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Adaptive send window                                                       */
+/*
+ * The IBA lets a requester limit the requests it has outstanding as it sees
+ * fit (end-to-end credits are one limit, the send queue depth another). RC
+ * over a lossy Ethernet recovers by go-back-N, which resends everything sent
+ * after the lost packet: the packets in flight are the price of every loss.
+ * So the window adapts like TCP's (additive increase, multiplicative
+ * decrease): cut to 3/4 once per loss episode (a sequence NAK, a READ gap, a
+ * probe that finds a loss), back to ROCEMU_REQ_WINDOW_MIN after a timeout,
+ * grown by the packets acked below ssthresh (slow start) and by
+ * ROCEMU_WINDOW_AI per window's worth of acked packets above it, never past
+ * ROCEMU_REQ_WINDOW. Loss-free, it stays at ROCEMU_REQ_WINDOW.
+ */
+
+uint32_t rocemu_req_window(const struct rocemu_qp *qp)
+{
+	return qp->req.cwnd ? qp->req.cwnd : ROCEMU_REQ_WINDOW;
+}
+
+void rocemu_req_window_loss(struct rocemu_qp *qp, bool timeout)
+{
+	uint32_t w = rocemu_req_window(qp);
+
+	qp->req.rtt_timing = false; /* Karn: no RTT sample across a resend */
+	if (qp->req.recovering && !timeout)
+		return; /* one cut per loss episode: later NAKs are the same loss */
+	w = w * ROCEMU_WINDOW_MD_NUM / ROCEMU_WINDOW_MD_DEN;
+	qp->req.ssthresh = w > ROCEMU_REQ_WINDOW_MIN ? w : ROCEMU_REQ_WINDOW_MIN;
+	qp->req.cwnd = timeout ? ROCEMU_REQ_WINDOW_MIN : qp->req.ssthresh;
+	qp->req.cwnd_acked = 0;
+	qp->req.recovering = true;
+	qp->req.recover_psn = qp->req.psn;
+	ENGINE_COUNT(qp->engine, window_shrinks);
+}
+
+static void rtt_sample(struct rocemu_qp *qp, uint64_t now)
+{
+	uint64_t r = now - qp->req.rtt_sent_ns;
+
+	qp->req.rtt_timing = false;
+	if (qp->req.srtt_ns == 0) {
+		qp->req.srtt_ns = r;
+		qp->req.rttvar_ns = r / 2;
+		return;
+	}
+	/* RFC 6298's estimator: srtt += (r - srtt)/8, rttvar += (|r - srtt| - rttvar)/4 */
+	uint64_t dev = r > qp->req.srtt_ns ? r - qp->req.srtt_ns : qp->req.srtt_ns - r;
+
+	qp->req.rttvar_ns = (3 * qp->req.rttvar_ns + dev) / 4;
+	qp->req.srtt_ns = (7 * qp->req.srtt_ns + r) / 8;
+}
+
+void rocemu_req_window_progress(struct rocemu_qp *qp, uint32_t acked, uint64_t now)
+{
+	uint32_t w = rocemu_req_window(qp);
+
+	if (qp->req.rtt_timing && roce_psn_diff(qp->comp.psn, qp->req.rtt_psn) > 0)
+		rtt_sample(qp, now);
+	if (qp->req.recovering && roce_psn_diff(qp->comp.psn, qp->req.recover_psn) >= 0)
+		qp->req.recovering = false;
+	if (w >= ROCEMU_REQ_WINDOW || acked == 0)
+		return;
+	if (w < qp->req.ssthresh) {
+		w += acked; /* slow start after a timeout */
+	} else {
+		qp->req.cwnd_acked += acked;
+		while (qp->req.cwnd_acked >= w / ROCEMU_WINDOW_AI) {
+			qp->req.cwnd_acked -= w / ROCEMU_WINDOW_AI;
+			w++;
+		}
+	}
+	qp->req.cwnd = w < ROCEMU_REQ_WINDOW ? w : ROCEMU_REQ_WINDOW;
+}
+
+/** A request packet left: RTT timing (first AckReq packet not yet answered), highest PSN. */
+static void rtt_start(struct rocemu_qp *qp, uint32_t psn, bool ackreq)
+{
+	if (qp->type != IBV_QPT_RC)
+		return;
+	if (!qp->req.sent_any || roce_psn_diff(psn, qp->req.max_sent_psn) > 0)
+		qp->req.max_sent_psn = psn;
+	qp->req.sent_any = true;
+	if (!ackreq || qp->req.rtt_timing)
+		return;
+	qp->req.rtt_timing = true;
+	qp->req.rtt_psn = psn;
+	qp->req.rtt_sent_ns = rocemu_now_ns();
+}
+
+static bool window_full(const struct rocemu_qp *qp, uint32_t psn)
+{
+	return qp->type == IBV_QPT_RC &&
+	       roce_psn_diff(psn, qp->comp.psn) >= (int32_t)rocemu_req_window(qp);
+}
+
+/** AckReq interval of a long message: a quarter of the window, at most ROCEMU_ACKREQ_INTERVAL. */
+static uint32_t ackreq_interval(const struct rocemu_qp *qp)
+{
+	uint32_t n = rocemu_req_window(qp) / 4;
+
+	return n == 0 ? 1 : n < ROCEMU_ACKREQ_INTERVAL ? n : ROCEMU_ACKREQ_INTERVAL;
+}
+
 static void base_pkt(struct rocemu_qp *qp, struct roce_pkt *pkt, uint8_t opcode, uint32_t psn)
 {
 	pkt->opcode = opcode;
@@ -112,9 +216,11 @@ static enum req_step send_data_packet(struct rocemu_qp *qp, struct rocemu_send_w
 	base_pkt(qp, &pkt, transport_bits(qp) | data_opcode(w, idx, w->npkts),
 		 roce_psn_add(w->first_psn, idx));
 	if (qp->type == IBV_QPT_RC) {
-		/* 9.7.6.1.1: AckReq on the last packet of a message, and now and then on
-		 * long ones so that the window keeps moving. */
-		if (last || ++qp->req.since_ackreq >= ROCEMU_ACKREQ_INTERVAL) {
+		/* 9.7.6.1.1: AckReq on the last packet of a message, now and then on
+		 * long ones so that the window keeps moving, and on the packet that
+		 * fills the window: the requester then waits for nothing but that ACK. */
+		if (last || ++qp->req.since_ackreq >= ackreq_interval(qp) ||
+		    window_full(qp, roce_psn_add(pkt.psn, 1))) {
 			pkt.ackreq = true;
 			qp->req.since_ackreq = 0;
 		}
@@ -149,6 +255,7 @@ static enum req_step send_data_packet(struct rocemu_qp *qp, struct rocemu_send_w
 	/* A full tx queue loses the frame: build it again on the next pass. */
 	if (rocemu_engine_pkt_send(e, m, &pkt) < 0)
 		return REQ_BLOCKED;
+	rtt_start(qp, pkt.psn, pkt.ackreq);
 	return REQ_SENT_PACKET;
 }
 
@@ -186,6 +293,7 @@ static enum req_step send_rd_atomic_packet(struct rocemu_qp *qp, struct rocemu_s
 	m = rocemu_engine_pkt_alloc(e, &pkt, &payload);
 	if (!m || rocemu_engine_pkt_send(e, m, &pkt) < 0)
 		return REQ_BLOCKED;
+	rtt_start(qp, pkt.psn, true);
 	return REQ_SENT_PACKET;
 }
 
@@ -205,11 +313,6 @@ static uint32_t max_rd_atomic(const struct rocemu_qp *qp)
 	/* 0 would forbid READ/atomics altogether; rdma-core users routinely
 	 * leave it 0 on UC-like setups, so one outstanding is the floor. */
 	return qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
-}
-
-static bool window_full(const struct rocemu_qp *qp, uint32_t psn)
-{
-	return qp->type == IBV_QPT_RC && roce_psn_diff(psn, qp->comp.psn) >= ROCEMU_REQ_WINDOW;
 }
 
 /** Start a posted WQE: fences, READ/atomic credits, PSN range. false = must wait. */
@@ -358,6 +461,37 @@ void rocemu_req_rewind(struct rocemu_qp *qp, uint32_t psn)
 		}
 	}
 	qp->engine->ctr[CTR_retransmit_packets] += resent;
+	qp->req.rtt_timing = false; /* Karn: a resent PSN gives no RTT sample */
 	qp->sq_cur = found;
 	rocemu_engine_schedule(qp);
+}
+
+unsigned rocemu_req_probe(struct rocemu_qp *qp, uint32_t psn)
+{
+	if (!qp->req.sent_any)
+		return 0;
+	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+		struct rocemu_send_wqe *w = sq_at(qp, i);
+		int32_t d = roce_psn_diff(psn, w->first_psn);
+		enum req_step step;
+
+		if (w->state == WQE_POSTED)
+			break;
+		if ((w->state != WQE_ACTIVE && w->state != WQE_SENT) || d < 0 ||
+		    d >= (int32_t)w->npkts)
+			continue;
+		if (w->rd_atomic) {
+			step = send_rd_atomic_packet(qp, w);
+		} else {
+			qp->req.since_ackreq =
+			    ROCEMU_ACKREQ_INTERVAL; /* this one asks for the ACK */
+			step = send_data_packet(qp, w, (uint32_t)d);
+		}
+		if (step != REQ_SENT_PACKET)
+			return 0;
+		qp->req.rtt_timing = false; /* Karn: no sample from a resent PSN */
+		ENGINE_COUNT(qp->engine, retransmit_packets);
+		return 1;
+	}
+	return 0;
 }

@@ -65,6 +65,8 @@ static int send_aeth(struct rocemu_qp *qp, uint8_t opcode, uint32_t psn, uint8_t
 	return rocemu_engine_pkt_send(e, m, &pkt);
 }
 
+static void send_nak_seq(struct rocemu_qp *qp);
+
 void rocemu_resp_flush_ack(struct rocemu_qp *qp)
 {
 	if (!qp->resp.ack_pending)
@@ -75,6 +77,10 @@ void rocemu_resp_flush_ack(struct rocemu_qp *qp)
 	}
 	if (qp->resp.res_active)
 		return; /* READ responses still streaming: the ACK goes after them */
+	if (qp->resp.nak_seq_pending) {
+		send_nak_seq(qp);
+		return;
+	}
 	if (send_aeth(qp, ROCE_OP_ACK, roce_psn_add(qp->resp.epsn, ROCE_PSN_MASK), ack_syndrome(),
 		      0, qp->resp.msn) == 0) {
 		qp->resp.ack_pending = false;
@@ -82,13 +88,17 @@ void rocemu_resp_flush_ack(struct rocemu_qp *qp)
 	}
 }
 
-static void send_nak(struct rocemu_qp *qp, uint8_t code, uint32_t psn)
+static int send_nak(struct rocemu_qp *qp, uint8_t code, uint32_t psn)
 {
 	struct rocemu_engine *e = qp->engine;
+	int rc;
 
 	/* Any response implicitly acknowledges the PSNs before it. */
 	qp->resp.ack_pending = false;
-	send_aeth(qp, ROCE_OP_ACK, psn, ROCE_AETH_SYNDROME(ROCE_AETH_NAK, code), 0, qp->resp.msn);
+	rc = send_aeth(qp, ROCE_OP_ACK, psn, ROCE_AETH_SYNDROME(ROCE_AETH_NAK, code), 0,
+		       qp->resp.msn);
+	if (rc < 0)
+		return rc;
 	switch (code) {
 	case ROCE_NAK_PSN_SEQ_ERR:
 		ENGINE_COUNT(e, tx_nak_psn_seq);
@@ -103,6 +113,19 @@ static void send_nak(struct rocemu_qp *qp, uint8_t code, uint32_t psn)
 		ENGINE_COUNT(e, tx_nak_remote_op);
 		break;
 	}
+	return 0;
+}
+
+/**
+ * The PSN-sequence NAK of a gap; one the port could not queue (tx ring full)
+ * stays pending and goes out on the next pass: the requester learns of the
+ * loss from this NAK, the responder stays silent for the rest of the gap.
+ */
+static void send_nak_seq(struct rocemu_qp *qp)
+{
+	qp->resp.nak_seq_pending = send_nak(qp, ROCE_NAK_PSN_SEQ_ERR, qp->resp.epsn) < 0;
+	if (qp->resp.nak_seq_pending)
+		qp->resp.ack_pending = true; /* keeps the QP on the work list */
 }
 
 /* ------------------------------------------------------------------------ */
@@ -536,7 +559,7 @@ static void rc_rx(struct rocemu_qp *qp, const struct roce_pkt *pkt, const uint8_
 			qp->resp.nak_seq_sent = false; /* new pass, or our NAK was lost */
 		qp->resp.last_oos_psn = pkt->psn;
 		if (!qp->resp.nak_seq_sent) {
-			send_nak(qp, ROCE_NAK_PSN_SEQ_ERR, qp->resp.epsn);
+			send_nak_seq(qp);
 			qp->resp.nak_seq_sent = true;
 			qp->resp.oos_since_nak = 0;
 		}
@@ -547,6 +570,7 @@ static void rc_rx(struct rocemu_qp *qp, const struct roce_pkt *pkt, const uint8_
 		return;
 	}
 	qp->resp.nak_seq_sent = false;
+	qp->resp.nak_seq_pending = false;
 	qp->resp.rnr_sent = false;
 	if (!rc_sequence_ok(qp, f)) {
 		rc_error(qp, RESP_INV_REQ, pkt->psn);

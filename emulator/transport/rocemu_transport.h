@@ -40,12 +40,25 @@
 #define ROCEMU_QPN_TABLE (1u << 16)
 
 /**
- * Most packets a requester keeps unacknowledged (its send window). Go-back-N
- * resends what is in flight after a loss, so the window trades loss-free
- * throughput against goodput under loss: measured in-process, 128 kept
- * about half the loss-free goodput at 1% loss, 512 about a quarter.
+ * Most packets a requester keeps unacknowledged (its send window's ceiling).
+ * Go-back-N resends what is in flight after a loss, so the requester adapts
+ * the window it actually uses (qp->req.cwnd, AIMD: cut on a sequence NAK,
+ * ROCEMU_REQ_WINDOW_MIN after a timeout, grown on progress) between
+ * ROCEMU_REQ_WINDOW_MIN and this.
  */
 #define ROCEMU_REQ_WINDOW 128
+/** Floor of the adaptive send window (packets). */
+#define ROCEMU_REQ_WINDOW_MIN 8
+/** A loss multiplies the window by MD_NUM/MD_DEN (gentler than TCP's 1/2: the
+ * loss is random, not congestion, and go-back-N already pays for it)... */
+#define ROCEMU_WINDOW_MD_NUM 3
+#define ROCEMU_WINDOW_MD_DEN 4
+/** ...and above ssthresh it grows by ROCEMU_WINDOW_AI packets per window acknowledged. */
+#define ROCEMU_WINDOW_AI 4
+/** Shortest wait before a stalled requester probes (resends its oldest unacked packet), ns. */
+#define ROCEMU_PROBE_MIN_NS 250000ull
+/** Probes per stall (the second after twice the wait) before the transport timer decides. */
+#define ROCEMU_PROBES 2
 /** AckReq is set at least every this many packets of a long message. */
 #define ROCEMU_ACKREQ_INTERVAL 32
 /** Packets one QP may transmit per progress pass (fairness, tx ring room). */
@@ -92,6 +105,8 @@
 	X(rx_rnr_nak)                                                                              \
 	X(retransmit_packets)                                                                      \
 	X(retransmit_timeouts)                                                                     \
+	X(retransmit_probes)                                                                       \
+	X(window_shrinks)                                                                          \
 	X(retry_exceeded)                                                                          \
 	X(rnr_retry_exceeded)                                                                      \
 	X(resolve_pending)                                                                         \
@@ -206,6 +221,19 @@ struct rocemu_qp {
 		uint32_t psn;	       /**< next PSN to assign */
 		uint32_t rd_atomic;    /**< outstanding READ/atomic WQEs */
 		uint32_t since_ackreq; /**< packets since the last AckReq */
+		/* adaptive send window (AIMD); all 0 after RESET = the full window */
+		uint32_t cwnd;	       /**< packets allowed unacknowledged, 0 = ROCEMU_REQ_WINDOW */
+		uint32_t ssthresh;     /**< below it the window grows by what is acked */
+		uint32_t cwnd_acked;   /**< packets acknowledged towards the next +1 */
+		bool recovering;       /**< shrunk for a loss: no second shrink before... */
+		uint32_t recover_psn;  /**< ...comp.psn passes this (the PSN sent then) */
+		/* round-trip estimate (request with AckReq -> response covering it) */
+		bool rtt_timing;
+		uint32_t rtt_psn;
+		uint64_t rtt_sent_ns;
+		uint64_t srtt_ns, rttvar_ns; /**< 0 = no sample yet */
+		bool sent_any;
+		uint32_t max_sent_psn; /**< highest PSN sent */
 	} req;
 
 	struct {
@@ -218,6 +246,10 @@ struct rocemu_qp {
 		uint32_t rnr_psn;
 		bool reread_pending; /**< a READ gap was re-requested from reread_psn */
 		uint32_t reread_psn;
+		uint64_t probe_ns; /**< stall probe deadline, 0 = off */
+		uint8_t probes;	   /**< probes sent in this stall (at most ROCEMU_PROBES) */
+		bool probe_answer; /**< an ACK for probe_psn answers the probe */
+		uint32_t probe_psn;
 	} comp;
 
 	/* receive queue */
@@ -237,6 +269,7 @@ struct rocemu_qp {
 		uint32_t write_len;
 		bool nak_seq_sent; /**< C9-110: only the first out-of-sequence packet is NAKed */
 		bool rnr_sent;	   /**< an RNR NAK is outstanding: drop quietly until the retry */
+		bool nak_seq_pending; /**< that NAK found the tx queue full: send it next pass */
 		uint32_t last_oos_psn;	/**< PSN of the last out-of-sequence packet seen */
 		uint32_t oos_since_nak; /**< out-of-sequence packets since that NAK */
 		bool uc_drop;		/**< UC: discard until the next FIRST/ONLY */
@@ -321,6 +354,14 @@ unsigned rocemu_req_run(struct rocemu_qp *qp, unsigned budget);
 void rocemu_req_rewind(struct rocemu_qp *qp, uint32_t psn);
 /** Has the requester anything to send now? */
 bool rocemu_req_pending(const struct rocemu_qp *qp);
+/** Stall probe: resend the packet at psn, with AckReq. 1 if a packet went out. */
+unsigned rocemu_req_probe(struct rocemu_qp *qp, uint32_t psn);
+/** The send window in use (packets). */
+uint32_t rocemu_req_window(const struct rocemu_qp *qp);
+/** Loss seen (sequence NAK, READ gap, probe: timeout = false/true): shrink the window. */
+void rocemu_req_window_loss(struct rocemu_qp *qp, bool timeout);
+/** comp.psn moved forward by acked packets: grow the window, take an RTT sample. */
+void rocemu_req_window_progress(struct rocemu_qp *qp, uint32_t acked, uint64_t now);
 
 /* rc_completer.c */
 void rocemu_comp_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_pkt *pkt);
