@@ -308,6 +308,11 @@ static enum resp_result do_read(struct rocemu_qp *qp, const struct roce_pkt *pkt
 	r->va = pkt->reth.va;
 	r->rkey = pkt->reth.rkey;
 	r->length = pkt->reth.dma_len;
+	r->orig_psn = r->psn;
+	r->orig_npkts = r->npkts;
+	r->orig_va = r->va;
+	r->orig_rkey = r->rkey;
+	r->orig_length = r->length;
 	qp->resp.msn++;
 	r->msn = qp->resp.msn;
 	qp->resp.epsn = roce_psn_add(qp->resp.epsn, r->npkts);
@@ -352,6 +357,11 @@ static enum resp_result do_atomic(struct rocemu_qp *qp, const struct roce_pkt *p
 	r->is_atomic = true;
 	r->psn = pkt->psn;
 	r->npkts = 1;
+	r->orig_psn = r->psn;
+	r->orig_npkts = 1;
+	r->orig_va = pkt->atomic.va;
+	r->orig_rkey = pkt->atomic.rkey;
+	r->orig_length = 8;
 	r->atomic_orig = orig;
 	qp->resp.msn++;
 	r->msn = qp->resp.msn;
@@ -478,6 +488,28 @@ static void rc_error(struct rocemu_qp *qp, enum resp_result res, uint32_t psn)
 	rocemu_engine_raise(e, ev, qp->user_ctx);
 }
 
+/**
+ * A duplicate READ is re-executed only as the original request or a part of
+ * it: its PSN at offset d inside the original's PSNs, its R_Key the
+ * original's, its address the original's + d MTUs (a retried READ restarts
+ * at its first missing response), its range ending inside the original's.
+ * Anything else is not the request this resource answered: a "duplicate"
+ * growing past the original would answer PSNs of later requests (or the
+ * expected PSN, which a new READ will use), and one naming another R_Key or
+ * address would read memory under an old PSN that was never requested.
+ */
+static bool dup_read_inside(const struct rocemu_qp *qp, const struct rocemu_rd_res *r,
+			    const struct roce_pkt *pkt, uint32_t d)
+{
+	uint64_t off = (uint64_t)d * qp->mtu;
+
+	if (pkt->reth.rkey != r->orig_rkey || off > r->orig_length)
+		return false;
+	if (pkt->reth.va != r->orig_va + off)
+		return false;
+	return pkt->reth.dma_len <= r->orig_length - off;
+}
+
 static void rc_duplicate(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 {
 	struct rocemu_engine *e = qp->engine;
@@ -491,9 +523,9 @@ static void rc_duplicate(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 	}
 	for (uint32_t k = 0; k < qp->resp.nres; k++) {
 		struct rocemu_rd_res *r = &qp->resp.res[k];
-		int32_t d = roce_psn_diff(pkt->psn, r->psn);
+		int32_t d = roce_psn_diff(pkt->psn, r->orig_psn);
 
-		if (!r->valid || d < 0 || d >= (int32_t)r->npkts)
+		if (!r->valid || d < 0 || d >= (int32_t)r->orig_npkts)
 			continue;
 		if ((f & ROCE_OPF_ATOMIC) && r->is_atomic && d == 0) {
 			/* 9.7.5.1.3 / o9-28: never execute an atomic twice; replay its result. */
@@ -503,7 +535,11 @@ static void rc_duplicate(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 		if ((f & ROCE_OPF_READ) && !r->is_atomic) {
 			uint8_t *ptr;
 
-			/* Re-execute from the requested PSN with the request's RETH. */
+			if (!dup_read_inside(qp, r, pkt, (uint32_t)d)) {
+				ENGINE_COUNT(e, drop_dup_read_mismatch);
+				return;
+			}
+			/* Re-execute from the requested PSN: the memory as it is now. */
 			if (pkt->reth.dma_len &&
 			    rocemu_mem_translate(e->mem, qp->pd, pkt->reth.rkey, true, pkt->reth.va,
 						 pkt->reth.dma_len, ROCEMU_RIGHT_REMOTE_READ,
@@ -547,11 +583,16 @@ static void rc_rx(struct rocemu_qp *qp, const struct roce_pkt *pkt, const uint8_
 	enum resp_result res;
 
 	if (d > 0) {
-		/* C9-110: NAK only the first out-of-sequence packet of a gap. A PSN
-		 * below the last out-of-sequence one means the requester started a
-		 * new pass (it went back) and lost its head again: that pass gets
-		 * its one NAK too, instead of waiting for the requester's timer; so
-		 * does a gap still open a full window after its NAK (the NAK was lost). */
+		/* IBA ch. 9.7, responder PSN check, PSN sequence error NAK (rule
+		 * number not confirmed here; C9-110 is the rule on duplicates, not
+		 * this): NAK only the first out-of-sequence packet of a gap, then
+		 * ignore new requests until the expected PSN arrives. Deviation: a
+		 * PSN below the last out-of-sequence one means the requester started
+		 * a new pass (it went back) and lost its head again: that pass gets
+		 * its one NAK too, instead of waiting for the requester's probe or
+		 * timer; so does a gap still open 64 packets after its NAK (the NAK
+		 * was lost). The rule as described says no NAK until the expected
+		 * PSN comes; a requester that follows it is not hurt by the extra NAK. */
 		ENGINE_COUNT(e, drop_psn_out_of_seq);
 		if (qp->resp.nak_seq_sent && !qp->resp.rnr_sent &&
 		    (roce_psn_diff(pkt->psn, qp->resp.last_oos_psn) < 0 ||

@@ -84,6 +84,7 @@
 	X(drop_resp_duplicate)                                                                     \
 	X(drop_resp_bad_length)                                                                    \
 	X(drop_dup_unknown)                                                                        \
+	X(drop_dup_read_mismatch)                                                                  \
 	X(dup_requests)                                                                            \
 	X(tx_packets)                                                                              \
 	X(tx_acks)                                                                                 \
@@ -176,6 +177,13 @@ struct rocemu_rd_res {
 	uint32_t sent;	      /**< READ: response packets sent */
 	uint64_t atomic_orig; /**< atomic: result returned, replayed for duplicates */
 	uint32_t msn;	      /**< MSN to report with the response */
+	/* the original request, which a duplicate must lie inside (a replay
+	 * overwrites psn/npkts/va/length above with the duplicate's) */
+	uint32_t orig_psn;
+	uint32_t orig_npkts;
+	uint64_t orig_va;
+	uint32_t orig_rkey;
+	uint32_t orig_length;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -267,7 +275,7 @@ struct rocemu_qp {
 		uint64_t write_va;
 		uint32_t write_rkey;
 		uint32_t write_len;
-		bool nak_seq_sent; /**< C9-110: only the first out-of-sequence packet is NAKed */
+		bool nak_seq_sent; /**< only the first out-of-sequence packet is NAKed (9.7) */
 		bool rnr_sent;	   /**< an RNR NAK is outstanding: drop quietly until the retry */
 		bool nak_seq_pending; /**< that NAK found the tx queue full: send it next pass */
 		uint32_t last_oos_psn;	/**< PSN of the last out-of-sequence packet seen */

@@ -672,28 +672,30 @@ const struct scenario cf_scenarios[] = {
 	     {.k = T_LOCAL_EQ, .off = 0, .len = 64, .fill = 0x98},
 	     {.k = T_LOCAL_EQ, .off = 64, .len = 4096, .fill = 0x3C})),
     SC("dup_read_cannot_grow", "dup", "IBA 9.7 (duplicate RDMA READ within the original request), C9-110",
-       "a duplicate of a 1-packet READ asking for 3 packets is not answered with PSNs the "
-       "original request never covered (here PSN+1 belongs to a SEND, PSN+2 is not yet used)",
-       .xfail = "emulator/transport/rc_responder.c rc_duplicate(): a duplicate READ takes the "
-		"new RETH as is (re-translated, npkts recomputed) without checking that its "
-		"range lies inside the original request's, so it answers PSN+1 (a SEND's PSN) "
-		"and PSN+2 (= the expected PSN, which a new READ will use); Linux rxe drops such "
-		"a duplicate that is not the original request or a subset of it. Fix: keep the "
-		"original va/length/rkey in struct rocemu_rd_res and drop a duplicate outside them",
+       "a duplicate of a 1-packet READ asking for 3 packets is dropped and counted, not answered "
+       "with PSNs the original request never covered (here PSN+1 belongs to a SEND, PSN+2 is not "
+       "yet used)",
        STEPS(RECV(1, 64), TX(.op = ROCE_OP_READ_REQUEST, .psn = 0, .off = 0, .len = 64),
 	     RX(.op = ROCE_OP_READ_RESP_ONLY, .chk = C_PSN, .psn = 0),
 	     TX(.op = ROCE_OP_SEND_ONLY, .psn = 1, .len = 8, .ackreq = true), ACK(1),
 	     TX(.op = ROCE_OP_READ_REQUEST, .psn = 0, .off = 0, .len = 3 * MTU),
-	     RX(.op = ROCE_OP_READ_RESP_ONLY, .chk = C_PSN, .psn = 0), NONE())),
+	     NONE(), CTR("drop_dup_read_mismatch", 1))),
     SC("dup_read_other_rkey", "dup", "IBA 9.7 (duplicate RDMA READ within the original request), C9-110",
-       "a \"duplicate\" READ naming another region's R_Key is not answered from that region",
-       .xfail = "emulator/transport/rc_responder.c rc_duplicate(): the duplicate's R_Key and "
-		"range are re-translated and used as given, not compared with the original "
-		"request's (Linux rxe drops a duplicate whose R_Key or range differs), so a peer "
-		"can read a different region under an old PSN",
+       "a \"duplicate\" READ naming another region's R_Key is dropped and counted, not answered "
+       "from that region",
        STEPS(TX(.op = ROCE_OP_READ_REQUEST, .psn = 0, .off = 0, .len = 64),
 	     RX(.op = ROCE_OP_READ_RESP_ONLY, .chk = C_PSN | C_DATA, .psn = 0, .off = 0),
-	     TX(.op = ROCE_OP_READ_REQUEST, .psn = 0, .off = 0, .len = 64, .key = K_RO), NONE())),
+	     TX(.op = ROCE_OP_READ_REQUEST, .psn = 0, .off = 0, .len = 64, .key = K_RO), NONE(),
+	     CTR("drop_dup_read_mismatch", 1))),
+    SC("dup_read_shifted_address", "dup", "IBA 9.7 (duplicate RDMA READ within the original request), C9-110",
+       "a duplicate READ for PSN+1 of a 3-packet READ whose address is not the original's + 1 MTU "
+       "is not answered",
+       STEPS(TX(.op = ROCE_OP_READ_REQUEST, .psn = 0, .off = 0, .len = 3 * MTU),
+	     RX(.op = ROCE_OP_READ_RESP_FIRST, .chk = C_PSN, .psn = 0),
+	     RX(.op = ROCE_OP_READ_RESP_MIDDLE, .chk = C_PSN, .psn = 1),
+	     RX(.op = ROCE_OP_READ_RESP_LAST, .chk = C_PSN, .psn = 2),
+	     TX(.op = ROCE_OP_READ_REQUEST, .psn = 1, .off = MTU + 64, .len = 2 * MTU - 64), NONE(),
+	     CTR("drop_dup_read_mismatch", 1))),
     SC("ecn_ce_marked_processed", "malformed", "A17.9 (congestion: CE-marked packets are still processed)",
        "a SEND whose IP header is marked Congestion Experienced is delivered and acknowledged",
        STEPS(RECV(1, 64),
