@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Generate rocemu's libibverbs ABI from the installed rdma-core library.
+"""Generate the ABI of one of rocemu's drop-in libraries from the installed
+rdma-core library it replaces: libibverbs.so.1 (default) or, with
+--soname librdmacm.so.1 --node-prefix RDMACM --errno-minus1, librdmacm.so.1.
 
 Reads the export table (`objdump -T`) and version definitions (`objdump -p`)
-of the system libibverbs.so.1 and writes:
+of the system library and writes:
   --map     a GNU ld version script with the same nodes and parents;
   --stubs   C error stubs for every exported name@version that rocemu does
             not implement by hand (errno = EOPNOTSUPP, error return value);
   --symver  a header defining ROCEMU_SYMVER_<name> for every hand-implemented
             name: the .symver that binds it as the default version (@@@).
 Hand-implemented names are those marked ROCEMU_PUBLIC(name) in --sources.
-Return types come from the prototypes in <infiniband/verbs.h> plus a small
-table for names declared in rdma-core's private headers.
+Return types come from the prototypes in the --header files (repeatable) plus
+a small table for names declared in rdma-core's private headers.
 Nothing here knows the IBVERBS_PRIVATE_<N> number: it is whatever the
 installed library defines.
 """
@@ -49,23 +51,24 @@ MINUS_ONE = {'ibv_get_cq_event', 'ibv_get_async_event', 'ibv_read_sysfs_file',
              'ibv_get_pkey_index', 'ibv_read_ibdev_sysfs_file'}
 
 
-def find_library(path):
+def find_library(path, soname):
     if path and os.path.exists(path):
         return path
     out = subprocess.run(['/sbin/ldconfig', '-p'], capture_output=True, text=True).stdout
     for line in out.splitlines():
-        m = re.match(r'\s*libibverbs\.so\.1 \(([^)]*)\) => (\S+)', line)
+        m = re.match(r'\s*' + re.escape(soname) + r' \(([^)]*)\) => (\S+)', line)
         if m and 'x86-64' in m.group(1) or (m and os.uname().machine not in ('x86_64',)):
             return m.group(2)
-    sys.exit('gen_abi: cannot find the installed libibverbs.so.1 (install libibverbs1)')
+    sys.exit('gen_abi: cannot find the installed %s' % soname)
 
 
-def read_exports(lib, objdump):
-    """[(name, version, hidden, kind 'F'|'O', size)] for every IBVERBS_* export."""
+def read_exports(lib, objdump, prefix):
+    """[(name, version, hidden, kind 'F'|'O', size)] for every <prefix>_* export."""
     out = subprocess.run([objdump, '-T', lib], capture_output=True, text=True, check=True).stdout
     syms = []
     for line in out.splitlines():
-        m = re.match(r'^[0-9a-f]+ (.{7}) (\S+)\s+([0-9a-f]+)\s+(\(?)(IBVERBS_[A-Z0-9_.]+)\)?\s+(\S+)$', line)
+        m = re.match(r'^[0-9a-f]+ (.{7}) (\S+)\s+([0-9a-f]+)\s+(\(?)(' + prefix +
+                     r'_[A-Z0-9_.]+)\)?\s+(\S+)$', line)
         if not m:
             continue
         flags, section, size, paren, ver, name = m.groups()
@@ -75,7 +78,7 @@ def read_exports(lib, objdump):
     return syms
 
 
-def read_nodes(lib, objdump):
+def read_nodes(lib, objdump, prefix):
     """[(node, parent or None)] in definition order."""
     out = subprocess.run([objdump, '-p', lib], capture_output=True, text=True, check=True).stdout
     nodes = []
@@ -89,7 +92,7 @@ def read_nodes(lib, objdump):
                 break
             m = re.match(r'^\d+ 0x[0-9a-f]+ 0x[0-9a-f]+ (\S+)$', line)
             if m:
-                if m.group(1).startswith('IBVERBS'):
+                if m.group(1).startswith(prefix):
                     nodes.append([m.group(1), None])
                 continue
             m = re.match(r'^\s+(\S+)\s*$', line)
@@ -106,9 +109,12 @@ def hand_implemented(sources):
     return names
 
 
-def return_kinds(header):
-    with open(header, encoding='utf-8') as f:
-        text = f.read()
+def return_kinds(headers):
+    text = ''
+    for header in headers:
+        with open(header, encoding='utf-8') as f:
+            text += f.read() + '\n'
+
     text = re.sub(r'/\*.*?\*/', ' ', text, flags=re.S)
     text = re.sub(r'//[^\n]*', ' ', text)
     text = re.sub(r'^\s*#(?:[^\n]*\\\n)*[^\n]*', ' ', text, flags=re.M)
@@ -150,16 +156,20 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--lib', default='')
     ap.add_argument('--objdump', default='objdump')
-    ap.add_argument('--header', required=True)
+    ap.add_argument('--header', action='append', required=True)
+    ap.add_argument('--soname', default='libibverbs.so.1')
+    ap.add_argument('--node-prefix', default='IBVERBS')
+    ap.add_argument('--errno-minus1', action='store_true',
+                    help='stubs of int/long functions return -1 (errno set), as librdmacm does')
     ap.add_argument('--map', required=True)
     ap.add_argument('--stubs', required=True)
     ap.add_argument('--symver', required=True)
     ap.add_argument('sources', nargs='*')
     a = ap.parse_args()
 
-    lib = find_library(a.lib)
-    syms = read_exports(lib, a.objdump)
-    nodes = read_nodes(lib, a.objdump)
+    lib = find_library(a.lib, a.soname)
+    syms = read_exports(lib, a.objdump, a.node_prefix)
+    nodes = read_nodes(lib, a.objdump, a.node_prefix)
     hand = hand_implemented(a.sources)
     kinds = return_kinds(a.header)
     kinds.update({k: v for k, v in HAND_KINDS.items() if k not in kinds})
@@ -185,7 +195,7 @@ def main():
 
     # Stubs.
     out = ['/* Generated by gen_abi.py from %s: do not edit. */' % lib,
-           '/* Every export of the installed libibverbs that rocemu does not implement:',
+           '/* Every export of the installed %s that rocemu does not implement:' % a.soname,
            ' * it sets errno to EOPNOTSUPP and returns the failure value of its type. */',
            '#include <errno.h>', '#include <stddef.h>', '']
     unknown = []
@@ -207,6 +217,9 @@ def main():
             unknown.append(name)
             k = 'int'
         ctype, value = RETURNS[k]
+        if a.errno_minus1 and k in ('int', 'zero'):
+            value = '-1'
+            ctype = 'long' if k == 'zero' else 'int'
         cname = 'rocemu_compat_%s_%s' % (name, c_ident(ver)) if hidden else name
         body = 'errno = EOPNOTSUPP; return%s;' % ('' if value is None else ' ' + value)
         out.append('__attribute__((visibility("default"))) %s %s(void);' % (ctype, cname))
@@ -227,7 +240,7 @@ def main():
             out.append('#define ROCEMU_SYMVER_%s __asm__(".symver %s, %s@@@%s");'
                        % (name, name, name, default_ver[name]))
         else:
-            out.append('/* %s: not exported by the installed libibverbs */' % name)
+            out.append('/* %s: not exported by the installed %s */' % (name, a.soname))
             out.append('#define ROCEMU_SYMVER_%s' % name)
     out.append('#endif')
     with open(a.symver, 'w') as f:

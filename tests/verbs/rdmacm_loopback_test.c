@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * rocemu's librdmacm inside one process: both ends of each connection are
+ * rdma_cm ids of this process, and the CM MADs (REQ/REP/RTU/DREQ/DREP/REJ,
+ * SIDR_REQ/SIDR_REP) go through the GSI QP and the engine's loopback
+ * (one device) or an in-process ring pair (two devices).
+ *  - RC: connect with private data both ways, SEND data checked, disconnect
+ *    (DISCONNECTED on both sides), on one device and across two;
+ *  - rdma_reject: REJECTED (consumer defined, 28) with the private data;
+ *  - no listener on the port: REJECTED (invalid service ID, 8);
+ *  - UD (RDMA_PS_UDP): SIDR gives the peer's QPN and Q_Key; a datagram arrives;
+ *  - synchronous ids (rdma_create_ep / rdma_get_request without channels).
+ * Every wait is bounded (poll on the channel fd).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+
+#define IP_A "10.79.1.1"
+#define IP_B "10.79.1.2"
+
+static struct sockaddr_in addr(const char *ip, uint16_t port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+	inet_pton(AF_INET, ip, &a.sin_addr);
+	return a;
+}
+
+/* The next event on ch within 10 s; it must be `type`. */
+static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_event_type type)
+{
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+
+	if (poll(&p, 1, 10000) != 1)
+		fail_msg("no event within 10 s (waiting for %s)", rdma_event_str(type));
+	assert_int_equal(rdma_get_cm_event(ch, &ev), 0);
+	if (ev->event != type)
+		fail_msg("got %s (status %d), expected %s", rdma_event_str(ev->event), ev->status,
+			 rdma_event_str(type));
+	return ev;
+}
+
+static void ack(struct rdma_cm_event *ev) { assert_int_equal(rdma_ack_cm_event(ev), 0); }
+
+static struct ibv_qp_init_attr qp_attr(enum ibv_qp_type t)
+{
+	struct ibv_qp_init_attr a = {
+	    .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1},
+	    .qp_type = t,
+	};
+	return a;
+}
+
+static struct ibv_wc wait_comp(struct ibv_cq *cq)
+{
+	struct ibv_wc wc;
+	time_t end = time(NULL) + 10;
+	int n;
+	while ((n = ibv_poll_cq(cq, 1, &wc)) == 0 && time(NULL) < end)
+		;
+	if (n != 1)
+		fail_msg("no completion within 10 s");
+	if (wc.status != IBV_WC_SUCCESS)
+		fail_msg("completion status %s", ibv_wc_status_str(wc.status));
+	return wc;
+}
+
+/* Connect an RC pair (server on src_ip:port, client resolving it), send
+ * 4096 bytes client -> server, disconnect from the client. */
+static void rc_pair(const char *client_ip, const char *server_ip, uint16_t port)
+{
+	struct rdma_event_channel *sch = rdma_create_event_channel();
+	struct rdma_event_channel *cch = rdma_create_event_channel();
+	struct rdma_cm_id *listen, *client, *server;
+	assert_non_null(sch);
+	assert_non_null(cch);
+	assert_int_equal(rdma_create_id(sch, &listen, NULL, RDMA_PS_TCP), 0);
+	struct sockaddr_in la = addr(server_ip, port);
+	assert_int_equal(rdma_bind_addr(listen, (struct sockaddr *)&la), 0);
+	assert_int_equal(ntohs(rdma_get_src_port(listen)), port);
+	assert_int_equal(rdma_listen(listen, 4), 0);
+
+	assert_int_equal(rdma_create_id(cch, &client, (void *)0x1234, RDMA_PS_TCP), 0);
+	struct sockaddr_in ca = addr(client_ip, 0);
+	assert_int_equal(rdma_resolve_addr(client, (struct sockaddr *)&ca, (struct sockaddr *)&la, 2000), 0);
+	ack(expect(cch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	assert_non_null(client->verbs);
+	assert_int_equal(rdma_resolve_route(client, 2000), 0);
+	ack(expect(cch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	struct ibv_qp_init_attr qa = qp_attr(IBV_QPT_RC);
+	assert_int_equal(rdma_create_qp(client, NULL, &qa), 0);
+	assert_non_null(client->qp);
+	assert_non_null(client->send_cq);
+
+	struct rdma_conn_param cp = {.private_data = "hello",
+				     .private_data_len = 6,
+				     .responder_resources = 1,
+				     .initiator_depth = 1,
+				     .retry_count = 7,
+				     .rnr_retry_count = 7};
+	assert_int_equal(rdma_connect(client, &cp), 0);
+
+	struct rdma_cm_event *ev = expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	assert_ptr_equal(ev->listen_id, listen);
+	server = ev->id;
+	assert_string_equal((const char *)ev->param.conn.private_data, "hello");
+	assert_int_equal(ev->param.conn.responder_resources, 1);
+	assert_int_equal(ntohs(rdma_get_dst_port(server)), ntohs(rdma_get_src_port(client)));
+	struct sockaddr_in *peer = (struct sockaddr_in *)rdma_get_peer_addr(server);
+	struct sockaddr_in *mine = (struct sockaddr_in *)rdma_get_local_addr(client);
+	assert_int_equal(peer->sin_addr.s_addr, mine->sin_addr.s_addr);
+	qa = qp_attr(IBV_QPT_RC);
+	assert_int_equal(rdma_create_qp(server, NULL, &qa), 0);
+	uint8_t *rbuf = calloc(1, 4096), *sbuf = malloc(4096);
+	for (int i = 0; i < 4096; i++)
+		sbuf[i] = (uint8_t)(i * 7 + 3);
+	struct ibv_mr *rmr = rdma_reg_msgs(server, rbuf, 4096);
+	struct ibv_mr *smr = rdma_reg_msgs(client, sbuf, 4096);
+	assert_non_null(rmr);
+	assert_non_null(smr);
+	assert_int_equal(rdma_post_recv(server, (void *)1, rbuf, 4096, rmr), 0);
+	struct rdma_conn_param sp = {.private_data = "world",
+				     .private_data_len = 6,
+				     .responder_resources = 1,
+				     .initiator_depth = 1,
+				     .rnr_retry_count = 7};
+	assert_int_equal(rdma_accept(server, &sp), 0);
+	ack(ev);
+	ev = expect(cch, RDMA_CM_EVENT_ESTABLISHED);
+	assert_string_equal((const char *)ev->param.conn.private_data, "world");
+	assert_ptr_equal(ev->id->context, (void *)0x1234);
+	ack(ev);
+	ack(expect(sch, RDMA_CM_EVENT_ESTABLISHED));
+
+	assert_int_equal(rdma_post_send(client, (void *)2, sbuf, 4096, smr, IBV_SEND_SIGNALED), 0);
+	struct ibv_wc wc = wait_comp(client->send_cq);
+	assert_int_equal(wc.wr_id, 2);
+	wc = wait_comp(server->recv_cq);
+	assert_int_equal(wc.byte_len, 4096);
+	assert_memory_equal(rbuf, sbuf, 4096);
+
+	assert_int_equal(rdma_disconnect(client), 0);
+	ack(expect(sch, RDMA_CM_EVENT_DISCONNECTED));
+	ack(expect(cch, RDMA_CM_EVENT_DISCONNECTED));
+	assert_int_equal(rdma_disconnect(server), 0); /* after DREQ: nothing left to do */
+
+	rdma_dereg_mr(rmr);
+	rdma_dereg_mr(smr);
+	rdma_destroy_qp(server);
+	rdma_destroy_qp(client);
+	assert_int_equal(rdma_destroy_id(server), 0);
+	assert_int_equal(rdma_destroy_id(client), 0);
+	assert_int_equal(rdma_destroy_id(listen), 0);
+	rdma_destroy_event_channel(sch);
+	rdma_destroy_event_channel(cch);
+	free(rbuf);
+	free(sbuf);
+}
+
+static void rc_one_device(void **state)
+{
+	(void)state;
+	rc_pair(IP_A, IP_A, 7471); /* client and server on rocemu0: engine loopback */
+}
+
+static void rc_two_devices(void **state)
+{
+	(void)state;
+	rc_pair(IP_A, IP_B, 7472); /* client bound to rocemu0, server on rocemu1: the ring */
+}
+
+/* Resolve + connect a client to ip:port on channel cch; returns the id. */
+static struct rdma_cm_id *connect_client(struct rdma_event_channel *cch, const char *ip,
+					 uint16_t port, const char *pdata)
+{
+	struct rdma_cm_id *c;
+	struct sockaddr_in a = addr(ip, port);
+	assert_int_equal(rdma_create_id(cch, &c, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000), 0);
+	ack(expect(cch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	assert_int_equal(rdma_resolve_route(c, 2000), 0);
+	ack(expect(cch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	struct ibv_qp_init_attr qa = qp_attr(IBV_QPT_RC);
+	assert_int_equal(rdma_create_qp(c, NULL, &qa), 0);
+	struct rdma_conn_param cp = {.private_data = pdata,
+				     .private_data_len = pdata ? (uint8_t)(strlen(pdata) + 1) : 0,
+				     .retry_count = 7};
+	assert_int_equal(rdma_connect(c, &cp), 0);
+	return c;
+}
+
+static void rejected_by_listener(void **state)
+{
+	(void)state;
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *listen, *c;
+	assert_int_equal(rdma_create_id(ch, &listen, NULL, RDMA_PS_TCP), 0);
+	struct sockaddr_in la = addr(IP_A, 7473);
+	assert_int_equal(rdma_bind_addr(listen, (struct sockaddr *)&la), 0);
+	assert_int_equal(rdma_listen(listen, 1), 0);
+	c = connect_client(ch, IP_A, 7473, "let me in");
+	struct rdma_cm_event *ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	struct rdma_cm_id *s = ev->id;
+	assert_string_equal((const char *)ev->param.conn.private_data, "let me in");
+	assert_int_equal(rdma_reject(s, "no", 3), 0);
+	ack(ev);
+	ev = expect(ch, RDMA_CM_EVENT_REJECTED);
+	assert_ptr_equal(ev->id, c);
+	assert_int_equal(ev->status, 28); /* consumer defined */
+	assert_string_equal((const char *)ev->param.conn.private_data, "no");
+	ack(ev);
+	rdma_destroy_qp(c);
+	assert_int_equal(rdma_destroy_id(s), 0);
+	assert_int_equal(rdma_destroy_id(c), 0);
+	assert_int_equal(rdma_destroy_id(listen), 0);
+	rdma_destroy_event_channel(ch);
+}
+
+static void rejected_no_listener(void **state)
+{
+	(void)state;
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *c = connect_client(ch, IP_B, 7999, NULL);
+	struct rdma_cm_event *ev = expect(ch, RDMA_CM_EVENT_REJECTED);
+	assert_int_equal(ev->status, 8); /* invalid service ID */
+	ack(ev);
+	rdma_destroy_qp(c);
+	assert_int_equal(rdma_destroy_id(c), 0);
+	rdma_destroy_event_channel(ch);
+}
+
+static void ud_sidr(void **state)
+{
+	(void)state;
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *listen, *c, *s;
+	assert_int_equal(rdma_create_id(ch, &listen, NULL, RDMA_PS_UDP), 0);
+	struct sockaddr_in la = addr(IP_B, 7474);
+	assert_int_equal(rdma_bind_addr(listen, (struct sockaddr *)&la), 0);
+	assert_int_equal(rdma_listen(listen, 1), 0);
+	assert_int_equal(rdma_create_id(ch, &c, NULL, RDMA_PS_UDP), 0);
+	assert_int_equal(rdma_resolve_addr(c, NULL, (struct sockaddr *)&la, 2000), 0);
+	ack(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	assert_int_equal(rdma_resolve_route(c, 2000), 0);
+	ack(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	struct ibv_qp_init_attr qa = qp_attr(IBV_QPT_UD);
+	assert_int_equal(rdma_create_qp(c, NULL, &qa), 0);
+	struct rdma_conn_param cp = {.private_data = "ud?", .private_data_len = 4};
+	assert_int_equal(rdma_connect(c, &cp), 0);
+	struct rdma_cm_event *ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	s = ev->id;
+	assert_string_equal((const char *)ev->param.ud.private_data, "ud?");
+	qa = qp_attr(IBV_QPT_UD);
+	assert_int_equal(rdma_create_qp(s, NULL, &qa), 0);
+	uint8_t *rbuf = calloc(1, 40 + 256);
+	struct ibv_mr *rmr = rdma_reg_msgs(s, rbuf, 40 + 256);
+	assert_int_equal(rdma_post_recv(s, (void *)7, rbuf, 40 + 256, rmr), 0);
+	struct rdma_conn_param sp = {.qp_num = s->qp->qp_num};
+	assert_int_equal(rdma_accept(s, &sp), 0);
+	ack(ev);
+	ev = expect(ch, RDMA_CM_EVENT_ESTABLISHED);
+	assert_int_equal(ev->param.ud.qp_num, s->qp->qp_num);
+	uint32_t qkey = ev->param.ud.qkey;
+	struct ibv_ah *ah = ibv_create_ah(c->pd, &ev->param.ud.ah_attr);
+	assert_non_null(ah);
+	ack(ev);
+	char msg[256];
+	for (int i = 0; i < 256; i++)
+		msg[i] = (char)(255 - i);
+	struct ibv_mr *smr = rdma_reg_msgs(c, msg, sizeof(msg));
+	assert_int_equal(rdma_post_ud_send(c, (void *)8, msg, sizeof(msg), smr, IBV_SEND_SIGNALED, ah,
+					   s->qp->qp_num),
+			 0);
+	(void)qkey;
+	wait_comp(c->send_cq);
+	struct ibv_wc wc = wait_comp(s->recv_cq);
+	assert_int_equal(wc.byte_len, 40 + 256);
+	assert_memory_equal(rbuf + 40, msg, 256);
+	ibv_destroy_ah(ah);
+	rdma_dereg_mr(rmr);
+	rdma_dereg_mr(smr);
+	rdma_destroy_qp(s);
+	rdma_destroy_qp(c);
+	assert_int_equal(rdma_destroy_id(s), 0);
+	assert_int_equal(rdma_destroy_id(c), 0);
+	assert_int_equal(rdma_destroy_id(listen), 0);
+	rdma_destroy_event_channel(ch);
+	free(rbuf);
+}
+
+static void unsupported_and_helpers(void **state)
+{
+	(void)state;
+	int n = 0;
+	struct ibv_context **devs = rdma_get_devices(&n);
+	assert_non_null(devs);
+	assert_int_equal(n, 2);
+	assert_non_null(devs[0]);
+	assert_null(devs[2]);
+	rdma_free_devices(devs);
+	assert_string_equal(rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), "RDMA_CM_EVENT_ESTABLISHED");
+
+	struct rdma_addrinfo hints = {.ai_port_space = RDMA_PS_TCP}, *res;
+	assert_int_equal(rdma_getaddrinfo(IP_A, "7475", &hints, &res), 0);
+	assert_non_null(res->ai_dst_addr);
+	assert_int_equal(ntohs(((struct sockaddr_in *)res->ai_dst_addr)->sin_port), 7475);
+	rdma_freeaddrinfo(res);
+
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+	assert_int_equal(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	struct sockaddr_in a = addr(IP_A, 0);
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&a), 0);
+	assert_true(ntohs(rdma_get_src_port(id)) != 0); /* an ephemeral port */
+	uint8_t tos = 32;
+	assert_int_equal(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, 1), 0);
+	struct sockaddr_in mc = addr("239.1.1.1", 0);
+	errno = 0;
+	assert_int_equal(rdma_join_multicast(id, (struct sockaddr *)&mc, NULL), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	/* A source address no rocemu device has. */
+	struct rdma_cm_id *id2;
+	assert_int_equal(rdma_create_id(ch, &id2, NULL, RDMA_PS_TCP), 0);
+	struct sockaddr_in bad = addr("192.0.2.77", 0);
+	assert_int_equal(rdma_bind_addr(id2, (struct sockaddr *)&bad), -1);
+	assert_int_equal(errno, EADDRNOTAVAIL);
+	/* A port in use. */
+	struct rdma_cm_id *id3;
+	assert_int_equal(rdma_create_id(ch, &id3, NULL, RDMA_PS_TCP), 0);
+	struct sockaddr_in same = addr(IP_A, ntohs(rdma_get_src_port(id)));
+	assert_int_equal(rdma_bind_addr(id3, (struct sockaddr *)&same), -1);
+	assert_int_equal(errno, EADDRINUSE);
+	assert_int_equal(rdma_destroy_id(id3), 0);
+	assert_int_equal(rdma_destroy_id(id2), 0);
+	assert_int_equal(rdma_destroy_id(id), 0);
+	rdma_destroy_event_channel(ch);
+}
+
+/* Synchronous use, as the rdma_create_ep(3) examples do. */
+static void *sync_server(void *arg)
+{
+	struct rdma_cm_id *listen = arg, *id;
+	if (rdma_get_request(listen, &id))
+		return (void *)1;
+	struct ibv_qp_init_attr qa = qp_attr(IBV_QPT_RC);
+	if (rdma_create_qp(id, NULL, &qa))
+		return (void *)2;
+	static uint8_t buf[64];
+	struct ibv_mr *mr = rdma_reg_msgs(id, buf, sizeof(buf));
+	if (!mr || rdma_post_recv(id, NULL, buf, sizeof(buf), mr))
+		return (void *)3;
+	if (rdma_accept(id, NULL))
+		return (void *)4;
+	struct ibv_wc wc;
+	if (rdma_get_recv_comp(id, &wc) != 1 || wc.status != IBV_WC_SUCCESS ||
+	    strcmp((char *)buf, "sync ping") != 0)
+		return (void *)5;
+	rdma_dereg_mr(mr);
+	rdma_disconnect(id);
+	rdma_destroy_ep(id);
+	return NULL;
+}
+
+static void sync_endpoints(void **state)
+{
+	(void)state;
+	struct rdma_addrinfo hints = {.ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP}, *res;
+	struct rdma_cm_id *listen, *c;
+	assert_int_equal(rdma_getaddrinfo(IP_A, "7476", &hints, &res), 0);
+	assert_int_equal(rdma_create_ep(&listen, res, NULL, NULL), 0);
+	rdma_freeaddrinfo(res);
+	assert_int_equal(rdma_listen(listen, 1), 0);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, sync_server, listen), 0);
+
+	hints.ai_flags = 0;
+	assert_int_equal(rdma_getaddrinfo(IP_A, "7476", &hints, &res), 0);
+	struct ibv_qp_init_attr qa = qp_attr(IBV_QPT_RC);
+	assert_int_equal(rdma_create_ep(&c, res, NULL, &qa), 0);
+	rdma_freeaddrinfo(res);
+	assert_int_equal(rdma_connect(c, NULL), 0);
+	static char msg[64] = "sync ping";
+	struct ibv_mr *mr = rdma_reg_msgs(c, msg, sizeof(msg));
+	assert_int_equal(rdma_post_send(c, NULL, msg, sizeof(msg), mr, IBV_SEND_SIGNALED), 0);
+	struct ibv_wc wc;
+	assert_int_equal(rdma_get_send_comp(c, &wc), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	void *ret;
+	pthread_join(t, &ret);
+	assert_null(ret);
+	rdma_dereg_mr(mr);
+	rdma_disconnect(c);
+	rdma_destroy_ep(c);
+	rdma_destroy_ep(listen);
+}
+
+int main(void)
+{
+	char path[] = "/tmp/rocemu-rdmacm-XXXXXX";
+	int fd = mkstemp(path);
+	const char cfg[] = "[rocemu0]\nport = ring:cm:a\nip = " IP_A "/24\n"
+			   "[rocemu1]\nport = ring:cm:b\nip = " IP_B "/24\n";
+	if (fd < 0 || write(fd, cfg, sizeof(cfg) - 1) != (ssize_t)sizeof(cfg) - 1)
+		return 1;
+	close(fd);
+	setenv("ROCEMU_CONFIG", path, 1);
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(unsupported_and_helpers),
+	    cmocka_unit_test(rc_one_device),
+	    cmocka_unit_test(rc_two_devices),
+	    cmocka_unit_test(rejected_by_listener),
+	    cmocka_unit_test(rejected_no_listener),
+	    cmocka_unit_test(ud_sidr),
+	    cmocka_unit_test(sync_endpoints),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	unlink(path);
+	return rc;
+}

@@ -1,0 +1,1806 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * rdma_cm ids, event channels and the connection state machines over the IB
+ * CM protocol (IBA vol. 1 ch. 12) on QP1:
+ *   active:  REQ ->  <- REP  RTU ->            (ESTABLISHED)
+ *   passive: <- REQ  (CONNECT_REQUEST) REP ->  <- RTU (ESTABLISHED)
+ *   either:  DREQ -> <- DREP                    (DISCONNECTED on both sides)
+ *   refused: <- REJ (REJECTED: unknown service ID, rdma_reject)
+ *   UD port spaces: SIDR_REQ -> <- SIDR_REP    (12.11)
+ * REQ, REP, DREQ and SIDR_REQ are resent every CMA_RESP_TIMEOUT until
+ * answered, at most CMA_MAX_CM_RETRIES times (then UNREACHABLE, or for DREQ
+ * DISCONNECTED anyway); a duplicate REQ/REP/DREQ is answered with what was
+ * sent the first time.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "cma.h"
+
+static struct cma_id *ids;
+static uint32_t next_comm_id;
+static uint16_t next_port;
+
+static struct cma_id *to_cid(struct rdma_cm_id *id) { return (struct cma_id *)id; }
+static struct cma_channel *to_chan(struct rdma_event_channel *c)
+{
+	return (struct cma_channel *)c;
+}
+
+static int fail(int err)
+{
+	errno = err;
+	return -1;
+}
+
+static uint32_t random32(void)
+{
+	static uint64_t s;
+	if (!s)
+		s = cma_now_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ull;
+	s ^= s << 13;
+	s ^= s >> 7;
+	s ^= s << 17;
+	return (uint32_t)(s >> 16);
+}
+
+static uint64_t resp_timeout_ns(void)
+{
+	return 4096ull << CMA_RESP_TIMEOUT; /* 4.096 us * 2^t */
+}
+
+/* ------------------------------------------------------------------------ */
+/* Event channels and events                                                  */
+
+struct rdma_event_channel *rdma_create_event_channel(void)
+{
+	int rc = cma_init();
+	if (rc < 0) {
+		errno = -rc;
+		return NULL;
+	}
+	struct cma_channel *c = calloc(1, sizeof(*c));
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->ch.fd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
+	if (c->ch.fd < 0) {
+		free(c);
+		return NULL;
+	}
+	return &c->ch;
+}
+ROCEMU_PUBLIC(rdma_create_event_channel)
+
+void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+{
+	if (!channel)
+		return;
+	struct cma_channel *c = to_chan(channel);
+	pthread_mutex_lock(&cma_lock);
+	while (c->head) {
+		struct cma_event *e = c->head;
+		c->head = e->next;
+		to_cid(e->ev.id)->events_pending--;
+		free(e);
+	}
+	pthread_mutex_unlock(&cma_lock);
+	close(c->ch.fd);
+	free(c);
+}
+ROCEMU_PUBLIC(rdma_destroy_event_channel)
+
+static void id_free_if_done(struct cma_id *c)
+{
+	if (c->state == CMA_DESTROYING && c->events_pending <= 0)
+		free(c);
+}
+
+/* Queue an event for id (lock held). pdata is copied into the event. */
+static struct cma_event *event_post(struct cma_id *c, enum rdma_cm_event_type type, int status,
+				    const uint8_t *pdata, uint8_t plen)
+{
+	struct cma_channel *ch = to_chan(c->id.channel);
+	struct cma_event *e = calloc(1, sizeof(*e));
+	uint64_t one = 1;
+
+	if (!e || !ch)
+		return free(e), NULL;
+	e->ev.id = &c->id;
+	e->ev.event = type;
+	e->ev.status = status;
+	if (pdata && plen) {
+		memcpy(e->pdata, pdata, plen);
+		e->ev.param.conn.private_data = e->pdata;
+		e->ev.param.conn.private_data_len = plen;
+	}
+	c->events_pending++;
+	if (ch->tail)
+		ch->tail->next = e;
+	else
+		ch->head = e;
+	ch->tail = e;
+	if (write(ch->ch.fd, &one, sizeof(one)) != sizeof(one))
+		fprintf(stderr, "rocemu rdmacm: event channel write failed\n");
+	return e;
+}
+
+int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
+{
+	if (!channel || !event)
+		return fail(EINVAL);
+	struct cma_channel *ch = to_chan(channel);
+	for (;;) {
+		uint64_t v;
+		if (read(ch->ch.fd, &v, sizeof(v)) != sizeof(v))
+			return -1; /* errno from read: EAGAIN on a non-blocking channel */
+		pthread_mutex_lock(&cma_lock);
+		struct cma_event *e = ch->head;
+		if (e) {
+			ch->head = e->next;
+			if (!ch->head)
+				ch->tail = NULL;
+		}
+		pthread_mutex_unlock(&cma_lock);
+		if (!e)
+			continue;
+		*event = &e->ev;
+		return 0;
+	}
+}
+ROCEMU_PUBLIC(rdma_get_cm_event)
+
+int rdma_ack_cm_event(struct rdma_cm_event *event)
+{
+	if (!event)
+		return fail(EINVAL);
+	struct cma_event *e = (struct cma_event *)event;
+	pthread_mutex_lock(&cma_lock);
+	struct cma_id *c = to_cid(e->ev.id);
+	c->events_pending--;
+	id_free_if_done(c);
+	pthread_mutex_unlock(&cma_lock);
+	free(e);
+	return 0;
+}
+ROCEMU_PUBLIC(rdma_ack_cm_event)
+
+const char *rdma_event_str(enum rdma_cm_event_type event)
+{
+	static const char *const names[] = {
+	    [RDMA_CM_EVENT_ADDR_RESOLVED] = "RDMA_CM_EVENT_ADDR_RESOLVED",
+	    [RDMA_CM_EVENT_ADDR_ERROR] = "RDMA_CM_EVENT_ADDR_ERROR",
+	    [RDMA_CM_EVENT_ROUTE_RESOLVED] = "RDMA_CM_EVENT_ROUTE_RESOLVED",
+	    [RDMA_CM_EVENT_ROUTE_ERROR] = "RDMA_CM_EVENT_ROUTE_ERROR",
+	    [RDMA_CM_EVENT_CONNECT_REQUEST] = "RDMA_CM_EVENT_CONNECT_REQUEST",
+	    [RDMA_CM_EVENT_CONNECT_RESPONSE] = "RDMA_CM_EVENT_CONNECT_RESPONSE",
+	    [RDMA_CM_EVENT_CONNECT_ERROR] = "RDMA_CM_EVENT_CONNECT_ERROR",
+	    [RDMA_CM_EVENT_UNREACHABLE] = "RDMA_CM_EVENT_UNREACHABLE",
+	    [RDMA_CM_EVENT_REJECTED] = "RDMA_CM_EVENT_REJECTED",
+	    [RDMA_CM_EVENT_ESTABLISHED] = "RDMA_CM_EVENT_ESTABLISHED",
+	    [RDMA_CM_EVENT_DISCONNECTED] = "RDMA_CM_EVENT_DISCONNECTED",
+	    [RDMA_CM_EVENT_DEVICE_REMOVAL] = "RDMA_CM_EVENT_DEVICE_REMOVAL",
+	    [RDMA_CM_EVENT_MULTICAST_JOIN] = "RDMA_CM_EVENT_MULTICAST_JOIN",
+	    [RDMA_CM_EVENT_MULTICAST_ERROR] = "RDMA_CM_EVENT_MULTICAST_ERROR",
+	    [RDMA_CM_EVENT_ADDR_CHANGE] = "RDMA_CM_EVENT_ADDR_CHANGE",
+	    [RDMA_CM_EVENT_TIMEWAIT_EXIT] = "RDMA_CM_EVENT_TIMEWAIT_EXIT",
+	};
+	if ((unsigned)event < sizeof(names) / sizeof(names[0]) && names[event])
+		return names[event];
+	return "UNKNOWN EVENT";
+}
+ROCEMU_PUBLIC(rdma_event_str)
+
+/* Synchronous ids (created without a channel): wait for the outcome. */
+static int sync_wait(struct cma_id *c, enum rdma_cm_event_type expected)
+{
+	struct rdma_cm_event *ev;
+
+	if (rdma_get_cm_event(c->id.channel, &ev))
+		return -1;
+	int type = ev->event, status = ev->status;
+	rdma_ack_cm_event(ev);
+	if (type == (int)expected && status == 0)
+		return 0;
+	if (type == RDMA_CM_EVENT_REJECTED)
+		return fail(ECONNREFUSED);
+	if (type == RDMA_CM_EVENT_UNREACHABLE)
+		return fail(status < 0 ? -status : ETIMEDOUT);
+	return fail(status < 0 ? -status : EINVAL);
+}
+
+static bool is_sync(const struct cma_id *c)
+{
+	return c->id.channel && to_chan(c->id.channel)->sync;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Ids                                                                        */
+
+static int port_in_use(enum rdma_port_space ps, uint16_t port, const struct cma_id *self)
+{
+	for (struct cma_id *c = ids; c; c = c->next)
+		if (c != self && c->bound && c->id.ps == ps && c->port == port && !c->listener)
+			return 1;
+	return 0;
+}
+
+static uint16_t ephemeral_port(enum rdma_port_space ps)
+{
+	if (!next_port)
+		next_port = (uint16_t)(32768 + random32() % 28000);
+	for (int i = 0; i < 28232; i++) {
+		uint16_t p = next_port++;
+		if (next_port >= 61000)
+			next_port = 32768;
+		if (!port_in_use(ps, p, NULL))
+			return p;
+	}
+	return 0;
+}
+
+static void set_port(struct sockaddr *sa, uint16_t port)
+{
+	if (sa->sa_family == AF_INET6)
+		((struct sockaddr_in6 *)sa)->sin6_port = htons(port);
+	else
+		((struct sockaddr_in *)sa)->sin_port = htons(port);
+}
+
+static uint16_t get_port(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+	if (sa->sa_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)sa)->sin_port);
+	return 0;
+}
+
+/* An IP sockaddr for a 16-byte address (IPv4 in its last four bytes). */
+static void ip_to_sockaddr(int ip_version, const uint8_t *addr, uint16_t port,
+			   struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (ip_version == 4) {
+		struct sockaddr_in *s = (struct sockaddr_in *)ss;
+		s->sin_family = AF_INET;
+		memcpy(&s->sin_addr, addr + 12, 4);
+		s->sin_port = htons(port);
+	} else {
+		struct sockaddr_in6 *s = (struct sockaddr_in6 *)ss;
+		s->sin6_family = AF_INET6;
+		memcpy(&s->sin6_addr, addr, 16);
+		s->sin6_port = htons(port);
+	}
+}
+
+static void sockaddr_ip16(const struct sockaddr *sa, uint8_t *out)
+{
+	union ibv_gid g;
+	cma_sockaddr_to_gid(sa, &g);
+	memcpy(out, g.raw, 16);
+}
+
+static struct cma_channel *sync_channel(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	if (!ch)
+		return NULL;
+	to_chan(ch)->sync = true;
+	return to_chan(ch);
+}
+
+static struct cma_id *id_alloc(struct rdma_event_channel *channel, void *context,
+			       enum rdma_port_space ps, enum ibv_qp_type qp_type)
+{
+	struct cma_id *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->id.channel = channel;
+	c->id.context = context;
+	c->id.ps = ps;
+	c->id.qp_type = qp_type;
+	c->id.port_num = 1;
+	c->state = CMA_IDLE;
+	c->local_comm_id = ++next_comm_id ? next_comm_id : ++next_comm_id;
+	c->next = ids;
+	ids = c;
+	return c;
+}
+
+static void id_unlink(struct cma_id *c)
+{
+	for (struct cma_id **p = &ids; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			return;
+		}
+}
+
+int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
+		   enum rdma_port_space ps)
+{
+	enum ibv_qp_type t;
+
+	if (!id)
+		return fail(EINVAL);
+	switch (ps) {
+	case RDMA_PS_TCP:
+		t = IBV_QPT_RC;
+		break;
+	case RDMA_PS_UDP:
+	case RDMA_PS_IPOIB:
+		t = IBV_QPT_UD;
+		break;
+	case RDMA_PS_IB:
+		t = IBV_QPT_RC;
+		break;
+	default:
+		return fail(EINVAL);
+	}
+	int rc = cma_init();
+	if (rc < 0)
+		return fail(-rc);
+	struct cma_channel *own = NULL;
+	if (!channel) {
+		own = sync_channel();
+		if (!own)
+			return -1;
+		channel = &own->ch;
+	}
+	pthread_mutex_lock(&cma_lock);
+	if (!next_comm_id)
+		next_comm_id = random32();
+	struct cma_id *c = id_alloc(channel, context, ps, t);
+	pthread_mutex_unlock(&cma_lock);
+	if (!c) {
+		if (own)
+			rdma_destroy_event_channel(&own->ch);
+		return fail(ENOMEM);
+	}
+	*id = &c->id;
+	return 0;
+}
+ROCEMU_PUBLIC(rdma_create_id)
+
+/* ------------------------------------------------------------------------ */
+/* Sending CM messages                                                        */
+
+static void send_mad(struct cma_id *c, const uint8_t *mad)
+{
+	if (c->dev)
+		cma_gsi_send(c->dev, c->sgid_index, &c->remote_gid, mad);
+}
+
+static void arm_timer(struct cma_id *c)
+{
+	c->timer = true;
+	c->retries = 0;
+	c->deadline_ns = cma_now_ns() + resp_timeout_ns();
+}
+
+static void send_rej(struct cma_device *d, int sgid_index, const union ibv_gid *dgid,
+		     uint64_t tid, uint32_t local_comm_id, uint32_t remote_comm_id,
+		     enum cm_rej_msg msg, uint16_t reason, const void *pdata, uint8_t plen)
+{
+	struct cm_rej r = {.local_comm_id = local_comm_id,
+			   .remote_comm_id = remote_comm_id,
+			   .msg_rejected = msg,
+			   .reason = reason};
+	uint8_t mad[CM_MAD_SIZE];
+
+	if (pdata && plen)
+		memcpy(r.pdata, pdata, plen > CM_REJ_PDATA ? CM_REJ_PDATA : plen);
+	cm_mad_put_rej(mad, tid, &r);
+	cma_gsi_send(d, sgid_index, dgid, mad);
+}
+
+static void send_dreq(struct cma_id *c)
+{
+	struct cm_ids m = {.local_comm_id = c->local_comm_id,
+			   .remote_comm_id = c->remote_comm_id,
+			   .remote_qpn = c->remote_qpn};
+	cm_mad_put_ids(c->mad, c->tid, CM_ATTR_DREQ, &m);
+	send_mad(c, c->mad);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Queue pair transitions                                                     */
+
+static int qp_to_init(struct cma_id *c, struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .pkey_index = 0};
+	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+
+	if (qp->qp_type == IBV_QPT_UD) {
+		a.qkey = CMA_UDP_QKEY;
+		mask |= IBV_QP_QKEY;
+	} else {
+		a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+		if (qp->qp_type == IBV_QPT_RC)
+			a.qp_access_flags |= IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+		mask |= IBV_QP_ACCESS_FLAGS;
+	}
+	(void)c;
+	return ibv_modify_qp(qp, &a, mask);
+}
+
+static int ud_qp_ready(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTR};
+	int rc = ibv_modify_qp(qp, &a, IBV_QP_STATE);
+	if (rc)
+		return rc;
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+}
+
+static void fill_ah(const struct cma_id *c, struct ibv_ah_attr *ah)
+{
+	memset(ah, 0, sizeof(*ah));
+	ah->is_global = 1;
+	ah->port_num = 1;
+	ah->grh.dgid = c->remote_gid;
+	ah->grh.sgid_index = (uint8_t)c->sgid_index;
+	ah->grh.hop_limit = 64;
+}
+
+/* rdma_init_qp_attr: what the QP needs for the state asked in attr->qp_state. */
+static int init_qp_attr(struct cma_id *c, struct ibv_qp_attr *a, int *mask)
+{
+	enum ibv_qp_state want = a->qp_state;
+	bool rc_qp = c->id.qp_type == IBV_QPT_RC;
+
+	memset(a, 0, sizeof(*a));
+	a->qp_state = want;
+	switch (want) {
+	case IBV_QPS_INIT:
+		a->port_num = 1;
+		*mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+		if (c->id.qp_type == IBV_QPT_UD) {
+			a->qkey = CMA_UDP_QKEY;
+			*mask |= IBV_QP_QKEY;
+		} else {
+			a->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+			if (rc_qp)
+				a->qp_access_flags |= IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+			*mask |= IBV_QP_ACCESS_FLAGS;
+		}
+		return 0;
+	case IBV_QPS_RTR:
+		*mask = IBV_QP_STATE;
+		if (c->id.qp_type == IBV_QPT_UD)
+			return 0;
+		if (c->state < CMA_REQ_SENT || c->state == CMA_LISTEN || !c->remote_qpn)
+			return -EINVAL;
+		a->path_mtu = c->mtu;
+		a->dest_qp_num = c->remote_qpn;
+		a->rq_psn = c->remote_psn;
+		fill_ah(c, &a->ah_attr);
+		*mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+		if (rc_qp) {
+			a->max_dest_rd_atomic = c->resp_res;
+			a->min_rnr_timer = 12;
+			*mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		}
+		return 0;
+	case IBV_QPS_RTS:
+		a->sq_psn = c->local_psn;
+		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+		if (rc_qp) {
+			a->timeout = c->local_ack_timeout ? c->local_ack_timeout : CMA_ACK_TIMEOUT;
+			a->retry_cnt = c->retry_count;
+			a->rnr_retry = c->rnr_retry;
+			a->max_rd_atomic = c->init_depth;
+			*mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				 IBV_QP_MAX_QP_RD_ATOMIC;
+		}
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+static int qp_to(struct cma_id *c, enum ibv_qp_state s)
+{
+	struct ibv_qp_attr a = {.qp_state = s};
+	int mask, rc = init_qp_attr(c, &a, &mask);
+	if (rc < 0)
+		return -rc;
+	return ibv_modify_qp(c->id.qp, &a, mask);
+}
+
+static int qp_connect(struct cma_id *c)
+{
+	if (!c->id.qp)
+		return 0;
+	int rc = qp_to(c, IBV_QPS_RTR);
+	if (!rc)
+		rc = qp_to(c, IBV_QPS_RTS);
+	return rc;
+}
+
+static void qp_to_err(struct cma_id *c)
+{
+	if (c->id.qp && c->id.qp_type != IBV_QPT_UD) {
+		struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+		ibv_modify_qp(c->id.qp, &a, IBV_QP_STATE);
+	}
+}
+
+int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
+{
+	if (!id || !qp_attr || !qp_attr_mask)
+		return fail(EINVAL);
+	pthread_mutex_lock(&cma_lock);
+	int rc = init_qp_attr(to_cid(id), qp_attr, qp_attr_mask);
+	pthread_mutex_unlock(&cma_lock);
+	return rc < 0 ? fail(-rc) : 0;
+}
+ROCEMU_PUBLIC(rdma_init_qp_attr)
+
+/* ------------------------------------------------------------------------ */
+/* Address and route                                                          */
+
+static void fill_route(struct cma_id *c)
+{
+	struct ibv_sa_path_rec *p = &c->path;
+
+	memset(p, 0, sizeof(*p));
+	p->sgid = c->dev->gids[c->sgid_index];
+	p->dgid = c->remote_gid;
+	p->pkey = htobe16(0xffff);
+	p->hop_limit = 64;
+	p->mtu = (uint8_t)c->dev->active_mtu;
+	p->mtu_selector = 2;
+	p->packet_life_time = 14;
+	p->reversible = 1;
+	p->numb_path = 1;
+	c->id.route.addr.addr.ibaddr.sgid = p->sgid;
+	c->id.route.addr.addr.ibaddr.dgid = p->dgid;
+	c->id.route.addr.addr.ibaddr.pkey = 0xffff;
+	c->id.route.path_rec = p;
+	c->id.route.num_paths = 1;
+	c->mtu = c->dev->active_mtu;
+}
+
+static int bind_locked(struct cma_id *c, const struct sockaddr *addr)
+{
+	socklen_t len = cma_sockaddr_len(addr);
+	struct cma_device *dev = NULL;
+	int idx = 0;
+
+	if (!len)
+		return addr && addr->sa_family == AF_IB ? -EAFNOSUPPORT : -EINVAL;
+	if (c->bound)
+		return -EINVAL;
+	if (!cma_addr_any(addr)) {
+		int rc = cma_pick_device(addr, NULL, &dev, &idx);
+		if (rc < 0)
+			return rc;
+	}
+	uint16_t port = get_port(addr);
+	if (port && port_in_use(c->id.ps, port, c))
+		return -EADDRINUSE;
+	if (!port)
+		port = ephemeral_port(c->id.ps);
+	if (!port)
+		return -EADDRINUSE;
+	memcpy(&c->id.route.addr.src_addr, addr, len);
+	set_port(&c->id.route.addr.src_addr, port);
+	c->port = port;
+	c->bound = true;
+	if (dev) {
+		c->dev = dev;
+		c->sgid_index = idx;
+		c->id.verbs = dev->verbs;
+		c->id.pd = NULL;
+	}
+	c->state = CMA_ADDR_BOUND;
+	return 0;
+}
+
+int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	if (!id || !addr)
+		return fail(EINVAL);
+	pthread_mutex_lock(&cma_lock);
+	int rc = bind_locked(to_cid(id), addr);
+	pthread_mutex_unlock(&cma_lock);
+	return rc < 0 ? fail(-rc) : 0;
+}
+ROCEMU_PUBLIC(rdma_bind_addr)
+
+int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct sockaddr *dst_addr,
+		      int timeout_ms)
+{
+	(void)timeout_ms; /* resolution is immediate: the engine resolves MACs itself */
+	if (!id || !dst_addr)
+		return fail(EINVAL);
+	if (dst_addr->sa_family == AF_IB)
+		return fail(EAFNOSUPPORT);
+	if (!cma_sockaddr_len(dst_addr))
+		return fail(EINVAL);
+	struct cma_id *c = to_cid(id);
+	pthread_mutex_lock(&cma_lock);
+	int rc = 0;
+	if (!c->bound) {
+		struct sockaddr_storage any = {0};
+		if (src_addr && cma_sockaddr_len(src_addr))
+			memcpy(&any, src_addr, cma_sockaddr_len(src_addr));
+		else
+			any.ss_family = dst_addr->sa_family;
+		rc = bind_locked(c, (struct sockaddr *)&any);
+	}
+	struct cma_device *dev = c->dev;
+	int idx = c->sgid_index;
+	if (rc == 0 && !dev)
+		rc = cma_pick_device(NULL, dst_addr, &dev, &idx);
+	if (rc < 0) {
+		pthread_mutex_unlock(&cma_lock);
+		return fail(-rc);
+	}
+	c->dev = dev;
+	c->sgid_index = idx;
+	id->verbs = dev->verbs;
+	/* A wildcard source becomes the device's address. */
+	if (cma_addr_any((struct sockaddr *)&id->route.addr.src_addr)) {
+		const union ibv_gid *g = &dev->gids[idx];
+		struct sockaddr_storage ss;
+		bool v4 = g->raw[10] == 0xff && g->raw[11] == 0xff;
+		ip_to_sockaddr(v4 ? 4 : 6, g->raw, c->port, &ss);
+		memcpy(&id->route.addr.src_addr, &ss, sizeof(ss));
+	}
+	memcpy(&id->route.addr.dst_addr, dst_addr, cma_sockaddr_len(dst_addr));
+	cma_sockaddr_to_gid(dst_addr, &c->remote_gid);
+	fill_route(c);
+	id->route.num_paths = 0; /* until rdma_resolve_route */
+	c->state = CMA_ADDR_RESOLVED;
+	event_post(c, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, 0);
+	pthread_mutex_unlock(&cma_lock);
+	return is_sync(c) ? sync_wait(c, RDMA_CM_EVENT_ADDR_RESOLVED) : 0;
+}
+ROCEMU_PUBLIC(rdma_resolve_addr)
+
+int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
+{
+	(void)timeout_ms;
+	if (!id)
+		return fail(EINVAL);
+	struct cma_id *c = to_cid(id);
+	pthread_mutex_lock(&cma_lock);
+	if (c->state != CMA_ADDR_RESOLVED) {
+		pthread_mutex_unlock(&cma_lock);
+		return fail(EINVAL);
+	}
+	/* The path is the pair of GIDs; the engine finds the MAC by ARP/ND. */
+	fill_route(c);
+	c->state = CMA_ROUTE_RESOLVED;
+	event_post(c, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, 0);
+	pthread_mutex_unlock(&cma_lock);
+	return is_sync(c) ? sync_wait(c, RDMA_CM_EVENT_ROUTE_RESOLVED) : 0;
+}
+ROCEMU_PUBLIC(rdma_resolve_route)
+
+int rdma_listen(struct rdma_cm_id *id, int backlog)
+{
+	if (!id)
+		return fail(EINVAL);
+	struct cma_id *c = to_cid(id);
+	pthread_mutex_lock(&cma_lock);
+	int rc = 0;
+	if (!c->bound) {
+		struct sockaddr_in any = {.sin_family = AF_INET};
+		rc = bind_locked(c, (struct sockaddr *)&any);
+	}
+	if (rc == 0 && c->state != CMA_ADDR_BOUND)
+		rc = -EINVAL;
+	if (rc == 0) {
+		c->state = CMA_LISTEN;
+		c->backlog = backlog;
+	}
+	pthread_mutex_unlock(&cma_lock);
+	return rc < 0 ? fail(-rc) : 0;
+}
+ROCEMU_PUBLIC(rdma_listen)
+
+int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
+{
+	struct rdma_cm_event *ev;
+
+	if (!listen || !id)
+		return fail(EINVAL);
+	if (!is_sync(to_cid(listen)))
+		return fail(EINVAL);
+	for (;;) {
+		if (rdma_get_cm_event(listen->channel, &ev))
+			return -1;
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+			break;
+		rdma_ack_cm_event(ev);
+	}
+	/* The request's id gets its own channel; the event stays readable
+	 * through (*id)->event until rdma_accept/rdma_reject/rdma_destroy_id. */
+	struct cma_channel *own = sync_channel();
+	if (!own) {
+		rdma_ack_cm_event(ev);
+		return -1;
+	}
+	pthread_mutex_lock(&cma_lock);
+	ev->id->channel = &own->ch;
+	pthread_mutex_unlock(&cma_lock);
+	ev->id->event = ev;
+	*id = ev->id;
+	return 0;
+}
+ROCEMU_PUBLIC(rdma_get_request)
+
+static void ack_attached_event(struct rdma_cm_id *id)
+{
+	if (id->event) {
+		struct rdma_cm_event *ev = id->event;
+		id->event = NULL;
+		rdma_ack_cm_event(ev);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Connect / accept / reject / disconnect                                     */
+
+static uint8_t cap8(unsigned v, unsigned max) { return (uint8_t)(v > max ? max : v); }
+
+static void cma_hdr_for(const struct cma_id *c, uint8_t *out)
+{
+	struct cma_hdr h;
+	const struct sockaddr *src = (const struct sockaddr *)&c->id.route.addr.src_addr;
+	const struct sockaddr *dst = (const struct sockaddr *)&c->id.route.addr.dst_addr;
+
+	h.ip_version = src->sa_family == AF_INET6 ? 6 : 4;
+	h.src_port = c->port;
+	memset(h.src, 0, 16);
+	memset(h.dst, 0, 16);
+	if (h.ip_version == 4) {
+		memcpy(h.src + 12, &((const struct sockaddr_in *)src)->sin_addr, 4);
+		memcpy(h.dst + 12, &((const struct sockaddr_in *)dst)->sin_addr, 4);
+	} else {
+		sockaddr_ip16(src, h.src);
+		sockaddr_ip16(dst, h.dst);
+	}
+	cma_hdr_put(out, &h);
+}
+
+static int connect_ud(struct cma_id *c, struct rdma_conn_param *p)
+{
+	struct cm_sidr_req r = {.request_id = c->local_comm_id,
+				.pkey = 0xffff,
+				.service_id = cma_service_id((uint16_t)c->id.ps,
+							     get_port((struct sockaddr *)&c->id.route.addr.dst_addr))};
+	if (p && p->private_data_len > CM_SIDR_REQ_PDATA - CMA_HDR_LEN)
+		return -EINVAL;
+	cma_hdr_for(c, r.pdata);
+	if (p && p->private_data && p->private_data_len)
+		memcpy(r.pdata + CMA_HDR_LEN, p->private_data, p->private_data_len);
+	c->tid = (uint64_t)random32() << 32 | c->local_comm_id;
+	cm_mad_put_sidr_req(c->mad, c->tid, &r);
+	send_mad(c, c->mad);
+	arm_timer(c);
+	c->state = CMA_REQ_SENT;
+	return 0;
+}
+
+int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
+{
+	if (!id)
+		return fail(EINVAL);
+	struct cma_id *c = to_cid(id);
+	pthread_mutex_lock(&cma_lock);
+	int rc = 0;
+	if (c->state != CMA_ROUTE_RESOLVED) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (id->qp_type == IBV_QPT_UD) {
+		rc = connect_ud(c, p);
+		goto out;
+	}
+	if (p && p->private_data_len > CM_REQ_PDATA - CMA_HDR_LEN) {
+		rc = -EINVAL;
+		goto out;
+	}
+	struct cm_req r = {0};
+	r.local_comm_id = c->local_comm_id;
+	r.service_id = cma_service_id((uint16_t)id->ps,
+				      get_port((struct sockaddr *)&id->route.addr.dst_addr));
+	r.local_ca_guid = be64toh(c->dev->guid);
+	r.local_qpn = id->qp ? id->qp->qp_num : (p ? p->qp_num & 0xffffff : 0);
+	c->local_qpn = r.local_qpn;
+	c->local_psn = random32() & 0xffffff;
+	c->resp_res = cap8(p ? p->responder_resources : 255, c->dev->max_rd_atom);
+	c->init_depth = cap8(p ? p->initiator_depth : 255, c->dev->max_rd_atom);
+	c->retry_count = cap8(p ? p->retry_count : 7, 7);
+	c->local_ack_timeout = CMA_ACK_TIMEOUT;
+	r.responder_resources = c->resp_res;
+	r.initiator_depth = c->init_depth;
+	r.remote_cm_timeout = CMA_RESP_TIMEOUT;
+	r.local_cm_timeout = CMA_RESP_TIMEOUT;
+	r.transport = id->qp && id->qp->qp_type == IBV_QPT_UC ? CM_TRANSPORT_UC : CM_TRANSPORT_RC;
+	r.flow_control = p ? p->flow_control : 1;
+	r.starting_psn = c->local_psn;
+	r.retry_count = c->retry_count;
+	r.pkey = 0xffff;
+	r.path_mtu = (uint8_t)c->mtu;
+	r.rnr_retry_count = cap8(p ? p->rnr_retry_count : 7, 7);
+	r.max_cm_retries = CMA_MAX_CM_RETRIES;
+	r.srq = id->srq || (id->qp && id->qp->srq) || (p && p->srq);
+	memcpy(r.local_gid, c->dev->gids[c->sgid_index].raw, 16);
+	memcpy(r.remote_gid, c->remote_gid.raw, 16);
+	r.hop_limit = 64;
+	r.local_ack_timeout = CMA_ACK_TIMEOUT;
+	cma_hdr_for(c, r.pdata);
+	if (p && p->private_data && p->private_data_len)
+		memcpy(r.pdata + CMA_HDR_LEN, p->private_data, p->private_data_len);
+	c->tid = (uint64_t)random32() << 32 | c->local_comm_id;
+	cm_mad_put_req(c->mad, c->tid, &r);
+	send_mad(c, c->mad);
+	arm_timer(c);
+	c->state = CMA_REQ_SENT;
+out:
+	pthread_mutex_unlock(&cma_lock);
+	if (rc < 0)
+		return fail(-rc);
+	return is_sync(c) ? sync_wait(c, RDMA_CM_EVENT_ESTABLISHED) : 0;
+}
+ROCEMU_PUBLIC(rdma_connect)
+
+static int accept_ud(struct cma_id *c, struct rdma_conn_param *p)
+{
+	struct cm_sidr_rep r = {.request_id = c->remote_comm_id,
+				.status = CM_SIDR_OK,
+				.qpn = c->id.qp ? c->id.qp->qp_num : (p ? p->qp_num : 0),
+				.qkey = CMA_UDP_QKEY,
+				.service_id = cma_service_id((uint16_t)c->id.ps, c->port)};
+	if (p && p->private_data_len > CM_SIDR_REP_PDATA)
+		return -EINVAL;
+	if (p && p->private_data && p->private_data_len)
+		memcpy(r.pdata, p->private_data, p->private_data_len);
+	cm_mad_put_sidr_rep(c->answer, c->tid, &r);
+	c->have_answer = true;
+	send_mad(c, c->answer);
+	c->state = CMA_ESTABLISHED;
+	return 0;
+}
+
+int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
+{
+	if (!id)
+		return fail(EINVAL);
+	struct cma_id *c = to_cid(id);
+	bool sync = is_sync(c);
+	pthread_mutex_lock(&cma_lock);
+	int rc = 0;
+	if (c->state != CMA_REQ_RCVD) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (id->qp_type == IBV_QPT_UD) {
+		rc = accept_ud(c, p);
+		sync = false;
+		goto out;
+	}
+	if (p && p->private_data_len > CM_REP_PDATA) {
+		rc = -EINVAL;
+		goto out;
+	}
+	c->resp_res = cap8(p ? p->responder_resources : c->remote_init_depth, c->dev->max_rd_atom);
+	c->init_depth = cap8(p ? p->initiator_depth : c->remote_resp_res, c->remote_resp_res);
+	c->local_psn = random32() & 0xffffff;
+	c->local_qpn = id->qp ? id->qp->qp_num : (p ? p->qp_num & 0xffffff : 0);
+	if (id->qp) {
+		rc = qp_connect(c);
+		if (rc) {
+			rc = -rc;
+			goto out;
+		}
+	}
+	struct cm_rep r = {.local_comm_id = c->local_comm_id,
+			   .remote_comm_id = c->remote_comm_id,
+			   .local_qpn = c->local_qpn,
+			   .starting_psn = c->local_psn,
+			   .responder_resources = c->resp_res,
+			   .initiator_depth = c->init_depth,
+			   .target_ack_delay = 15,
+			   .flow_control = p ? p->flow_control : 1,
+			   .rnr_retry_count = cap8(p ? p->rnr_retry_count : 7, 7),
+			   .srq = id->srq || (id->qp && id->qp->srq) || (p && p->srq),
+			   .local_ca_guid = be64toh(c->dev->guid)};
+	if (p && p->private_data && p->private_data_len)
+		memcpy(r.pdata, p->private_data, p->private_data_len);
+	cm_mad_put_rep(c->mad, c->tid, &r);
+	send_mad(c, c->mad);
+	arm_timer(c);
+	c->state = CMA_REP_SENT;
+out:
+	pthread_mutex_unlock(&cma_lock);
+	if (rc < 0)
+		return fail(-rc);
+	ack_attached_event(id);
+	return sync ? sync_wait(c, RDMA_CM_EVENT_ESTABLISHED) : 0;
+}
+ROCEMU_PUBLIC(rdma_accept)
+
+int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
+{
+	if (!id)
+		return fail(EINVAL);
+	struct cma_id *c = to_cid(id);
+	pthread_mutex_lock(&cma_lock);
+	if (c->state != CMA_REQ_RCVD) {
+		pthread_mutex_unlock(&cma_lock);
+		return fail(EINVAL);
+	}
+	if (id->qp_type == IBV_QPT_UD) {
+		struct cm_sidr_rep r = {.request_id = c->remote_comm_id,
+					.status = CM_SIDR_REJECT,
+					.service_id = cma_service_id((uint16_t)id->ps, c->port)};
+		if (private_data && private_data_len)
+			memcpy(r.pdata, private_data,
+			       private_data_len > CM_SIDR_REP_PDATA ? CM_SIDR_REP_PDATA
+								    : private_data_len);
+		cm_mad_put_sidr_rep(c->answer, c->tid, &r);
+		send_mad(c, c->answer);
+	} else {
+		send_rej(c->dev, c->sgid_index, &c->remote_gid, c->tid, c->local_comm_id,
+			 c->remote_comm_id, CM_REJ_MSG_REQ, CM_REJ_CONSUMER_DEFINED, private_data,
+			 private_data_len);
+	}
+	c->state = CMA_DISCONNECTED;
+	pthread_mutex_unlock(&cma_lock);
+	ack_attached_event(id);
+	return 0;
+}
+ROCEMU_PUBLIC(rdma_reject)
+
+int rdma_establish(struct rdma_cm_id *id)
+{
+	if (!id)
+		return fail(EINVAL);
+	struct cma_id *c = to_cid(id);
+	pthread_mutex_lock(&cma_lock);
+	if (c->state != CMA_REP_RCVD) {
+		pthread_mutex_unlock(&cma_lock);
+		return fail(EINVAL);
+	}
+	struct cm_ids m = {.local_comm_id = c->local_comm_id, .remote_comm_id = c->remote_comm_id};
+	cm_mad_put_ids(c->answer, c->tid, CM_ATTR_RTU, &m);
+	c->have_answer = true;
+	send_mad(c, c->answer);
+	c->state = CMA_ESTABLISHED;
+	pthread_mutex_unlock(&cma_lock);
+	return 0;
+}
+ROCEMU_PUBLIC(rdma_establish)
+
+int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
+{
+	if (!id)
+		return fail(EINVAL);
+	struct cma_id *c = to_cid(id);
+	pthread_mutex_lock(&cma_lock);
+	/* Traffic before the RTU: the connection is established (12.9.6). */
+	if (event == IBV_EVENT_COMM_EST && c->state == CMA_REP_SENT) {
+		c->timer = false;
+		c->state = CMA_ESTABLISHED;
+		event_post(c, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	}
+	pthread_mutex_unlock(&cma_lock);
+	return 0;
+}
+ROCEMU_PUBLIC(rdma_notify)
+
+int rdma_disconnect(struct rdma_cm_id *id)
+{
+	if (!id)
+		return fail(EINVAL);
+	struct cma_id *c = to_cid(id);
+	pthread_mutex_lock(&cma_lock);
+	int rc = 0;
+	switch (c->state) {
+	case CMA_ESTABLISHED:
+	case CMA_REP_SENT:
+	case CMA_REP_RCVD:
+		if (id->qp_type == IBV_QPT_UD) {
+			rc = -EINVAL; /* no connection to end on a datagram service */
+			break;
+		}
+		qp_to_err(c);
+		send_dreq(c);
+		arm_timer(c);
+		c->state = CMA_DREQ_SENT;
+		break;
+	case CMA_DREQ_SENT:
+	case CMA_DISCONNECTED:
+		qp_to_err(c);
+		break;
+	default:
+		rc = -EINVAL;
+	}
+	pthread_mutex_unlock(&cma_lock);
+	return rc < 0 ? fail(-rc) : 0;
+}
+ROCEMU_PUBLIC(rdma_disconnect)
+
+int rdma_destroy_id(struct rdma_cm_id *id)
+{
+	if (!id)
+		return fail(EINVAL);
+	struct cma_id *c = to_cid(id);
+	ack_attached_event(id);
+	pthread_mutex_lock(&cma_lock);
+	/* The peer must not wait for an answer that will not come. */
+	if (id->qp_type != IBV_QPT_UD &&
+	    (c->state == CMA_ESTABLISHED || c->state == CMA_REP_SENT || c->state == CMA_REP_RCVD))
+		send_dreq(c);
+	else if (c->state == CMA_REQ_RCVD && id->qp_type != IBV_QPT_UD)
+		send_rej(c->dev, c->sgid_index, &c->remote_gid, c->tid, c->local_comm_id,
+			 c->remote_comm_id, CM_REJ_MSG_REQ, CM_REJ_CONSUMER_DEFINED, NULL, 0);
+	id_unlink(c);
+	c->timer = false;
+	struct cma_channel *ch = to_chan(id->channel);
+	bool own = ch && ch->sync;
+	/* Events not yet taken from the channel go with the id. */
+	if (ch) {
+		struct cma_event **pp = &ch->head, *prev = NULL;
+		while (*pp) {
+			struct cma_event *e = *pp;
+			if (e->ev.id == id || e->ev.listen_id == id) {
+				*pp = e->next;
+				to_cid(e->ev.id)->events_pending--;
+				if (e->ev.id != id) { /* a request on a listener going away */
+					struct cma_id *child = to_cid(e->ev.id);
+					id_unlink(child);
+					child->state = CMA_DESTROYING;
+					id_free_if_done(child);
+				}
+				free(e);
+				continue;
+			}
+			prev = e;
+			pp = &e->next;
+		}
+		ch->tail = prev;
+	}
+	c->state = CMA_DESTROYING;
+	pthread_mutex_unlock(&cma_lock);
+	if (own && !c->listener)
+		rdma_destroy_event_channel(id->channel);
+	else if (own)
+		rdma_destroy_event_channel(id->channel);
+	pthread_mutex_lock(&cma_lock);
+	id_free_if_done(c);
+	pthread_mutex_unlock(&cma_lock);
+	return 0;
+}
+ROCEMU_PUBLIC(rdma_destroy_id)
+
+int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
+{
+	if (!id)
+		return fail(EINVAL);
+	struct cma_id *c = to_cid(id);
+	struct cma_channel *own = NULL;
+	if (!channel) {
+		own = sync_channel();
+		if (!own)
+			return -1;
+		channel = &own->ch;
+	}
+	pthread_mutex_lock(&cma_lock);
+	struct cma_channel *old = to_chan(id->channel);
+	if (c->events_pending > 0 && old) {
+		/* Queued events follow the id to its new channel. */
+		struct cma_event **pp = &old->head, *prev = NULL;
+		while (*pp) {
+			struct cma_event *e = *pp;
+			if (e->ev.id == id) {
+				*pp = e->next;
+				uint64_t v;
+				if (read(old->ch.fd, &v, sizeof(v)) < 0)
+					v = 0;
+				e->next = NULL;
+				struct cma_channel *nc = to_chan(channel);
+				if (nc->tail)
+					nc->tail->next = e;
+				else
+					nc->head = e;
+				nc->tail = e;
+				v = 1;
+				if (write(nc->ch.fd, &v, sizeof(v)) < 0)
+					v = 0;
+				continue;
+			}
+			prev = e;
+			pp = &e->next;
+		}
+		old->tail = prev;
+	}
+	id->channel = channel;
+	pthread_mutex_unlock(&cma_lock);
+	if (old && old->sync)
+		rdma_destroy_event_channel(&old->ch);
+	return 0;
+}
+ROCEMU_PUBLIC(rdma_migrate_id)
+
+int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen)
+{
+	if (!id || (optlen && !optval))
+		return fail(EINVAL);
+	/* Accepted and without effect on rocemu: TOS (traffic class is not carried
+	 * into the path yet), REUSEADDR, AFONLY, ACK_TIMEOUT (the CM picks the
+	 * QP's ACK timeout), RDMA_OPTION_IB_PATH (the path is the GID pair). */
+	if (level == RDMA_OPTION_ID &&
+	    (optname == RDMA_OPTION_ID_TOS || optname == RDMA_OPTION_ID_REUSEADDR ||
+	     optname == RDMA_OPTION_ID_AFONLY || optname == RDMA_OPTION_ID_ACK_TIMEOUT))
+		return 0;
+	if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH)
+		return 0;
+	return fail(ENOSYS);
+}
+ROCEMU_PUBLIC(rdma_set_option)
+
+__be16 rdma_get_src_port(struct rdma_cm_id *id)
+{
+	return id ? htons(get_port((struct sockaddr *)&id->route.addr.src_addr)) : 0;
+}
+ROCEMU_PUBLIC(rdma_get_src_port)
+
+__be16 rdma_get_dst_port(struct rdma_cm_id *id)
+{
+	return id ? htons(get_port((struct sockaddr *)&id->route.addr.dst_addr)) : 0;
+}
+ROCEMU_PUBLIC(rdma_get_dst_port)
+
+/* ------------------------------------------------------------------------ */
+/* QPs, SRQs, endpoints                                                       */
+
+int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
+{
+	if (!id || !attr || !id->verbs)
+		return fail(EINVAL);
+	struct cma_id *c = to_cid(id);
+	struct cma_device *d = cma_device_of(id->verbs);
+	if (!d)
+		return fail(ENODEV);
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
+		attr->pd = id->pd ? id->pd : d->pd;
+		attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
+	}
+	if (attr->pd->context != id->verbs)
+		return fail(EINVAL);
+	/* Without CQs, the library makes them (each with a completion channel),
+	 * as rdma_get_send_comp/rdma_get_recv_comp expect. */
+	if (!attr->send_cq || !attr->recv_cq) {
+		int n = (int)(attr->cap.max_send_wr + attr->cap.max_recv_wr);
+		id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
+		id->send_cq_channel = ibv_create_comp_channel(id->verbs);
+		if (id->recv_cq_channel)
+			id->recv_cq = ibv_create_cq(id->verbs, attr->cap.max_recv_wr ? (int)attr->cap.max_recv_wr : 1,
+						    id, id->recv_cq_channel, 0);
+		if (id->send_cq_channel)
+			id->send_cq = ibv_create_cq(id->verbs, attr->cap.max_send_wr ? (int)attr->cap.max_send_wr : 1,
+						    id, id->send_cq_channel, 0);
+		(void)n;
+		if (!id->recv_cq || !id->send_cq)
+			goto err_cq;
+		c->own_cqs = true;
+		if (!attr->send_cq)
+			attr->send_cq = id->send_cq;
+		if (!attr->recv_cq)
+			attr->recv_cq = id->recv_cq;
+	}
+	if (id->srq && !attr->srq)
+		attr->srq = id->srq;
+	attr->qp_type = attr->qp_type ? attr->qp_type : id->qp_type;
+	struct ibv_qp *qp = ibv_create_qp_ex(id->verbs, attr);
+	if (!qp)
+		goto err_cq;
+	int rc = qp_to_init(c, qp);
+	if (!rc && qp->qp_type == IBV_QPT_UD)
+		rc = ud_qp_ready(qp);
+	if (rc) {
+		ibv_destroy_qp(qp);
+		errno = rc;
+		goto err_cq;
+	}
+	id->qp = qp;
+	id->pd = attr->pd;
+	return 0;
+err_cq: {
+	int err = errno ? errno : ENOMEM;
+	if (c->own_cqs || !id->qp) {
+		if (id->send_cq && c->own_cqs)
+			ibv_destroy_cq(id->send_cq);
+		if (id->recv_cq && c->own_cqs)
+			ibv_destroy_cq(id->recv_cq);
+		if (id->send_cq_channel)
+			ibv_destroy_comp_channel(id->send_cq_channel);
+		if (id->recv_cq_channel)
+			ibv_destroy_comp_channel(id->recv_cq_channel);
+		id->send_cq = id->recv_cq = NULL;
+		id->send_cq_channel = id->recv_cq_channel = NULL;
+		c->own_cqs = false;
+	}
+	return fail(err);
+}
+}
+ROCEMU_PUBLIC(rdma_create_qp_ex)
+
+int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)
+{
+	if (!id || !qp_init_attr)
+		return fail(EINVAL);
+	struct ibv_qp_init_attr_ex a = {0};
+	memcpy(&a, qp_init_attr, sizeof(*qp_init_attr));
+	a.comp_mask = pd ? IBV_QP_INIT_ATTR_PD : 0;
+	a.pd = pd;
+	int rc = rdma_create_qp_ex(id, &a);
+	if (rc == 0) {
+		qp_init_attr->cap = a.cap;
+		qp_init_attr->send_cq = a.send_cq;
+		qp_init_attr->recv_cq = a.recv_cq;
+	}
+	return rc;
+}
+ROCEMU_PUBLIC(rdma_create_qp)
+
+void rdma_destroy_qp(struct rdma_cm_id *id)
+{
+	if (!id || !id->qp)
+		return;
+	struct cma_id *c = to_cid(id);
+	ibv_destroy_qp(id->qp);
+	id->qp = NULL;
+	if (c->own_cqs) {
+		ibv_destroy_cq(id->send_cq);
+		ibv_destroy_cq(id->recv_cq);
+		ibv_destroy_comp_channel(id->send_cq_channel);
+		ibv_destroy_comp_channel(id->recv_cq_channel);
+		id->send_cq = id->recv_cq = NULL;
+		id->send_cq_channel = id->recv_cq_channel = NULL;
+		c->own_cqs = false;
+	}
+}
+ROCEMU_PUBLIC(rdma_destroy_qp)
+
+int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
+{
+	if (!id || !attr || !id->verbs)
+		return fail(EINVAL);
+	struct cma_device *d = cma_device_of(id->verbs);
+	struct ibv_srq_init_attr sa = {.srq_context = attr->srq_context, .attr = attr->attr};
+	if (!d)
+		return fail(ENODEV);
+	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC)
+		return fail(EOPNOTSUPP);
+	struct ibv_pd *pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) && attr->pd ? attr->pd
+			    : (id->pd ? id->pd : d->pd);
+	struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+	if (!srq)
+		return -1;
+	attr->attr = sa.attr;
+	id->srq = srq;
+	id->pd = pd;
+	return 0;
+}
+ROCEMU_PUBLIC(rdma_create_srq_ex)
+
+int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+	if (!attr)
+		return fail(EINVAL);
+	struct ibv_srq_init_attr_ex a = {.srq_context = attr->srq_context,
+					 .attr = attr->attr,
+					 .comp_mask = pd ? IBV_SRQ_INIT_ATTR_PD : 0,
+					 .pd = pd};
+	int rc = rdma_create_srq_ex(id, &a);
+	if (rc == 0)
+		attr->attr = a.attr;
+	return rc;
+}
+ROCEMU_PUBLIC(rdma_create_srq)
+
+void rdma_destroy_srq(struct rdma_cm_id *id)
+{
+	if (!id || !id->srq)
+		return;
+	ibv_destroy_srq(id->srq);
+	id->srq = NULL;
+}
+ROCEMU_PUBLIC(rdma_destroy_srq)
+
+int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv_pd *pd,
+		   struct ibv_qp_init_attr *qp_init_attr)
+{
+	struct rdma_cm_id *cid;
+
+	if (!id || !res)
+		return fail(EINVAL);
+	if (rdma_create_id(NULL, &cid, NULL, (enum rdma_port_space)res->ai_port_space))
+		return -1;
+	int rc;
+	if (res->ai_flags & RAI_PASSIVE) {
+		rc = res->ai_src_addr ? rdma_bind_addr(cid, res->ai_src_addr) : 0;
+	} else {
+		rc = rdma_resolve_addr(cid, res->ai_src_addr, res->ai_dst_addr, 2000);
+		if (!rc)
+			rc = rdma_resolve_route(cid, 2000);
+	}
+	if (!rc && pd)
+		cid->pd = pd;
+	if (!rc && qp_init_attr && !(res->ai_flags & RAI_PASSIVE))
+		rc = rdma_create_qp(cid, pd, qp_init_attr);
+	if (rc) {
+		int err = errno;
+		rdma_destroy_id(cid);
+		return fail(err);
+	}
+	*id = cid;
+	return 0;
+}
+ROCEMU_PUBLIC(rdma_create_ep)
+
+void rdma_destroy_ep(struct rdma_cm_id *id)
+{
+	if (!id)
+		return;
+	rdma_destroy_qp(id);
+	rdma_destroy_srq(id);
+	rdma_destroy_id(id);
+}
+ROCEMU_PUBLIC(rdma_destroy_ep)
+
+struct ibv_context **rdma_get_devices(int *num_devices)
+{
+	int rc = cma_init(), n = 0;
+	struct cma_device *d = rc < 0 ? NULL : cma_devices(&n);
+	struct ibv_context **list = calloc((size_t)n + 1, sizeof(*list));
+
+	if (!list) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (int i = 0; i < n; i++)
+		list[i] = d[i].verbs;
+	if (num_devices)
+		*num_devices = n;
+	return list;
+}
+ROCEMU_PUBLIC(rdma_get_devices)
+
+void rdma_free_devices(struct ibv_context **list)
+{
+	free(list);
+}
+ROCEMU_PUBLIC(rdma_free_devices)
+
+/* ------------------------------------------------------------------------ */
+/* Received MADs (CM thread, lock held)                                       */
+
+static struct cma_id *find_by_local_comm_id(uint32_t comm_id)
+{
+	for (struct cma_id *c = ids; c; c = c->next)
+		if (c->local_comm_id == comm_id && c->state != CMA_LISTEN)
+			return c;
+	return NULL;
+}
+
+static struct cma_id *find_listener(struct cma_device *d, uint16_t ps, uint16_t port,
+				    const struct cma_hdr *h)
+{
+	for (struct cma_id *c = ids; c; c = c->next) {
+		if (c->state != CMA_LISTEN || (uint16_t)c->id.ps != ps || c->port != port)
+			continue;
+		if (c->dev && c->dev != d)
+			continue;
+		const struct sockaddr *sa = (const struct sockaddr *)&c->id.route.addr.src_addr;
+		if (!cma_addr_any(sa)) {
+			uint8_t a[16];
+			if ((sa->sa_family == AF_INET) != (h->ip_version == 4))
+				continue;
+			memset(a, 0, 16);
+			if (sa->sa_family == AF_INET)
+				memcpy(a + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+			else
+				sockaddr_ip16(sa, a);
+			if (memcmp(a, h->dst, 16))
+				continue;
+		}
+		return c;
+	}
+	return NULL;
+}
+
+/* The GID index of d that is the request's destination (its IP). */
+static int local_gid_index(struct cma_device *d, const uint8_t *gid)
+{
+	for (int i = 0; i < d->gid_len; i++)
+		if (!memcmp(d->gids[i].raw, gid, 16))
+			return i;
+	return -1;
+}
+
+static struct cma_id *new_passive_id(struct cma_id *l, struct cma_device *d, int sgid_index,
+				     const union ibv_gid *remote, const struct cma_hdr *h,
+				     uint32_t remote_comm_id, uint64_t tid)
+{
+	struct cma_id *c = id_alloc(l->id.channel, l->id.context, l->id.ps, l->id.qp_type);
+	if (!c)
+		return NULL;
+	c->listener = l;
+	c->dev = d;
+	c->sgid_index = sgid_index;
+	c->id.verbs = d->verbs;
+	c->remote_gid = *remote;
+	c->remote_comm_id = remote_comm_id;
+	c->tid = tid;
+	c->port = l->port;
+	c->bound = true;
+	struct sockaddr_storage ss;
+	ip_to_sockaddr(h->ip_version, h->dst, l->port, &ss);
+	memcpy(&c->id.route.addr.src_addr, &ss, sizeof(ss));
+	ip_to_sockaddr(h->ip_version, h->src, h->src_port, &ss);
+	memcpy(&c->id.route.addr.dst_addr, &ss, sizeof(ss));
+	fill_route(c);
+	c->state = CMA_REQ_RCVD;
+	return c;
+}
+
+static struct cma_id *find_duplicate(uint32_t remote_comm_id, const union ibv_gid *remote)
+{
+	for (struct cma_id *c = ids; c; c = c->next)
+		if (c->listener && c->remote_comm_id == remote_comm_id &&
+		    !memcmp(&c->remote_gid, remote, 16))
+			return c;
+	return NULL;
+}
+
+static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t tid,
+		       const uint8_t *mad)
+{
+	struct cm_req r;
+	struct cma_hdr h;
+	uint16_t ps, port;
+
+	cm_mad_get_req(mad, &r);
+	union ibv_gid remote;
+	memcpy(remote.raw, r.local_gid, 16);
+	struct cma_id *dup = find_duplicate(r.local_comm_id, &remote);
+	if (dup) {
+		if (dup->state == CMA_REP_SENT)
+			send_mad(dup, dup->mad); /* our REP was lost */
+		return;
+	}
+	int idx = local_gid_index(d, r.remote_gid);
+	if (idx < 0)
+		idx = 1 < d->gid_len ? 1 : 0;
+	struct cma_id *l = NULL;
+	if (cma_service_parse(r.service_id, &ps, &port) == 0 && cma_hdr_get(r.pdata, &h) == 0)
+		l = find_listener(d, ps, port, &h);
+	if (!l) {
+		/* 12.6.7: no one listens on this service ID. */
+		send_rej(d, idx, src, tid, random32(), r.local_comm_id, CM_REJ_MSG_REQ,
+			 CM_REJ_INVALID_SERVICE_ID, NULL, 0);
+		return;
+	}
+	struct cma_id *c = new_passive_id(l, d, idx, &remote, &h, r.local_comm_id, tid);
+	if (!c)
+		return;
+	c->remote_qpn = r.local_qpn;
+	c->remote_psn = r.starting_psn;
+	c->remote_resp_res = r.responder_resources;
+	c->remote_init_depth = r.initiator_depth;
+	c->retry_count = r.retry_count;
+	c->rnr_retry = r.rnr_retry_count;
+	c->local_ack_timeout = r.local_ack_timeout ? r.local_ack_timeout : CMA_ACK_TIMEOUT;
+	c->mtu = r.path_mtu && r.path_mtu < d->active_mtu ? (enum ibv_mtu)r.path_mtu : d->active_mtu;
+	c->srq = r.srq;
+	struct cma_event *e = event_post(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0, r.pdata + CMA_HDR_LEN,
+					 CM_REQ_PDATA - CMA_HDR_LEN);
+	if (!e)
+		return;
+	e->ev.listen_id = &l->id;
+	struct rdma_conn_param *cp = &e->ev.param.conn;
+	cp->responder_resources = r.initiator_depth; /* what the peer will ask of us */
+	cp->initiator_depth = r.responder_resources;
+	cp->flow_control = r.flow_control;
+	cp->retry_count = r.retry_count;
+	cp->rnr_retry_count = r.rnr_retry_count;
+	cp->srq = r.srq;
+	cp->qp_num = r.local_qpn;
+}
+
+static void handle_rep(uint64_t tid, const uint8_t *mad)
+{
+	struct cm_rep r;
+
+	(void)tid;
+	cm_mad_get_rep(mad, &r);
+	struct cma_id *c = find_by_local_comm_id(r.remote_comm_id);
+	if (!c)
+		return;
+	if (c->state == CMA_ESTABLISHED && c->have_answer) {
+		send_mad(c, c->answer); /* our RTU was lost */
+		return;
+	}
+	if (c->state != CMA_REQ_SENT)
+		return;
+	c->timer = false;
+	c->remote_comm_id = r.local_comm_id;
+	c->remote_qpn = r.local_qpn;
+	c->remote_psn = r.starting_psn;
+	c->remote_resp_res = r.responder_resources;
+	c->remote_init_depth = r.initiator_depth;
+	c->rnr_retry = r.rnr_retry_count;
+	c->init_depth = cap8(c->init_depth, r.responder_resources);
+	if (!c->id.qp) {
+		c->state = CMA_REP_RCVD;
+		struct cma_event *e =
+		    event_post(c, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, r.pdata, CM_REP_PDATA);
+		if (e) {
+			e->ev.param.conn.responder_resources = r.responder_resources;
+			e->ev.param.conn.initiator_depth = r.initiator_depth;
+			e->ev.param.conn.qp_num = r.local_qpn;
+			e->ev.param.conn.rnr_retry_count = r.rnr_retry_count;
+		}
+		return;
+	}
+	if (qp_connect(c)) {
+		send_rej(c->dev, c->sgid_index, &c->remote_gid, c->tid, c->local_comm_id,
+			 c->remote_comm_id, CM_REJ_MSG_REP, CM_REJ_CONSUMER_DEFINED, NULL, 0);
+		c->state = CMA_DISCONNECTED;
+		event_post(c, RDMA_CM_EVENT_CONNECT_ERROR, -EINVAL, NULL, 0);
+		return;
+	}
+	struct cm_ids m = {.local_comm_id = c->local_comm_id, .remote_comm_id = c->remote_comm_id};
+	cm_mad_put_ids(c->answer, c->tid, CM_ATTR_RTU, &m);
+	c->have_answer = true;
+	send_mad(c, c->answer);
+	c->state = CMA_ESTABLISHED;
+	struct cma_event *e = event_post(c, RDMA_CM_EVENT_ESTABLISHED, 0, r.pdata, CM_REP_PDATA);
+	if (e) {
+		e->ev.param.conn.responder_resources = r.responder_resources;
+		e->ev.param.conn.initiator_depth = r.initiator_depth;
+		e->ev.param.conn.qp_num = r.local_qpn;
+	}
+}
+
+static void handle_rtu(const uint8_t *mad)
+{
+	struct cm_ids m;
+
+	cm_mad_get_ids(mad, CM_ATTR_RTU, &m);
+	struct cma_id *c = find_by_local_comm_id(m.remote_comm_id);
+	if (!c || c->state != CMA_REP_SENT || c->remote_comm_id != m.local_comm_id)
+		return;
+	c->timer = false;
+	c->state = CMA_ESTABLISHED;
+	event_post(c, RDMA_CM_EVENT_ESTABLISHED, 0, m.pdata, CM_RTU_PDATA > 196 ? 196 : CM_RTU_PDATA);
+}
+
+static void handle_rej(const uint8_t *mad)
+{
+	struct cm_rej r;
+
+	cm_mad_get_rej(mad, &r);
+	struct cma_id *c = find_by_local_comm_id(r.remote_comm_id);
+	if (!c || (c->state != CMA_REQ_SENT && c->state != CMA_REP_SENT))
+		return;
+	c->timer = false;
+	c->state = CMA_DISCONNECTED;
+	qp_to_err(c);
+	event_post(c, RDMA_CM_EVENT_REJECTED, r.reason, r.pdata, CM_REJ_PDATA);
+}
+
+static void handle_dreq(struct cma_device *d, const union ibv_gid *src, uint64_t tid,
+			const uint8_t *mad)
+{
+	struct cm_ids m;
+	uint8_t out[CM_MAD_SIZE];
+
+	cm_mad_get_ids(mad, CM_ATTR_DREQ, &m);
+	struct cma_id *c = find_by_local_comm_id(m.remote_comm_id);
+	struct cm_ids rep = {.local_comm_id = m.remote_comm_id, .remote_comm_id = m.local_comm_id};
+	cm_mad_put_ids(out, tid, CM_ATTR_DREP, &rep);
+	if (!c || c->remote_comm_id != m.local_comm_id) {
+		/* Unknown or already gone: answer anyway so the peer stops (12.9.8). */
+		cma_gsi_send(d, 1 < d->gid_len ? 1 : 0, src, out);
+		return;
+	}
+	send_mad(c, out);
+	switch (c->state) {
+	case CMA_ESTABLISHED:
+	case CMA_REP_SENT:
+	case CMA_REP_RCVD:
+	case CMA_DREQ_SENT:
+		c->timer = false;
+		c->state = CMA_DISCONNECTED;
+		event_post(c, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+		break;
+	default:
+		break; /* a duplicate: the DREP above was its answer */
+	}
+}
+
+static void handle_drep(const uint8_t *mad)
+{
+	struct cm_ids m;
+
+	cm_mad_get_ids(mad, CM_ATTR_DREP, &m);
+	struct cma_id *c = find_by_local_comm_id(m.remote_comm_id);
+	if (!c || c->state != CMA_DREQ_SENT)
+		return;
+	c->timer = false;
+	c->state = CMA_DISCONNECTED;
+	event_post(c, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+}
+
+static void handle_sidr_req(struct cma_device *d, const union ibv_gid *src, uint64_t tid,
+			    const uint8_t *mad)
+{
+	struct cm_sidr_req r;
+	struct cma_hdr h;
+	uint16_t ps, port;
+
+	cm_mad_get_sidr_req(mad, &r);
+	struct cma_id *dup = find_duplicate(r.request_id, src);
+	if (dup) {
+		if (dup->have_answer)
+			send_mad(dup, dup->answer);
+		return;
+	}
+	struct cma_id *l = NULL;
+	bool hdr_ok = cma_hdr_get(r.pdata, &h) == 0;
+	if (cma_service_parse(r.service_id, &ps, &port) == 0 && hdr_ok)
+		l = find_listener(d, ps, port, &h);
+	int idx = hdr_ok ? local_gid_index(d, h.dst) : -1;
+	if (idx < 0)
+		idx = 1 < d->gid_len ? 1 : 0;
+	if (!l) {
+		struct cm_sidr_rep rep = {.request_id = r.request_id,
+					  .status = CM_SIDR_UNSUPPORTED,
+					  .service_id = r.service_id};
+		uint8_t out[CM_MAD_SIZE];
+		cm_mad_put_sidr_rep(out, tid, &rep);
+		cma_gsi_send(d, idx, src, out);
+		return;
+	}
+	struct cma_id *c = new_passive_id(l, d, idx, src, &h, r.request_id, tid);
+	if (!c)
+		return;
+	struct cma_event *e = event_post(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0, r.pdata + CMA_HDR_LEN,
+					 CM_SIDR_REQ_PDATA - CMA_HDR_LEN > 196 ? 196
+					 : CM_SIDR_REQ_PDATA - CMA_HDR_LEN);
+	if (!e)
+		return;
+	e->ev.listen_id = &l->id;
+	struct rdma_ud_param *up = &e->ev.param.ud;
+	fill_ah(c, &up->ah_attr);
+	up->qkey = CMA_UDP_QKEY;
+}
+
+static void handle_sidr_rep(const uint8_t *mad)
+{
+	struct cm_sidr_rep r;
+
+	cm_mad_get_sidr_rep(mad, &r);
+	struct cma_id *c = find_by_local_comm_id(r.request_id);
+	if (!c || c->state != CMA_REQ_SENT || c->id.qp_type != IBV_QPT_UD)
+		return;
+	c->timer = false;
+	if (r.status != CM_SIDR_OK) {
+		c->state = CMA_DISCONNECTED;
+		event_post(c, RDMA_CM_EVENT_UNREACHABLE, -EINVAL, r.pdata, CM_SIDR_REP_PDATA);
+		return;
+	}
+	c->state = CMA_ESTABLISHED;
+	c->remote_qpn = r.qpn;
+	c->remote_qkey = r.qkey;
+	struct cma_event *e = event_post(c, RDMA_CM_EVENT_ESTABLISHED, 0, r.pdata, CM_SIDR_REP_PDATA);
+	if (!e)
+		return;
+	fill_ah(c, &e->ev.param.ud.ah_attr);
+	e->ev.param.ud.qp_num = r.qpn;
+	e->ev.param.ud.qkey = r.qkey;
+}
+
+void cma_handle_mad(struct cma_device *d, const uint8_t *grh, const uint8_t *mad)
+{
+	struct cm_mad_hdr h;
+	union ibv_gid src;
+
+	if (cm_mad_parse_hdr(mad, CM_MAD_SIZE, &h) < 0)
+		return;
+	/* The sender's GID from the GRH area: an IPv4 header in its last 20 bytes
+	 * (source address at byte 12 of it), or a whole IPv6 header. */
+	memset(&src, 0, sizeof(src));
+	if ((grh[20] >> 4) == 4) {
+		src.raw[10] = src.raw[11] = 0xff;
+		memcpy(src.raw + 12, grh + 20 + 12, 4);
+	} else {
+		memcpy(src.raw, grh + 8, 16);
+	}
+	switch (h.attr_id) {
+	case CM_ATTR_REQ:
+		handle_req(d, &src, h.tid, mad);
+		break;
+	case CM_ATTR_REP:
+		handle_rep(h.tid, mad);
+		break;
+	case CM_ATTR_RTU:
+		handle_rtu(mad);
+		break;
+	case CM_ATTR_REJ:
+		handle_rej(mad);
+		break;
+	case CM_ATTR_DREQ:
+		handle_dreq(d, &src, h.tid, mad);
+		break;
+	case CM_ATTR_DREP:
+		handle_drep(mad);
+		break;
+	case CM_ATTR_SIDR_REQ:
+		handle_sidr_req(d, &src, h.tid, mad);
+		break;
+	case CM_ATTR_SIDR_REP:
+		handle_sidr_rep(mad);
+		break;
+	default:
+		break; /* MRA, LAP, APR: not used by rocemu's CM */
+	}
+}
+
+uint64_t cma_next_deadline(void)
+{
+	uint64_t next = 0;
+
+	for (struct cma_id *c = ids; c; c = c->next)
+		if (c->timer && (!next || c->deadline_ns < next))
+			next = c->deadline_ns;
+	return next;
+}
+
+void cma_run_timers(uint64_t now)
+{
+	for (struct cma_id *c = ids; c; c = c->next) {
+		if (!c->timer || c->deadline_ns > now)
+			continue;
+		if (c->retries < CMA_MAX_CM_RETRIES) {
+			c->retries++;
+			c->deadline_ns = now + resp_timeout_ns();
+			send_mad(c, c->mad);
+			continue;
+		}
+		c->timer = false;
+		switch (c->state) {
+		case CMA_REQ_SENT:
+		case CMA_REP_SENT:
+			c->state = CMA_DISCONNECTED;
+			qp_to_err(c);
+			event_post(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, 0);
+			break;
+		case CMA_DREQ_SENT: /* the peer is gone: disconnected anyway */
+			c->state = CMA_DISCONNECTED;
+			event_post(c, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+			break;
+		default:
+			break;
+		}
+	}
+}

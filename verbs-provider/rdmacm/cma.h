@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * rocemu's librdmacm: internal objects. One lock (cma_lock) guards every
+ * list and every id's state; the CM thread (device.c) takes it to handle a
+ * received MAD or a timer, the API functions take it for their work and
+ * never hold it while blocking on an event channel.
+ */
+#ifndef ROCEMU_RDMACM_CMA_H
+#define ROCEMU_RDMACM_CMA_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/sa.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "cm_mad.h"
+
+#include "rdmacm_symver.h"
+/* After the body of each exported function: binds it to its version (gen_abi.py). */
+#define ROCEMU_PUBLIC(name) ROCEMU_SYMVER_##name
+
+#define CMA_GSI_RECVS	  64
+#define CMA_GSI_SENDS	  64
+#define CMA_GSI_BUF	  (40 + CM_MAD_SIZE)
+#define CMA_MAX_AH	  32
+#define ROCEMU_RDMACM_MAX_DEVICES 16
+#define CMA_RESP_TIMEOUT  18 /* 4.096 us * 2^18 = 1.07 s between retransmissions */
+#define CMA_MAX_CM_RETRIES 8
+#define CMA_UDP_QKEY	  0x01234567u /* RDMA_UDP_QKEY */
+#define CMA_ACK_TIMEOUT	  14 /* QP local ACK timeout: 4.096 us * 2^14 = 67 ms */
+
+/** An opened rocemu device with its GSI agent (QP1). */
+struct cma_device {
+	struct ibv_context *verbs;
+	struct ibv_pd *pd; /**< GSI buffers; also the default PD of rdma_create_qp */
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+	struct ibv_qp *gsi;
+	struct ibv_mr *mr;
+	uint8_t *buf; /**< CMA_GSI_RECVS receive slots, then CMA_GSI_SENDS send slots */
+	unsigned send_next;
+	struct {
+		union ibv_gid dgid;
+		int sgid_index;
+		struct ibv_ah *ah;
+	} ah[CMA_MAX_AH];
+	unsigned n_ah;
+	uint64_t guid;
+	enum ibv_mtu active_mtu;
+	int gid_len;
+	union ibv_gid gids[16];
+	uint8_t max_rd_atom;
+};
+
+enum cma_state {
+	CMA_IDLE,
+	CMA_ADDR_BOUND,
+	CMA_ADDR_RESOLVED,
+	CMA_ROUTE_RESOLVED,
+	CMA_LISTEN,
+	CMA_REQ_SENT,	   /* active: REQ or SIDR_REQ out, waiting for REP/REJ */
+	CMA_REP_RCVD,	   /* active without a QP: CONNECT_RESPONSE given, waiting for rdma_establish */
+	CMA_REQ_RCVD,	   /* passive: CONNECT_REQUEST given, waiting for accept/reject */
+	CMA_REP_SENT,	   /* passive: REP out, waiting for RTU */
+	CMA_ESTABLISHED,
+	CMA_DREQ_SENT,
+	CMA_DISCONNECTED,
+	CMA_DESTROYING,
+};
+
+struct cma_event;
+
+struct cma_channel {
+	struct rdma_event_channel ch; /**< fd: an eventfd, one count per queued event */
+	struct cma_event *head, *tail;
+	bool sync; /**< created for an id without a channel (synchronous use) */
+};
+
+struct cma_event {
+	struct rdma_cm_event ev;
+	struct cma_event *next;
+	uint8_t pdata[CM_REP_PDATA];
+};
+
+struct cma_id {
+	struct rdma_cm_id id; /**< public part; first */
+	struct cma_id *next;  /**< in the list of all ids */
+	enum cma_state state;
+	struct cma_device *dev;
+	int sgid_index;
+	struct ibv_sa_path_rec path;
+	bool bound;
+	uint16_t port; /**< host order, bound/assigned source port */
+
+	uint32_t local_comm_id, remote_comm_id;
+	uint64_t tid;
+	struct cma_id *listener;
+	union ibv_gid remote_gid;
+	int backlog;
+
+	/* Connection parameters learned from the peer's REQ or REP. */
+	uint32_t remote_qpn, remote_psn, local_psn, local_qpn;
+	uint8_t remote_resp_res, remote_init_depth, retry_count, rnr_retry, local_ack_timeout;
+	uint8_t resp_res, init_depth; /* what we offered */
+	enum ibv_mtu mtu;
+	uint32_t remote_qkey;
+	bool srq;
+
+	/* The last message sent that awaits an answer (REQ, REP, DREQ, SIDR_REQ). */
+	uint8_t mad[CM_MAD_SIZE];
+	bool timer;
+	uint64_t deadline_ns;
+	unsigned retries;
+	/* The last answer we sent (RTU, DREP), resent on a duplicate request. */
+	uint8_t answer[CM_MAD_SIZE];
+	bool have_answer;
+
+	bool own_cqs; /* rdma_create_qp made the CQs and channels */
+	int events_pending;
+};
+
+extern pthread_mutex_t cma_lock;
+
+/* device.c */
+int cma_init(void);
+struct cma_device *cma_devices(int *n);
+struct cma_device *cma_device_of(struct ibv_context *verbs);
+/** Send one MAD to the GSI of dgid (lock held). */
+int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid,
+		 const uint8_t *mad);
+uint64_t cma_now_ns(void);
+
+/* cma.c: called by the CM thread with the lock held */
+void cma_handle_mad(struct cma_device *d, const uint8_t *grh, const uint8_t *mad);
+void cma_run_timers(uint64_t now);
+uint64_t cma_next_deadline(void);
+
+/* addressing (addr.c) */
+void cma_sockaddr_to_gid(const struct sockaddr *sa, union ibv_gid *gid);
+bool cma_addr_any(const struct sockaddr *sa);
+/** The device and GID index for a source/destination pair; -EADDRNOTAVAIL/-ENODEV. */
+int cma_pick_device(const struct sockaddr *src, const struct sockaddr *dst,
+		    struct cma_device **dev, int *sgid_index);
+socklen_t cma_sockaddr_len(const struct sockaddr *sa);
+
+#endif /* ROCEMU_RDMACM_CMA_H */
