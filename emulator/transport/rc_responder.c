@@ -65,7 +65,7 @@ static int send_aeth(struct rocemu_qp *qp, uint8_t opcode, uint32_t psn, uint8_t
 	return rocemu_engine_pkt_send(e, m, &pkt);
 }
 
-static void send_nak_seq(struct rocemu_qp *qp);
+static void send_pending_nak(struct rocemu_qp *qp);
 
 void rocemu_resp_flush_ack(struct rocemu_qp *qp)
 {
@@ -77,8 +77,8 @@ void rocemu_resp_flush_ack(struct rocemu_qp *qp)
 	}
 	if (qp->resp.res_active)
 		return; /* READ responses still streaming: the ACK goes after them */
-	if (qp->resp.nak_seq_pending) {
-		send_nak_seq(qp);
+	if (qp->resp.nak_pending) {
+		send_pending_nak(qp);
 		return;
 	}
 	if (send_aeth(qp, ROCE_OP_ACK, roce_psn_add(qp->resp.epsn, ROCE_PSN_MASK), ack_syndrome(),
@@ -117,15 +117,37 @@ static int send_nak(struct rocemu_qp *qp, uint8_t code, uint32_t psn)
 }
 
 /**
- * The PSN-sequence NAK of a gap; one the port could not queue (tx ring full)
- * stays pending and goes out on the next pass: the requester learns of the
- * loss from this NAK, the responder stays silent for the rest of the gap.
+ * A PSN-sequence or RNR NAK names a PSN after every request accepted so far,
+ * so it leaves after the READ responses still streaming (responses in PSN
+ * order, 9.7.5.1.1: the requester would take a READ whose responses come
+ * after a later NAK for lost and ask again), and one the port could not
+ * queue (tx ring full) goes on the next pass: the requester learns of the
+ * gap from this NAK only, the responder stays silent for the rest of it.
  */
-static void send_nak_seq(struct rocemu_qp *qp)
+static void queue_nak(struct rocemu_qp *qp, uint8_t syndrome, uint32_t psn)
 {
-	qp->resp.nak_seq_pending = send_nak(qp, ROCE_NAK_PSN_SEQ_ERR, qp->resp.epsn) < 0;
-	if (qp->resp.nak_seq_pending)
-		qp->resp.ack_pending = true; /* keeps the QP on the work list */
+	qp->resp.nak_pending = true;
+	qp->resp.nak_syndrome = syndrome;
+	qp->resp.nak_psn = psn;
+	send_pending_nak(qp);
+}
+
+static void send_pending_nak(struct rocemu_qp *qp)
+{
+	struct rocemu_engine *e = qp->engine;
+	uint8_t syn = qp->resp.nak_syndrome;
+
+	qp->resp.ack_pending = true; /* keeps the QP on the work list until sent */
+	if (qp->resp.res_active)
+		return;
+	if (send_aeth(qp, ROCE_OP_ACK, qp->resp.nak_psn, syn, 0, qp->resp.msn) < 0)
+		return;
+	qp->resp.nak_pending = false;
+	qp->resp.ack_pending = false; /* a NAK acknowledges the PSNs before it */
+	if (ROCE_AETH_TYPE(syn) == ROCE_AETH_RNR_NAK)
+		ENGINE_COUNT(e, tx_rnr_nak);
+	else
+		ENGINE_COUNT(e, tx_nak_psn_seq);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -367,11 +389,14 @@ static enum resp_result do_atomic(struct rocemu_qp *qp, const struct roce_pkt *p
 	r->msn = qp->resp.msn;
 	qp->resp.epsn = roce_psn_add(qp->resp.epsn, 1);
 	qp->resp.ack_pending = false;
-	send_atomic_ack(qp, r);
+	/* The ATOMIC ACKNOWLEDGE leaves from rocemu_resp_run, after the responses
+	 * of earlier READs still streaming (PSN order). */
+	r->active = true;
+	qp->resp.res_active = true;
 	return RESP_OK;
 }
 
-/** Send READ response packets of the oldest active resource (PSN order). */
+/** Send the READ responses and ATOMIC ACKs of the active resources, oldest first (PSN order). */
 unsigned rocemu_resp_run(struct rocemu_qp *qp, unsigned budget)
 {
 	struct rocemu_engine *e = qp->engine;
@@ -388,6 +413,13 @@ unsigned rocemu_resp_run(struct rocemu_qp *qp, unsigned budget)
 
 		if (!r->valid || !r->active)
 			continue;
+		if (r->is_atomic) {
+			if (sent >= budget || send_atomic_ack(qp, r) < 0)
+				goto blocked;
+			sent++;
+			r->active = false;
+			continue;
+		}
 		while (r->sent < r->npkts && sent < budget) {
 			struct roce_pkt pkt = {0};
 			uint32_t i = r->sent, n = r->npkts;
@@ -454,11 +486,7 @@ static void rc_error(struct rocemu_qp *qp, enum resp_result res, uint32_t psn)
 	case RESP_RNR:
 		/* 9.7.5.2.8: RNR NAK carrying our min_rnr_timer; the message is retried
 		 * from this PSN, so later packets are dropped without a sequence NAK. */
-		qp->resp.ack_pending = false;
-		send_aeth(qp, ROCE_OP_ACK, psn,
-			  ROCE_AETH_SYNDROME(ROCE_AETH_RNR_NAK, qp->attr.min_rnr_timer), 0,
-			  qp->resp.msn);
-		ENGINE_COUNT(e, tx_rnr_nak);
+		queue_nak(qp, ROCE_AETH_SYNDROME(ROCE_AETH_RNR_NAK, qp->attr.min_rnr_timer), psn);
 		qp->resp.nak_seq_sent = true;
 		qp->resp.rnr_sent = true;
 		qp->resp.last_oos_psn = psn;
@@ -528,8 +556,11 @@ static void rc_duplicate(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 		if (!r->valid || d < 0 || d >= (int32_t)r->orig_npkts)
 			continue;
 		if ((f & ROCE_OPF_ATOMIC) && r->is_atomic && d == 0) {
-			/* 9.7.5.1.3 / o9-28: never execute an atomic twice; replay its result. */
-			send_atomic_ack(qp, r);
+			/* 9.7.5.1.3 / o9-28: never execute an atomic twice; replay its
+			 * result (in turn with the other responses being streamed). */
+			r->active = true;
+			r->replay = true;
+			qp->resp.res_active = true;
 			return;
 		}
 		if ((f & ROCE_OPF_READ) && !r->is_atomic) {
@@ -600,7 +631,8 @@ static void rc_rx(struct rocemu_qp *qp, const struct roce_pkt *pkt, const uint8_
 			qp->resp.nak_seq_sent = false; /* new pass, or our NAK was lost */
 		qp->resp.last_oos_psn = pkt->psn;
 		if (!qp->resp.nak_seq_sent) {
-			send_nak_seq(qp);
+			queue_nak(qp, ROCE_AETH_SYNDROME(ROCE_AETH_NAK, ROCE_NAK_PSN_SEQ_ERR),
+				  qp->resp.epsn);
 			qp->resp.nak_seq_sent = true;
 			qp->resp.oos_since_nak = 0;
 		}
@@ -611,7 +643,7 @@ static void rc_rx(struct rocemu_qp *qp, const struct roce_pkt *pkt, const uint8_
 		return;
 	}
 	qp->resp.nak_seq_sent = false;
-	qp->resp.nak_seq_pending = false;
+	qp->resp.nak_pending = false;
 	qp->resp.rnr_sent = false;
 	if (!rc_sequence_ok(qp, f)) {
 		rc_error(qp, RESP_INV_REQ, pkt->psn);

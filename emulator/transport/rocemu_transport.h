@@ -277,7 +277,11 @@ struct rocemu_qp {
 		uint32_t write_len;
 		bool nak_seq_sent; /**< only the first out-of-sequence packet is NAKed (9.7) */
 		bool rnr_sent;	   /**< an RNR NAK is outstanding: drop quietly until the retry */
-		bool nak_seq_pending; /**< that NAK found the tx queue full: send it next pass */
+		/* a sequence or RNR NAK waiting for the READ responses before it
+		 * (responses leave in PSN order) or for room in the tx queue */
+		bool nak_pending;
+		uint8_t nak_syndrome;
+		uint32_t nak_psn;
 		uint32_t last_oos_psn;	/**< PSN of the last out-of-sequence packet seen */
 		uint32_t oos_since_nak; /**< out-of-sequence packets since that NAK */
 		bool uc_drop;		/**< UC: discard until the next FIRST/ONLY */

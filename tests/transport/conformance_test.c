@@ -445,6 +445,85 @@ static void test_resp_atomic_duplicate(void **state)
 	rocemu_mr_dereg(m);
 }
 
+/*
+ * 9.7.5.1.1: responses leave in PSN order. A 128-packet READ (two progress
+ * passes of 64 responses) followed in the same burst by a FETCH_ADD and a
+ * SEND with AckReq: every READ response, then the ATOMIC ACKNOWLEDGE, then
+ * the ACK, none overtaking the READ still streaming. Then the same with the
+ * READ and the FETCH_ADD replayed as duplicates (the atomic's saved result
+ * after the re-executed READ's responses, the atomic applied once). A's
+ * progress thread is stopped and the test drives the passes, so the burst
+ * and the pass boundaries are exactly these.
+ */
+static void expect_in_order(struct rocemu_qp *qp, uint32_t psn, uint32_t npkts, bool ack,
+			    uint64_t orig)
+{
+	struct seen s;
+
+	for (uint32_t i = 0; i < npkts; i++) {
+		bool got = false;
+
+		for (int tries = 0; tries < 2000 && !got; tries++) {
+			rocemu_engine_progress(T.e);
+			got = b_next(&s, 1);
+		}
+		assert_true(got);
+		assert_int_equal(s.pkt.opcode, i == 0		? ROCE_OP_READ_RESP_FIRST
+					       : i + 1 == npkts ? ROCE_OP_READ_RESP_LAST
+								: ROCE_OP_READ_RESP_MIDDLE);
+		assert_int_equal(s.pkt.psn, roce_psn_add(psn, i));
+	}
+	for (int tries = 0; tries < 20; tries++)
+		rocemu_engine_progress(T.e);
+	assert_true(b_next(&s, 1000));
+	assert_int_equal(s.pkt.opcode, ROCE_OP_ATOMIC_ACK);
+	assert_int_equal(s.pkt.psn, roce_psn_add(psn, npkts));
+	assert_int_equal(s.pkt.atomic_orig, orig);
+	if (ack)
+		expect_aeth(&s, ROCE_AETH_ACK, 0, roce_psn_add(psn, npkts + 1));
+	(void)qp;
+}
+
+static void test_resp_order_read_then_atomic(void **state)
+{
+	enum { NPKTS = 128 };
+	struct rocemu_qp *qp = a_qp(0x3000, 0x4000, 1);
+	uint8_t *buf = malloc(NPKTS * 1024), rbuf[16];
+	uint64_t target[2] = {7, 0};
+	struct rocemu_mr *m, *mt, *mr;
+	struct reth_arg r;
+	struct atomic_arg a;
+	struct rocemu_port *ap = rocemu_engine_port(T.e);
+
+	(void)state;
+	assert_non_null(buf);
+	m = reg(buf, NPKTS * 1024);
+	mt = reg(target, sizeof(target));
+	mr = reg(rbuf, sizeof(rbuf));
+	r = (struct reth_arg){(uintptr_t)buf, key(m, true), NPKTS * 1024};
+	a = (struct atomic_arg){(uintptr_t)&target[0], key(mt, true), 5};
+	post_recv(qp, 1, rbuf, sizeof(rbuf), key(mr, false));
+	b_drain();
+	rocemu_port_progress_thread_stop(ap);
+	b_send(ROCE_OP_READ_REQUEST, rocemu_qp_num(qp), 0x3000, true, fill_reth, &r, NULL, 0);
+	b_send(ROCE_OP_FETCH_ADD, rocemu_qp_num(qp), 0x3000 + NPKTS, true, fill_atomic, &a, NULL,
+	       0);
+	b_send(ROCE_OP_SEND_ONLY, rocemu_qp_num(qp), 0x3000 + NPKTS + 1, true, NULL, NULL, NULL, 0);
+	expect_in_order(qp, 0x3000, NPKTS, true, 7);
+	/* duplicates of both, in one burst: replayed in PSN order, the atomic not re-executed */
+	b_send(ROCE_OP_READ_REQUEST, rocemu_qp_num(qp), 0x3000, true, fill_reth, &r, NULL, 0);
+	b_send(ROCE_OP_FETCH_ADD, rocemu_qp_num(qp), 0x3000 + NPKTS, true, fill_atomic, &a, NULL,
+	       0);
+	expect_in_order(qp, 0x3000, NPKTS, false, 7);
+	assert_int_equal(target[0], 12);
+	assert_int_equal(rocemu_port_progress_thread_start(ap), 0);
+	rocemu_qp_destroy(qp);
+	rocemu_mr_dereg(m);
+	rocemu_mr_dereg(mt);
+	rocemu_mr_dereg(mr);
+	free(buf);
+}
+
 static enum ibv_event_type last_event = (enum ibv_event_type) - 1;
 static void *last_event_ctx;
 
@@ -837,6 +916,7 @@ int main(void)
 	    cmocka_unit_test(test_resp_write_access),
 	    cmocka_unit_test(test_resp_read_and_duplicate),
 	    cmocka_unit_test(test_resp_atomic_duplicate),
+	    cmocka_unit_test(test_resp_order_read_then_atomic),
 	    cmocka_unit_test(test_unknown_qp),
 	    cmocka_unit_test(test_req_nak_seq_then_ack),
 	    cmocka_unit_test(test_req_nak_access),
