@@ -24,7 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <rte_alarm.h>
 #include <rte_dev.h>
+#include <rte_interrupts.h>
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
 #include <rte_ring.h>
@@ -582,6 +584,83 @@ static int create_pool(struct rocemu_port *port, char *err, size_t errlen)
 	return 0;
 }
 
+static void remove_device(void *arg)
+{
+	struct rocemu_port *port = arg;
+	struct rte_eth_dev_info info;
+	struct rte_device *dev = NULL;
+
+	if (rte_eth_dev_info_get(port->port_id, &info) == 0)
+		dev = info.device;
+	rte_eth_dev_stop(port->port_id);
+	rte_eth_dev_close(port->port_id);
+	if (dev && port->dev_is_vdev)
+		rte_dev_remove(dev);
+}
+
+struct intr_call {
+	void (*fn)(void *);
+	void *arg;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+};
+
+static void intr_call_cb(void *arg)
+{
+	struct intr_call *c = arg;
+
+	c->fn(c->arg);
+	pthread_mutex_lock(&c->lock);
+	c->done = true;
+	pthread_cond_signal(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/*
+ * Run fn(arg) on EAL's interrupt thread and wait for it. The memif PMD
+ * handles its control channel there (the peer's "disconnect", or its socket
+ * closing, runs memif_disconnect: rings unmapped, queue interrupt handles
+ * closed, regions freed). Closing the device from another thread at the
+ * same moment ran the same teardown twice, concurrently: double rte_free
+ * ("EAL: Error: Invalid memory") and use after free, a SIGSEGV at exit once
+ * in ~75 program pairs. Callbacks on the interrupt thread run one at a
+ * time, so a close run there cannot overlap the PMD's handler. If the
+ * alarm cannot be set (or we are on that thread), fn runs here.
+ */
+static void run_on_intr_thread(void (*fn)(void *), void *arg)
+{
+	struct intr_call c = {.fn = fn, .arg = arg, .done = false};
+	struct timespec until;
+
+	if (rte_thread_is_intr()) {
+		fn(arg);
+		return;
+	}
+	pthread_mutex_init(&c.lock, NULL);
+	pthread_cond_init(&c.cond, NULL);
+	if (rte_eal_alarm_set(1, intr_call_cb, &c)) {
+		fn(arg);
+	} else {
+		pthread_mutex_lock(&c.lock);
+		while (!c.done) {
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += 5;
+			if (pthread_cond_timedwait(&c.cond, &c.lock, &until) == ETIMEDOUT &&
+			    rte_eal_alarm_cancel(intr_call_cb, &c) > 0) {
+				/* the interrupt thread is stuck: the alarm never ran */
+				pthread_mutex_unlock(&c.lock);
+				fn(arg);
+				pthread_mutex_lock(&c.lock);
+				break;
+			}
+		}
+		pthread_mutex_unlock(&c.lock);
+	}
+	pthread_cond_destroy(&c.cond);
+	pthread_mutex_destroy(&c.lock);
+}
+
 /* Give back the device and kernel resources (sockets, XDP program, memif
  * socket, capture file). */
 static void release_device(struct rocemu_port *port)
@@ -597,15 +676,10 @@ static void release_device(struct rocemu_port *port)
 	port->doorbell_fd = -1;
 	port->bell_peer_len = 0;
 	if (port->port_id != UINT16_MAX) {
-		struct rte_eth_dev_info info;
-		struct rte_device *dev = NULL;
-
-		if (rte_eth_dev_info_get(port->port_id, &info) == 0)
-			dev = info.device;
-		rte_eth_dev_stop(port->port_id);
-		rte_eth_dev_close(port->port_id);
-		if (dev && port->dev_is_vdev)
-			rte_dev_remove(dev);
+		if (port->kind == PORT_KIND_MEMIF)
+			run_on_intr_thread(remove_device, port);
+		else
+			remove_device(port);
 		port->port_id = UINT16_MAX;
 	}
 	if (port->ring_pair)

@@ -12,7 +12,7 @@
  *    ROCEMU_TELEMETRY=1, --no-pci unless a PCI port is asked for,
  *    log level "error" unless ROCEMU_LOG; ROCEMU_EAL_ARGS appends arguments.
  * At exit, ports still open are closed (captures flushed, devices released)
- * and rte_eal_cleanup() runs.
+ * (rte_eal_cleanup() is not called: see close_all_at_exit).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,6 +25,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <stdatomic.h>
+
+#include <rte_cpuflags.h>
+#include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 
@@ -40,12 +44,60 @@ static pid_t eal_pid; /* the process that started EAL */
 static struct rocemu_port *open_ports[64];
 static unsigned n_open_ports;
 
-uint64_t rocemu_now_ns(void)
+/*
+ * The clock. clock_gettime(CLOCK_MONOTONIC) costs ~80 ns in this kind of VM
+ * (vDSO with a paravirtual clock) and was a quarter of the progress thread's
+ * profile. Once EAL has measured the TSC frequency, and the CPU's TSC is
+ * invariant (constant rate, runs in every C-state: one clock for all
+ * threads), the time is read from the TSC (~20 ns): the monotonic time at
+ * the switch plus the scaled TSC cycles since. Before EAL (and on CPUs
+ * without an invariant TSC) clock_gettime.
+ */
+struct tsc_clock {
+	uint64_t tsc_base;
+	uint64_t ns_base;
+	uint64_t mult; /* ns per cycle, 32.32 fixed point */
+};
+static struct tsc_clock tsc_clock;
+static atomic_bool tsc_clock_on;
+
+static uint64_t monotonic_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t rocemu_now_ns(void)
+{
+	if (likely(atomic_load_explicit(&tsc_clock_on, memory_order_acquire))) {
+		uint64_t d = rte_rdtsc() - tsc_clock.tsc_base;
+
+		return tsc_clock.ns_base + (uint64_t)(((unsigned __int128)d * tsc_clock.mult) >> 32);
+	}
+	return monotonic_ns();
+}
+
+/* After rte_eal_init: EAL has the TSC frequency. ROCEMU_CLOCK=gettime keeps
+ * clock_gettime (for comparisons). */
+static void tsc_clock_start(void)
+{
+	const char *env = getenv("ROCEMU_CLOCK");
+	uint64_t hz = rte_get_tsc_hz();
+
+#ifdef RTE_ARCH_X86
+	if (rte_cpu_get_flag_enabled(RTE_CPUFLAG_INVTSC) <= 0)
+		return;
+#else
+	return;
+#endif
+	if ((env && !strcmp(env, "gettime")) || hz < 100000000ull)
+		return;
+	tsc_clock.mult = (1000000000ull << 32) / hz;
+	tsc_clock.ns_base = monotonic_ns();
+	tsc_clock.tsc_base = rte_rdtsc();
+	atomic_store_explicit(&tsc_clock_on, true, memory_order_release);
 }
 
 const char *rocemu_eal_error(void)
@@ -115,9 +167,8 @@ static void cpuset_format(const cpu_set_t *set, char *buf, size_t len)
 
 /*
  * Ports the program left open: release their devices (sockets, XDP programs,
- * memif connections) and flush their captures. EAL itself is cleaned up only
- * if every port had been closed, since an open port's mbufs may still be
- * referenced by the layers above during the rest of exit.
+ * memif connections) and flush their captures. EAL itself is left to the
+ * kernel (see below); later opens are refused.
  */
 bool port_in_forked_child(void)
 {
@@ -138,8 +189,14 @@ static void close_all_at_exit(void)
 	n = n_open_ports;
 	memcpy(ports, open_ports, sizeof(ports));
 	n_open_ports = 0;
+	/* No rte_eal_cleanup(): DPDK 22.11 does not stop its interrupt thread
+	 * there, and that thread may still be working on the ports just closed
+	 * (rebuilding its fd list after the memif PMD unregistered its sockets,
+	 * or a peer's disconnect): cleanup unmapped the memory under it, and the
+	 * program died with SIGSEGV in rte_intr_fd_get() after finishing its
+	 * work. There is nothing to clean that the kernel does not reclaim at
+	 * exit (in-memory EAL, runtime directory already removed). */
 	if (eal_state == 1 && n == 0) {
-		rte_eal_cleanup();
 		eal_state = -ESHUTDOWN;
 		snprintf(eal_err, sizeof(eal_err), "EAL already shut down (process exiting)");
 	}
@@ -276,6 +333,7 @@ static int eal_start(bool need_pci)
 	if (strstr(eal_args_used, "--no-shconf"))
 		rmdir(rte_eal_get_runtime_dir());
 	eal_pid = getpid();
+	tsc_clock_start();
 	atexit(close_all_at_exit);
 	return 0;
 }
