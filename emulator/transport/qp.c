@@ -232,6 +232,11 @@ static void qp_flush(struct rocemu_qp *qp)
 	qp->req.rd_atomic = 0;
 	qp->comp.deadline_ns = 0;
 	qp->comp.rnr_until_ns = 0;
+	/* Also the stall probe: rocemu_comp_timers does nothing outside RTS/SQD, so a
+	 * probe time left in the past kept the QP at the top of the timer heap and
+	 * run_timers looped on it forever (engine lock held; seen when rdma_disconnect
+	 * moved a busy QP to ERR: qperf rc_bi_bw -cm1). */
+	qp->comp.probe_ns = 0;
 
 	/* Receive side: the WQE being filled, then the receive queue (an SRQ keeps its WQEs). */
 	if (qp->resp.have_wqe) {
