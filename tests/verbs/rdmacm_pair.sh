@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Two hosts running an unmodified rdma_cm program pair under `rocemu run`
 # (rocemu's librdmacm.so.1 beside its libibverbs.so.1):
-#   rdmacm_pair.sh memif|veth SERVER-ARGV... -- CLIENT-ARGV...
+#   rdmacm_pair.sh memif|veth [--daemon] SERVER-ARGV... -- CLIENT-ARGV...
+# --daemon: the server never exits by itself (qperf): it is stopped once the
+# client is done, and only the client's capture (complete, its process ended
+# normally) is checked.
 # In both argument lists @A@ becomes host A's address and @PORT@ a port of
 # this run. Host A (the server) starts first; host B runs the client.
 #  memif: the two processes share a fresh network namespace whose loopback
@@ -22,6 +25,8 @@ PY=${PYTHON:-/usr/bin/python3}
 TIMEOUT=${PAIR_TIMEOUT:-120}
 mode=$1
 shift
+daemon=
+[ "${1:-}" = --daemon ] && { daemon=1; shift; }
 server=() client=()
 while [ $# -gt 0 ] && [ "$1" != -- ]; do server+=("$1"); shift; done
 [ $# -gt 0 ] && shift
@@ -39,6 +44,7 @@ if objdump -T "$BUILD/verbs-provider/libibverbs.so.1" 2>/dev/null | grep -q __as
 fi
 
 dir=$(mktemp -d /tmp/rocemu-cmpair-XXXXXX)
+[ -n "${PAIR_KEEP:-}" ] && echo "files kept in $dir"
 A=cmA$$ B=cmB$$
 A=${A:0:10} B=${B:0:10}
 cleanup() {
@@ -89,15 +95,26 @@ done
 ip netns exec $nsB timeout -s KILL $TIMEOUT "$ROCEMU" run "${portB[@]}" --capture $dir/b.pcap \
 	-- "${cargv[@]}" >$dir/b.log 2>&1
 rb=$?
-wait $pa
-ra=$?
+if [ -n "$daemon" ]; then
+	# still serving is the expected state; then stop it
+	if kill -0 $pa 2>/dev/null; then ra=0; else wait $pa; ra=$?; [ $ra -eq 0 ] && ra=1; fi
+	kill $pa 2>/dev/null
+	wait $pa 2>/dev/null
+else
+	wait $pa
+	ra=$?
+fi
 pa=
 echo "== host A (${sargv[*]} ; exit $ra)"; cat $dir/a.log
 echo "== host B (${cargv[*]} ; exit $rb)"; cat $dir/b.log
 fail=0
 [ $ra -eq 0 ] && [ $rb -eq 0 ] || fail=1
 . "$SRC/tests/verbs/check_captures.sh"
-check_captures $dir/a.pcap $dir/b.pcap || fail=1
+if [ -n "$daemon" ]; then
+	check_captures $dir/b.pcap || fail=1
+else
+	check_captures $dir/a.pcap $dir/b.pcap || fail=1
+fi
 # The connection was made by CM MADs on QP1, and tshark decodes them.
 cm=$(timeout 60 tshark -n -r $dir/b.pcap -Y 'infiniband.bth.destqp == 1' -T fields \
 	-e infiniband.mad.attributeid 2>/dev/null | sort | uniq -c | tr '\n' ' ')
