@@ -1427,6 +1427,32 @@ static struct cma_id *find_listener(struct cma_device *d, uint16_t ps, uint16_t 
 	return NULL;
 }
 
+/*
+ * Whether this process answers a request for a service nobody here listens
+ * to. On a NIC one CM agent owns the port and rejects (12.6.7). On rocemu
+ * several processes can drive the same port (af_packet ports of processes
+ * sharing one interface and address: qperf's server forks a child per test,
+ * and the last child may still be closing while the next listens), and every
+ * one of them receives the REQ. Only a process that listens on some port
+ * speaks for the port's services; one that does not stays silent (the
+ * requester then gets REJ from the listening process, or times out).
+ */
+static bool local_peer(const struct cma_device *d, const union ibv_gid *src)
+{
+	for (int i = 0; i < d->gid_len; i++)
+		if (!memcmp(&d->gids[i], src, 16))
+			return true; /* a request from this very port: this process sent it */
+	return false;
+}
+
+static bool answers_for_port(const struct cma_device *d)
+{
+	for (struct cma_id *c = ids; c; c = c->next)
+		if (c->state == CMA_LISTEN && (!c->dev || c->dev == d))
+			return true;
+	return false;
+}
+
 /* The GID index of d that is the request's destination (its IP). */
 static int local_gid_index(struct cma_device *d, const uint8_t *gid)
 {
@@ -1495,6 +1521,8 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 		l = find_listener(d, ps, port, &h);
 	if (!l) {
 		/* 12.6.7: no one listens on this service ID. */
+		if (!answers_for_port(d) && !local_peer(d, src))
+			return;
 		send_rej(d, idx, src, tid, random32(), r.local_comm_id, CM_REJ_MSG_REQ,
 			 CM_REJ_INVALID_SERVICE_ID, NULL, 0);
 		return;
@@ -1673,6 +1701,8 @@ static void handle_sidr_req(struct cma_device *d, const union ibv_gid *src, uint
 	if (idx < 0)
 		idx = 1 < d->gid_len ? 1 : 0;
 	if (!l) {
+		if (!answers_for_port(d) && !local_peer(d, src))
+			return;
 		struct cm_sidr_rep rep = {.request_id = r.request_id,
 					  .status = CM_SIDR_UNSUPPORTED,
 					  .service_id = r.service_id};
