@@ -96,7 +96,7 @@ void cm_mad_put_req(uint8_t *mad, uint64_t tid, const struct cm_req *r)
 	put8(m, 93, r->hop_limit);
 	put8(m, 94, 0); /* SL 0, not subnet local */
 	put8(m, 95, (uint8_t)((r->local_ack_timeout & 0x1f) << 3));
-	memcpy(m + 136, r->pdata, CM_REQ_PDATA);
+	memcpy(m + 140, r->pdata, CM_REQ_PDATA); /* after the 44-byte alternate path (96..139) */
 }
 
 void cm_mad_get_req(const uint8_t *mad, struct cm_req *r)
@@ -128,7 +128,7 @@ void cm_mad_get_req(const uint8_t *mad, struct cm_req *r)
 	r->traffic_class = m[92];
 	r->hop_limit = m[93];
 	r->local_ack_timeout = m[95] >> 3;
-	memcpy(r->pdata, m + 136, CM_REQ_PDATA);
+	memcpy(r->pdata, m + 140, CM_REQ_PDATA);
 }
 
 /* ---- REP (12.6.8, table 109) ---- */
