@@ -93,7 +93,7 @@ static enum req_step path_error(struct rocemu_qp *qp, struct rocemu_send_wqe *w,
  * over a lossy Ethernet recovers by go-back-N, which resends everything sent
  * after the lost packet: the packets in flight are the price of every loss.
  * So the window adapts like TCP's (additive increase, multiplicative
- * decrease): cut to 3/4 once per loss episode (a sequence NAK, a READ gap, a
+ * decrease): cut to 7/8 once per loss episode (a sequence NAK, a READ gap, a
  * probe that finds a loss), back to ROCEMU_REQ_WINDOW_MIN after a timeout,
  * grown by the packets acked below ssthresh (slow start) and by
  * ROCEMU_WINDOW_AI per window's worth of acked packets above it, never past

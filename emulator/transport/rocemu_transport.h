@@ -48,13 +48,19 @@
  */
 #define ROCEMU_REQ_WINDOW 128
 /** Floor of the adaptive send window (packets). */
-#define ROCEMU_REQ_WINDOW_MIN 8
-/** A loss multiplies the window by MD_NUM/MD_DEN (gentler than TCP's 1/2: the
- * loss is random, not congestion, and go-back-N already pays for it)... */
-#define ROCEMU_WINDOW_MD_NUM 3
-#define ROCEMU_WINDOW_MD_DEN 4
-/** ...and above ssthresh it grows by ROCEMU_WINDOW_AI packets per window acknowledged. */
-#define ROCEMU_WINDOW_AI 4
+#define ROCEMU_REQ_WINDOW_MIN 16
+/**
+ * A loss episode multiplies the window by MD_NUM/MD_DEN and above ssthresh it
+ * grows by ROCEMU_WINDOW_AI packets per window acknowledged: at a random
+ * loss rate p the window settles near sqrt(MD_DEN * AI / p) (about 80 at 1%,
+ * 36 at 5%, 18 at 20%). Gentler than TCP's halving: in-process the
+ * round trip is mostly thread scheduling, and a window much below 64 leaves
+ * the pipeline idle (measured: floors of 8 and 32 with 3/4 cuts kept less
+ * goodput at 1% loss than the fixed 128 window, though they resent 4x less).
+ */
+#define ROCEMU_WINDOW_MD_NUM 7
+#define ROCEMU_WINDOW_MD_DEN 8
+#define ROCEMU_WINDOW_AI     8
 /** Shortest wait before a stalled requester probes (resends its oldest unacked packet), ns. */
 #define ROCEMU_PROBE_MIN_NS 250000ull
 /** Probes per stall (the second after twice the wait) before the transport timer decides. */
@@ -97,6 +103,7 @@
 	X(tx_rnr_nak)                                                                              \
 	X(tx_no_mbuf)                                                                              \
 	X(tx_queue_full)                                                                           \
+	X(tx_credit_waits)                                                                         \
 	X(rx_acks)                                                                                 \
 	X(rx_nak_psn_seq)                                                                          \
 	X(rx_nak_invalid_req)                                                                      \
@@ -230,11 +237,11 @@ struct rocemu_qp {
 		uint32_t rd_atomic;    /**< outstanding READ/atomic WQEs */
 		uint32_t since_ackreq; /**< packets since the last AckReq */
 		/* adaptive send window (AIMD); all 0 after RESET = the full window */
-		uint32_t cwnd;	       /**< packets allowed unacknowledged, 0 = ROCEMU_REQ_WINDOW */
-		uint32_t ssthresh;     /**< below it the window grows by what is acked */
-		uint32_t cwnd_acked;   /**< packets acknowledged towards the next +1 */
-		bool recovering;       /**< shrunk for a loss: no second shrink before... */
-		uint32_t recover_psn;  /**< ...comp.psn passes this (the PSN sent then) */
+		uint32_t cwnd;	      /**< packets allowed unacknowledged, 0 = ROCEMU_REQ_WINDOW */
+		uint32_t ssthresh;    /**< below it the window grows by what is acked */
+		uint32_t cwnd_acked;  /**< packets acknowledged towards the next +1 */
+		bool recovering;      /**< shrunk for a loss: no second shrink before... */
+		uint32_t recover_psn; /**< ...comp.psn passes this (the PSN sent then) */
 		/* round-trip estimate (request with AckReq -> response covering it) */
 		bool rtt_timing;
 		uint32_t rtt_psn;
