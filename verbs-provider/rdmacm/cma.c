@@ -57,6 +57,13 @@ static uint64_t resp_timeout_ns(void)
 /* ------------------------------------------------------------------------ */
 /* Event channels and events                                                  */
 
+/* An id destroyed while events still named it is freed with its last event. */
+static void id_free_if_done(struct cma_id *c)
+{
+	if (c->state == CMA_DESTROYING && c->events_pending <= 0)
+		free(c);
+}
+
 struct rdma_event_channel *rdma_create_event_channel(void)
 {
 	int rc = cma_init();
@@ -86,9 +93,11 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 	pthread_mutex_lock(&cma_lock);
 	while (c->head) {
 		struct cma_event *e = c->head;
+		struct cma_id *owner = to_cid(e->ev.id);
 		c->head = e->next;
-		to_cid(e->ev.id)->events_pending--;
+		owner->events_pending--;
 		free(e);
+		id_free_if_done(owner);
 	}
 	pthread_mutex_unlock(&cma_lock);
 	close(c->ch.fd);
@@ -96,11 +105,6 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 }
 ROCEMU_PUBLIC(rdma_destroy_event_channel)
 
-static void id_free_if_done(struct cma_id *c)
-{
-	if (c->state == CMA_DESTROYING && c->events_pending <= 0)
-		free(c);
-}
 
 /* Queue an event for id (lock held). pdata is copied into the event. */
 static struct cma_event *event_post(struct cma_id *c, enum rdma_cm_event_type type, int status,
@@ -1078,9 +1082,7 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 	}
 	c->state = CMA_DESTROYING;
 	pthread_mutex_unlock(&cma_lock);
-	if (own && !c->listener)
-		rdma_destroy_event_channel(id->channel);
-	else if (own)
+	if (own) /* the private channel of a synchronous id */
 		rdma_destroy_event_channel(id->channel);
 	pthread_mutex_lock(&cma_lock);
 	id_free_if_done(c);
@@ -1172,7 +1174,7 @@ ROCEMU_PUBLIC(rdma_get_dst_port)
 
 int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 {
-	if (!id || !attr || !id->verbs)
+	if (!id || !attr || !id->verbs || id->qp)
 		return fail(EINVAL);
 	struct cma_id *c = to_cid(id);
 	struct cma_device *d = cma_device_of(id->verbs);
@@ -1187,7 +1189,7 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 	/* Without CQs, the library makes them (each with a completion channel),
 	 * as rdma_get_send_comp/rdma_get_recv_comp expect. */
 	if (!attr->send_cq || !attr->recv_cq) {
-		int n = (int)(attr->cap.max_send_wr + attr->cap.max_recv_wr);
+		c->own_cqs = true;
 		id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
 		id->send_cq_channel = ibv_create_comp_channel(id->verbs);
 		if (id->recv_cq_channel)
@@ -1196,10 +1198,8 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 		if (id->send_cq_channel)
 			id->send_cq = ibv_create_cq(id->verbs, attr->cap.max_send_wr ? (int)attr->cap.max_send_wr : 1,
 						    id, id->send_cq_channel, 0);
-		(void)n;
 		if (!id->recv_cq || !id->send_cq)
 			goto err_cq;
-		c->own_cqs = true;
 		if (!attr->send_cq)
 			attr->send_cq = id->send_cq;
 		if (!attr->recv_cq)
@@ -1224,10 +1224,10 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 	return 0;
 err_cq: {
 	int err = errno ? errno : ENOMEM;
-	if (c->own_cqs || !id->qp) {
-		if (id->send_cq && c->own_cqs)
+	if (c->own_cqs) { /* undo what this call made */
+		if (id->send_cq)
 			ibv_destroy_cq(id->send_cq);
-		if (id->recv_cq && c->own_cqs)
+		if (id->recv_cq)
 			ibv_destroy_cq(id->recv_cq);
 		if (id->send_cq_channel)
 			ibv_destroy_comp_channel(id->send_cq_channel);
