@@ -60,9 +60,9 @@ static void req_layout(void **state)
 	assert_int_equal(mad[24 + 8 + 4], 0x01); /* service ID 00000000 0106 1d2f */
 	assert_int_equal(mad[24 + 8 + 5], 0x06);
 	assert_int_equal(mad[24 + 8 + 6], 0x1d);
-	assert_int_equal(mad[24 + 32], 0xab);	/* local QPN */
-	assert_int_equal(mad[24 + 35], 3);	/* responder resources */
-	assert_int_equal(mad[24 + 39], 4);	/* initiator depth */
+	assert_int_equal(mad[24 + 32], 0xab); /* local QPN */
+	assert_int_equal(mad[24 + 35], 3);    /* responder resources */
+	assert_int_equal(mad[24 + 39], 4);    /* initiator depth */
 	assert_int_equal(mad[24 + 43], 18 << 3 | 1 << 1 | 1);
 	assert_int_equal(mad[24 + 44], 0x12); /* starting PSN */
 	assert_int_equal(mad[24 + 47], 17 << 3 | 6);
@@ -81,10 +81,18 @@ static void rep_rej_ids_layout(void **state)
 {
 	(void)state;
 	uint8_t mad[CM_MAD_SIZE];
-	struct cm_rep rep = {.local_comm_id = 1, .remote_comm_id = 2, .local_qpn = 0x12,
-			     .starting_psn = 0xfedcba, .responder_resources = 1,
-			     .initiator_depth = 2, .target_ack_delay = 15, .flow_control = 1,
-			     .rnr_retry_count = 7, .srq = true, .local_ca_guid = 9}, drep;
+	struct cm_rep rep = {.local_comm_id = 1,
+			     .remote_comm_id = 2,
+			     .local_qpn = 0x12,
+			     .starting_psn = 0xfedcba,
+			     .responder_resources = 1,
+			     .initiator_depth = 2,
+			     .target_ack_delay = 15,
+			     .flow_control = 1,
+			     .rnr_retry_count = 7,
+			     .srq = true,
+			     .local_ca_guid = 9},
+		      drep;
 	fill(rep.pdata, CM_REP_PDATA, 4);
 	cm_mad_put_rep(mad, 5, &rep);
 	assert_int_equal(mad[24 + 15], 0); /* QPN in the upper 24 bits of 12..15 */
@@ -94,8 +102,11 @@ static void rep_rej_ids_layout(void **state)
 	cm_mad_get_rep(mad, &drep);
 	assert_memory_equal(&drep, &rep, sizeof(rep));
 
-	struct cm_rej rej = {.local_comm_id = 3, .remote_comm_id = 4,
-			     .msg_rejected = CM_REJ_MSG_REQ, .reason = CM_REJ_INVALID_SERVICE_ID}, drej;
+	struct cm_rej rej = {.local_comm_id = 3,
+			     .remote_comm_id = 4,
+			     .msg_rejected = CM_REJ_MSG_REQ,
+			     .reason = CM_REJ_INVALID_SERVICE_ID},
+		      drej;
 	fill(rej.pdata, CM_REJ_PDATA, 5);
 	cm_mad_put_rej(mad, 6, &rej);
 	assert_int_equal(mad[24 + 11], 8);
@@ -116,8 +127,10 @@ static void sidr_and_cma(void **state)
 {
 	(void)state;
 	uint8_t mad[CM_MAD_SIZE];
-	struct cm_sidr_req q = {.request_id = 0x55, .pkey = 0xffff,
-				.service_id = cma_service_id(0x0111, 7174)}, dq;
+	struct cm_sidr_req q = {.request_id = 0x55,
+				.pkey = 0xffff,
+				.service_id = cma_service_id(0x0111, 7174)},
+			   dq;
 	struct cma_hdr h = {.ip_version = 4, .src_port = 0x8001}, dh;
 	h.src[12] = 10;
 	h.dst[12] = 11;
@@ -134,8 +147,12 @@ static void sidr_and_cma(void **state)
 	assert_int_equal(port, 7174);
 	assert_int_equal(cma_service_parse(0x1234, &ps, &port), -22);
 
-	struct cm_sidr_rep r = {.request_id = 0x55, .status = CM_SIDR_OK, .qpn = 0x42,
-				.service_id = q.service_id, .qkey = 0x01234567}, dr;
+	struct cm_sidr_rep r = {.request_id = 0x55,
+				.status = CM_SIDR_OK,
+				.qpn = 0x42,
+				.service_id = q.service_id,
+				.qkey = 0x01234567},
+			   dr;
 	cm_mad_put_sidr_rep(mad, 1, &r);
 	assert_int_equal(mad[24 + 10], 0x42);
 	assert_int_equal(mad[24 + 23], 0x67);
@@ -156,7 +173,7 @@ static void bad_headers(void **state)
 	cm_mad_put_ids(mad, 1, CM_ATTR_RTU, &m);
 	assert_int_equal(cm_mad_parse_hdr(mad, sizeof(mad), &h), 0);
 	assert_int_equal(cm_mad_parse_hdr(mad, 100, &h), -22); /* short */
-	mad[1] = 0x04;						   /* not the CM class */
+	mad[1] = 0x04;					       /* not the CM class */
 	assert_int_equal(cm_mad_parse_hdr(mad, sizeof(mad), &h), -22);
 	mad[1] = 0x07;
 	mad[3] = 0x81; /* a response method: CM uses Send only */

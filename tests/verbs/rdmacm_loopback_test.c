@@ -55,7 +55,10 @@ static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_
 	return ev;
 }
 
-static void ack(struct rdma_cm_event *ev) { assert_int_equal(rdma_ack_cm_event(ev), 0); }
+static void ack(struct rdma_cm_event *ev)
+{
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+}
 
 static struct ibv_qp_init_attr qp_attr(enum ibv_qp_type t)
 {
@@ -97,7 +100,8 @@ static void rc_pair(const char *client_ip, const char *server_ip, uint16_t port)
 
 	assert_int_equal(rdma_create_id(cch, &client, (void *)0x1234, RDMA_PS_TCP), 0);
 	struct sockaddr_in ca = addr(client_ip, 0);
-	assert_int_equal(rdma_resolve_addr(client, (struct sockaddr *)&ca, (struct sockaddr *)&la, 2000), 0);
+	assert_int_equal(
+	    rdma_resolve_addr(client, (struct sockaddr *)&ca, (struct sockaddr *)&la, 2000), 0);
 	ack(expect(cch, RDMA_CM_EVENT_ADDR_RESOLVED));
 	assert_non_null(client->verbs);
 	assert_int_equal(rdma_resolve_route(client, 2000), 0);
@@ -283,8 +287,8 @@ static void ud_sidr(void **state)
 	for (int i = 0; i < 256; i++)
 		msg[i] = (char)(255 - i);
 	struct ibv_mr *smr = rdma_reg_msgs(c, msg, sizeof(msg));
-	assert_int_equal(rdma_post_ud_send(c, (void *)8, msg, sizeof(msg), smr, IBV_SEND_SIGNALED, ah,
-					   s->qp->qp_num),
+	assert_int_equal(rdma_post_ud_send(c, (void *)8, msg, sizeof(msg), smr, IBV_SEND_SIGNALED,
+					   ah, s->qp->qp_num),
 			 0);
 	(void)qkey;
 	wait_comp(c->send_cq);
@@ -420,12 +424,9 @@ int main(void)
 	close(fd);
 	setenv("ROCEMU_CONFIG", path, 1);
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(unsupported_and_helpers),
-	    cmocka_unit_test(rc_one_device),
-	    cmocka_unit_test(rc_two_devices),
-	    cmocka_unit_test(rejected_by_listener),
-	    cmocka_unit_test(rejected_no_listener),
-	    cmocka_unit_test(ud_sidr),
+	    cmocka_unit_test(unsupported_and_helpers), cmocka_unit_test(rc_one_device),
+	    cmocka_unit_test(rc_two_devices),	       cmocka_unit_test(rejected_by_listener),
+	    cmocka_unit_test(rejected_no_listener),    cmocka_unit_test(ud_sidr),
 	    cmocka_unit_test(sync_endpoints),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

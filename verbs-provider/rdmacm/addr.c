@@ -16,8 +16,9 @@ socklen_t cma_sockaddr_len(const struct sockaddr *sa)
 {
 	if (!sa)
 		return 0;
-	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-					 : (sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : 0);
+	return sa->sa_family == AF_INET6
+		   ? sizeof(struct sockaddr_in6)
+		   : (sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : 0);
 }
 
 void cma_sockaddr_to_gid(const struct sockaddr *sa, union ibv_gid *gid)
@@ -76,8 +77,8 @@ static int common_prefix(const union ibv_gid *a, const union ibv_gid *b)
 	return n;
 }
 
-int cma_pick_device(const struct sockaddr *src, const struct sockaddr *dst,
-		    struct cma_device **dev, int *sgid_index)
+int cma_pick_device(const struct sockaddr *src, const struct sockaddr *dst, struct cma_device **dev,
+		    int *sgid_index)
 {
 	int n;
 	struct cma_device *devs = cma_devices(&n);
@@ -182,8 +183,9 @@ int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_ad
 	r->ai_flags = hints ? hints->ai_flags : 0;
 	r->ai_family = ai->ai_family;
 	r->ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type : IBV_QPT_RC;
-	r->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space
-			   : (r->ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP);
+	r->ai_port_space = hints && hints->ai_port_space
+			       ? hints->ai_port_space
+			       : (r->ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP);
 	if (hints && !hints->ai_qp_type && hints->ai_port_space == RDMA_PS_UDP)
 		r->ai_qp_type = IBV_QPT_UD;
 	if (r->ai_flags & RAI_PASSIVE) {

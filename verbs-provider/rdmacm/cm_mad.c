@@ -12,7 +12,10 @@
 
 #define CM_OFF 24 /* common MAD header */
 
-static void put8(uint8_t *m, unsigned off, uint8_t v) { m[off] = v; }
+static void put8(uint8_t *m, unsigned off, uint8_t v)
+{
+	m[off] = v;
+}
 static void put16(uint8_t *m, unsigned off, uint16_t v)
 {
 	m[off] = (uint8_t)(v >> 8);
@@ -78,10 +81,12 @@ void cm_mad_put_req(uint8_t *mad, uint64_t tid, const struct cm_req *r)
 	put32(m, 28, r->local_qkey);
 	put32(m, 32, r->local_qpn << 8 | r->responder_resources);
 	put32(m, 36, r->initiator_depth); /* local EECN 0 */
-	put8(m, 43, (uint8_t)((r->remote_cm_timeout & 0x1f) << 3 | (r->transport & 3) << 1 |
-			      (r->flow_control & 1)));
-	put32(m, 44, (r->starting_psn & 0xffffff) << 8 |
-			 (uint32_t)((r->local_cm_timeout & 0x1f) << 3 | (r->retry_count & 7)));
+	put8(m, 43,
+	     (uint8_t)((r->remote_cm_timeout & 0x1f) << 3 | (r->transport & 3) << 1 |
+		       (r->flow_control & 1)));
+	put32(m, 44,
+	      (r->starting_psn & 0xffffff) << 8 |
+		  (uint32_t)((r->local_cm_timeout & 0x1f) << 3 | (r->retry_count & 7)));
 	put16(m, 48, r->pkey);
 	put8(m, 50, (uint8_t)((r->path_mtu & 0xf) << 4 | (r->rnr_retry_count & 7)));
 	put8(m, 51, (uint8_t)((r->max_cm_retries & 0xf) << 4 | (r->srq ? 1 << 3 : 0)));
@@ -145,8 +150,9 @@ void cm_mad_put_rep(uint8_t *mad, uint64_t tid, const struct cm_rep *r)
 	put32(m, 20, (r->starting_psn & 0xffffff) << 8);
 	put8(m, 24, r->responder_resources);
 	put8(m, 25, r->initiator_depth);
-	put8(m, 26, (uint8_t)((r->target_ack_delay & 0x1f) << 3 | (r->failover & 3) << 1 |
-			      (r->flow_control & 1)));
+	put8(m, 26,
+	     (uint8_t)((r->target_ack_delay & 0x1f) << 3 | (r->failover & 3) << 1 |
+		       (r->flow_control & 1)));
 	put8(m, 27, (uint8_t)((r->rnr_retry_count & 7) << 5 | (r->srq ? 1 << 4 : 0)));
 	put64(m, 28, r->local_ca_guid);
 	memcpy(m + 36, r->pdata, CM_REP_PDATA);

@@ -35,12 +35,12 @@ enum cm_attr_id {
 };
 
 /* Private data sizes (IBA table 99 and friends). */
-#define CM_REQ_PDATA  92
-#define CM_REP_PDATA  196
-#define CM_RTU_PDATA  224
-#define CM_REJ_PDATA  148
-#define CM_DREQ_PDATA 220
-#define CM_DREP_PDATA 224
+#define CM_REQ_PDATA	  92
+#define CM_REP_PDATA	  196
+#define CM_RTU_PDATA	  224
+#define CM_REJ_PDATA	  148
+#define CM_DREQ_PDATA	  220
+#define CM_DREP_PDATA	  224
 #define CM_SIDR_REQ_PDATA 216
 #define CM_SIDR_REP_PDATA 136
 
@@ -156,13 +156,13 @@ void cm_mad_get_sidr_rep(const uint8_t *mad, struct cm_sidr_rep *m);
  * in the high nibble of byte 1, the source port, then source and destination
  * addresses as 16 bytes each (IPv4 in the last four).
  */
-#define CMA_HDR_LEN	  36
-#define CMA_SERVICE_BASE  0x0000000001000000ull
-#define CMA_SERVICE_MASK  0xffffffffff000000ull
+#define CMA_HDR_LEN	 36
+#define CMA_SERVICE_BASE 0x0000000001000000ull
+#define CMA_SERVICE_MASK 0xffffffffff000000ull
 
 struct cma_hdr {
-	uint8_t ip_version; /* 4 or 6 */
-	uint16_t src_port;  /* host order */
+	uint8_t ip_version;	  /* 4 or 6 */
+	uint16_t src_port;	  /* host order */
 	uint8_t src[16], dst[16]; /* IPv4: last four bytes */
 };
 

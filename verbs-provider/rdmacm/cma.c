@@ -26,7 +26,10 @@ static struct cma_id *ids;
 static uint32_t next_comm_id;
 static uint16_t next_port;
 
-static struct cma_id *to_cid(struct rdma_cm_id *id) { return (struct cma_id *)id; }
+static struct cma_id *to_cid(struct rdma_cm_id *id)
+{
+	return (struct cma_id *)id;
+}
 static struct cma_channel *to_chan(struct rdma_event_channel *c)
 {
 	return (struct cma_channel *)c;
@@ -104,7 +107,6 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 	free(c);
 }
 ROCEMU_PUBLIC(rdma_destroy_event_channel)
-
 
 /* Queue an event for id (lock held). pdata is copied into the event. */
 static struct cma_event *event_post(struct cma_id *c, enum rdma_cm_event_type type, int status,
@@ -389,9 +391,9 @@ static void arm_timer(struct cma_id *c)
 	c->deadline_ns = cma_now_ns() + resp_timeout_ns();
 }
 
-static void send_rej(struct cma_device *d, int sgid_index, const union ibv_gid *dgid,
-		     uint64_t tid, uint32_t local_comm_id, uint32_t remote_comm_id,
-		     enum cm_rej_msg msg, uint16_t reason, const void *pdata, uint8_t plen)
+static void send_rej(struct cma_device *d, int sgid_index, const union ibv_gid *dgid, uint64_t tid,
+		     uint32_t local_comm_id, uint32_t remote_comm_id, enum cm_rej_msg msg,
+		     uint16_t reason, const void *pdata, uint8_t plen)
 {
 	struct cm_rej r = {.local_comm_id = local_comm_id,
 			   .remote_comm_id = remote_comm_id,
@@ -474,7 +476,8 @@ static int init_qp_attr(struct cma_id *c, struct ibv_qp_attr *a, int *mask)
 		} else {
 			a->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 			if (rc_qp)
-				a->qp_access_flags |= IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+				a->qp_access_flags |=
+				    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 			*mask |= IBV_QP_ACCESS_FLAGS;
 		}
 		return 0;
@@ -758,7 +761,10 @@ static void ack_attached_event(struct rdma_cm_id *id)
 /* ------------------------------------------------------------------------ */
 /* Connect / accept / reject / disconnect                                     */
 
-static uint8_t cap8(unsigned v, unsigned max) { return (uint8_t)(v > max ? max : v); }
+static uint8_t cap8(unsigned v, unsigned max)
+{
+	return (uint8_t)(v > max ? max : v);
+}
 
 static void cma_hdr_for(const struct cma_id *c, uint8_t *out)
 {
@@ -782,10 +788,11 @@ static void cma_hdr_for(const struct cma_id *c, uint8_t *out)
 
 static int connect_ud(struct cma_id *c, struct rdma_conn_param *p)
 {
-	struct cm_sidr_req r = {.request_id = c->local_comm_id,
-				.pkey = 0xffff,
-				.service_id = cma_service_id((uint16_t)c->id.ps,
-							     get_port((struct sockaddr *)&c->id.route.addr.dst_addr))};
+	struct cm_sidr_req r = {
+	    .request_id = c->local_comm_id,
+	    .pkey = 0xffff,
+	    .service_id = cma_service_id((uint16_t)c->id.ps,
+					 get_port((struct sockaddr *)&c->id.route.addr.dst_addr))};
 	if (p && p->private_data_len > CM_SIDR_REQ_PDATA - CMA_HDR_LEN)
 		return -EINVAL;
 	cma_hdr_for(c, r.pdata);
@@ -820,8 +827,8 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
 	}
 	struct cm_req r = {0};
 	r.local_comm_id = c->local_comm_id;
-	r.service_id = cma_service_id((uint16_t)id->ps,
-				      get_port((struct sockaddr *)&id->route.addr.dst_addr));
+	r.service_id =
+	    cma_service_id((uint16_t)id->ps, get_port((struct sockaddr *)&id->route.addr.dst_addr));
 	r.local_ca_guid = be64toh(c->dev->guid);
 	r.local_qpn = id->qp ? id->qp->qp_num : (p ? p->qp_num & 0xffffff : 0);
 	c->local_qpn = r.local_qpn;
@@ -1193,11 +1200,13 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 		id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
 		id->send_cq_channel = ibv_create_comp_channel(id->verbs);
 		if (id->recv_cq_channel)
-			id->recv_cq = ibv_create_cq(id->verbs, attr->cap.max_recv_wr ? (int)attr->cap.max_recv_wr : 1,
-						    id, id->recv_cq_channel, 0);
+			id->recv_cq = ibv_create_cq(
+			    id->verbs, attr->cap.max_recv_wr ? (int)attr->cap.max_recv_wr : 1, id,
+			    id->recv_cq_channel, 0);
 		if (id->send_cq_channel)
-			id->send_cq = ibv_create_cq(id->verbs, attr->cap.max_send_wr ? (int)attr->cap.max_send_wr : 1,
-						    id, id->send_cq_channel, 0);
+			id->send_cq = ibv_create_cq(
+			    id->verbs, attr->cap.max_send_wr ? (int)attr->cap.max_send_wr : 1, id,
+			    id->send_cq_channel, 0);
 		if (!id->recv_cq || !id->send_cq)
 			goto err_cq;
 		if (!attr->send_cq)
@@ -1222,7 +1231,7 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 	id->qp = qp;
 	id->pd = attr->pd;
 	return 0;
-err_cq: {
+err_cq : {
 	int err = errno ? errno : ENOMEM;
 	if (c->own_cqs) { /* undo what this call made */
 		if (id->send_cq)
@@ -1289,8 +1298,9 @@ int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
 		return fail(ENODEV);
 	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC)
 		return fail(EOPNOTSUPP);
-	struct ibv_pd *pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) && attr->pd ? attr->pd
-			    : (id->pd ? id->pd : d->pd);
+	struct ibv_pd *pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) && attr->pd
+				? attr->pd
+				: (id->pd ? id->pd : d->pd);
 	struct ibv_srq *srq = ibv_create_srq(pd, &sa);
 	if (!srq)
 		return -1;
@@ -1537,7 +1547,8 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 	c->retry_count = r.retry_count;
 	c->rnr_retry = r.rnr_retry_count;
 	c->local_ack_timeout = r.local_ack_timeout ? r.local_ack_timeout : CMA_ACK_TIMEOUT;
-	c->mtu = r.path_mtu && r.path_mtu < d->active_mtu ? (enum ibv_mtu)r.path_mtu : d->active_mtu;
+	c->mtu =
+	    r.path_mtu && r.path_mtu < d->active_mtu ? (enum ibv_mtu)r.path_mtu : d->active_mtu;
 	c->srq = r.srq;
 	struct cma_event *e = event_post(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0, r.pdata + CMA_HDR_LEN,
 					 CM_REQ_PDATA - CMA_HDR_LEN);
@@ -1619,7 +1630,8 @@ static void handle_rtu(const uint8_t *mad)
 		return;
 	c->timer = false;
 	c->state = CMA_ESTABLISHED;
-	event_post(c, RDMA_CM_EVENT_ESTABLISHED, 0, m.pdata, CM_RTU_PDATA > 196 ? 196 : CM_RTU_PDATA);
+	event_post(c, RDMA_CM_EVENT_ESTABLISHED, 0, m.pdata,
+		   CM_RTU_PDATA > 196 ? 196 : CM_RTU_PDATA);
 }
 
 static void handle_rej(const uint8_t *mad)
@@ -1714,9 +1726,9 @@ static void handle_sidr_req(struct cma_device *d, const union ibv_gid *src, uint
 	struct cma_id *c = new_passive_id(l, d, idx, src, &h, r.request_id, tid);
 	if (!c)
 		return;
-	struct cma_event *e = event_post(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0, r.pdata + CMA_HDR_LEN,
-					 CM_SIDR_REQ_PDATA - CMA_HDR_LEN > 196 ? 196
-					 : CM_SIDR_REQ_PDATA - CMA_HDR_LEN);
+	struct cma_event *e = event_post(
+	    c, RDMA_CM_EVENT_CONNECT_REQUEST, 0, r.pdata + CMA_HDR_LEN,
+	    CM_SIDR_REQ_PDATA - CMA_HDR_LEN > 196 ? 196 : CM_SIDR_REQ_PDATA - CMA_HDR_LEN);
 	if (!e)
 		return;
 	e->ev.listen_id = &l->id;
@@ -1742,7 +1754,8 @@ static void handle_sidr_rep(const uint8_t *mad)
 	c->state = CMA_ESTABLISHED;
 	c->remote_qpn = r.qpn;
 	c->remote_qkey = r.qkey;
-	struct cma_event *e = event_post(c, RDMA_CM_EVENT_ESTABLISHED, 0, r.pdata, CM_SIDR_REP_PDATA);
+	struct cma_event *e =
+	    event_post(c, RDMA_CM_EVENT_ESTABLISHED, 0, r.pdata, CM_SIDR_REP_PDATA);
 	if (!e)
 		return;
 	fill_ah(c, &e->ev.param.ud.ah_attr);

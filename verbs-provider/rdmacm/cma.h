@@ -23,15 +23,15 @@
 /* After the body of each exported function: binds it to its version (gen_abi.py). */
 #define ROCEMU_PUBLIC(name) ROCEMU_SYMVER_##name
 
-#define CMA_GSI_RECVS	  64
-#define CMA_GSI_SENDS	  64
-#define CMA_GSI_BUF	  (40 + CM_MAD_SIZE)
-#define CMA_MAX_AH	  32
+#define CMA_GSI_RECVS		  64
+#define CMA_GSI_SENDS		  64
+#define CMA_GSI_BUF		  (40 + CM_MAD_SIZE)
+#define CMA_MAX_AH		  32
 #define ROCEMU_RDMACM_MAX_DEVICES 16
-#define CMA_RESP_TIMEOUT  18 /* 4.096 us * 2^18 = 1.07 s between retransmissions */
-#define CMA_MAX_CM_RETRIES 8
-#define CMA_UDP_QKEY	  0x01234567u /* RDMA_UDP_QKEY */
-#define CMA_ACK_TIMEOUT	  14 /* QP local ACK timeout: 4.096 us * 2^14 = 67 ms */
+#define CMA_RESP_TIMEOUT	  18 /* 4.096 us * 2^18 = 1.07 s between retransmissions */
+#define CMA_MAX_CM_RETRIES	  8
+#define CMA_UDP_QKEY		  0x01234567u /* RDMA_UDP_QKEY */
+#define CMA_ACK_TIMEOUT		  14	      /* QP local ACK timeout: 4.096 us * 2^14 = 67 ms */
 
 /** An opened rocemu device with its GSI agent (QP1). */
 struct cma_device {
@@ -62,10 +62,10 @@ enum cma_state {
 	CMA_ADDR_RESOLVED,
 	CMA_ROUTE_RESOLVED,
 	CMA_LISTEN,
-	CMA_REQ_SENT,	   /* active: REQ or SIDR_REQ out, waiting for REP/REJ */
-	CMA_REP_RCVD,	   /* active without a QP: CONNECT_RESPONSE given, waiting for rdma_establish */
-	CMA_REQ_RCVD,	   /* passive: CONNECT_REQUEST given, waiting for accept/reject */
-	CMA_REP_SENT,	   /* passive: REP out, waiting for RTU */
+	CMA_REQ_SENT, /* active: REQ or SIDR_REQ out, waiting for REP/REJ */
+	CMA_REP_RCVD, /* active without a QP: CONNECT_RESPONSE given, waiting for rdma_establish */
+	CMA_REQ_RCVD, /* passive: CONNECT_REQUEST given, waiting for accept/reject */
+	CMA_REP_SENT, /* passive: REP out, waiting for RTU */
 	CMA_ESTABLISHED,
 	CMA_DREQ_SENT,
 	CMA_DISCONNECTED,
@@ -143,8 +143,8 @@ uint64_t cma_next_deadline(void);
 void cma_sockaddr_to_gid(const struct sockaddr *sa, union ibv_gid *gid);
 bool cma_addr_any(const struct sockaddr *sa);
 /** The device and GID index for a source/destination pair; -EADDRNOTAVAIL/-ENODEV. */
-int cma_pick_device(const struct sockaddr *src, const struct sockaddr *dst,
-		    struct cma_device **dev, int *sgid_index);
+int cma_pick_device(const struct sockaddr *src, const struct sockaddr *dst, struct cma_device **dev,
+		    int *sgid_index);
 socklen_t cma_sockaddr_len(const struct sockaddr *sa);
 
 #endif /* ROCEMU_RDMACM_CMA_H */

@@ -115,11 +115,10 @@ int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid
 		if (d->ah[i].sgid_index == sgid_index && !memcmp(&d->ah[i].dgid, dgid, 16))
 			ah = d->ah[i].ah;
 	if (!ah) {
-		struct ibv_ah_attr aa = {.is_global = 1,
-					 .port_num = 1,
-					 .grh = {.dgid = *dgid,
-						 .sgid_index = (uint8_t)sgid_index,
-						 .hop_limit = 64}};
+		struct ibv_ah_attr aa = {
+		    .is_global = 1,
+		    .port_num = 1,
+		    .grh = {.dgid = *dgid, .sgid_index = (uint8_t)sgid_index, .hop_limit = 64}};
 		ah = ibv_create_ah(d->pd, &aa);
 		if (!ah)
 			return -errno;
