@@ -123,10 +123,19 @@ static int poll_one(struct rocemu_cq *cq, struct rocemu_wc *wc)
 	return 0;
 }
 
+/* Registered buffers: freed after the engine (which deregisters them) is gone. */
+static void *owned[3];
+
+static void *own(unsigned i, void *p)
+{
+	owned[i] = p;
+	return p;
+}
+
 static int run_server(struct rocemu_qp *qp, struct node *n, uint32_t count, uint32_t size,
 		      uint64_t *counter)
 {
-	uint8_t *bufs = malloc((size_t)DEPTH * size), *want = malloc(size);
+	uint8_t *bufs = own(0, malloc((size_t)DEPTH * size)), *want = own(1, malloc(size));
 	struct rocemu_mr *mr;
 	struct rocemu_mr_info info;
 	struct rocemu_wc wc;
@@ -183,8 +192,8 @@ static int run_server(struct rocemu_qp *qp, struct node *n, uint32_t count, uint
 static int run_client(struct rocemu_qp *qp, struct node *n, uint32_t count, uint32_t size,
 		      uint32_t rkey, uint64_t va)
 {
-	uint8_t *bufs = malloc((size_t)DEPTH * size);
-	uint64_t *orig = calloc(DEPTH, 8);
+	uint8_t *bufs = own(0, malloc((size_t)DEPTH * size));
+	uint64_t *orig = own(1, calloc(DEPTH, 8));
 	struct rocemu_mr *mr, *mo;
 	struct rocemu_mr_info info, io;
 	struct rocemu_wc wc;
@@ -262,7 +271,7 @@ int main(int argc, char **argv)
 	struct rocemu_qp *qp;
 	struct rocemu_mr *mc;
 	struct rocemu_mr_info ic;
-	uint64_t *counter = calloc(1, 8);
+	uint64_t *counter = own(2, calloc(1, 8));
 	uint32_t peer_qpn, peer_rkey, count, size;
 	uint64_t peer_va;
 	uint8_t dgid[16];
@@ -337,14 +346,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s engine:", argv[1]);
 		for (unsigned i = 0; i < k && i < 128; i++)
 			if (c[i].value)
-				fprintf(stderr, " %s=%llu", c[i].name, (unsigned long long)c[i].value);
+				fprintf(stderr, " %s=%llu", c[i].name,
+					(unsigned long long)c[i].value);
 		fprintf(stderr, "\n%s port:", argv[1]);
 		k = rocemu_port_counters(rocemu_engine_port(n.e), c, 128);
 		for (unsigned i = 0; i < k && i < 128; i++)
 			if (c[i].value)
-				fprintf(stderr, " %s=%llu", c[i].name, (unsigned long long)c[i].value);
+				fprintf(stderr, " %s=%llu", c[i].name,
+					(unsigned long long)c[i].value);
 		fprintf(stderr, "\n");
 	}
 	rocemu_engine_destroy(n.e);
+	for (unsigned i = 0; i < 3; i++)
+		free(owned[i]);
 	return rc ? 1 : 0;
 }
