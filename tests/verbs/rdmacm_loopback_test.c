@@ -248,6 +248,25 @@ static void rejected_no_listener(void **state)
 	rdma_destroy_event_channel(ch);
 }
 
+/* A host that does not exist: the REQ is resent a bounded number of times,
+ * then UNREACHABLE (never a hang); the GSI keeps working for others. */
+static void unreachable_host(void **state)
+{
+	(void)state;
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *c = connect_client(ch, "10.79.1.99", 7477, NULL);
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+	assert_int_equal(poll(&p, 1, 30000), 1);
+	assert_int_equal(rdma_get_cm_event(ch, &ev), 0);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_UNREACHABLE);
+	assert_int_equal(ev->status, -ETIMEDOUT);
+	ack(ev);
+	rdma_destroy_qp(c);
+	assert_int_equal(rdma_destroy_id(c), 0);
+	rdma_destroy_event_channel(ch);
+}
+
 static void ud_sidr(void **state)
 {
 	(void)state;
@@ -424,10 +443,17 @@ int main(void)
 	close(fd);
 	setenv("ROCEMU_CONFIG", path, 1);
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(unsupported_and_helpers), cmocka_unit_test(rc_one_device),
-	    cmocka_unit_test(rc_two_devices),	       cmocka_unit_test(rejected_by_listener),
-	    cmocka_unit_test(rejected_no_listener),    cmocka_unit_test(ud_sidr),
+	    // clang-format off
+	    cmocka_unit_test(unsupported_and_helpers),
+	    cmocka_unit_test(rc_one_device),
+	    cmocka_unit_test(rc_two_devices),
+	    cmocka_unit_test(rejected_by_listener),
+	    cmocka_unit_test(rejected_no_listener),
+	    cmocka_unit_test(ud_sidr),
 	    cmocka_unit_test(sync_endpoints),
+	    cmocka_unit_test(unreachable_host),
+	    cmocka_unit_test(rejected_no_listener), /* the GSI still answers after that */
+	    // clang-format on
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	unlink(path);
