@@ -601,6 +601,9 @@ static void fill_port_attr(struct rocemu_vcontext *c, struct ibv_port_attr *a)
 	link_width_speed(rocemu_port_link_speed(c->port), &a->active_width, &a->active_speed);
 	a->phys_state = up ? 5 : 3; /* LinkUp : Disabled */
 	a->link_layer = IBV_LINK_LAYER_ETHERNET;
+	/* LID-only extension: low 16 bits of the first IPv4 address (0: none).
+	 * No subnet manager: sm_lid 0, lmc 0. */
+	a->lid = rocemu_port_lid(c->port);
 }
 
 int rocemu_op_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr,

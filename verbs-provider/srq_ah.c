@@ -203,6 +203,10 @@ int ibv_init_ah_from_wc(struct ibv_context *ctx, uint8_t port, struct ibv_wc *wc
 	if (idx < 0)
 		return ENOENT; /* the packet was not addressed to one of our GIDs */
 	ah->is_global = 1;
+	/* LID-only extension: a sender in our /16 has a LID; the GRH stays the
+	 * authority, the dlid lets a LID-only program compare/print it. */
+	if (!ah->dlid)
+		ah->dlid = rocemu_lid_of_gid(to_vctx(ctx)->port, sgid);
 	memcpy(ah->grh.dgid.raw, sgid, 16); /* reply to the sender */
 	ah->grh.sgid_index = (uint8_t)idx;
 	ah->grh.flow_label = flow;

@@ -470,12 +470,16 @@ enum ibv_qp_state rocemu_qp_state(const struct rocemu_qp *qp)
 /* ------------------------------------------------------------------------ */
 /* Modify                                                                     */
 
-static int check_av(struct rocemu_engine *e, const struct ibv_ah_attr *ah)
+static int check_av(struct rocemu_engine *e, const struct ibv_ah_attr *in)
 {
+	struct ibv_ah_attr av;
+	const struct ibv_ah_attr *ah = &av;
 	uint8_t sgid[16];
 
-	if (!ah->is_global)
-		return -EINVAL; /* RoCE: every packet carries a GRH (IP header) */
+	/* Every packet carries a GRH (IP header); is_global = 0 is resolved
+	 * from the dlid (LID-only extension), dlid 0 is EINVAL. */
+	if (rocemu_av_resolve(e->port, in, &av) < 0)
+		return -EINVAL;
 	if (ah->port_num > 1)
 		return -EINVAL;
 	if (rocemu_port_gid(e->port, ah->grh.sgid_index, sgid) < 0)
@@ -584,10 +588,13 @@ static void apply_attrs(struct rocemu_qp *qp, const struct ibv_qp_attr *a, int m
 	if (mask & IBV_QP_DEST_QPN)
 		s->dest_qp_num = a->dest_qp_num;
 	if (mask & IBV_QP_AV) {
+		struct ibv_ah_attr av;
 		uint8_t mac[6];
 
 		s->ah_attr = a->ah_attr;
-		set_path(qp, &a->ah_attr);
+		/* Cannot fail: check_av resolved the same attributes. */
+		(void)rocemu_av_resolve(qp->engine->port, &a->ah_attr, &av);
+		set_path(qp, &av);
 		/* Start ARP/ND now so the first packet does not wait for it. */
 		(void)rocemu_port_resolve(qp->engine->port, qp->path.sgid_index, qp->path.dgid,
 					  mac);

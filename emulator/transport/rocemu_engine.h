@@ -123,6 +123,7 @@ struct rocemu_wc {
 	uint16_t pkey_index;
 	uint8_t sl;
 	uint64_t timestamp_ns;    /**< rocemu_now_ns() when the completion was generated */
+	uint16_t slid;            /**< UD: the sender's LID (rocemu_lid_of_gid), else 0 */
 };
 
 /** Called (engine lock held) when an armed CQ receives a completion; the provider signals its channel. */
@@ -158,7 +159,23 @@ int rocemu_srq_destroy(struct rocemu_srq *srq);
 /* ------------------------------------------------------------------------ */
 /* Address handles (UD)                                                       */
 
-/** attr->is_global must be set (RoCE needs a GRH); sgid_index must exist. */
+/**
+ * LID-only address vectors, a rocemu extension (docs/verbs-provider.md): a
+ * port's LID is the low 16 bits of its first IPv4 address, 0 when it has no
+ * IPv4 address or those bits are 0 or >= 0xC000 (not a unicast LID).
+ */
+uint16_t rocemu_port_lid(const struct rocemu_port *port);
+/** The LID of a peer GID: its low 16 bits when it is IPv4 in our /16, else 0. */
+uint16_t rocemu_lid_of_gid(const struct rocemu_port *port, const uint8_t gid[16]);
+/**
+ * out = in when in->is_global; else the GRH of the host (our IPv4 &
+ * 0xFFFF0000) | in->dlid, from our first IPv4 GID, hop limit 64. -EINVAL for
+ * dlid 0 (or not unicast) or a port without IPv4 address.
+ */
+int rocemu_av_resolve(const struct rocemu_port *port, const struct ibv_ah_attr *in,
+		      struct ibv_ah_attr *out);
+
+/** A global attr, or a LID-only one (rocemu_av_resolve); sgid_index must exist. */
 int rocemu_ah_create(struct rocemu_pd *pd, const struct ibv_ah_attr *attr,
 		     struct rocemu_ah **out);
 int rocemu_ah_destroy(struct rocemu_ah *ah);

@@ -159,6 +159,8 @@ void rocemu_ud_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_pk
 	wc.opcode = IBV_WC_RECV;
 	wc.qp_num = qp->qpn;
 	wc.src_qp = pkt->deth.src_qp;
+	/* LID-only extension: a sender in our /16 has a LID (ibv_init_ah_from_wc). */
+	wc.slid = rocemu_lid_of_gid(e->port, pkt->path.src_gid);
 	wc.timestamp_ns = rocemu_now_ns();
 	if ((uint64_t)UD_GRH_LEN + pkt->payload_len > wqe.total_len) {
 		wc.status = IBV_WC_LOC_LEN_ERR;
