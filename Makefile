@@ -7,8 +7,8 @@ MESON_OPTS ?=
 
 # Debian 12 packages: build tools and libraries, then what tests and the demo run.
 DEB_BUILD = build-essential pkg-config meson ninja-build clang \
-            dpdk-dev libdpdk-dev libpcap-dev libcmocka-dev libibverbs-dev
-DEB_RUN   = ibverbs-utils perftest qperf python3-pyverbs tshark python3-scapy rdmacm-utils librdmacm-dev \
+            dpdk-dev libdpdk-dev libpcap-dev libcmocka-dev libibverbs-dev librdmacm-dev
+DEB_RUN   = ibverbs-utils perftest qperf python3-pyverbs tshark python3-scapy rdmacm-utils \
             iproute2 iputils-ping iputils-arping procps nftables
 DEB_PKGS  = $(DEB_BUILD) $(DEB_RUN)
 
