@@ -22,8 +22,8 @@
 #include <cmocka.h>
 #include <infiniband/verbs.h>
 
-#define BUF  16384
-#define QKEY 0x22222222
+#define BUF   16384
+#define QKEY  0x22222222
 #define LID_A 0x0105
 #define LID_B 0x0206
 
@@ -62,8 +62,9 @@ static void side_open(struct side *s, struct ibv_device *dev, enum ibv_qp_type t
 	s->buf = aligned_alloc(4096, BUF);
 	assert_non_null(s->buf);
 	memset(s->buf, 0, BUF);
-	s->mr = ibv_reg_mr(s->pd, s->buf, BUF,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	s->mr =
+	    ibv_reg_mr(s->pd, s->buf, BUF,
+		       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	assert_non_null(s->mr);
 	struct ibv_qp_init_attr qa = {
 	    .send_cq = s->cq,
@@ -130,7 +131,8 @@ static void to_init(struct ibv_qp *qp, bool ud)
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
 				.port_num = 1,
 				.qkey = QKEY,
-				.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
+				.qp_access_flags =
+				    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
 
 	assert_int_equal(ibv_modify_qp(qp, &a,
 				       IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
@@ -301,7 +303,8 @@ static void ud_lid_only(void **state)
 
 	/* The reply AH from the received GRH names the sender's LID. */
 	struct ibv_ah_attr back_attr;
-	assert_int_equal(ibv_init_ah_from_wc(b.ctx, 1, &wc, (struct ibv_grh *)b.buf, &back_attr), 0);
+	assert_int_equal(ibv_init_ah_from_wc(b.ctx, 1, &wc, (struct ibv_grh *)b.buf, &back_attr),
+			 0);
 	assert_int_equal(back_attr.dlid, a.lid);
 	/* ... and a LID-only AH built from that dlid alone reaches a. */
 	struct ibv_ah_attr la = {.is_global = 0, .dlid = back_attr.dlid, .port_num = 1};
