@@ -97,7 +97,8 @@ static enum req_step path_error(struct rocemu_qp *qp, struct rocemu_send_wqe *w,
  * probe that finds a loss), back to ROCEMU_REQ_WINDOW_MIN after a timeout,
  * grown by the packets acked below ssthresh (slow start) and by
  * ROCEMU_WINDOW_AI per window's worth of acked packets above it, never past
- * ROCEMU_REQ_WINDOW. Loss-free, it stays at ROCEMU_REQ_WINDOW.
+ * ROCEMU_REQ_WINDOW. Loss-free, it stays at ROCEMU_REQ_WINDOW. Off by default
+ * (ROCEMU_REQ_WINDOW_MIN = ROCEMU_REQ_WINDOW): see rocemu_transport.h.
  */
 
 uint32_t rocemu_req_window(const struct rocemu_qp *qp)
@@ -110,6 +111,8 @@ void rocemu_req_window_loss(struct rocemu_qp *qp, bool timeout)
 	uint32_t w = rocemu_req_window(qp);
 
 	qp->req.rtt_timing = false; /* Karn: no RTT sample across a resend */
+	if (ROCEMU_REQ_WINDOW_MIN >= ROCEMU_REQ_WINDOW)
+		return; /* adaptation off (see rocemu_transport.h) */
 	if (qp->req.recovering && !timeout)
 		return; /* one cut per loss episode: later NAKs are the same loss */
 	w = w * ROCEMU_WINDOW_MD_NUM / ROCEMU_WINDOW_MD_DEN;
