@@ -2,6 +2,8 @@
 /* Test-only stand-ins for engine.c and the port (see engine_stub.h). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <errno.h>
 
 #include "engine_stub.h"
 
@@ -124,4 +126,24 @@ void rocemu_port_note_app_poll(struct rocemu_port *port)
 unsigned rocemu_port_gid_count(const struct rocemu_port *port)
 {
 	return ((const struct rocemu_engine *)(const void *)port)->gid_count;
+}
+
+/* GID 0: a link-local address; GID 1..: IPv4-mapped 10.1.2.N (for LID-only AVs). */
+int rocemu_port_gid(const struct rocemu_port *port, unsigned index, uint8_t gid[16])
+{
+	if (index >= rocemu_port_gid_count(port))
+		return -EINVAL;
+	memset(gid, 0, 16);
+	if (index == 0) {
+		gid[0] = 0xfe;
+		gid[1] = 0x80;
+		gid[15] = 1;
+	} else {
+		gid[10] = gid[11] = 0xff;
+		gid[12] = 10;
+		gid[13] = 1;
+		gid[14] = 2;
+		gid[15] = (uint8_t)index;
+	}
+	return 0;
 }
