@@ -157,6 +157,7 @@ static void wc_from_engine(const struct rocemu_wc *in, struct ibv_wc *out)
 	out->wc_flags = in->wc_flags;
 	out->pkey_index = in->pkey_index;
 	out->sl = in->sl;
+	out->slid = in->slid;
 }
 
 int rocemu_op_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
@@ -268,8 +269,7 @@ static unsigned int cqx_read_wc_flags(struct ibv_cq_ex *c)
 
 static uint32_t cqx_read_slid(struct ibv_cq_ex *c)
 {
-	(void)c;
-	return 0; /* RoCE has no LIDs */
+	return to_vcq_ex(c)->cur.slid; /* LID-only addressing (docs/verbs-provider.md), else 0 */
 }
 
 static uint8_t cqx_read_sl(struct ibv_cq_ex *c)
