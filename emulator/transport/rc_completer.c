@@ -75,8 +75,10 @@ static bool outstanding(struct rocemu_qp *qp)
 
 /**
  * How long a stalled requester waits before its probe: the RTT estimate plus
- * four deviations (RFC 6298's RTO), at least ROCEMU_PROBE_MIN_NS; 0 = no
- * probe (no RTT sample yet, or not shorter than half the transport timer).
+ * four deviations (RFC 6298's RTO), at least ROCEMU_PROBE_MIN_NS, at most
+ * half the transport timer (on a loaded machine a thread preempted for tens
+ * of milliseconds inflates the estimate; a needless probe costs one packet,
+ * a timeout a go-back-N and a retry); 0 = no probe (no RTT sample yet).
  */
 static uint64_t probe_wait_ns(const struct rocemu_qp *qp, uint64_t t)
 {
@@ -87,7 +89,7 @@ static uint64_t probe_wait_ns(const struct rocemu_qp *qp, uint64_t t)
 	p = qp->req.srtt_ns + 4 * qp->req.rttvar_ns;
 	if (p < ROCEMU_PROBE_MIN_NS)
 		p = ROCEMU_PROBE_MIN_NS;
-	return p < t / 2 ? p : 0;
+	return p < t / 2 ? p : t / 2;
 }
 
 void rocemu_comp_rearm(struct rocemu_qp *qp, uint64_t now)
