@@ -83,12 +83,18 @@ mapfile -t cargv < <(subst "${client[@]}")
 ip netns exec $nsA timeout -s KILL $TIMEOUT "$ROCEMU" run "${portA[@]}" --capture $dir/a.pcap \
 	-- "${sargv[@]}" >$dir/a.log 2>&1 &
 pa=$!
-# The server is ready when it listens: on its TCP port (qperf) or, for
-# programs without TCP, once its rdma_cm listener exists (a short wait: the
-# client's CM retransmits its REQ anyway, and a REQ before the listen is
-# answered by a REJ, so wait until the process has run a moment).
+# The server is ready when it listens: on its TCP port (qperf, the only
+# --daemon server) or, for programs without TCP, shortly after its port is
+# up (its capture file exists). A REQ that arrives before rdma_listen is not
+# answered (only a process with a listener REJects), so the client's CM
+# retransmits it ~1 s later: a short wait is safe.
 for _ in $(seq 50); do
-	ip netns exec $nsA ss -ltn 2>/dev/null | grep -q ":$port " && break
+	if [ -n "$daemon" ]; then
+		ip netns exec $nsA ss -ltn 2>/dev/null | grep -q ":$port " && break
+	elif [ -e $dir/a.pcap ]; then
+		sleep 0.5
+		break
+	fi
 	kill -0 $pa 2>/dev/null || break
 	sleep 0.1
 done
