@@ -13,12 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <ifaddrs.h>
+#include <signal.h>
 #include <linux/filter.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <fcntl.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -454,6 +457,65 @@ static void open_doorbell(struct rocemu_port *port, const char *iface)
 }
 
 /*
+ * The bell page: one shared page (POSIX shm named after the memif socket)
+ * where each end's progress thread says that it is about to sleep on its
+ * bell. A sender then rings only a sleeping peer, once per sleep; to a busy
+ * peer a frame costs no system call. The server creates the page (a fresh
+ * one, any stale page of the same name unlinked first) and unlinks it at
+ * close; the client, which opens only after the server's socket exists,
+ * maps it and unlinks the name at once. Each end writes its pid into its
+ * slot: until the peer's pid is there (a page created after the peer
+ * mapped another, a non-rocemu peer), rings stay time-based as before.
+ */
+static void open_bell_page(struct rocemu_port *port, uint64_t h)
+{
+	void *p;
+	int fd;
+
+	snprintf(port->bell_shm_name, sizeof(port->bell_shm_name), "/rocemu-bell-%016llx",
+		 (unsigned long long)h);
+	if (!port->memif_client) {
+		shm_unlink(port->bell_shm_name);
+		fd = shm_open(port->bell_shm_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd >= 0 && ftruncate(fd, sizeof(struct port_bell_page))) {
+			close(fd);
+			shm_unlink(port->bell_shm_name);
+			fd = -1;
+		}
+	} else {
+		fd = shm_open(port->bell_shm_name, O_RDWR | O_CLOEXEC, 0);
+	}
+	if (fd < 0)
+		return;
+	p = mmap(NULL, sizeof(struct port_bell_page), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		if (!port->memif_client)
+			shm_unlink(port->bell_shm_name);
+		return;
+	}
+	port->bell_page = p;
+	port->bell_shm_owner = !port->memif_client;
+	if (port->memif_client)
+		shm_unlink(port->bell_shm_name);
+	atomic_store(&port_bell_own(port)->sleeping, 0);
+	atomic_store(&port_bell_own(port)->pid, (unsigned)getpid());
+}
+
+static void close_bell_page(struct rocemu_port *port)
+{
+	if (!port->bell_page)
+		return;
+	atomic_store(&port_bell_own(port)->sleeping, 0);
+	atomic_store(&port_bell_own(port)->pid, 0);
+	munmap(port->bell_page, sizeof(struct port_bell_page));
+	port->bell_page = NULL;
+	if (port->bell_shm_owner)
+		shm_unlink(port->bell_shm_name);
+	port->bell_shm_owner = false;
+}
+
+/*
  * memif has no receive interrupt either (DPDK 22.11's PMD implements no
  * rx_queue_intr_* operation; the memif protocol's own interrupt eventfds are
  * private to it). The two rocemu ends of a memif link ring each other
@@ -493,6 +555,7 @@ static void open_memif_bell(struct rocemu_port *port, const char *path)
 	}
 	port->doorbell_fd = fd;
 	port->bell_peer_len = len;
+	open_bell_page(port, h);
 }
 
 static void choose_mac(struct rocemu_port *port)
@@ -661,10 +724,80 @@ static void run_on_intr_thread(void (*fn)(void *), void *arg)
 	pthread_mutex_destroy(&c.lock);
 }
 
+/*
+ * The memif close handshake. When the peer closes its device, the PMD here
+ * tears the connection down on EAL's interrupt thread (memif_disconnect:
+ * rings unmapped) while our progress thread may be in the middle of an rx
+ * or tx burst on them: SIGSEGV in the PMD's rx (core: progress thread in
+ * eth_memif_rx, interrupt thread in munmap). Two rocemu ends therefore
+ * agree first, through the bell page: the closing end bumps its `closing`
+ * count, rings, and waits (200 ms at most) until the peer acknowledges;
+ * the peer acknowledges from its next pass, under the engine lock, and from
+ * then on does not touch the rings (frames to send are dropped, counted
+ * tx_peer_closed) until the link has gone down and come up again (a new
+ * connection). A non-rocemu peer has no page: the race stays possible there.
+ */
+bool port_peer_closed_slow(struct rocemu_port *port)
+{
+	unsigned c = atomic_load_explicit(&port_bell_peer(port)->closing, memory_order_acquire);
+
+	if (c != port->peer_closing_seen) {
+		port->peer_closing_seen = c;
+		port->peer_closed = true;
+		port->peer_down_seen = false;
+		atomic_store_explicit(&port_bell_own(port)->acked, c, memory_order_release);
+		port_count_event(port, "peer_closed");
+	}
+	if (port->peer_closed) {
+		/* dev_link is written by the PMD; reading it touches no ring */
+		if (!rocemu_port_link_up(port))
+			port->peer_down_seen = true;
+		else if (port->peer_down_seen)
+			port->peer_closed = false;
+	}
+	return port->peer_closed;
+}
+
+#define PORT_CLOSE_HANDSHAKE_NS 200000000ull
+
+static void bell_close_handshake(struct rocemu_port *port)
+{
+	struct port_bell_slot *own, *peer;
+	uint64_t start, now, last_ring = 0;
+	struct timespec ts = {0, 100000};
+	unsigned v;
+
+	if (!port->bell_page)
+		return;
+	own = port_bell_own(port);
+	peer = port_bell_peer(port);
+	v = atomic_fetch_add(&own->closing, 1) + 1;
+	start = now = rocemu_now_ns();
+	for (;;) {
+		unsigned pid = atomic_load(&peer->pid);
+
+		/* we touch the rings no more either: acknowledge the peer's close */
+		atomic_store(&own->acked, atomic_load(&peer->closing));
+		if (!pid || atomic_load(&peer->acked) == v ||
+		    (kill((pid_t)pid, 0) < 0 && errno == ESRCH) ||
+		    now - start >= PORT_CLOSE_HANDSHAKE_NS)
+			break;
+		if (now - last_ring >= 10000000ull && port->doorbell_fd >= 0) {
+			ssize_t r = sendto(port->doorbell_fd, "", 1, MSG_DONTWAIT,
+					   (struct sockaddr *)&port->bell_peer, port->bell_peer_len);
+			(void)r;
+			last_ring = now;
+		}
+		nanosleep(&ts, NULL);
+		now = rocemu_now_ns();
+	}
+}
+
 /* Give back the device and kernel resources (sockets, XDP program, memif
  * socket, capture file). */
 static void release_device(struct rocemu_port *port)
 {
+	bell_close_handshake(port);
 	if (port->wake_fd >= 0)
 		close(port->wake_fd);
 	port->wake_fd = -1;
@@ -675,6 +808,7 @@ static void release_device(struct rocemu_port *port)
 		close(port->doorbell_fd);
 	port->doorbell_fd = -1;
 	port->bell_peer_len = 0;
+	close_bell_page(port);
 	if (port->port_id != UINT16_MAX) {
 		if (port->kind == PORT_KIND_MEMIF)
 			run_on_intr_thread(remove_device, port);
@@ -1000,6 +1134,18 @@ int rocemu_port_tx(struct rocemu_port *port, struct rte_mbuf *m)
 	return rc;
 }
 
+unsigned rocemu_port_tx_room(struct rocemu_port *port)
+{
+	if (port->tx_n > PORT_TX_BUF / 2)
+		rocemu_port_flush(port);
+	return PORT_TX_BUF - port->tx_n;
+}
+
+uint64_t rocemu_port_pass_now(const struct rocemu_port *port)
+{
+	return port->pass_now ? port->pass_now : rocemu_now_ns();
+}
+
 void rocemu_port_flush(struct rocemu_port *port)
 {
 	uint32_t len[PORT_TX_BUF];
@@ -1007,6 +1153,15 @@ void rocemu_port_flush(struct rocemu_port *port)
 
 	if (port->tx_n == 0 || unlikely(port->port_id == UINT16_MAX))
 		return;
+	if (unlikely(!port_dev_usable(port))) {
+		for (unsigned i = 0; i < port->tx_n; i++) {
+			rte_pktmbuf_free(port->tx_buf[i]);
+			port_count_drop(port, "tx_peer_closed");
+		}
+		port->fixed[PC_TX_DROPS] += port->tx_n;
+		port->tx_n = 0;
+		return;
+	}
 	/* lengths first: once sent, the device owns the mbufs */
 	for (unsigned i = 0; i < port->tx_n; i++)
 		len[i] = port->tx_buf[i]->pkt_len;
@@ -1015,15 +1170,32 @@ void rocemu_port_flush(struct rocemu_port *port)
 		port->fixed[PC_TX_BYTES] += len[i];
 	port->fixed[PC_TX_FRAMES] += sent;
 	if (sent) {
-		uint64_t now = rocemu_now_ns();
+		uint64_t now = rocemu_port_pass_now(port);
 
 		port->last_tx_ns = now;
-		if (port->bell_peer_len && now - port->last_bell_ns >= PORT_BELL_INTERVAL_NS) {
+		if (port->bell_page && atomic_load_explicit(&port_bell_peer(port)->pid,
+							    memory_order_relaxed)) {
+			/* the frames are in the ring (the PMD's release store) before
+			 * we look at the flag; the peer sets its flag before its last
+			 * look at the ring: one of us sees the other */
+			atomic_thread_fence(memory_order_seq_cst);
+			if (atomic_load_explicit(&port_bell_peer(port)->sleeping,
+						 memory_order_relaxed) &&
+			    atomic_exchange(&port_bell_peer(port)->sleeping, 0)) {
+				ssize_t r = sendto(port->doorbell_fd, "", 1, MSG_DONTWAIT,
+						   (struct sockaddr *)&port->bell_peer,
+						   port->bell_peer_len);
+				(void)r;
+				port->last_bell_ns = now;
+				port_count_event(port, "bell_rung");
+			}
+		} else if (port->bell_peer_len && now - port->last_bell_ns >= PORT_BELL_INTERVAL_NS) {
 			ssize_t r =
 			    sendto(port->doorbell_fd, "", 1, MSG_DONTWAIT,
 				   (struct sockaddr *)&port->bell_peer, port->bell_peer_len);
 			(void)r;
 			port->last_bell_ns = now;
+			port_count_event(port, "bell_rung");
 		}
 	}
 	if (sent < port->tx_n)

@@ -112,6 +112,21 @@ enum port_kind {
 
 struct ring_pair;
 
+/* The shared bell page (memif): slot 0 = server end, 1 = client end. */
+struct port_bell_slot {
+	atomic_uint pid;      /* the end's process, set once mapped */
+	atomic_uint sleeping; /* 1: its thread sleeps and wants the bell */
+	/* close handshake: an end about to close its device increments
+	 * `closing` and waits until the peer's `acked` equals it; the peer
+	 * acknowledges only once it no longer touches the rings */
+	atomic_uint closing;
+	atomic_uint acked;
+	char pad[48];
+};
+struct port_bell_page {
+	struct port_bell_slot slot[2];
+};
+
 struct rocemu_port {
 	struct rocemu_port_config cfg;
 	enum port_kind kind;
@@ -152,6 +167,15 @@ struct rocemu_port {
 	struct sockaddr_un bell_peer;
 	socklen_t bell_peer_len;
 	uint64_t last_bell_ns;
+	/* memif: a page both ends map (NULL without): each end says there
+	 * whether its progress thread sleeps waiting for the bell, so a sender
+	 * rings only then (no system call per frame to a busy peer) */
+	struct port_bell_page *bell_page;
+	char bell_shm_name[48];
+	bool bell_shm_owner; /* the server end created the page and unlinks it */
+	unsigned peer_closing_seen; /* the peer's `closing` we last acknowledged */
+	bool peer_closed;	    /* the peer is closing: no rx/tx bursts until the link was down and is up again */
+	bool peer_down_seen;
 	uint64_t doorbell_grace_until_ns; /* progress thread only */
 	atomic_bool upper_has_work;	  /* has_work() at the end of the last pass */
 
@@ -161,6 +185,7 @@ struct rocemu_port {
 	/* transmit buffer and loopback FIFO (engine lock) */
 	struct rte_mbuf *tx_buf[PORT_TX_BUF];
 	unsigned tx_n;
+	uint64_t pass_now; /* rocemu_now_ns() at the start of the running pass */
 	uint64_t last_tx_ns; /* when the device last took frames (close lingers after it) */
 	struct rte_mbuf *loop[PORT_LOOP_SLOTS];
 	unsigned loop_head, loop_tail;
@@ -210,6 +235,28 @@ bool port_in_forked_child(void);
 
 /* port_dev.c */
 void port_close_at_exit(struct rocemu_port *port);
+/* memif bell page: this end's and the peer's slot */
+static inline struct port_bell_slot *port_bell_own(struct rocemu_port *port)
+{
+	return &port->bell_page->slot[port->memif_client];
+}
+static inline struct port_bell_slot *port_bell_peer(struct rocemu_port *port)
+{
+	return &port->bell_page->slot[!port->memif_client];
+}
+bool port_peer_closed_slow(struct rocemu_port *port);
+/* Whether the device's rings may be used (engine lock held): false once a
+ * rocemu memif peer announced its close, see port_peer_closed_slow. */
+static inline bool port_dev_usable(struct rocemu_port *port)
+{
+	if (likely(port->bell_page == NULL))
+		return true;
+	if (likely(!port->peer_closed &&
+		   atomic_load_explicit(&port_bell_peer(port)->closing, memory_order_relaxed) ==
+		       port->peer_closing_seen))
+		return true;
+	return !port_peer_closed_slow(port);
+}
 
 /* port_config.c */
 int port_parse_spec(const char *spec, enum port_kind *kind, char *arg, size_t arglen, char *err,

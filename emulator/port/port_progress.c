@@ -127,6 +127,7 @@ unsigned rocemu_port_progress_locked(struct rocemu_port *port)
 
 	if (unlikely(port->closed_at_exit))
 		return 0;
+	port->pass_now = now;
 	if (atomic_load_explicit(&port->kicked, memory_order_relaxed))
 		atomic_store_explicit(&port->kicked, false, memory_order_relaxed);
 	/* frames looped back before this pass; those looped during it wait */
@@ -135,7 +136,8 @@ unsigned rocemu_port_progress_locked(struct rocemu_port *port)
 		port_rx_frame(port, m, now);
 	}
 	work += n_loop;
-	work += rx_device(port, now);
+	if (likely(port_dev_usable(port)))
+		work += rx_device(port, now);
 	if (unlikely(port->fault != NULL))
 		work += release_delayed(port, now);
 	port_rx_flush_upper(port);
@@ -154,6 +156,7 @@ unsigned rocemu_port_progress_locked(struct rocemu_port *port)
 		work += port->tx_n;
 		rocemu_port_flush(port);
 	}
+	port->pass_now = 0;
 	return work;
 }
 
@@ -168,8 +171,28 @@ unsigned rocemu_port_progress(struct rocemu_port *port)
 	return work;
 }
 
+/* Whether a pass has something to do now (engine lock held): frames to
+ * hand the device or loop back, or work the upper layer left queued. */
+static bool pass_needed(struct rocemu_port *port)
+{
+	if (port->tx_n || port->loop_tail != port->loop_head)
+		return true;
+	return port->has_upper && port->upper.has_work && port->upper.has_work(port->upper.ctx);
+}
+
 void rocemu_port_kick(struct rocemu_port *port)
 {
+	/* Usually the caller has just transmitted everything itself: then there
+	 * is nothing to wake the thread for, and no system call is made. The
+	 * check needs the lock; if someone else holds it (a pass may be
+	 * running), fall through to the safe path. */
+	if (pthread_mutex_trylock(&port->lock) == 0) {
+		bool needed = pass_needed(port);
+
+		pthread_mutex_unlock(&port->lock);
+		if (!needed)
+			return;
+	}
 	/* Dekker-style with idle_sleep(): either the thread sees `kicked` before
 	 * it sleeps, or we see it sleeping and wake it */
 	atomic_store_explicit(&port->kicked, true, memory_order_seq_cst);
@@ -191,7 +214,7 @@ void rocemu_port_note_app_poll(struct rocemu_port *port)
  * work and spins a little, because the doorbell may ring before the PMD's
  * own socket has the frame.
  */
-static bool idle_sleep(struct rocemu_port *port)
+static bool idle_sleep(struct rocemu_port *port, bool app_polling)
 {
 	struct pollfd pfd[2] = {{.fd = port->wake_fd, .events = POLLIN},
 				{.fd = port->doorbell_fd, .events = POLLIN}};
@@ -215,10 +238,27 @@ static bool idle_sleep(struct rocemu_port *port)
 	ts.tv_sec = 0;
 	ts.tv_nsec = (long)sleep_ns;
 	atomic_store_explicit(&port->thread_sleeping, true, memory_order_seq_cst);
+	/* memif bell page: ask the peer for a ring. Even while an application
+	 * thread here polls the CQ: it may also wait without calling us
+	 * (ib_write_lat spins on its buffer), and on a CPU shared with it only
+	 * a wake-up places the peer's WRITE quickly. Then look at the ring once
+	 * more: a frame sent before the peer could see the flag rang no bell. */
+	(void)app_polling;
+	if (port->bell_page) {
+		atomic_store_explicit(&port_bell_own(port)->sleeping, 1, memory_order_seq_cst);
+		if (rocemu_port_progress(port)) {
+			atomic_store_explicit(&port_bell_own(port)->sleeping, 0,
+					      memory_order_relaxed);
+			atomic_store_explicit(&port->thread_sleeping, false, memory_order_seq_cst);
+			return true;
+		}
+	}
 	if (!atomic_load(&port->thread_stop) &&
 	    !atomic_load_explicit(&port->kicked, memory_order_seq_cst))
 		ppoll(pfd, nfds, &ts, NULL);
 	atomic_store_explicit(&port->thread_sleeping, false, memory_order_seq_cst);
+	if (port->bell_page)
+		atomic_store_explicit(&port_bell_own(port)->sleeping, 0, memory_order_relaxed);
 	if (pfd[0].revents & POLLIN) {
 		ssize_t r = read(port->wake_fd, &drain, sizeof(drain));
 		(void)r;
@@ -253,7 +293,7 @@ static void *progress_main(void *arg)
 			rte_pause();
 			continue;
 		}
-		if (idle_sleep(port))
+		if (idle_sleep(port, app_polling))
 			last_work = rocemu_now_ns();
 	}
 	return NULL;

@@ -176,8 +176,22 @@ unsigned rocemu_port_progress_locked(struct rocemu_port *port);
 /** Start/stop the background progress thread (started by rocemu_port_open). */
 int rocemu_port_progress_thread_start(struct rocemu_port *port);
 void rocemu_port_progress_thread_stop(struct rocemu_port *port);
-/** Wake the progress thread (new work was posted). Cheap, lock-free. */
+/** Wake the progress thread if a pass has work now (new work was posted and
+ * not all sent by the caller). Never blocks; no system call unless the
+ * thread sleeps and there is work for it. Call without the engine lock. */
 void rocemu_port_kick(struct rocemu_port *port);
+/**
+ * Room in the transmit buffer for frames (engine lock held): when it is more
+ * than half full, the buffered frames are first handed to the device. 0 =
+ * the device takes no more now: an upper layer stops building frames until a
+ * later pass (which receives first, so ACKs keep flowing).
+ */
+unsigned rocemu_port_tx_room(struct rocemu_port *port);
+/**
+ * The time at the start of the current progress pass (engine lock held,
+ * during the upper layer's rx/poll): one clock read per pass.
+ */
+uint64_t rocemu_port_pass_now(const struct rocemu_port *port);
 /** A caller is busy-polling (e.g. ibv_poll_cq in a loop): thread may back off. */
 void rocemu_port_note_app_poll(struct rocemu_port *port);
 

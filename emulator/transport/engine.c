@@ -355,7 +355,7 @@ static void engine_rx(void *ctx, struct rte_mbuf **pkts, struct roce_pkt *descs,
 		rte_pktmbuf_free(pkts[i]);
 	}
 	/* Coalesced ACKs go out once per burst; requesters whose window opened send now. */
-	run_work(e, rocemu_now_ns());
+	run_work(e, rocemu_port_pass_now(e->port));
 }
 
 static bool qp_has_work(const struct rocemu_qp *qp)
@@ -395,6 +395,24 @@ static unsigned run_work(struct rocemu_engine *e, uint64_t now)
 	list = e->work_head;
 	e->work_head = NULL;
 	while ((qp = list) != NULL) {
+		/* Transmit credit: when the device takes no more frames, building
+		 * more only to drop them at the port (tx_queue_full, the requester
+		 * retries) cost a full packet build per QP and pass, with many QPs
+		 * long enough to starve the receive side: ACKs waited behind it and
+		 * transport timers expired (RETRY_EXC with 256-1024 QPs). The QPs
+		 * not run yet go first in the next pass, which receives before it
+		 * transmits. */
+		if (unlikely(rocemu_port_tx_room(e->port) == 0)) {
+			struct rocemu_qp *tail = list;
+
+			while (tail->work_next)
+				tail = tail->work_next;
+			tail->work_next = e->work_head;
+			e->work_head = list;
+			ENGINE_COUNT(e, tx_credit_waits);
+			work++;
+			break;
+		}
 		list = qp->work_next;
 		qp->on_work = false;
 		qp->work_next = NULL;
@@ -435,7 +453,7 @@ static unsigned engine_poll(void *ctx, uint64_t now_ns)
 static bool engine_has_work(void *ctx)
 {
 	struct rocemu_engine *e = ctx;
-	uint64_t soon = rocemu_now_ns() + 1000000;
+	uint64_t soon = rocemu_port_pass_now(e->port) + 1000000;
 
 	for (struct rocemu_qp *qp = e->work_head; qp; qp = qp->work_next)
 		if (rocemu_req_pending(qp) || qp->resp.res_active || qp->resp.ack_pending)
