@@ -26,6 +26,23 @@ static struct cma_id *ids;
 static uint32_t next_comm_id;
 static uint16_t next_port;
 
+struct cma_stats cma_stats;
+
+void cma_stats_report(void)
+{
+	const char *env = getenv("ROCEMU_STATS");
+
+	if (!env || !*env || !strcmp(env, "0"))
+		return;
+	pthread_mutex_lock(&cma_lock);
+#define CMA_STAT_PRINT(n)                                                                          \
+	if (cma_stats.n)                                                                           \
+		fprintf(stderr, "rocemu: rdmacm cm %s %llu\n", #n, (unsigned long long)cma_stats.n);
+	CMA_STATS(CMA_STAT_PRINT)
+#undef CMA_STAT_PRINT
+	pthread_mutex_unlock(&cma_lock);
+}
+
 static struct cma_id *to_cid(struct rdma_cm_id *id)
 {
 	return (struct cma_id *)id;
@@ -1498,6 +1515,27 @@ static struct cma_id *new_passive_id(struct cma_id *l, struct cma_device *d, int
 	return c;
 }
 
+/* Requests the listener l has handed out that are not answered yet. */
+static unsigned pending_requests(const struct cma_id *l)
+{
+	unsigned n = 0;
+
+	for (const struct cma_id *c = ids; c; c = c->next)
+		if (c->listener == l && c->state == CMA_REQ_RCVD)
+			n++;
+	return n;
+}
+
+/* A message naming one of our ids must come from that id's peer: a host that
+ * guessed a communication ID cannot end or complete another's connection. */
+static bool from_peer(const struct cma_id *c, const union ibv_gid *src)
+{
+	if (!memcmp(&c->remote_gid, src, 16))
+		return true;
+	cma_stats.drop_wrong_peer++;
+	return false;
+}
+
 static struct cma_id *find_duplicate(uint32_t remote_comm_id, const union ibv_gid *remote)
 {
 	for (struct cma_id *c = ids; c; c = c->next)
@@ -1519,22 +1557,37 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 	memcpy(remote.raw, r.local_gid, 16);
 	struct cma_id *dup = find_duplicate(r.local_comm_id, &remote);
 	if (dup) {
+		/* 12.9.2: a REQ already seen. Before the RTU our REP was lost: resend
+		 * it; in any later state the duplicate is stale and ignored (no
+		 * effect on the connection). */
+		cma_stats.dup_req++;
 		if (dup->state == CMA_REP_SENT)
-			send_mad(dup, dup->mad); /* our REP was lost */
+			send_mad(dup, dup->mad);
 		return;
 	}
 	int idx = local_gid_index(d, r.remote_gid);
 	if (idx < 0)
 		idx = 1 < d->gid_len ? 1 : 0;
 	struct cma_id *l = NULL;
-	if (cma_service_parse(r.service_id, &ps, &port) == 0 && cma_hdr_get(r.pdata, &h) == 0)
-		l = find_listener(d, ps, port, &h);
+	if (cma_service_parse(r.service_id, &ps, &port) == 0) {
+		if (cma_hdr_get(r.pdata, &h) == 0)
+			l = find_listener(d, ps, port, &h);
+		else
+			cma_stats.bad_cma_hdr++; /* no IP addresses: no rdma_cm listener matches */
+	}
 	if (!l) {
 		/* 12.6.7: no one listens on this service ID. */
-		if (!answers_for_port(d) && !local_peer(d, src))
+		if (!answers_for_port(d) && !local_peer(d, src)) {
+			cma_stats.drop_no_listener++;
 			return;
+		}
+		cma_stats.rej_no_listener++;
 		send_rej(d, idx, src, tid, random32(), r.local_comm_id, CM_REJ_MSG_REQ,
 			 CM_REJ_INVALID_SERVICE_ID, NULL, 0);
+		return;
+	}
+	if (pending_requests(l) >= CMA_MAX_PENDING_REQ) {
+		cma_stats.drop_backlog++; /* the peer retries; a forged flood stays bounded */
 		return;
 	}
 	struct cma_id *c = new_passive_id(l, d, idx, &remote, &h, r.local_comm_id, tid);
@@ -1565,21 +1618,28 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 	cp->qp_num = r.local_qpn;
 }
 
-static void handle_rep(uint64_t tid, const uint8_t *mad)
+static void handle_rep(const union ibv_gid *src, const uint8_t *mad)
 {
 	struct cm_rep r;
 
-	(void)tid;
 	cm_mad_get_rep(mad, &r);
 	struct cma_id *c = find_by_local_comm_id(r.remote_comm_id);
-	if (!c)
+	if (!c) {
+		cma_stats.drop_unknown_id++;
 		return;
-	if (c->state == CMA_ESTABLISHED && c->have_answer) {
+	}
+	if (!from_peer(c, src))
+		return;
+	if (c->state == CMA_ESTABLISHED && c->have_answer &&
+	    c->remote_comm_id == r.local_comm_id) {
+		cma_stats.dup_rep++;
 		send_mad(c, c->answer); /* our RTU was lost */
 		return;
 	}
-	if (c->state != CMA_REQ_SENT)
+	if (c->state != CMA_REQ_SENT || c->id.qp_type == IBV_QPT_UD) {
+		cma_stats.drop_wrong_state++;
 		return;
+	}
 	c->timer = false;
 	c->remote_comm_id = r.local_comm_id;
 	c->remote_qpn = r.local_qpn;
@@ -1620,28 +1680,48 @@ static void handle_rep(uint64_t tid, const uint8_t *mad)
 	}
 }
 
-static void handle_rtu(const uint8_t *mad)
+static void handle_rtu(const union ibv_gid *src, const uint8_t *mad)
 {
 	struct cm_ids m;
 
 	cm_mad_get_ids(mad, CM_ATTR_RTU, &m);
 	struct cma_id *c = find_by_local_comm_id(m.remote_comm_id);
-	if (!c || c->state != CMA_REP_SENT || c->remote_comm_id != m.local_comm_id)
+	if (!c) {
+		cma_stats.drop_unknown_id++;
 		return;
+	}
+	if (!from_peer(c, src))
+		return;
+	if (c->state != CMA_REP_SENT || c->remote_comm_id != m.local_comm_id) {
+		cma_stats.drop_wrong_state++; /* a late duplicate RTU, or a forged one */
+		return;
+	}
 	c->timer = false;
 	c->state = CMA_ESTABLISHED;
 	event_post(c, RDMA_CM_EVENT_ESTABLISHED, 0, m.pdata,
 		   CM_RTU_PDATA > 196 ? 196 : CM_RTU_PDATA);
 }
 
-static void handle_rej(const uint8_t *mad)
+static void handle_rej(const union ibv_gid *src, const uint8_t *mad)
 {
 	struct cm_rej r;
 
 	cm_mad_get_rej(mad, &r);
 	struct cma_id *c = find_by_local_comm_id(r.remote_comm_id);
-	if (!c || (c->state != CMA_REQ_SENT && c->state != CMA_REP_SENT))
+	if (!c) {
+		cma_stats.drop_unknown_id++;
 		return;
+	}
+	if (!from_peer(c, src))
+		return;
+	/* A REJ ends a connection only while it is being set up (12.6.7); after
+	 * the REP the rejecter must name itself with the ID it gave us. */
+	if ((c->state != CMA_REQ_SENT && c->state != CMA_REP_SENT) ||
+	    c->id.qp_type == IBV_QPT_UD ||
+	    (c->state == CMA_REP_SENT && r.local_comm_id != c->remote_comm_id)) {
+		cma_stats.drop_wrong_state++;
+		return;
+	}
 	c->timer = false;
 	c->state = CMA_DISCONNECTED;
 	qp_to_err(c);
@@ -1658,8 +1738,11 @@ static void handle_dreq(struct cma_device *d, const union ibv_gid *src, uint64_t
 	struct cma_id *c = find_by_local_comm_id(m.remote_comm_id);
 	struct cm_ids rep = {.local_comm_id = m.remote_comm_id, .remote_comm_id = m.local_comm_id};
 	cm_mad_put_ids(out, tid, CM_ATTR_DREP, &rep);
-	if (!c || c->remote_comm_id != m.local_comm_id) {
-		/* Unknown or already gone: answer anyway so the peer stops (12.9.8). */
+	if (!c || c->remote_comm_id != m.local_comm_id || memcmp(&c->remote_gid, src, 16) ||
+	    c->id.qp_type == IBV_QPT_UD) {
+		/* Unknown or already gone (or not the peer's): answer anyway so the
+		 * sender stops (12.9.8), and leave our connection alone. */
+		cma_stats.drep_stale++;
 		cma_gsi_send(d, 1 < d->gid_len ? 1 : 0, src, out);
 		return;
 	}
@@ -1678,14 +1761,22 @@ static void handle_dreq(struct cma_device *d, const union ibv_gid *src, uint64_t
 	}
 }
 
-static void handle_drep(const uint8_t *mad)
+static void handle_drep(const union ibv_gid *src, const uint8_t *mad)
 {
 	struct cm_ids m;
 
 	cm_mad_get_ids(mad, CM_ATTR_DREP, &m);
 	struct cma_id *c = find_by_local_comm_id(m.remote_comm_id);
-	if (!c || c->state != CMA_DREQ_SENT)
+	if (!c) {
+		cma_stats.drop_unknown_id++;
 		return;
+	}
+	if (!from_peer(c, src))
+		return;
+	if (c->state != CMA_DREQ_SENT || c->remote_comm_id != m.local_comm_id) {
+		cma_stats.drop_wrong_state++;
+		return;
+	}
 	c->timer = false;
 	c->state = CMA_DISCONNECTED;
 	event_post(c, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
@@ -1701,20 +1792,32 @@ static void handle_sidr_req(struct cma_device *d, const union ibv_gid *src, uint
 	cm_mad_get_sidr_req(mad, &r);
 	struct cma_id *dup = find_duplicate(r.request_id, src);
 	if (dup) {
+		cma_stats.dup_req++;
 		if (dup->have_answer)
 			send_mad(dup, dup->answer);
 		return;
 	}
 	struct cma_id *l = NULL;
 	bool hdr_ok = cma_hdr_get(r.pdata, &h) == 0;
-	if (cma_service_parse(r.service_id, &ps, &port) == 0 && hdr_ok)
-		l = find_listener(d, ps, port, &h);
+	if (cma_service_parse(r.service_id, &ps, &port) == 0) {
+		if (hdr_ok)
+			l = find_listener(d, ps, port, &h);
+		else
+			cma_stats.bad_cma_hdr++;
+	}
 	int idx = hdr_ok ? local_gid_index(d, h.dst) : -1;
 	if (idx < 0)
 		idx = 1 < d->gid_len ? 1 : 0;
+	if (l && pending_requests(l) >= CMA_MAX_PENDING_REQ) {
+		cma_stats.drop_backlog++;
+		return;
+	}
 	if (!l) {
-		if (!answers_for_port(d) && !local_peer(d, src))
+		if (!answers_for_port(d) && !local_peer(d, src)) {
+			cma_stats.drop_no_listener++;
 			return;
+		}
+		cma_stats.rej_no_listener++;
 		struct cm_sidr_rep rep = {.request_id = r.request_id,
 					  .status = CM_SIDR_UNSUPPORTED,
 					  .service_id = r.service_id};
@@ -1737,14 +1840,22 @@ static void handle_sidr_req(struct cma_device *d, const union ibv_gid *src, uint
 	up->qkey = CMA_UDP_QKEY;
 }
 
-static void handle_sidr_rep(const uint8_t *mad)
+static void handle_sidr_rep(const union ibv_gid *src, const uint8_t *mad)
 {
 	struct cm_sidr_rep r;
 
 	cm_mad_get_sidr_rep(mad, &r);
 	struct cma_id *c = find_by_local_comm_id(r.request_id);
-	if (!c || c->state != CMA_REQ_SENT || c->id.qp_type != IBV_QPT_UD)
+	if (!c) {
+		cma_stats.drop_unknown_id++;
 		return;
+	}
+	if (!from_peer(c, src))
+		return;
+	if (c->state != CMA_REQ_SENT || c->id.qp_type != IBV_QPT_UD) {
+		cma_stats.drop_wrong_state++;
+		return;
+	}
 	c->timer = false;
 	if (r.status != CM_SIDR_OK) {
 		c->state = CMA_DISCONNECTED;
@@ -1768,8 +1879,11 @@ void cma_handle_mad(struct cma_device *d, const uint8_t *grh, const uint8_t *mad
 	struct cm_mad_hdr h;
 	union ibv_gid src;
 
-	if (cm_mad_parse_hdr(mad, CM_MAD_SIZE, &h) < 0)
+	cma_stats.mad_rx++;
+	if (cm_mad_parse_hdr(mad, CM_MAD_SIZE, &h) < 0) {
+		cma_stats.drop_bad_hdr++;
 		return;
+	}
 	/* The sender's GID from the GRH area: an IPv4 header in its last 20 bytes
 	 * (source address at byte 12 of it), or a whole IPv6 header. */
 	memset(&src, 0, sizeof(src));
@@ -1784,28 +1898,29 @@ void cma_handle_mad(struct cma_device *d, const uint8_t *grh, const uint8_t *mad
 		handle_req(d, &src, h.tid, mad);
 		break;
 	case CM_ATTR_REP:
-		handle_rep(h.tid, mad);
+		handle_rep(&src, mad);
 		break;
 	case CM_ATTR_RTU:
-		handle_rtu(mad);
+		handle_rtu(&src, mad);
 		break;
 	case CM_ATTR_REJ:
-		handle_rej(mad);
+		handle_rej(&src, mad);
 		break;
 	case CM_ATTR_DREQ:
 		handle_dreq(d, &src, h.tid, mad);
 		break;
 	case CM_ATTR_DREP:
-		handle_drep(mad);
+		handle_drep(&src, mad);
 		break;
 	case CM_ATTR_SIDR_REQ:
 		handle_sidr_req(d, &src, h.tid, mad);
 		break;
 	case CM_ATTR_SIDR_REP:
-		handle_sidr_rep(mad);
+		handle_sidr_rep(&src, mad);
 		break;
 	default:
-		break; /* MRA, LAP, APR: not used by rocemu's CM */
+		cma_stats.drop_bad_attr++; /* MRA, LAP, APR: not used by rocemu's CM */
+		break;
 	}
 }
 

@@ -19,9 +19,14 @@
 
 #include "cm_mad.h"
 
+#ifdef CMA_NO_SYMVER
+/* The CM state machine compiled into a test or fuzz target (tests/rdmacm). */
+#define ROCEMU_PUBLIC(name)
+#else
 #include "rdmacm_symver.h"
 /* After the body of each exported function: binds it to its version (gen_abi.py). */
 #define ROCEMU_PUBLIC(name) ROCEMU_SYMVER_##name
+#endif
 
 #define CMA_GSI_RECVS		  64
 #define CMA_GSI_SENDS		  64
@@ -32,6 +37,39 @@
 #define CMA_MAX_CM_RETRIES	  8
 #define CMA_UDP_QKEY		  0x01234567u /* RDMA_UDP_QKEY */
 #define CMA_ACK_TIMEOUT		  14	      /* QP local ACK timeout: 4.096 us * 2^14 = 67 ms */
+/* Requests not yet accepted or rejected that one listener holds; more are
+ * dropped (counted) so that a flood of forged REQs cannot grow memory. */
+#define CMA_MAX_PENDING_REQ 256
+
+/*
+ * What the CM thread did with received MADs: every MAD that is dropped or
+ * answered without touching a connection is counted under its reason.
+ * Guarded by cma_lock; printed at exit with ROCEMU_STATS=1 (device.c).
+ */
+#define CMA_STATS(X)                                                                             \
+	X(mad_rx)           /* MADs handed to the CM (any content) */                         \
+	X(drop_short)       /* completion shorter than GRH + 256-byte MAD */                  \
+	X(drop_bad_hdr)     /* base version, class, class version or method not CM Send */    \
+	X(drop_bad_attr)    /* attribute not handled (MRA, LAP, APR, unknown) */              \
+	X(drop_unknown_id)  /* REP/RTU/REJ/DREP/SIDR_REP naming no id of ours */              \
+	X(drop_wrong_peer)  /* names an id of ours but comes from another GID */              \
+	X(drop_wrong_state) /* the id is in a state where the message means nothing */        \
+	X(drop_backlog)     /* REQ/SIDR_REQ over CMA_MAX_PENDING_REQ for the listener */      \
+	X(drop_no_listener) /* REQ/SIDR_REQ for no listener, and this process does not answer */ \
+	X(dup_req)          /* duplicate REQ/SIDR_REQ (answered again or ignored) */          \
+	X(dup_rep)          /* duplicate REP (RTU resent) */                                  \
+	X(rej_no_listener)  /* REJ 8 / SIDR_REP status 1 sent for an unknown service */       \
+	X(bad_cma_hdr)      /* REQ/SIDR_REQ whose CMA private-data header is invalid */       \
+	X(drep_stale)       /* DREQ for no connection: stateless DREP */
+
+struct cma_stats {
+#define CMA_STAT_FIELD(n) uint64_t n;
+	CMA_STATS(CMA_STAT_FIELD)
+#undef CMA_STAT_FIELD
+};
+extern struct cma_stats cma_stats;
+/** Print the non-zero counters to stderr when ROCEMU_STATS is set (not "0"). */
+void cma_stats_report(void);
 
 /** An opened rocemu device with its GSI agent (QP1). */
 struct cma_device {

@@ -162,6 +162,8 @@ static void gsi_drain(struct cma_device *d)
 			if (wc[i].status == IBV_WC_SUCCESS && wc[i].byte_len >= CMA_GSI_BUF) {
 				const uint8_t *p = d->buf + wc[i].wr_id * CMA_GSI_BUF;
 				cma_handle_mad(d, p, p + 40);
+			} else if (wc[i].status == IBV_WC_SUCCESS) {
+				cma_stats.drop_short++; /* a MAD is 256 bytes (13.4.2) */
 			}
 			if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
 				gsi_post_recv(d, (unsigned)wc[i].wr_id);
@@ -254,6 +256,7 @@ __attribute__((destructor)) static void cma_fini(void)
 	cm_thread_stop = true;
 	pthread_join(cm_thread, NULL);
 	cm_thread_running = false;
+	cma_stats_report();
 }
 
 int cma_init(void)

@@ -1,0 +1,511 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Hostile peers against rocemu's CM (docs/rdmacm.md, "Bad input"): the state
+ * machine of verbs-provider/rdmacm runs on a fake device (cm_stub.c), a
+ * connection is set up with well-formed MADs from the peer 10.0.0.2, then
+ * forged, stale, duplicate and malformed MADs arrive. Each must be counted
+ * and dropped, or answered as IBA ch. 12 says, and leave the established
+ * connection as it was.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include <cmocka.h>
+
+#include "cm_stub.h"
+
+#define PEER	   2  /* 10.0.0.2: the legitimate peer */
+#define INTRUDER   3  /* 10.0.0.3: another host on the network */
+#define PORT	   7471
+#define PEER_COMM  0x5000u
+#define PEER_QPN   0x123u
+
+struct ctx {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *listen, *passive, *active;
+	uint32_t active_peer_comm; /* the comm ID the peer gave the active side */
+};
+
+static struct cma_id *cid(struct rdma_cm_id *id)
+{
+	return (struct cma_id *)id;
+}
+
+static int next_event(struct ctx *t, enum rdma_cm_event_type *type, struct rdma_cm_id **id)
+{
+	struct rdma_cm_event *ev;
+
+	if (rdma_get_cm_event(t->ch, &ev))
+		return -errno;
+	*type = ev->event;
+	*id = ev->id;
+	rdma_ack_cm_event(ev);
+	return 0;
+}
+
+static void assert_no_event(struct ctx *t)
+{
+	struct rdma_cm_event *ev;
+
+	assert_int_equal(rdma_get_cm_event(t->ch, &ev), -1);
+	assert_int_equal(errno, EAGAIN);
+}
+
+static void sin_of(struct sockaddr_in *s, uint8_t last, uint16_t port)
+{
+	memset(s, 0, sizeof(*s));
+	s->sin_family = AF_INET;
+	s->sin_port = htons(port);
+	s->sin_addr.s_addr = htonl(0x0a000000u | last);
+}
+
+static void build_req(uint8_t *mad, uint32_t comm, uint8_t src_last, uint16_t port)
+{
+	struct cm_req r = {0};
+	struct cma_hdr h = {.ip_version = 4, .src_port = 40000};
+
+	r.local_comm_id = comm;
+	r.service_id = cma_service_id(RDMA_PS_TCP, port);
+	r.local_qpn = PEER_QPN;
+	r.responder_resources = r.initiator_depth = 1;
+	r.starting_psn = 0x42;
+	r.retry_count = r.rnr_retry_count = 7;
+	r.pkey = 0xffff;
+	r.path_mtu = IBV_MTU_1024;
+	r.max_cm_retries = 8;
+	stub_gid_v4((union ibv_gid *)r.local_gid, src_last);
+	stub_gid_v4((union ibv_gid *)r.remote_gid, 1);
+	r.hop_limit = 64;
+	h.src[12] = 10, h.src[15] = src_last;
+	h.dst[12] = 10, h.dst[15] = 1;
+	cma_hdr_put(r.pdata, &h);
+	cm_mad_put_req(mad, 0x77, &r);
+}
+
+static void build_ids(uint8_t *mad, uint16_t attr, uint32_t local, uint32_t remote)
+{
+	struct cm_ids m = {.local_comm_id = local, .remote_comm_id = remote, .remote_qpn = 1};
+	cm_mad_put_ids(mad, 0x78, attr, &m);
+}
+
+static void rx_from(uint8_t last, const uint8_t *mad)
+{
+	uint8_t grh[40];
+
+	stub_grh_v4(grh, last);
+	stub_rx(grh, mad);
+}
+
+static uint16_t sent_attr(unsigned i)
+{
+	return (uint16_t)(stub_sent[i].mad[16] << 8 | stub_sent[i].mad[17]);
+}
+
+/* A listener, a passive connection from the peer, an active one to it:
+ * both ESTABLISHED through well-formed MADs. */
+static int setup(void **state)
+{
+	static struct ctx t;
+	struct sockaddr_in a;
+	uint8_t mad[CM_MAD_SIZE];
+	enum rdma_cm_event_type type = RDMA_CM_EVENT_ADDR_ERROR;
+	struct rdma_cm_id *id = NULL;
+
+	memset(&t, 0, sizeof(t));
+	memset(&cma_stats, 0, sizeof(cma_stats));
+	t.ch = rdma_create_event_channel();
+	assert_non_null(t.ch);
+	fcntl(t.ch->fd, F_SETFL, fcntl(t.ch->fd, F_GETFL) | O_NONBLOCK);
+	assert_int_equal(rdma_create_id(t.ch, &t.listen, NULL, RDMA_PS_TCP), 0);
+	sin_of(&a, 1, PORT);
+	assert_int_equal(rdma_bind_addr(t.listen, (struct sockaddr *)&a), 0);
+	assert_int_equal(rdma_listen(t.listen, 4), 0);
+
+	/* passive: REQ -> CONNECT_REQUEST, accept -> REP, RTU -> ESTABLISHED */
+	build_req(mad, PEER_COMM, PEER, PORT);
+	rx_from(PEER, mad);
+	assert_int_equal(next_event(&t, &type, &t.passive), 0);
+	assert_int_equal(type, RDMA_CM_EVENT_CONNECT_REQUEST);
+	struct rdma_conn_param p = {.qp_num = 0x456, .responder_resources = 1, .initiator_depth = 1};
+	stub_reset_sent();
+	assert_int_equal(rdma_accept(t.passive, &p), 0);
+	assert_int_equal(stub_n_sent, 1);
+	assert_int_equal(sent_attr(0), CM_ATTR_REP);
+	build_ids(mad, CM_ATTR_RTU, PEER_COMM, cid(t.passive)->local_comm_id);
+	rx_from(PEER, mad);
+	assert_int_equal(next_event(&t, &type, &id), 0);
+	assert_int_equal(type, RDMA_CM_EVENT_ESTABLISHED);
+	assert_ptr_equal(id, t.passive);
+
+	/* active: REQ out, REP in -> CONNECT_RESPONSE, rdma_establish -> RTU */
+	assert_int_equal(rdma_create_id(t.ch, &t.active, NULL, RDMA_PS_TCP), 0);
+	sin_of(&a, PEER, 9000);
+	assert_int_equal(rdma_resolve_addr(t.active, NULL, (struct sockaddr *)&a, 100), 0);
+	assert_int_equal(next_event(&t, &type, &id), 0);
+	assert_int_equal(rdma_resolve_route(t.active, 100), 0);
+	assert_int_equal(next_event(&t, &type, &id), 0);
+	stub_reset_sent();
+	assert_int_equal(rdma_connect(t.active, &p), 0);
+	assert_int_equal(stub_n_sent, 1);
+	assert_int_equal(sent_attr(0), CM_ATTR_REQ);
+	t.active_peer_comm = 0x6000;
+	struct cm_rep rep = {.local_comm_id = t.active_peer_comm,
+			     .remote_comm_id = cid(t.active)->local_comm_id,
+			     .local_qpn = 0x789,
+			     .responder_resources = 1,
+			     .initiator_depth = 1};
+	cm_mad_put_rep(mad, cid(t.active)->tid, &rep);
+	rx_from(PEER, mad);
+	assert_int_equal(next_event(&t, &type, &id), 0);
+	assert_int_equal(type, RDMA_CM_EVENT_CONNECT_RESPONSE);
+	assert_int_equal(rdma_establish(t.active), 0);
+	assert_int_equal(cid(t.active)->state, CMA_ESTABLISHED);
+	assert_int_equal(cid(t.passive)->state, CMA_ESTABLISHED);
+	assert_no_event(&t);
+	memset(&cma_stats, 0, sizeof(cma_stats));
+	stub_reset_sent();
+	*state = &t;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct ctx *t = *state;
+
+	rdma_destroy_id(t->active);
+	rdma_destroy_id(t->passive);
+	rdma_destroy_id(t->listen);
+	rdma_destroy_event_channel(t->ch);
+	return 0;
+}
+
+/* Both connections exactly as setup() left them, nothing queued. */
+static void assert_connections_intact(struct ctx *t)
+{
+	assert_int_equal(cid(t->active)->state, CMA_ESTABLISHED);
+	assert_int_equal(cid(t->active)->remote_comm_id, t->active_peer_comm);
+	assert_int_equal(cid(t->active)->remote_qpn, 0x789);
+	assert_int_equal(cid(t->passive)->state, CMA_ESTABLISHED);
+	assert_int_equal(cid(t->passive)->remote_comm_id, PEER_COMM);
+	assert_int_equal(cid(t->passive)->remote_qpn, PEER_QPN);
+	assert_no_event(t);
+}
+
+/* REP, RTU, REJ, DREP naming no id of ours: counted, dropped, nothing sent.
+ * A DREQ for no connection gets a stateless DREP (12.9.8). */
+static void unknown_comm_id(void **state)
+{
+	struct ctx *t = *state;
+	uint8_t mad[CM_MAD_SIZE];
+	const uint16_t attrs[] = {CM_ATTR_REP, CM_ATTR_RTU, CM_ATTR_REJ, CM_ATTR_DREP,
+				  CM_ATTR_SIDR_REP};
+	uint32_t bogus = cid(t->active)->local_comm_id + 1000;
+
+	for (unsigned i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
+		build_ids(mad, attrs[i], 0x1111, bogus);
+		if (attrs[i] == CM_ATTR_SIDR_REP) /* its request ID is at byte 24 */
+			memcpy(mad + 24, mad + 28, 4);
+		rx_from(PEER, mad);
+	}
+	assert_int_equal(cma_stats.drop_unknown_id, 5);
+	assert_int_equal(stub_n_sent, 0);
+	build_ids(mad, CM_ATTR_DREQ, 0x1111, bogus);
+	rx_from(INTRUDER, mad);
+	assert_int_equal(cma_stats.drep_stale, 1);
+	assert_int_equal(stub_n_sent, 1);
+	assert_int_equal(sent_attr(0), CM_ATTR_DREP);
+	union ibv_gid intruder;
+	stub_gid_v4(&intruder, INTRUDER);
+	assert_memory_equal(&stub_sent[0].dgid, &intruder, 16);
+	/* the DREP names the sender's IDs swapped */
+	assert_int_equal(ntohl(*(uint32_t *)(stub_sent[0].mad + 24)), bogus);
+	assert_int_equal(ntohl(*(uint32_t *)(stub_sent[0].mad + 28)), 0x1111);
+	assert_int_equal(cma_stats.mad_rx, 6);
+	assert_connections_intact(t);
+}
+
+/* The right comm IDs from another host: a guessed ID ends nothing. */
+static void forged_from_other_host(void **state)
+{
+	struct ctx *t = *state;
+	uint8_t mad[CM_MAD_SIZE];
+
+	build_ids(mad, CM_ATTR_REJ, t->active_peer_comm, cid(t->active)->local_comm_id);
+	rx_from(INTRUDER, mad);
+	build_ids(mad, CM_ATTR_DREP, t->active_peer_comm, cid(t->active)->local_comm_id);
+	rx_from(INTRUDER, mad);
+	build_ids(mad, CM_ATTR_RTU, PEER_COMM, cid(t->passive)->local_comm_id);
+	rx_from(INTRUDER, mad);
+	assert_int_equal(cma_stats.drop_wrong_peer, 3);
+	assert_int_equal(stub_n_sent, 0);
+	/* a DREQ with the passive connection's IDs from the intruder: a stateless
+	 * DREP to the intruder, the connection stays */
+	build_ids(mad, CM_ATTR_DREQ, PEER_COMM, cid(t->passive)->local_comm_id);
+	rx_from(INTRUDER, mad);
+	assert_int_equal(cma_stats.drep_stale, 1);
+	assert_int_equal(stub_n_sent, 1);
+	assert_int_equal(sent_attr(0), CM_ATTR_DREP);
+	assert_connections_intact(t);
+}
+
+/* Stale messages from the right peer after ESTABLISHED: duplicate RTU, a REJ
+ * (too late to reject), a REP with another comm ID. Dropped and counted. */
+static void stale_from_peer(void **state)
+{
+	struct ctx *t = *state;
+	uint8_t mad[CM_MAD_SIZE];
+
+	build_ids(mad, CM_ATTR_RTU, PEER_COMM, cid(t->passive)->local_comm_id);
+	rx_from(PEER, mad);
+	build_ids(mad, CM_ATTR_REJ, PEER_COMM, cid(t->passive)->local_comm_id);
+	rx_from(PEER, mad);
+	build_ids(mad, CM_ATTR_REJ, t->active_peer_comm, cid(t->active)->local_comm_id);
+	rx_from(PEER, mad);
+	/* a REP with another responder ID: not a duplicate of ours, no RTU */
+	struct cm_rep rep = {.local_comm_id = t->active_peer_comm + 1,
+			     .remote_comm_id = cid(t->active)->local_comm_id,
+			     .local_qpn = 0x999};
+	cm_mad_put_rep(mad, 1, &rep);
+	rx_from(PEER, mad);
+	/* a DREP while no DREQ is out */
+	build_ids(mad, CM_ATTR_DREP, t->active_peer_comm, cid(t->active)->local_comm_id);
+	rx_from(PEER, mad);
+	assert_int_equal(cma_stats.drop_wrong_state, 5);
+	assert_int_equal(stub_n_sent, 0);
+	/* the true duplicate REP (our RTU was lost) gets the RTU again */
+	rep.local_comm_id = t->active_peer_comm;
+	cm_mad_put_rep(mad, 1, &rep);
+	rx_from(PEER, mad);
+	assert_int_equal(cma_stats.dup_rep, 1);
+	assert_int_equal(stub_n_sent, 1);
+	assert_int_equal(sent_attr(0), CM_ATTR_RTU);
+	assert_connections_intact(t);
+}
+
+/* A REQ repeated after ESTABLISHED is a stale duplicate: ignored (12.9.2),
+ * no second CONNECT_REQUEST, no answer. */
+static void duplicate_req_after_established(void **state)
+{
+	struct ctx *t = *state;
+	uint8_t mad[CM_MAD_SIZE];
+
+	build_req(mad, PEER_COMM, PEER, PORT);
+	rx_from(PEER, mad);
+	rx_from(PEER, mad);
+	assert_int_equal(cma_stats.dup_req, 2);
+	assert_int_equal(stub_n_sent, 0);
+	assert_connections_intact(t);
+}
+
+/* A duplicate REQ while our REP is unanswered: the same REP again. */
+static void duplicate_req_resends_rep(void **state)
+{
+	struct ctx *t = *state;
+	uint8_t mad[CM_MAD_SIZE];
+	enum rdma_cm_event_type type = RDMA_CM_EVENT_ADDR_ERROR;
+	struct rdma_cm_id *id = NULL;
+
+	build_req(mad, PEER_COMM + 1, PEER, PORT);
+	rx_from(PEER, mad);
+	assert_int_equal(next_event(t, &type, &id), 0);
+	assert_int_equal(type, RDMA_CM_EVENT_CONNECT_REQUEST);
+	struct rdma_conn_param p = {.qp_num = 0x457};
+	assert_int_equal(rdma_accept(id, &p), 0);
+	assert_int_equal(stub_n_sent, 1);
+	uint8_t first_rep[CM_MAD_SIZE];
+	memcpy(first_rep, stub_sent[0].mad, CM_MAD_SIZE);
+	rx_from(PEER, mad);
+	assert_int_equal(cma_stats.dup_req, 1);
+	assert_int_equal(stub_n_sent, 2);
+	assert_memory_equal(stub_sent[1].mad, first_rep, CM_MAD_SIZE);
+	assert_no_event(t);
+	rdma_destroy_id(id);
+	assert_connections_intact(t);
+}
+
+/* A REQ whose CMA header is not rdma_cm's (IP version 5, CMA version 1, a
+ * zero header): no listener can match; answered with REJ 8 (12.6.7) since
+ * this process listens, counted, no CONNECT_REQUEST. */
+static void req_bad_cma_header(void **state)
+{
+	struct ctx *t = *state;
+	uint8_t mad[CM_MAD_SIZE];
+
+	build_req(mad, 0x7000, PEER, PORT);
+	mad[24 + 140 + 1] = 5 << 4; /* IP version 5 */
+	rx_from(PEER, mad);
+	build_req(mad, 0x7001, PEER, PORT);
+	mad[24 + 140] = 1; /* CMA version 1 */
+	rx_from(PEER, mad);
+	build_req(mad, 0x7002, PEER, PORT);
+	memset(mad + 24 + 140, 0, CMA_HDR_LEN);
+	rx_from(PEER, mad);
+	assert_int_equal(cma_stats.bad_cma_hdr, 3);
+	assert_int_equal(cma_stats.rej_no_listener, 3);
+	assert_int_equal(stub_n_sent, 3);
+	for (unsigned i = 0; i < 3; i++) {
+		struct cm_rej rej;
+		assert_int_equal(sent_attr(i), CM_ATTR_REJ);
+		cm_mad_get_rej(stub_sent[i].mad, &rej);
+		assert_int_equal(rej.reason, CM_REJ_INVALID_SERVICE_ID);
+		assert_int_equal(rej.remote_comm_id, 0x7000 + i);
+		assert_int_equal(rej.msg_rejected, CM_REJ_MSG_REQ);
+	}
+	assert_connections_intact(t);
+}
+
+/* Not a CM Send MAD: base version, class, class version, method; an
+ * attribute rocemu does not handle (MRA, LAP, unknown). Dropped, counted. */
+static void bad_mad_header(void **state)
+{
+	struct ctx *t = *state;
+	uint8_t mad[CM_MAD_SIZE];
+	const struct {
+		unsigned off;
+		uint8_t val;
+	} bad[] = {{0, 2}, {0, 0}, {1, 0x81}, {1, 0x01}, {2, 1}, {2, 3}, {3, 0x01}, {3, 0x81}};
+
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		build_ids(mad, CM_ATTR_DREQ, PEER_COMM, cid(t->passive)->local_comm_id);
+		mad[bad[i].off] = bad[i].val;
+		rx_from(PEER, mad);
+	}
+	assert_int_equal(cma_stats.drop_bad_hdr, 8);
+	const uint16_t attrs[] = {CM_ATTR_MRA, 0x0019, 0x001a, 0x0000, 0xffff};
+	for (unsigned i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
+		build_ids(mad, CM_ATTR_DREQ, PEER_COMM, cid(t->passive)->local_comm_id);
+		mad[16] = (uint8_t)(attrs[i] >> 8);
+		mad[17] = (uint8_t)attrs[i];
+		rx_from(PEER, mad);
+	}
+	assert_int_equal(cma_stats.drop_bad_attr, 5);
+	assert_int_equal(stub_n_sent, 0);
+	assert_connections_intact(t);
+}
+
+/* A MAD is 256 bytes: anything shorter is not parsed (the CM thread counts
+ * a short completion as drop_short before it gets here). */
+static void short_mad(void **state)
+{
+	struct ctx *t = *state;
+	uint8_t mad[CM_MAD_SIZE];
+	struct cm_mad_hdr h;
+
+	build_ids(mad, CM_ATTR_DREQ, PEER_COMM, cid(t->passive)->local_comm_id);
+	assert_int_equal(cm_mad_parse_hdr(mad, CM_MAD_SIZE, &h), 0);
+	for (size_t len = 0; len < CM_MAD_SIZE; len += 17)
+		assert_int_equal(cm_mad_parse_hdr(mad, len, &h), -EINVAL);
+	assert_int_equal(cm_mad_parse_hdr(mad, CM_MAD_SIZE - 1, &h), -EINVAL);
+	assert_connections_intact(t);
+}
+
+/* A flood of REQs with fresh comm IDs: the listener holds at most
+ * CMA_MAX_PENDING_REQ unanswered requests; the rest are dropped, counted. */
+static void req_flood_bounded(void **state)
+{
+	struct ctx *t = *state;
+	uint8_t mad[CM_MAD_SIZE];
+	const unsigned n = CMA_MAX_PENDING_REQ + 40;
+
+	for (unsigned i = 0; i < n; i++) {
+		build_req(mad, 0x10000 + i, INTRUDER, PORT);
+		rx_from(INTRUDER, mad);
+	}
+	assert_int_equal(cma_stats.drop_backlog, n - CMA_MAX_PENDING_REQ);
+	unsigned got = 0;
+	enum rdma_cm_event_type type = RDMA_CM_EVENT_ADDR_ERROR;
+	struct rdma_cm_id *id = NULL;
+	while (next_event(t, &type, &id) == 0) {
+		assert_int_equal(type, RDMA_CM_EVENT_CONNECT_REQUEST);
+		got++;
+		assert_int_equal(rdma_reject(id, NULL, 0), 0);
+		rdma_destroy_id(id);
+	}
+	assert_int_equal(got, CMA_MAX_PENDING_REQ);
+	/* answered requests free the slots: the next one gets through */
+	build_req(mad, 0x20000, INTRUDER, PORT);
+	rx_from(INTRUDER, mad);
+	assert_int_equal(next_event(t, &type, &id), 0);
+	assert_int_equal(type, RDMA_CM_EVENT_CONNECT_REQUEST);
+	rdma_destroy_id(id);
+	stub_reset_sent();
+	assert_connections_intact(t);
+}
+
+/* The positive control: the peer's own DREQ ends the connection, DREP sent. */
+static void peer_dreq_disconnects(void **state)
+{
+	struct ctx *t = *state;
+	uint8_t mad[CM_MAD_SIZE];
+	enum rdma_cm_event_type type = RDMA_CM_EVENT_ADDR_ERROR;
+	struct rdma_cm_id *id = NULL;
+
+	build_ids(mad, CM_ATTR_DREQ, PEER_COMM, cid(t->passive)->local_comm_id);
+	rx_from(PEER, mad);
+	assert_int_equal(stub_n_sent, 1);
+	assert_int_equal(sent_attr(0), CM_ATTR_DREP);
+	assert_int_equal(next_event(t, &type, &id), 0);
+	assert_int_equal(type, RDMA_CM_EVENT_DISCONNECTED);
+	assert_ptr_equal(id, t->passive);
+	assert_int_equal(cma_stats.drep_stale, 0);
+	assert_int_equal(cid(t->active)->state, CMA_ESTABLISHED);
+	/* its duplicate gets the DREP again, and nothing else */
+	rx_from(PEER, mad);
+	assert_int_equal(stub_n_sent, 2);
+	assert_no_event(t);
+}
+
+/* Random bytes in a valid header to every attribute: no crash, no event
+ * for the established connections (fixed seed: the same run every time). */
+static void random_bodies(void **state)
+{
+	struct ctx *t = *state;
+	uint8_t mad[CM_MAD_SIZE];
+	uint64_t s = 0x9e3779b97f4a7c15ull;
+
+	for (unsigned i = 0; i < 4000; i++) {
+		for (unsigned j = 0; j < CM_MAD_SIZE; j++) {
+			s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+			mad[j] = (uint8_t)s;
+		}
+		mad[0] = 1, mad[1] = CM_MGMT_CLASS, mad[2] = CM_CLASS_VERSION, mad[3] = 3;
+		mad[16] = 0, mad[17] = (uint8_t)(0x10 + i % 9);
+		rx_from((uint8_t)(i % 5 == 0 ? PEER : INTRUDER), mad);
+		enum rdma_cm_event_type type = RDMA_CM_EVENT_ADDR_ERROR;
+		struct rdma_cm_id *id = NULL;
+		while (next_event(t, &type, &id) == 0) {
+			assert_ptr_not_equal(id, t->active);
+			assert_ptr_not_equal(id, t->passive);
+			if (type == RDMA_CM_EVENT_CONNECT_REQUEST)
+				rdma_reject(id, NULL, 0);
+			rdma_destroy_id(id);
+		}
+	}
+	assert_int_equal(cma_stats.mad_rx, 4000);
+	stub_reset_sent();
+	assert_connections_intact(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(unknown_comm_id, setup, teardown),
+	    cmocka_unit_test_setup_teardown(forged_from_other_host, setup, teardown),
+	    cmocka_unit_test_setup_teardown(stale_from_peer, setup, teardown),
+	    cmocka_unit_test_setup_teardown(duplicate_req_after_established, setup, teardown),
+	    cmocka_unit_test_setup_teardown(duplicate_req_resends_rep, setup, teardown),
+	    cmocka_unit_test_setup_teardown(req_bad_cma_header, setup, teardown),
+	    cmocka_unit_test_setup_teardown(bad_mad_header, setup, teardown),
+	    cmocka_unit_test_setup_teardown(short_mad, setup, teardown),
+	    cmocka_unit_test_setup_teardown(req_flood_bounded, setup, teardown),
+	    cmocka_unit_test_setup_teardown(peer_dreq_disconnects, setup, teardown),
+	    cmocka_unit_test_setup_teardown(random_bodies, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
