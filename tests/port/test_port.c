@@ -909,6 +909,49 @@ static void test_foreign_mac_dropped(void **state)
 	pair_close(&p);
 }
 
+/* The transmit credit the engine uses: room shrinks as frames are buffered,
+ * a half-full buffer is handed to the device first, and with the device's
+ * ring full (nobody receives on b) the room stays small, never wraps. */
+static void test_tx_room(void **state)
+{
+	struct pair p;
+	uint8_t bmac[6];
+	unsigned room0, room, sent = 0;
+	(void)state;
+
+	pair_config(&p, NULL, NULL);
+	pair_open(&p);
+	rocemu_port_mac(p.b, bmac);
+	rocemu_port_lock(p.a);
+	room0 = rocemu_port_tx_room(p.a);
+	assert_true(room0 > 32);
+	for (unsigned i = 0; i < 10; i++)
+		assert_int_equal(rocemu_port_tx(p.a, roce_frame(p.a, "10.9.0.2", bmac, 7)), 0);
+	assert_int_equal(rocemu_port_tx_room(p.a), room0 - 10);
+	rocemu_port_flush(p.a);
+	assert_int_equal(rocemu_port_tx_room(p.a), room0);
+	/* fill the ring toward b (b never polls) and then the buffer */
+	for (unsigned i = 0; i < 4000; i++) {
+		struct rte_mbuf *m = roce_frame(p.a, "10.9.0.2", bmac, 7);
+
+		if (!m || rocemu_port_tx_room(p.a) == 0) {
+			if (m)
+				rte_pktmbuf_free(m);
+			break;
+		}
+		assert_int_equal(rocemu_port_tx(p.a, m), 0);
+		sent++;
+	}
+	room = rocemu_port_tx_room(p.a);
+	assert_true(sent > room0);	 /* the device took some */
+	assert_true(room < room0 / 2 + 1); /* then it filled up */
+	/* outside a pass the pass time falls back to the clock */
+	assert_true(rocemu_port_pass_now(p.a) > 0);
+	rocemu_port_unlock(p.a);
+	assert_int_equal(counter(p.a, "drop_tx_full"), 0);
+	pair_close(&p);
+}
+
 static void send_psns(struct pair *p, unsigned n)
 {
 	uint8_t bmac[6];
@@ -1174,6 +1217,7 @@ int main(void)
 	    cmocka_unit_test(test_ring_pair_long_names),
 	    cmocka_unit_test(test_last_frame_survives_close),
 	    cmocka_unit_test(test_foreign_mac_dropped),
+	    cmocka_unit_test(test_tx_room),
 	    cmocka_unit_test(test_fault_dup_reorder_delay),
 	    cmocka_unit_test(test_fork_child_exit),
 	    cmocka_unit_test(test_random_frames),
