@@ -79,8 +79,11 @@ static void build_req(uint8_t *mad, uint32_t comm, uint8_t src_last, uint16_t po
 	r.pkey = 0xffff;
 	r.path_mtu = IBV_MTU_1024;
 	r.max_cm_retries = 8;
-	stub_gid_v4((union ibv_gid *)r.local_gid, src_last);
-	stub_gid_v4((union ibv_gid *)r.remote_gid, 1);
+	union ibv_gid g;
+	stub_gid_v4(&g, src_last);
+	memcpy(r.local_gid, g.raw, 16);
+	stub_gid_v4(&g, 1);
+	memcpy(r.remote_gid, g.raw, 16);
 	r.hop_limit = 64;
 	h.src[12] = 10, h.src[15] = src_last;
 	h.dst[12] = 10, h.dst[15] = 1;
@@ -356,6 +359,9 @@ static void req_bad_cma_header(void **state)
 		assert_int_equal(rej.reason, CM_REJ_INVALID_SERVICE_ID);
 		assert_int_equal(rej.remote_comm_id, 0x7000 + i);
 		assert_int_equal(rej.msg_rejected, CM_REJ_MSG_REQ);
+		union ibv_gid peer;
+		stub_gid_v4(&peer, PEER);
+		assert_memory_equal(&stub_sent[i].dgid, &peer, 16);
 	}
 	assert_connections_intact(t);
 }
@@ -438,6 +444,53 @@ static void req_flood_bounded(void **state)
 	assert_connections_intact(t);
 }
 
+/* The sender is the GRH's source. An IPv6 source GID with 0x45 at byte 12
+ * (byte 20 of the GRH area, where an IPv4 header would start) is still IPv6;
+ * a GRH area that is neither IPv6 nor IPv4 is dropped. */
+static void grh_source_parsing(void **state)
+{
+	struct ctx *t = *state;
+	uint8_t mad[CM_MAD_SIZE], grh[40] = {0};
+	union ibv_gid v6 = {.raw = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0x45, 0, 0, 7}};
+
+	grh[0] = 0x60;
+	memcpy(grh + 8, v6.raw, 16);
+	build_ids(mad, CM_ATTR_DREQ, 0x1111, 0x2222);
+	stub_rx(grh, mad);
+	assert_int_equal(stub_n_sent, 1);
+	assert_int_equal(sent_attr(0), CM_ATTR_DREP);
+	assert_memory_equal(&stub_sent[0].dgid, &v6, 16);
+	memset(grh, 0, sizeof(grh));
+	stub_rx(grh, mad);
+	assert_int_equal(cma_stats.drop_bad_grh, 1);
+	assert_int_equal(stub_n_sent, 1);
+	assert_connections_intact(t);
+}
+
+/* A REQ that names another host as its sender (primary local GID) is
+ * answered to the host that sent it: no REPs aimed at a third host. */
+static void req_answered_to_sender(void **state)
+{
+	struct ctx *t = *state;
+	uint8_t mad[CM_MAD_SIZE];
+	enum rdma_cm_event_type type = RDMA_CM_EVENT_ADDR_ERROR;
+	struct rdma_cm_id *id = NULL;
+	union ibv_gid intruder;
+
+	build_req(mad, 0x8000, PEER, PORT); /* body says 10.0.0.2 */
+	rx_from(INTRUDER, mad);
+	assert_int_equal(next_event(t, &type, &id), 0);
+	assert_int_equal(type, RDMA_CM_EVENT_CONNECT_REQUEST);
+	struct rdma_conn_param p = {.qp_num = 0x458};
+	assert_int_equal(rdma_accept(id, &p), 0);
+	assert_int_equal(stub_n_sent, 1);
+	stub_gid_v4(&intruder, INTRUDER);
+	assert_memory_equal(&stub_sent[0].dgid, &intruder, 16);
+	rdma_destroy_id(id);
+	stub_reset_sent();
+	assert_connections_intact(t);
+}
+
 /* The positive control: the peer's own DREQ ends the connection, DREP sent. */
 static void peer_dreq_disconnects(void **state)
 {
@@ -505,6 +558,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(short_mad, setup, teardown),
 	    cmocka_unit_test_setup_teardown(req_flood_bounded, setup, teardown),
 	    cmocka_unit_test_setup_teardown(peer_dreq_disconnects, setup, teardown),
+	    cmocka_unit_test_setup_teardown(grh_source_parsing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(req_answered_to_sender, setup, teardown),
 	    cmocka_unit_test_setup_teardown(random_bodies, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1553,8 +1553,10 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 	uint16_t ps, port;
 
 	cm_mad_get_req(mad, &r);
-	union ibv_gid remote;
-	memcpy(remote.raw, r.local_gid, 16);
+	/* The peer is the GRH's source, not the REQ's primary local GID (on RoCE
+	 * the network header says who sent it; answering the GID written in the
+	 * MAD would let a forger aim our REPs at a third host). */
+	union ibv_gid remote = *src;
 	struct cma_id *dup = find_duplicate(r.local_comm_id, &remote);
 	if (dup) {
 		/* 12.9.2: a REQ already seen. Before the RTU our REP was lost: resend
@@ -1874,6 +1876,45 @@ static void handle_sidr_rep(const union ibv_gid *src, const uint8_t *mad)
 	e->ev.param.ud.qkey = r.qkey;
 }
 
+/* Whether the 20 bytes at p are an IPv4 header without options whose
+ * checksum holds. */
+static bool ipv4_header_ok(const uint8_t *p)
+{
+	uint32_t sum = 0;
+
+	if (p[0] != 0x45)
+		return false;
+	for (unsigned i = 0; i < 20; i += 2)
+		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return sum == 0xffff;
+}
+
+/*
+ * The sender's GID from the 40-byte GRH area: for RoCEv2 over IPv4 an IPv4
+ * header in its last 20 bytes (source address at byte 12 of it), otherwise
+ * the IPv6 header. An IPv6 source GID can hold 0x4_ at byte 20 of the area,
+ * so "version 4 there" alone is not enough: as rdma-core does
+ * (ibv_init_ah_from_wc), an area that starts with version 6 is IPv4 only if
+ * bytes 20..39 are a valid IPv4 header. -EINVAL when it is neither.
+ */
+static int grh_source(const uint8_t *grh, union ibv_gid *src)
+{
+	bool v6 = (grh[0] >> 4) == 6;
+
+	memset(src, 0, sizeof(*src));
+	if ((!v6 && (grh[20] >> 4) == 4) || (v6 && ipv4_header_ok(grh + 20))) {
+		src->raw[10] = src->raw[11] = 0xff;
+		memcpy(src->raw + 12, grh + 20 + 12, 4);
+		return 0;
+	}
+	if (!v6)
+		return -EINVAL;
+	memcpy(src->raw, grh + 8, 16);
+	return 0;
+}
+
 void cma_handle_mad(struct cma_device *d, const uint8_t *grh, const uint8_t *mad)
 {
 	struct cm_mad_hdr h;
@@ -1884,14 +1925,9 @@ void cma_handle_mad(struct cma_device *d, const uint8_t *grh, const uint8_t *mad
 		cma_stats.drop_bad_hdr++;
 		return;
 	}
-	/* The sender's GID from the GRH area: an IPv4 header in its last 20 bytes
-	 * (source address at byte 12 of it), or a whole IPv6 header. */
-	memset(&src, 0, sizeof(src));
-	if ((grh[20] >> 4) == 4) {
-		src.raw[10] = src.raw[11] = 0xff;
-		memcpy(src.raw + 12, grh + 20 + 12, 4);
-	} else {
-		memcpy(src.raw, grh + 8, 16);
+	if (grh_source(grh, &src) < 0) {
+		cma_stats.drop_bad_grh++;
+		return;
 	}
 	switch (h.attr_id) {
 	case CM_ATTR_REQ:

@@ -51,6 +51,7 @@
 	X(drop_short)       /* completion shorter than GRH + 256-byte MAD */                  \
 	X(drop_bad_hdr)     /* base version, class, class version or method not CM Send */    \
 	X(drop_bad_attr)    /* attribute not handled (MRA, LAP, APR, unknown) */              \
+	X(drop_bad_grh)     /* GRH area neither an IPv6 nor an IPv4 header */                 \
 	X(drop_unknown_id)  /* REP/RTU/REJ/DREP/SIDR_REP naming no id of ours */              \
 	X(drop_wrong_peer)  /* names an id of ours but comes from another GID */              \
 	X(drop_wrong_state) /* the id is in a state where the message means nothing */        \
