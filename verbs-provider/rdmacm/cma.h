@@ -61,7 +61,8 @@
 	X(dup_rep)          /* duplicate REP (RTU resent) */                                  \
 	X(rej_no_listener)  /* REJ 8 / SIDR_REP status 1 sent for an unknown service */       \
 	X(bad_cma_hdr)      /* REQ/SIDR_REQ whose CMA private-data header is invalid */       \
-	X(drep_stale)       /* DREQ for no connection: stateless DREP */
+	X(drep_stale)       /* DREQ for no connection: stateless DREP */                      \
+	X(tx_busy)          /* MAD not sent: every send slot or cached AH still in use */
 
 struct cma_stats {
 #define CMA_STAT_FIELD(n) uint64_t n;
@@ -86,8 +87,12 @@ struct cma_device {
 		union ibv_gid dgid;
 		int sgid_index;
 		struct ibv_ah *ah;
+		unsigned pending; /**< sends posted with it and not completed */
 	} ah[CMA_MAX_AH];
 	unsigned n_ah;
+	/** The AH of the send in each send slot until its completion; NULL: free.
+	 * An AH (and a slot) is reused only once the engine is done with it. */
+	struct ibv_ah *slot_ah[CMA_GSI_SENDS];
 	uint64_t guid;
 	enum ibv_mtu active_mtu;
 	int gid_len;

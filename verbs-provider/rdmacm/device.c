@@ -109,12 +109,35 @@ static int gsi_open(struct cma_device *d)
 int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid,
 		 const uint8_t *mad)
 {
+	unsigned slot = CMA_GSI_RECVS + d->send_next % CMA_GSI_SENDS;
 	struct ibv_ah *ah = NULL;
+	unsigned i;
 
-	for (unsigned i = 0; i < d->n_ah; i++)
-		if (d->ah[i].sgid_index == sgid_index && !memcmp(&d->ah[i].dgid, dgid, 16))
+	/* The engine reads the buffer and the AH when it transmits, later: a
+	 * slot or an AH still owned by a posted send is never reused (a flood of
+	 * MADs to answer from many hosts must not free an AH under the engine). */
+	if (d->slot_ah[slot - CMA_GSI_RECVS]) {
+		cma_stats.tx_busy++;
+		return -EAGAIN;
+	}
+	for (i = 0; i < d->n_ah; i++)
+		if (d->ah[i].sgid_index == sgid_index && !memcmp(&d->ah[i].dgid, dgid, 16)) {
 			ah = d->ah[i].ah;
+			break;
+		}
 	if (!ah) {
+		if (d->n_ah == CMA_MAX_AH) { /* the oldest idle one goes */
+			unsigned v;
+			for (v = 0; v < d->n_ah && d->ah[v].pending; v++)
+				;
+			if (v == d->n_ah) {
+				cma_stats.tx_busy++;
+				return -EAGAIN;
+			}
+			ibv_destroy_ah(d->ah[v].ah);
+			memmove(&d->ah[v], &d->ah[v + 1], sizeof(d->ah[0]) * (d->n_ah - v - 1));
+			d->n_ah--;
+		}
 		struct ibv_ah_attr aa = {
 		    .is_global = 1,
 		    .port_num = 1,
@@ -122,17 +145,12 @@ int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid
 		ah = ibv_create_ah(d->pd, &aa);
 		if (!ah)
 			return -errno;
-		if (d->n_ah == CMA_MAX_AH) { /* the oldest goes (it has no send pending by now) */
-			ibv_destroy_ah(d->ah[0].ah);
-			memmove(&d->ah[0], &d->ah[1], sizeof(d->ah[0]) * (CMA_MAX_AH - 1));
-			d->n_ah--;
-		}
-		d->ah[d->n_ah].dgid = *dgid;
-		d->ah[d->n_ah].sgid_index = sgid_index;
-		d->ah[d->n_ah].ah = ah;
-		d->n_ah++;
+		i = d->n_ah++;
+		d->ah[i].dgid = *dgid;
+		d->ah[i].sgid_index = sgid_index;
+		d->ah[i].ah = ah;
+		d->ah[i].pending = 0;
 	}
-	unsigned slot = CMA_GSI_RECVS + d->send_next++ % CMA_GSI_SENDS;
 	uint8_t *p = d->buf + (size_t)slot * CMA_GSI_BUF;
 	memcpy(p, mad, CM_MAD_SIZE);
 	struct ibv_sge sge = {.addr = (uintptr_t)p, .length = CM_MAD_SIZE, .lkey = d->mr->lkey};
@@ -146,7 +164,26 @@ int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid
 	wr.wr.ud.remote_qpn = 1;
 	wr.wr.ud.remote_qkey = 0x80010000;
 	int rc = ibv_post_send(d->gsi, &wr, &bad);
-	return rc ? -rc : 0;
+	if (rc)
+		return -rc;
+	d->send_next++;
+	d->slot_ah[slot - CMA_GSI_RECVS] = ah;
+	d->ah[i].pending++;
+	return 0;
+}
+
+/* A send completed (or was flushed): its slot and its AH are free again. */
+static void gsi_send_done(struct cma_device *d, uint64_t wr_id)
+{
+	if (wr_id < CMA_GSI_RECVS || wr_id >= CMA_GSI_RECVS + CMA_GSI_SENDS)
+		return;
+	struct ibv_ah **sa = &d->slot_ah[wr_id - CMA_GSI_RECVS];
+	for (unsigned i = 0; *sa && i < d->n_ah; i++)
+		if (d->ah[i].ah == *sa && d->ah[i].pending) {
+			d->ah[i].pending--;
+			break;
+		}
+	*sa = NULL;
 }
 
 /* Drain the GSI CQ: MADs to the state machines, receive slots back. */
@@ -157,8 +194,10 @@ static void gsi_drain(struct cma_device *d)
 
 	while ((n = ibv_poll_cq(d->cq, 16, wc)) > 0) {
 		for (int i = 0; i < n; i++) {
-			if (wc[i].wr_id >= CMA_GSI_RECVS)
-				continue; /* a send slot retired */
+			if (wc[i].wr_id >= CMA_GSI_RECVS) {
+				gsi_send_done(d, wc[i].wr_id);
+				continue;
+			}
 			if (wc[i].status == IBV_WC_SUCCESS && wc[i].byte_len >= CMA_GSI_BUF) {
 				const uint8_t *p = d->buf + wc[i].wr_id * CMA_GSI_BUF;
 				cma_handle_mad(d, p, p + 40);
