@@ -366,6 +366,30 @@ static void req_bad_cma_header(void **state)
 	assert_connections_intact(t);
 }
 
+/* A SIDR_REQ for the RC listener's port space and port: not a connection
+ * request; answered SIDR_REP "service ID not supported" (status 1). */
+static void sidr_req_for_rc_listener(void **state)
+{
+	struct ctx *t = *state;
+	uint8_t mad[CM_MAD_SIZE];
+	struct cm_sidr_req r = {.request_id = 0x9000, .pkey = 0xffff,
+				.service_id = cma_service_id(RDMA_PS_TCP, PORT)};
+	struct cma_hdr h = {.ip_version = 4, .src_port = 40000};
+
+	h.src[12] = 10, h.src[15] = PEER, h.dst[12] = 10, h.dst[15] = 1;
+	cma_hdr_put(r.pdata, &h);
+	cm_mad_put_sidr_req(mad, 9, &r);
+	rx_from(PEER, mad);
+	assert_int_equal(cma_stats.wrong_service, 1);
+	assert_int_equal(stub_n_sent, 1);
+	assert_int_equal(sent_attr(0), CM_ATTR_SIDR_REP);
+	struct cm_sidr_rep rep;
+	cm_mad_get_sidr_rep(stub_sent[0].mad, &rep);
+	assert_int_equal(rep.status, CM_SIDR_UNSUPPORTED);
+	assert_int_equal(rep.request_id, 0x9000);
+	assert_connections_intact(t);
+}
+
 /* Not a CM Send MAD: base version, class, class version, method; an
  * attribute rocemu does not handle (MRA, LAP, unknown). Dropped, counted. */
 static void bad_mad_header(void **state)
@@ -554,6 +578,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(duplicate_req_after_established, setup, teardown),
 	    cmocka_unit_test_setup_teardown(duplicate_req_resends_rep, setup, teardown),
 	    cmocka_unit_test_setup_teardown(req_bad_cma_header, setup, teardown),
+	    cmocka_unit_test_setup_teardown(sidr_req_for_rc_listener, setup, teardown),
 	    cmocka_unit_test_setup_teardown(bad_mad_header, setup, teardown),
 	    cmocka_unit_test_setup_teardown(short_mad, setup, teardown),
 	    cmocka_unit_test_setup_teardown(req_flood_bounded, setup, teardown),

@@ -1577,6 +1577,10 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 		else
 			cma_stats.bad_cma_hdr++; /* no IP addresses: no rdma_cm listener matches */
 	}
+	if (l && l->id.qp_type == IBV_QPT_UD) {
+		cma_stats.wrong_service++; /* a connection REQ for a UD port space: SIDR's */
+		l = NULL;
+	}
 	if (!l) {
 		/* 12.6.7: no one listens on this service ID. */
 		if (!answers_for_port(d) && !local_peer(d, src)) {
@@ -1806,6 +1810,10 @@ static void handle_sidr_req(struct cma_device *d, const union ibv_gid *src, uint
 			l = find_listener(d, ps, port, &h);
 		else
 			cma_stats.bad_cma_hdr++;
+	}
+	if (l && l->id.qp_type != IBV_QPT_UD) {
+		cma_stats.wrong_service++; /* SIDR for a connected port space: REQ's */
+		l = NULL;
 	}
 	int idx = hdr_ok ? local_gid_index(d, h.dst) : -1;
 	if (idx < 0)

@@ -61,6 +61,7 @@
 	X(dup_rep)          /* duplicate REP (RTU resent) */                                  \
 	X(rej_no_listener)  /* REJ 8 / SIDR_REP status 1 sent for an unknown service */       \
 	X(bad_cma_hdr)      /* REQ/SIDR_REQ whose CMA private-data header is invalid */       \
+	X(wrong_service)    /* REQ for a UD listener, SIDR_REQ for an RC one */               \
 	X(drep_stale)       /* DREQ for no connection: stateless DREP */                      \
 	X(tx_busy)          /* MAD not sent: every send slot or cached AH still in use */
 
