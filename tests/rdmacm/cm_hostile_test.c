@@ -390,6 +390,49 @@ static void sidr_req_for_rc_listener(void **state)
 	assert_connections_intact(t);
 }
 
+/* A request the program holds outlives its listener: its duplicate is still
+ * recognized, it can still be rejected, and it does not count against a new
+ * listener on the same port. */
+static void held_request_outlives_listener(void **state)
+{
+	struct ctx *t = *state;
+	uint8_t mad[CM_MAD_SIZE];
+	struct rdma_cm_id *l, *held = NULL;
+	struct sockaddr_in a;
+	enum rdma_cm_event_type type = RDMA_CM_EVENT_ADDR_ERROR;
+
+	sin_of(&a, 1, PORT + 1);
+	assert_int_equal(rdma_create_id(t->ch, &l, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(l, (struct sockaddr *)&a), 0);
+	assert_int_equal(rdma_listen(l, 1), 0);
+	build_req(mad, 0xa000, PEER, PORT + 1);
+	rx_from(PEER, mad);
+	assert_int_equal(next_event(t, &type, &held), 0);
+	assert_int_equal(type, RDMA_CM_EVENT_CONNECT_REQUEST);
+	assert_int_equal(rdma_destroy_id(l), 0);
+	rx_from(PEER, mad);
+	assert_int_equal(cma_stats.dup_req, 1);
+	assert_no_event(t);
+	/* a new listener on the port takes new requests */
+	assert_int_equal(rdma_create_id(t->ch, &l, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(l, (struct sockaddr *)&a), 0);
+	assert_int_equal(rdma_listen(l, 1), 0);
+	struct rdma_cm_id *fresh = NULL;
+	build_req(mad, 0xa001, PEER, PORT + 1);
+	rx_from(PEER, mad);
+	assert_int_equal(next_event(t, &type, &fresh), 0);
+	assert_int_equal(type, RDMA_CM_EVENT_CONNECT_REQUEST);
+	stub_reset_sent();
+	assert_int_equal(rdma_reject(held, NULL, 0), 0);
+	assert_int_equal(stub_n_sent, 1);
+	assert_int_equal(sent_attr(0), CM_ATTR_REJ);
+	rdma_destroy_id(held);
+	rdma_destroy_id(fresh);
+	rdma_destroy_id(l);
+	stub_reset_sent();
+	assert_connections_intact(t);
+}
+
 /* Not a CM Send MAD: base version, class, class version, method; an
  * attribute rocemu does not handle (MRA, LAP, unknown). Dropped, counted. */
 static void bad_mad_header(void **state)
@@ -579,6 +622,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(duplicate_req_resends_rep, setup, teardown),
 	    cmocka_unit_test_setup_teardown(req_bad_cma_header, setup, teardown),
 	    cmocka_unit_test_setup_teardown(sidr_req_for_rc_listener, setup, teardown),
+	    cmocka_unit_test_setup_teardown(held_request_outlives_listener, setup, teardown),
 	    cmocka_unit_test_setup_teardown(bad_mad_header, setup, teardown),
 	    cmocka_unit_test_setup_teardown(short_mad, setup, teardown),
 	    cmocka_unit_test_setup_teardown(req_flood_bounded, setup, teardown),

@@ -27,6 +27,8 @@ static uint32_t next_comm_id;
 static uint16_t next_port;
 
 struct cma_stats cma_stats;
+/* The listener of passive ids whose listener was destroyed (never in ids). */
+static struct cma_id orphaned_listener;
 
 void cma_stats_report(void)
 {
@@ -1080,6 +1082,12 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 			 c->remote_comm_id, CM_REJ_MSG_REQ, CM_REJ_CONSUMER_DEFINED, NULL, 0);
 	id_unlink(c);
 	c->timer = false;
+	/* Requests of this listener that the program holds outlive it: they stay
+	 * passive ids (duplicate detection) but no longer count against whatever
+	 * listener is allocated at this address next. */
+	for (struct cma_id *o = ids; o; o = o->next)
+		if (o->listener == c)
+			o->listener = &orphaned_listener;
 	struct cma_channel *ch = to_chan(id->channel);
 	bool own = ch && ch->sync;
 	/* Events not yet taken from the channel go with the id. */
