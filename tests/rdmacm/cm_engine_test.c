@@ -29,8 +29,8 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
-#define IP_A "10.81.1.1"
-#define IP_B "10.81.1.2"
+#define IP_A  "10.81.1.1"
+#define IP_B  "10.81.1.2"
 #define FLOOD 300
 
 static struct sockaddr_in addr(const char *ip, uint16_t port)
@@ -98,7 +98,7 @@ static unsigned hostile_mad(unsigned i, uint8_t *m)
 	m[0] = 1, m[1] = 0x07, m[2] = 2, m[3] = 0x03;
 	put32(m + 12, i);
 	put16(m + 16, attrs[i % 5]);
-	put32(m + 24, 0xabc00000u + i);	/* the sender's comm ID */
+	put32(m + 24, 0xabc00000u + i);	    /* the sender's comm ID */
 	put32(m + 28, 0x5eed0000u + i * 7); /* ours: none exists */
 	switch (i % 8) {
 	case 0:
@@ -145,8 +145,8 @@ static void flood_keeps_connection(void **state)
 	    .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1},
 	    .qp_type = IBV_QPT_RC};
 	assert_int_equal(rdma_create_qp(client, NULL, &qa), 0);
-	struct rdma_conn_param cp = {.responder_resources = 1, .initiator_depth = 1,
-				     .retry_count = 7, .rnr_retry_count = 7};
+	struct rdma_conn_param cp = {
+	    .responder_resources = 1, .initiator_depth = 1, .retry_count = 7, .rnr_retry_count = 7};
 	assert_int_equal(rdma_connect(client, &cp), 0);
 	struct rdma_cm_event *ev = expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
 	server = ev->id;
@@ -162,21 +162,23 @@ static void flood_keeps_connection(void **state)
 	struct ibv_cq *cq = ibv_create_cq(client->verbs, 64, NULL, NULL, 0);
 	assert_non_null(pd);
 	assert_non_null(cq);
-	struct ibv_qp_init_attr ua = {.send_cq = cq, .recv_cq = cq,
-				      .cap = {.max_send_wr = 32, .max_recv_wr = 1,
-					      .max_send_sge = 1, .max_recv_sge = 1},
-				      .qp_type = IBV_QPT_UD};
+	struct ibv_qp_init_attr ua = {
+	    .send_cq = cq,
+	    .recv_cq = cq,
+	    .cap = {.max_send_wr = 32, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1},
+	    .qp_type = IBV_QPT_UD};
 	struct ibv_qp *raw = ibv_create_qp(pd, &ua);
 	assert_non_null(raw);
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x80010000};
-	assert_int_equal(ibv_modify_qp(raw, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-						    IBV_QP_QKEY), 0);
+	assert_int_equal(
+	    ibv_modify_qp(raw, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY),
+	    0);
 	a.qp_state = IBV_QPS_RTR;
 	assert_int_equal(ibv_modify_qp(raw, &a, IBV_QP_STATE), 0);
 	a.qp_state = IBV_QPS_RTS;
 	assert_int_equal(ibv_modify_qp(raw, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
-	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1,
-				 .grh = {.sgid_index = 1, .hop_limit = 64}};
+	struct ibv_ah_attr aa = {
+	    .is_global = 1, .port_num = 1, .grh = {.sgid_index = 1, .hop_limit = 64}};
 	aa.grh.dgid.raw[10] = aa.grh.dgid.raw[11] = 0xff;
 	inet_pton(AF_INET, IP_B, aa.grh.dgid.raw + 12);
 	struct ibv_ah *ah = ibv_create_ah(pd, &aa);
@@ -189,7 +191,9 @@ static void flood_keeps_connection(void **state)
 		for (unsigned j = 0; j < n; j++) {
 			struct ibv_sge sge = {.addr = (uintptr_t)(buf + j * 256), .lkey = mr->lkey};
 			sge.length = hostile_mad(i + j, buf + j * 256);
-			struct ibv_send_wr wr = {.wr_id = j, .sg_list = &sge, .num_sge = 1,
+			struct ibv_send_wr wr = {.wr_id = j,
+						 .sg_list = &sge,
+						 .num_sge = 1,
 						 .opcode = IBV_WR_SEND,
 						 .send_flags = IBV_SEND_SIGNALED},
 					   *bad;
@@ -208,7 +212,8 @@ static void flood_keeps_connection(void **state)
 	uint8_t *rbuf = calloc(1, 64), *sbuf = malloc(64);
 	for (int i = 0; i < 64; i++)
 		sbuf[i] = (uint8_t)(i * 5 + 1);
-	struct ibv_mr *rmr = rdma_reg_msgs(server, rbuf, 64), *smr = rdma_reg_msgs(client, sbuf, 64);
+	struct ibv_mr *rmr = rdma_reg_msgs(server, rbuf, 64),
+		      *smr = rdma_reg_msgs(client, sbuf, 64);
 	assert_int_equal(rdma_post_recv(server, NULL, rbuf, 64, rmr), 0);
 	assert_int_equal(rdma_post_send(client, NULL, sbuf, 64, smr, IBV_SEND_SIGNALED), 0);
 	wait_comp(client->send_cq, 1);

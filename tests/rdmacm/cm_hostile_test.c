@@ -20,11 +20,11 @@
 
 #include "cm_stub.h"
 
-#define PEER	   2  /* 10.0.0.2: the legitimate peer */
-#define INTRUDER   3  /* 10.0.0.3: another host on the network */
-#define PORT	   7471
-#define PEER_COMM  0x5000u
-#define PEER_QPN   0x123u
+#define PEER	  2 /* 10.0.0.2: the legitimate peer */
+#define INTRUDER  3 /* 10.0.0.3: another host on the network */
+#define PORT	  7471
+#define PEER_COMM 0x5000u
+#define PEER_QPN  0x123u
 
 struct ctx {
 	struct rdma_event_channel *ch;
@@ -135,7 +135,8 @@ static int setup(void **state)
 	rx_from(PEER, mad);
 	assert_int_equal(next_event(&t, &type, &t.passive), 0);
 	assert_int_equal(type, RDMA_CM_EVENT_CONNECT_REQUEST);
-	struct rdma_conn_param p = {.qp_num = 0x456, .responder_resources = 1, .initiator_depth = 1};
+	struct rdma_conn_param p = {
+	    .qp_num = 0x456, .responder_resources = 1, .initiator_depth = 1};
 	stub_reset_sent();
 	assert_int_equal(rdma_accept(t.passive, &p), 0);
 	assert_int_equal(stub_n_sent, 1);
@@ -372,8 +373,8 @@ static void sidr_req_for_rc_listener(void **state)
 {
 	struct ctx *t = *state;
 	uint8_t mad[CM_MAD_SIZE];
-	struct cm_sidr_req r = {.request_id = 0x9000, .pkey = 0xffff,
-				.service_id = cma_service_id(RDMA_PS_TCP, PORT)};
+	struct cm_sidr_req r = {
+	    .request_id = 0x9000, .pkey = 0xffff, .service_id = cma_service_id(RDMA_PS_TCP, PORT)};
 	struct cma_hdr h = {.ip_version = 4, .src_port = 40000};
 
 	h.src[12] = 10, h.src[15] = PEER, h.dst[12] = 10, h.dst[15] = 1;

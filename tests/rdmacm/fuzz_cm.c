@@ -62,7 +62,8 @@ static struct rdma_cm_id *active(struct run *r, enum rdma_port_space ps, uint16_
 {
 	struct rdma_cm_id *id;
 	struct sockaddr_in a;
-	struct rdma_conn_param p = {.qp_num = 0x321, .responder_resources = 1, .initiator_depth = 1};
+	struct rdma_conn_param p = {
+	    .qp_num = 0x321, .responder_resources = 1, .initiator_depth = 1};
 
 	sin_of(&a, 2, port);
 	if (rdma_create_id(r->ch, &id, NULL, ps))

@@ -53,8 +53,8 @@ static void req(uint8_t *mad, uint16_t ps, uint16_t port, uint32_t comm)
 	h.src[12] = 10, h.src[15] = 2, h.dst[12] = 10, h.dst[15] = 1;
 	cma_hdr_put(r.pdata, &h);
 	if (ps == 0x0111) {
-		struct cm_sidr_req s = {.request_id = comm, .pkey = 0xffff,
-					.service_id = r.service_id};
+		struct cm_sidr_req s = {
+		    .request_id = comm, .pkey = 0xffff, .service_id = r.service_id};
 		cma_hdr_put(s.pdata, &h);
 		cm_mad_put_sidr_req(mad, 1, &s);
 	} else {
@@ -96,8 +96,10 @@ int main(int argc, char **argv)
 	rc |= save(dir, "req_no_listener");
 
 	/* active RC: REP (establish) -> duplicate REP -> DREQ by us -> DREP */
-	struct cm_rep rep = {.local_comm_id = 0x6000, .local_qpn = 0x222,
-			     .responder_resources = 1, .initiator_depth = 1};
+	struct cm_rep rep = {.local_comm_id = 0x6000,
+			     .local_qpn = 0x222,
+			     .responder_resources = 1,
+			     .initiator_depth = 1};
 	cm_mad_put_rep(m, 4, &rep);
 	rec(PEER | 3, m);
 	rec(PEER | 3 | 0x80, m);
