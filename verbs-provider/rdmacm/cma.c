@@ -13,7 +13,9 @@
  * sent the first time.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +109,18 @@ struct rdma_event_channel *rdma_create_event_channel(void)
 }
 ROCEMU_PUBLIC(rdma_create_event_channel)
 
+/* The channel's eventfd (semaphore mode) counts exactly the events queued
+ * on it: event_post adds one with each event, and whoever takes an event off
+ * the queue (lock held) takes one back, so that read never blocks and a
+ * waiting rdma_get_cm_event wakes only for an event that is really there. */
+static void chan_take_token(struct cma_channel *ch)
+{
+	uint64_t v;
+
+	if (read(ch->ch.fd, &v, sizeof(v)) != sizeof(v))
+		fprintf(stderr, "rocemu rdmacm: event channel read failed\n");
+}
+
 void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	if (!channel)
@@ -161,22 +175,31 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 	if (!channel || !event)
 		return fail(EINVAL);
 	struct cma_channel *ch = to_chan(channel);
+	int fd = ch->ch.fd;
 	for (;;) {
-		uint64_t v;
-		if (read(ch->ch.fd, &v, sizeof(v)) != sizeof(v))
-			return -1; /* errno from read: EAGAIN on a non-blocking channel */
 		pthread_mutex_lock(&cma_lock);
 		struct cma_event *e = ch->head;
 		if (e) {
 			ch->head = e->next;
 			if (!ch->head)
 				ch->tail = NULL;
+			chan_take_token(ch);
 		}
 		pthread_mutex_unlock(&cma_lock);
-		if (!e)
-			continue;
-		*event = &e->ev;
-		return 0;
+		if (e) {
+			*event = &e->ev;
+			return 0;
+		}
+		int fl = fcntl(fd, F_GETFL);
+		if (fl < 0)
+			return -1;
+		if (fl & O_NONBLOCK)
+			return fail(EAGAIN);
+		/* Wait without touching the channel: a program may destroy it
+		 * while this thread waits (rping does), as with rdma-core's. */
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+			return -1;
 	}
 }
 ROCEMU_PUBLIC(rdma_get_cm_event)
@@ -1097,6 +1120,7 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 			struct cma_event *e = *pp;
 			if (e->ev.id == id || e->ev.listen_id == id) {
 				*pp = e->next;
+				chan_take_token(ch);
 				to_cid(e->ev.id)->events_pending--;
 				if (e->ev.id != id) { /* a request on a listener going away */
 					struct cma_id *child = to_cid(e->ev.id);
@@ -1144,9 +1168,7 @@ int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 			struct cma_event *e = *pp;
 			if (e->ev.id == id) {
 				*pp = e->next;
-				uint64_t v;
-				if (read(old->ch.fd, &v, sizeof(v)) < 0)
-					v = 0;
+				chan_take_token(old);
 				e->next = NULL;
 				struct cma_channel *nc = to_chan(channel);
 				if (nc->tail)
@@ -1154,9 +1176,9 @@ int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 				else
 					nc->head = e;
 				nc->tail = e;
-				v = 1;
-				if (write(nc->ch.fd, &v, sizeof(v)) < 0)
-					v = 0;
+				uint64_t one = 1;
+				if (write(nc->ch.fd, &one, sizeof(one)) != sizeof(one))
+					fprintf(stderr, "rocemu rdmacm: event channel write failed\n");
 				continue;
 			}
 			prev = e;
