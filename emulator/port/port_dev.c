@@ -1179,14 +1179,8 @@ void rocemu_port_flush(struct rocemu_port *port)
 			 * we look at the flag; the peer sets its flag before its last
 			 * look at the ring: one of us sees the other */
 			atomic_thread_fence(memory_order_seq_cst);
-			/* and not more often than every PORT_BELL_INTERVAL_NS: a peer
-			 * whose application polls (ib_send_lat) goes back to sleep
-			 * after every frame, and a ring per message would cost both
-			 * sides a system call and a wake-up; its application thread
-			 * receives those frames itself */
 			if (atomic_load_explicit(&port_bell_peer(port)->sleeping,
 						 memory_order_relaxed) &&
-			    now - port->last_bell_ns >= PORT_BELL_INTERVAL_NS &&
 			    atomic_exchange(&port_bell_peer(port)->sleeping, 0)) {
 				ssize_t r = sendto(port->doorbell_fd, "", 1, MSG_DONTWAIT,
 						   (struct sockaddr *)&port->bell_peer,
