@@ -53,7 +53,10 @@ def icrc(ip_datagram_without_icrc):
     IPv6 traffic class, flow label, hop limit; UDP checksum; BTH resv8a
     (FECN/BECN). Eight bytes of ones stand for the LRH. Returned as the 4
     bytes that go on the wire."""
-    d = bytearray(ip_datagram_without_icrc)
+    whole = memoryview(ip_datagram_without_icrc)
+    # only the headers up to the BTH are masked; the rest is summed in place
+    head = ((whole[0] & 0xF) * 4 if whole[0] >> 4 == 4 else 40) + 8 + 12
+    d = bytearray(whole[:head])
     if d[0] >> 4 == 4:
         ihl = (d[0] & 0xF) * 4
         d[1] = 0xFF
@@ -69,7 +72,7 @@ def icrc(ip_datagram_without_icrc):
         udp = 40
     d[udp + 6:udp + 8] = b"\xff\xff"
     d[udp + 8 + 4] = 0xFF
-    crc = zlib.crc32(b"\xff" * 8 + bytes(d)) & 0xFFFFFFFF
+    crc = zlib.crc32(whole[head:], zlib.crc32(b"\xff" * 8 + bytes(d))) & 0xFFFFFFFF
     return struct.pack("<I", crc)
 
 
