@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -582,6 +583,24 @@ static void peer_dreq_disconnects(void **state)
 	assert_no_event(t);
 }
 
+/* An id destroyed with an event still queued takes the event's count off the
+ * channel's fd too: a thread waiting in rdma_get_cm_event (rping's CM thread
+ * while its main thread tears down) must not wake for an event that is gone. */
+static void destroyed_id_leaves_no_wakeup(void **state)
+{
+	struct ctx *t = *state;
+	uint8_t mad[CM_MAD_SIZE];
+	struct pollfd pfd = {.fd = t->ch->fd, .events = POLLIN};
+
+	build_ids(mad, CM_ATTR_DREQ, PEER_COMM, cid(t->passive)->local_comm_id);
+	rx_from(PEER, mad);
+	assert_int_equal(poll(&pfd, 1, 0), 1); /* DISCONNECTED is queued */
+	assert_int_equal(rdma_destroy_id(t->passive), 0);
+	t->passive = NULL;
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	assert_no_event(t);
+}
+
 /* Random bytes in a valid header to every attribute: no crash, no event
  * for the established connections (fixed seed: the same run every time). */
 static void random_bodies(void **state)
@@ -630,6 +649,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(peer_dreq_disconnects, setup, teardown),
 	    cmocka_unit_test_setup_teardown(grh_source_parsing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(req_answered_to_sender, setup, teardown),
+	    cmocka_unit_test_setup_teardown(destroyed_id_leaves_no_wakeup, setup, teardown),
 	    cmocka_unit_test_setup_teardown(random_bodies, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
