@@ -30,11 +30,9 @@ trap 'kill $pa 2>/dev/null; [ -n "${PAIR_KEEP:-}" ] || rm -rf "$dir"' EXIT
 tcp=$((20000 + ($$ % 20000)))
 net=$((($$ % 200) + 20))
 
-attempt=0
 run_pair() {
-	attempt=$((attempt + 1))
 	rm -f $dir/a.pcap $dir/b.pcap
-	timeout -s KILL $TIMEOUT "$ROCEMU" run --port memif:server:$dir/m$attempt.sock --ip 10.88.$net.1/24 --capture $dir/a.pcap \
+	timeout -s KILL $TIMEOUT "$ROCEMU" run --port memif:server:$dir/m.sock --ip 10.88.$net.1/24 --capture $dir/a.pcap \
 		-- "$prog" -p $tcp "$@" >$dir/a.log 2>&1 &
 	pa=$!
 	for _ in $(seq 100); do
@@ -42,26 +40,13 @@ run_pair() {
 		kill -0 $pa 2>/dev/null || break
 		sleep 0.1
 	done
-	timeout -s KILL $TIMEOUT "$ROCEMU" run --port memif:client:$dir/m$attempt.sock --ip 10.88.$net.2/24 --capture $dir/b.pcap \
+	timeout -s KILL $TIMEOUT "$ROCEMU" run --port memif:client:$dir/m.sock --ip 10.88.$net.2/24 --capture $dir/b.pcap \
 		-- "$prog" -p $tcp "$@" 127.0.0.1 >$dir/b.log 2>&1
 	rb=$?
 	wait $pa
 	ra=$?
 }
 run_pair "$@"
-# A program that crashed (SIGSEGV/SIGABRT/SIGBUS) is a known, rare teardown
-# race in DPDK's memif driver when both ends close at once (see
-# emulator/port/README.md). It is reported here, loudly, and the pair is run
-# once more; the test passes only if that second run is clean. A hang
-# (SIGKILL from timeout) is never retried.
-for st in $ra $rb; do
-	case $st in 134|135|139)
-		echo "FLAKY: a host died with status $st (A=$ra B=$rb); first run's logs follow, then a rerun"
-		cat $dir/a.log $dir/b.log
-		run_pair "$@"
-		break ;;
-	esac
-done
 echo "== host A ($prog $* ; exit $ra)"; cat $dir/a.log
 echo "== host B ($prog $* 127.0.0.1 ; exit $rb)"; cat $dir/b.log
 fail=0
