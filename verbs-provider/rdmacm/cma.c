@@ -1716,22 +1716,35 @@ static void handle_rep(const union ibv_gid *src, const uint8_t *mad)
 	}
 }
 
+/* The id an RTU or DREP (m) answers: one of ours, from its peer, naming the
+ * peer's comm ID and arriving in state want; else NULL, counted (a late
+ * duplicate or a forged message). */
+static struct cma_id *id_answered(const union ibv_gid *src, const struct cm_ids *m,
+				  enum cma_state want)
+{
+	struct cma_id *c = find_by_local_comm_id(m->remote_comm_id);
+
+	if (!c) {
+		cma_stats.drop_unknown_id++;
+		return NULL;
+	}
+	if (!from_peer(c, src))
+		return NULL;
+	if (c->state != want || c->remote_comm_id != m->local_comm_id) {
+		cma_stats.drop_wrong_state++;
+		return NULL;
+	}
+	return c;
+}
+
 static void handle_rtu(const union ibv_gid *src, const uint8_t *mad)
 {
 	struct cm_ids m;
 
 	cm_mad_get_ids(mad, CM_ATTR_RTU, &m);
-	struct cma_id *c = find_by_local_comm_id(m.remote_comm_id);
-	if (!c) {
-		cma_stats.drop_unknown_id++;
+	struct cma_id *c = id_answered(src, &m, CMA_REP_SENT);
+	if (!c)
 		return;
-	}
-	if (!from_peer(c, src))
-		return;
-	if (c->state != CMA_REP_SENT || c->remote_comm_id != m.local_comm_id) {
-		cma_stats.drop_wrong_state++; /* a late duplicate RTU, or a forged one */
-		return;
-	}
 	c->timer = false;
 	c->state = CMA_ESTABLISHED;
 	event_post(c, RDMA_CM_EVENT_ESTABLISHED, 0, m.pdata,
@@ -1802,17 +1815,9 @@ static void handle_drep(const union ibv_gid *src, const uint8_t *mad)
 	struct cm_ids m;
 
 	cm_mad_get_ids(mad, CM_ATTR_DREP, &m);
-	struct cma_id *c = find_by_local_comm_id(m.remote_comm_id);
-	if (!c) {
-		cma_stats.drop_unknown_id++;
+	struct cma_id *c = id_answered(src, &m, CMA_DREQ_SENT);
+	if (!c)
 		return;
-	}
-	if (!from_peer(c, src))
-		return;
-	if (c->state != CMA_DREQ_SENT || c->remote_comm_id != m.local_comm_id) {
-		cma_stats.drop_wrong_state++;
-		return;
-	}
 	c->timer = false;
 	c->state = CMA_DISCONNECTED;
 	event_post(c, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
