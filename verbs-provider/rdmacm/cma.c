@@ -1654,17 +1654,25 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 	cp->qp_num = r.local_qpn;
 }
 
+/* Our id with local comm ID comm, if src is its peer; else NULL, counted. */
+static struct cma_id *id_of_peer(const union ibv_gid *src, uint32_t comm)
+{
+	struct cma_id *c = find_by_local_comm_id(comm);
+
+	if (!c) {
+		cma_stats.drop_unknown_id++;
+		return NULL;
+	}
+	return from_peer(c, src) ? c : NULL;
+}
+
 static void handle_rep(const union ibv_gid *src, const uint8_t *mad)
 {
 	struct cm_rep r;
 
 	cm_mad_get_rep(mad, &r);
-	struct cma_id *c = find_by_local_comm_id(r.remote_comm_id);
-	if (!c) {
-		cma_stats.drop_unknown_id++;
-		return;
-	}
-	if (!from_peer(c, src))
+	struct cma_id *c = id_of_peer(src, r.remote_comm_id);
+	if (!c)
 		return;
 	if (c->state == CMA_ESTABLISHED && c->have_answer &&
 	    c->remote_comm_id == r.local_comm_id) {
@@ -1722,13 +1730,9 @@ static void handle_rep(const union ibv_gid *src, const uint8_t *mad)
 static struct cma_id *id_answered(const union ibv_gid *src, const struct cm_ids *m,
 				  enum cma_state want)
 {
-	struct cma_id *c = find_by_local_comm_id(m->remote_comm_id);
+	struct cma_id *c = id_of_peer(src, m->remote_comm_id);
 
-	if (!c) {
-		cma_stats.drop_unknown_id++;
-		return NULL;
-	}
-	if (!from_peer(c, src))
+	if (!c)
 		return NULL;
 	if (c->state != want || c->remote_comm_id != m->local_comm_id) {
 		cma_stats.drop_wrong_state++;
@@ -1756,12 +1760,8 @@ static void handle_rej(const union ibv_gid *src, const uint8_t *mad)
 	struct cm_rej r;
 
 	cm_mad_get_rej(mad, &r);
-	struct cma_id *c = find_by_local_comm_id(r.remote_comm_id);
-	if (!c) {
-		cma_stats.drop_unknown_id++;
-		return;
-	}
-	if (!from_peer(c, src))
+	struct cma_id *c = id_of_peer(src, r.remote_comm_id);
+	if (!c)
 		return;
 	/* A REJ ends a connection only while it is being set up (12.6.7); after
 	 * the REP the rejecter must name itself with the ID it gave us. */
