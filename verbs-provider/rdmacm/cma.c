@@ -1178,7 +1178,8 @@ int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 				nc->tail = e;
 				uint64_t one = 1;
 				if (write(nc->ch.fd, &one, sizeof(one)) != sizeof(one))
-					fprintf(stderr, "rocemu rdmacm: event channel write failed\n");
+					fprintf(stderr,
+						"rocemu rdmacm: event channel write failed\n");
 				continue;
 			}
 			prev = e;
@@ -1674,8 +1675,7 @@ static void handle_rep(const union ibv_gid *src, const uint8_t *mad)
 	struct cma_id *c = id_of_peer(src, r.remote_comm_id);
 	if (!c)
 		return;
-	if (c->state == CMA_ESTABLISHED && c->have_answer &&
-	    c->remote_comm_id == r.local_comm_id) {
+	if (c->state == CMA_ESTABLISHED && c->have_answer && c->remote_comm_id == r.local_comm_id) {
 		cma_stats.dup_rep++;
 		send_mad(c, c->answer); /* our RTU was lost */
 		return;
@@ -1765,8 +1765,7 @@ static void handle_rej(const union ibv_gid *src, const uint8_t *mad)
 		return;
 	/* A REJ ends a connection only while it is being set up (12.6.7); after
 	 * the REP the rejecter must name itself with the ID it gave us. */
-	if ((c->state != CMA_REQ_SENT && c->state != CMA_REP_SENT) ||
-	    c->id.qp_type == IBV_QPT_UD ||
+	if ((c->state != CMA_REQ_SENT && c->state != CMA_REP_SENT) || c->id.qp_type == IBV_QPT_UD ||
 	    (c->state == CMA_REP_SENT && r.local_comm_id != c->remote_comm_id)) {
 		cma_stats.drop_wrong_state++;
 		return;
