@@ -15,16 +15,16 @@ struct subcommand {
 };
 
 static const struct subcommand subcommands[] = {
-	{"version", NULL, "print the version"},
+    {"version", NULL, "print the version"},
 #ifdef ROCEMU_HAVE_CMD_PORT
-	{"port", rocemu_cmd_port, "bring an emulated RoCE port up alone (ARP, ping, capture)"},
+    {"port", rocemu_cmd_port, "bring an emulated RoCE port up alone (ARP, ping, capture)"},
 #endif
 #ifdef ROCEMU_HAVE_CMD_RUN
-	{"run", rocemu_cmd_run, "run an unmodified RDMA program on a rocemu device"},
-	{"demo", rocemu_cmd_demo, "two hosts over memif: ibv_rc_pingpong and ib_write_bw, captured"},
+    {"run", rocemu_cmd_run, "run an unmodified RDMA program on a rocemu device"},
+    {"demo", rocemu_cmd_demo, "two hosts over memif: ibv_rc_pingpong and ib_write_bw, captured"},
 #endif
 #ifdef ROCEMU_HAVE_CMD_INSPECT
-	{"inspect", rocemu_cmd_inspect, "explain a RoCEv2 capture (pcap/pcapng)"},
+    {"inspect", rocemu_cmd_inspect, "explain a RoCEv2 capture (pcap/pcapng)"},
 #endif
 };
 

@@ -492,7 +492,8 @@ struct ibv_qp *rocemu_op_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_ini
 	}
 	uint32_t known =
 	    IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_CREATE_FLAGS;
-	uint32_t create_flags = (a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) ? a->create_flags : 0;
+	uint32_t create_flags =
+	    (a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) ? a->create_flags : 0;
 	if ((a->comp_mask & ~known) || (create_flags & ~(uint32_t)IBV_QP_CREATE_SOURCE_QPN)) {
 		errno = EOPNOTSUPP;
 		return NULL;

@@ -783,8 +783,9 @@ static void bell_close_handshake(struct rocemu_port *port)
 		    now - start >= PORT_CLOSE_HANDSHAKE_NS)
 			break;
 		if (now - last_ring >= 10000000ull && port->doorbell_fd >= 0) {
-			ssize_t r = sendto(port->doorbell_fd, "", 1, MSG_DONTWAIT,
-					   (struct sockaddr *)&port->bell_peer, port->bell_peer_len);
+			ssize_t r =
+			    sendto(port->doorbell_fd, "", 1, MSG_DONTWAIT,
+				   (struct sockaddr *)&port->bell_peer, port->bell_peer_len);
 			(void)r;
 			last_ring = now;
 		}
@@ -1173,8 +1174,8 @@ void rocemu_port_flush(struct rocemu_port *port)
 		uint64_t now = rocemu_port_pass_now(port);
 
 		port->last_tx_ns = now;
-		if (port->bell_page && atomic_load_explicit(&port_bell_peer(port)->pid,
-							    memory_order_relaxed)) {
+		if (port->bell_page &&
+		    atomic_load_explicit(&port_bell_peer(port)->pid, memory_order_relaxed)) {
 			/* the frames are in the ring (the PMD's release store) before
 			 * we look at the flag; the peer sets its flag before its last
 			 * look at the ring: one of us sees the other */
@@ -1189,7 +1190,8 @@ void rocemu_port_flush(struct rocemu_port *port)
 				port->last_bell_ns = now;
 				port_count_event(port, "bell_rung");
 			}
-		} else if (port->bell_peer_len && now - port->last_bell_ns >= PORT_BELL_INTERVAL_NS) {
+		} else if (port->bell_peer_len &&
+			   now - port->last_bell_ns >= PORT_BELL_INTERVAL_NS) {
 			ssize_t r =
 			    sendto(port->doorbell_fd, "", 1, MSG_DONTWAIT,
 				   (struct sockaddr *)&port->bell_peer, port->bell_peer_len);

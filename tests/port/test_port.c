@@ -943,7 +943,7 @@ static void test_tx_room(void **state)
 		sent++;
 	}
 	room = rocemu_port_tx_room(p.a);
-	assert_true(sent > room0);	 /* the device took some */
+	assert_true(sent > room0);	   /* the device took some */
 	assert_true(room < room0 / 2 + 1); /* then it filled up */
 	/* outside a pass the pass time falls back to the clock */
 	assert_true(rocemu_port_pass_now(p.a) > 0);

@@ -450,7 +450,8 @@ static void two_devices_gsi(void **state)
 
 	struct ibv_qp *q[2] = {ga, gb};
 	for (int i = 0; i < 2; i++) {
-		struct ibv_qp_attr at = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x80010000};
+		struct ibv_qp_attr at = {
+		    .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x80010000};
 		modify(q[i], &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
 		at.qp_state = IBV_QPS_RTR;
 		modify(q[i], &at, IBV_QP_STATE);
