@@ -22,6 +22,8 @@
 #include <cmocka.h>
 #include <infiniband/verbs.h>
 
+#include "../verbs/test_util.h"
+
 #define BUF   16384
 #define QKEY  0x22222222
 #define LID_A 0x0105
@@ -39,14 +41,6 @@ struct side {
 
 static struct ibv_device **devs;
 static int n_devs;
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
 
 static void side_open(struct side *s, struct ibv_device *dev, enum ibv_qp_type type)
 {
@@ -97,18 +91,7 @@ static void fill(uint8_t *p, size_t n, unsigned seed)
 
 static struct ibv_wc poll_one(struct side *s)
 {
-	struct ibv_wc wc;
-	double end = now() + 10;
-	int n;
-
-	while ((n = ibv_poll_cq(s->cq, 1, &wc)) == 0 && now() < end)
-		;
-	if (n != 1)
-		fail_msg("no completion (%d)", n);
-	if (wc.status != IBV_WC_SUCCESS)
-		fail_msg("completion %llu: %s", (unsigned long long)wc.wr_id,
-			 ibv_wc_status_str(wc.status));
-	return wc;
+	return tu_poll_one(s->cq);
 }
 
 static void post_recv(struct side *s, uint64_t id, size_t off, uint32_t len)
@@ -366,15 +349,12 @@ static void lid_only_unresolvable(void **state)
 int main(void)
 {
 	char path[] = "/tmp/rocemu-lid-XXXXXX";
-	int fd = mkstemp(path);
-	const char cfg[] = "[rocemu0]\nport = ring:lid:a\nip = 10.77.1.5/16\n"
-			   "[rocemu1]\nport = ring:lid:b\nip = 10.77.2.6/16\n"
-			   "[rocemu2]\nport = ring:lidx:a\nip = fd77::1/64\n"
-			   "[rocemu3]\nport = ring:lidx:b\nip = 10.78.192.1/16\n";
-	if (fd < 0 || write(fd, cfg, sizeof(cfg) - 1) != (ssize_t)sizeof(cfg) - 1)
+
+	if (tu_config(path, "[rocemu0]\nport = ring:lid:a\nip = 10.77.1.5/16\n"
+			    "[rocemu1]\nport = ring:lid:b\nip = 10.77.2.6/16\n"
+			    "[rocemu2]\nport = ring:lidx:a\nip = fd77::1/64\n"
+			    "[rocemu3]\nport = ring:lidx:b\nip = 10.78.192.1/16\n"))
 		return 1;
-	close(fd);
-	setenv("ROCEMU_CONFIG", path, 1);
 	devs = ibv_get_device_list(&n_devs);
 	unlink(path);
 	if (!devs || n_devs != 4) {

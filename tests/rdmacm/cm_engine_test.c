@@ -29,30 +29,11 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
+#include "../verbs/test_util.h"
+
 #define IP_A  "10.81.1.1"
 #define IP_B  "10.81.1.2"
 #define FLOOD 300
-
-static struct sockaddr_in addr(const char *ip, uint16_t port)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-	inet_pton(AF_INET, ip, &a.sin_addr);
-	return a;
-}
-
-static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_event_type type)
-{
-	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
-	struct rdma_cm_event *ev;
-
-	if (poll(&p, 1, 10000) != 1)
-		fail_msg("no event within 10 s (waiting for %s)", rdma_event_str(type));
-	assert_int_equal(rdma_get_cm_event(ch, &ev), 0);
-	if (ev->event != type)
-		fail_msg("got %s (status %d), expected %s", rdma_event_str(ev->event), ev->status,
-			 rdma_event_str(type));
-	return ev;
-}
 
 static void no_event(struct rdma_event_channel *ch, int ms)
 {
@@ -132,15 +113,15 @@ static void flood_keeps_connection(void **state)
 
 	/* the connection */
 	assert_int_equal(rdma_create_id(sch, &listen, NULL, RDMA_PS_TCP), 0);
-	struct sockaddr_in la = addr(IP_B, 7600), ca = addr(IP_A, 0);
+	struct sockaddr_in la = tu_addr(IP_B, 7600), ca = tu_addr(IP_A, 0);
 	assert_int_equal(rdma_bind_addr(listen, (struct sockaddr *)&la), 0);
 	assert_int_equal(rdma_listen(listen, 4), 0);
 	assert_int_equal(rdma_create_id(cch, &client, NULL, RDMA_PS_TCP), 0);
 	assert_int_equal(
 	    rdma_resolve_addr(client, (struct sockaddr *)&ca, (struct sockaddr *)&la, 2000), 0);
-	rdma_ack_cm_event(expect(cch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	rdma_ack_cm_event(tu_expect(cch, RDMA_CM_EVENT_ADDR_RESOLVED));
 	assert_int_equal(rdma_resolve_route(client, 2000), 0);
-	rdma_ack_cm_event(expect(cch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	rdma_ack_cm_event(tu_expect(cch, RDMA_CM_EVENT_ROUTE_RESOLVED));
 	struct ibv_qp_init_attr qa = {
 	    .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1},
 	    .qp_type = IBV_QPT_RC};
@@ -148,14 +129,14 @@ static void flood_keeps_connection(void **state)
 	struct rdma_conn_param cp = {
 	    .responder_resources = 1, .initiator_depth = 1, .retry_count = 7, .rnr_retry_count = 7};
 	assert_int_equal(rdma_connect(client, &cp), 0);
-	struct rdma_cm_event *ev = expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	struct rdma_cm_event *ev = tu_expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
 	server = ev->id;
 	rdma_ack_cm_event(ev);
 	qa.send_cq = qa.recv_cq = NULL; /* rdma_create_qp filled in the client's */
 	assert_int_equal(rdma_create_qp(server, NULL, &qa), 0);
 	assert_int_equal(rdma_accept(server, &cp), 0);
-	rdma_ack_cm_event(expect(cch, RDMA_CM_EVENT_ESTABLISHED));
-	rdma_ack_cm_event(expect(sch, RDMA_CM_EVENT_ESTABLISHED));
+	rdma_ack_cm_event(tu_expect(cch, RDMA_CM_EVENT_ESTABLISHED));
+	rdma_ack_cm_event(tu_expect(sch, RDMA_CM_EVENT_ESTABLISHED));
 
 	/* the hostile sender: a UD QP on the client's device, to B's QP1 */
 	struct ibv_pd *pd = ibv_alloc_pd(client->verbs);
@@ -224,16 +205,16 @@ static void flood_keeps_connection(void **state)
 	 * rejected (no listener on 7601) again and again */
 	for (unsigned i = 0; i < 80; i++) {
 		struct rdma_cm_id *c;
-		struct sockaddr_in na = addr(IP_B, 7601);
+		struct sockaddr_in na = tu_addr(IP_B, 7601);
 		assert_int_equal(rdma_create_id(cch, &c, NULL, RDMA_PS_TCP), 0);
 		assert_int_equal(
 		    rdma_resolve_addr(c, (struct sockaddr *)&ca, (struct sockaddr *)&na, 2000), 0);
-		rdma_ack_cm_event(expect(cch, RDMA_CM_EVENT_ADDR_RESOLVED));
+		rdma_ack_cm_event(tu_expect(cch, RDMA_CM_EVENT_ADDR_RESOLVED));
 		assert_int_equal(rdma_resolve_route(c, 2000), 0);
-		rdma_ack_cm_event(expect(cch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+		rdma_ack_cm_event(tu_expect(cch, RDMA_CM_EVENT_ROUTE_RESOLVED));
 		struct rdma_conn_param p = {.qp_num = 0x100 + i};
 		assert_int_equal(rdma_connect(c, &p), 0);
-		ev = expect(cch, RDMA_CM_EVENT_REJECTED);
+		ev = tu_expect(cch, RDMA_CM_EVENT_REJECTED);
 		assert_int_equal(ev->status, 8);
 		rdma_ack_cm_event(ev);
 		assert_int_equal(rdma_destroy_id(c), 0);
@@ -241,8 +222,8 @@ static void flood_keeps_connection(void **state)
 
 	/* and the connection ends normally */
 	assert_int_equal(rdma_disconnect(client), 0);
-	rdma_ack_cm_event(expect(sch, RDMA_CM_EVENT_DISCONNECTED));
-	rdma_ack_cm_event(expect(cch, RDMA_CM_EVENT_DISCONNECTED));
+	rdma_ack_cm_event(tu_expect(sch, RDMA_CM_EVENT_DISCONNECTED));
+	rdma_ack_cm_event(tu_expect(cch, RDMA_CM_EVENT_DISCONNECTED));
 
 	ibv_dereg_mr(mr);
 	ibv_destroy_ah(ah);
@@ -266,13 +247,10 @@ static void flood_keeps_connection(void **state)
 int main(void)
 {
 	char path[] = "/tmp/rocemu-cmfuzz-XXXXXX";
-	int fd = mkstemp(path);
-	const char cfg[] = "[rocemu0]\nport = ring:cmfz:a\nip = " IP_A "/24\n"
-			   "[rocemu1]\nport = ring:cmfz:b\nip = " IP_B "/24\n";
-	if (fd < 0 || write(fd, cfg, sizeof(cfg) - 1) != (ssize_t)sizeof(cfg) - 1)
+
+	if (tu_config(path, "[rocemu0]\nport = ring:cmfz:a\nip = " IP_A "/24\n"
+			    "[rocemu1]\nport = ring:cmfz:b\nip = " IP_B "/24\n"))
 		return 1;
-	close(fd);
-	setenv("ROCEMU_CONFIG", path, 1);
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(flood_keeps_connection),
 	};

@@ -30,30 +30,10 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
+#include "test_util.h"
+
 #define IP_A "10.79.1.1"
 #define IP_B "10.79.1.2"
-
-static struct sockaddr_in addr(const char *ip, uint16_t port)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-	inet_pton(AF_INET, ip, &a.sin_addr);
-	return a;
-}
-
-/* The next event on ch within 10 s; it must be `type`. */
-static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_event_type type)
-{
-	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
-	struct rdma_cm_event *ev;
-
-	if (poll(&p, 1, 10000) != 1)
-		fail_msg("no event within 10 s (waiting for %s)", rdma_event_str(type));
-	assert_int_equal(rdma_get_cm_event(ch, &ev), 0);
-	if (ev->event != type)
-		fail_msg("got %s (status %d), expected %s", rdma_event_str(ev->event), ev->status,
-			 rdma_event_str(type));
-	return ev;
-}
 
 static void ack(struct rdma_cm_event *ev)
 {
@@ -93,19 +73,19 @@ static void rc_pair(const char *client_ip, const char *server_ip, uint16_t port)
 	assert_non_null(sch);
 	assert_non_null(cch);
 	assert_int_equal(rdma_create_id(sch, &listen, NULL, RDMA_PS_TCP), 0);
-	struct sockaddr_in la = addr(server_ip, port);
+	struct sockaddr_in la = tu_addr(server_ip, port);
 	assert_int_equal(rdma_bind_addr(listen, (struct sockaddr *)&la), 0);
 	assert_int_equal(ntohs(rdma_get_src_port(listen)), port);
 	assert_int_equal(rdma_listen(listen, 4), 0);
 
 	assert_int_equal(rdma_create_id(cch, &client, (void *)0x1234, RDMA_PS_TCP), 0);
-	struct sockaddr_in ca = addr(client_ip, 0);
+	struct sockaddr_in ca = tu_addr(client_ip, 0);
 	assert_int_equal(
 	    rdma_resolve_addr(client, (struct sockaddr *)&ca, (struct sockaddr *)&la, 2000), 0);
-	ack(expect(cch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	ack(tu_expect(cch, RDMA_CM_EVENT_ADDR_RESOLVED));
 	assert_non_null(client->verbs);
 	assert_int_equal(rdma_resolve_route(client, 2000), 0);
-	ack(expect(cch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	ack(tu_expect(cch, RDMA_CM_EVENT_ROUTE_RESOLVED));
 	struct ibv_qp_init_attr qa = qp_attr(IBV_QPT_RC);
 	assert_int_equal(rdma_create_qp(client, NULL, &qa), 0);
 	assert_non_null(client->qp);
@@ -119,7 +99,7 @@ static void rc_pair(const char *client_ip, const char *server_ip, uint16_t port)
 				     .rnr_retry_count = 7};
 	assert_int_equal(rdma_connect(client, &cp), 0);
 
-	struct rdma_cm_event *ev = expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	struct rdma_cm_event *ev = tu_expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
 	assert_ptr_equal(ev->listen_id, listen);
 	server = ev->id;
 	assert_string_equal((const char *)ev->param.conn.private_data, "hello");
@@ -145,11 +125,11 @@ static void rc_pair(const char *client_ip, const char *server_ip, uint16_t port)
 				     .rnr_retry_count = 7};
 	assert_int_equal(rdma_accept(server, &sp), 0);
 	ack(ev);
-	ev = expect(cch, RDMA_CM_EVENT_ESTABLISHED);
+	ev = tu_expect(cch, RDMA_CM_EVENT_ESTABLISHED);
 	assert_string_equal((const char *)ev->param.conn.private_data, "world");
 	assert_ptr_equal(ev->id->context, (void *)0x1234);
 	ack(ev);
-	ack(expect(sch, RDMA_CM_EVENT_ESTABLISHED));
+	ack(tu_expect(sch, RDMA_CM_EVENT_ESTABLISHED));
 
 	assert_int_equal(rdma_post_send(client, (void *)2, sbuf, 4096, smr, IBV_SEND_SIGNALED), 0);
 	struct ibv_wc wc = wait_comp(client->send_cq);
@@ -159,8 +139,8 @@ static void rc_pair(const char *client_ip, const char *server_ip, uint16_t port)
 	assert_memory_equal(rbuf, sbuf, 4096);
 
 	assert_int_equal(rdma_disconnect(client), 0);
-	ack(expect(sch, RDMA_CM_EVENT_DISCONNECTED));
-	ack(expect(cch, RDMA_CM_EVENT_DISCONNECTED));
+	ack(tu_expect(sch, RDMA_CM_EVENT_DISCONNECTED));
+	ack(tu_expect(cch, RDMA_CM_EVENT_DISCONNECTED));
 	assert_int_equal(rdma_disconnect(server), 0); /* after DREQ: nothing left to do */
 
 	rdma_dereg_mr(rmr);
@@ -193,12 +173,12 @@ static struct rdma_cm_id *connect_client(struct rdma_event_channel *cch, const c
 					 uint16_t port, const char *pdata)
 {
 	struct rdma_cm_id *c;
-	struct sockaddr_in a = addr(ip, port);
+	struct sockaddr_in a = tu_addr(ip, port);
 	assert_int_equal(rdma_create_id(cch, &c, NULL, RDMA_PS_TCP), 0);
 	assert_int_equal(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000), 0);
-	ack(expect(cch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	ack(tu_expect(cch, RDMA_CM_EVENT_ADDR_RESOLVED));
 	assert_int_equal(rdma_resolve_route(c, 2000), 0);
-	ack(expect(cch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	ack(tu_expect(cch, RDMA_CM_EVENT_ROUTE_RESOLVED));
 	struct ibv_qp_init_attr qa = qp_attr(IBV_QPT_RC);
 	assert_int_equal(rdma_create_qp(c, NULL, &qa), 0);
 	struct rdma_conn_param cp = {.private_data = pdata,
@@ -214,16 +194,16 @@ static void rejected_by_listener(void **state)
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct rdma_cm_id *listen, *c;
 	assert_int_equal(rdma_create_id(ch, &listen, NULL, RDMA_PS_TCP), 0);
-	struct sockaddr_in la = addr(IP_A, 7473);
+	struct sockaddr_in la = tu_addr(IP_A, 7473);
 	assert_int_equal(rdma_bind_addr(listen, (struct sockaddr *)&la), 0);
 	assert_int_equal(rdma_listen(listen, 1), 0);
 	c = connect_client(ch, IP_A, 7473, "let me in");
-	struct rdma_cm_event *ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	struct rdma_cm_event *ev = tu_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
 	struct rdma_cm_id *s = ev->id;
 	assert_string_equal((const char *)ev->param.conn.private_data, "let me in");
 	assert_int_equal(rdma_reject(s, "no", 3), 0);
 	ack(ev);
-	ev = expect(ch, RDMA_CM_EVENT_REJECTED);
+	ev = tu_expect(ch, RDMA_CM_EVENT_REJECTED);
 	assert_ptr_equal(ev->id, c);
 	assert_int_equal(ev->status, 28); /* consumer defined */
 	assert_string_equal((const char *)ev->param.conn.private_data, "no");
@@ -240,7 +220,7 @@ static void rejected_no_listener(void **state)
 	(void)state;
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct rdma_cm_id *c = connect_client(ch, IP_B, 7999, NULL);
-	struct rdma_cm_event *ev = expect(ch, RDMA_CM_EVENT_REJECTED);
+	struct rdma_cm_event *ev = tu_expect(ch, RDMA_CM_EVENT_REJECTED);
 	assert_int_equal(ev->status, 8); /* invalid service ID */
 	ack(ev);
 	rdma_destroy_qp(c);
@@ -273,19 +253,19 @@ static void ud_sidr(void **state)
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct rdma_cm_id *listen, *c, *s;
 	assert_int_equal(rdma_create_id(ch, &listen, NULL, RDMA_PS_UDP), 0);
-	struct sockaddr_in la = addr(IP_B, 7474);
+	struct sockaddr_in la = tu_addr(IP_B, 7474);
 	assert_int_equal(rdma_bind_addr(listen, (struct sockaddr *)&la), 0);
 	assert_int_equal(rdma_listen(listen, 1), 0);
 	assert_int_equal(rdma_create_id(ch, &c, NULL, RDMA_PS_UDP), 0);
 	assert_int_equal(rdma_resolve_addr(c, NULL, (struct sockaddr *)&la, 2000), 0);
-	ack(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	ack(tu_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
 	assert_int_equal(rdma_resolve_route(c, 2000), 0);
-	ack(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	ack(tu_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
 	struct ibv_qp_init_attr qa = qp_attr(IBV_QPT_UD);
 	assert_int_equal(rdma_create_qp(c, NULL, &qa), 0);
 	struct rdma_conn_param cp = {.private_data = "ud?", .private_data_len = 4};
 	assert_int_equal(rdma_connect(c, &cp), 0);
-	struct rdma_cm_event *ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	struct rdma_cm_event *ev = tu_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
 	s = ev->id;
 	assert_string_equal((const char *)ev->param.ud.private_data, "ud?");
 	qa = qp_attr(IBV_QPT_UD);
@@ -296,7 +276,7 @@ static void ud_sidr(void **state)
 	struct rdma_conn_param sp = {.qp_num = s->qp->qp_num};
 	assert_int_equal(rdma_accept(s, &sp), 0);
 	ack(ev);
-	ev = expect(ch, RDMA_CM_EVENT_ESTABLISHED);
+	ev = tu_expect(ch, RDMA_CM_EVENT_ESTABLISHED);
 	assert_int_equal(ev->param.ud.qp_num, s->qp->qp_num);
 	uint32_t qkey = ev->param.ud.qkey;
 	struct ibv_ah *ah = ibv_create_ah(c->pd, &ev->param.ud.ah_attr);
@@ -347,25 +327,25 @@ static void unsupported_and_helpers(void **state)
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct rdma_cm_id *id;
 	assert_int_equal(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
-	struct sockaddr_in a = addr(IP_A, 0);
+	struct sockaddr_in a = tu_addr(IP_A, 0);
 	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&a), 0);
 	assert_true(ntohs(rdma_get_src_port(id)) != 0); /* an ephemeral port */
 	uint8_t tos = 32;
 	assert_int_equal(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, 1), 0);
-	struct sockaddr_in mc = addr("239.1.1.1", 0);
+	struct sockaddr_in mc = tu_addr("239.1.1.1", 0);
 	errno = 0;
 	assert_int_equal(rdma_join_multicast(id, (struct sockaddr *)&mc, NULL), -1);
 	assert_int_equal(errno, EOPNOTSUPP);
 	/* A source address no rocemu device has. */
 	struct rdma_cm_id *id2;
 	assert_int_equal(rdma_create_id(ch, &id2, NULL, RDMA_PS_TCP), 0);
-	struct sockaddr_in bad = addr("192.0.2.77", 0);
+	struct sockaddr_in bad = tu_addr("192.0.2.77", 0);
 	assert_int_equal(rdma_bind_addr(id2, (struct sockaddr *)&bad), -1);
 	assert_int_equal(errno, EADDRNOTAVAIL);
 	/* A port in use. */
 	struct rdma_cm_id *id3;
 	assert_int_equal(rdma_create_id(ch, &id3, NULL, RDMA_PS_TCP), 0);
-	struct sockaddr_in same = addr(IP_A, ntohs(rdma_get_src_port(id)));
+	struct sockaddr_in same = tu_addr(IP_A, ntohs(rdma_get_src_port(id)));
 	assert_int_equal(rdma_bind_addr(id3, (struct sockaddr *)&same), -1);
 	assert_int_equal(errno, EADDRINUSE);
 	assert_int_equal(rdma_destroy_id(id3), 0);
@@ -435,13 +415,10 @@ static void sync_endpoints(void **state)
 int main(void)
 {
 	char path[] = "/tmp/rocemu-rdmacm-XXXXXX";
-	int fd = mkstemp(path);
-	const char cfg[] = "[rocemu0]\nport = ring:cm:a\nip = " IP_A "/24\n"
-			   "[rocemu1]\nport = ring:cm:b\nip = " IP_B "/24\n";
-	if (fd < 0 || write(fd, cfg, sizeof(cfg) - 1) != (ssize_t)sizeof(cfg) - 1)
+
+	if (tu_config(path, "[rocemu0]\nport = ring:cm:a\nip = " IP_A "/24\n"
+			    "[rocemu1]\nport = ring:cm:b\nip = " IP_B "/24\n"))
 		return 1;
-	close(fd);
-	setenv("ROCEMU_CONFIG", path, 1);
 	const struct CMUnitTest tests[] = {
 	    // clang-format off
 	    cmocka_unit_test(unsupported_and_helpers),

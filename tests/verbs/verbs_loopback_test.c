@@ -26,6 +26,8 @@
 #include <cmocka.h>
 #include <infiniband/verbs.h>
 
+#include "test_util.h"
+
 #define BUF	  65536
 #define GID_INDEX 1
 #define QKEY	  0x11111111
@@ -143,27 +145,9 @@ static void connect_rc(struct side *s, const struct side *peer)
 	assert_int_equal(s->qp->state, IBV_QPS_RTS);
 }
 
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-/* One completion from s's CQ, through ibv_poll_cq (bounded wait). */
 static struct ibv_wc poll_one(struct side *s)
 {
-	struct ibv_wc wc;
-	double end = now() + 10;
-	int n;
-	while ((n = ibv_poll_cq(ibv_cq_ex_to_cq(s->cq), 1, &wc)) == 0 && now() < end)
-		;
-	if (n != 1)
-		fail_msg("no completion within 10 s (poll returned %d)", n);
-	if (wc.status != IBV_WC_SUCCESS)
-		fail_msg("completion wr_id %llu status %s", (unsigned long long)wc.wr_id,
-			 ibv_wc_status_str(wc.status));
-	return wc;
+	return tu_poll_one(ibv_cq_ex_to_cq(s->cq));
 }
 
 static void post_recv(struct side *s, uint64_t wr_id, uint32_t off, uint32_t len)
@@ -300,9 +284,9 @@ static void rc_traffic(struct side *a, struct side *b)
 
 	/* ibv_cq_ex: start/next/end poll with a completion timestamp. */
 	struct ibv_poll_cq_attr pa = {0};
-	double end = now() + 10;
+	double end = tu_now() + 10;
 	int rc;
-	while ((rc = ibv_start_poll(b->cq, &pa)) == ENOENT && now() < end)
+	while ((rc = ibv_start_poll(b->cq, &pa)) == ENOENT && tu_now() < end)
 		;
 	assert_int_equal(rc, 0);
 	assert_int_equal(b->cq->status, IBV_WC_SUCCESS);
@@ -510,13 +494,10 @@ static void two_devices_gsi(void **state)
 int main(void)
 {
 	char path[] = "/tmp/rocemu-loopback-XXXXXX";
-	int fd = mkstemp(path);
-	const char cfg[] = "[rocemu0]\nport = ring:lb:a\nip = 10.79.0.1/24\n"
-			   "[rocemu1]\nport = ring:lb:b\nip = 10.79.0.2/24\n";
-	if (fd < 0 || write(fd, cfg, sizeof(cfg) - 1) != (ssize_t)sizeof(cfg) - 1)
+
+	if (tu_config(path, "[rocemu0]\nport = ring:lb:a\nip = 10.79.0.1/24\n"
+			    "[rocemu1]\nport = ring:lb:b\nip = 10.79.0.2/24\n"))
 		return 1;
-	close(fd);
-	setenv("ROCEMU_CONFIG", path, 1);
 	devs = ibv_get_device_list(&n_devs);
 	unlink(path);
 	if (!devs || n_devs != 2) {
