@@ -350,17 +350,14 @@ int main(void)
 {
 	char path[] = "/tmp/rocemu-lid-XXXXXX";
 
-	if (tu_config(path, "[rocemu0]\nport = ring:lid:a\nip = 10.77.1.5/16\n"
-			    "[rocemu1]\nport = ring:lid:b\nip = 10.77.2.6/16\n"
-			    "[rocemu2]\nport = ring:lidx:a\nip = fd77::1/64\n"
-			    "[rocemu3]\nport = ring:lidx:b\nip = 10.78.192.1/16\n"))
+	devs = tu_devices(path,
+			  "[rocemu0]\nport = ring:lid:a\nip = 10.77.1.5/16\n"
+			  "[rocemu1]\nport = ring:lid:b\nip = 10.77.2.6/16\n"
+			  "[rocemu2]\nport = ring:lidx:a\nip = fd77::1/64\n"
+			  "[rocemu3]\nport = ring:lidx:b\nip = 10.78.192.1/16\n",
+			  4, &n_devs);
+	if (!devs)
 		return 1;
-	devs = ibv_get_device_list(&n_devs);
-	unlink(path);
-	if (!devs || n_devs != 4) {
-		fprintf(stderr, "expected 4 rocemu devices, got %d\n", n_devs);
-		return 1;
-	}
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(query_port_lid),
 	    cmocka_unit_test(rc_lid_only),

@@ -11,6 +11,7 @@
 
 #include <arpa/inet.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -40,6 +41,25 @@ static inline int tu_config(char *path, const char *cfg)
 	}
 	close(fd);
 	return setenv("ROCEMU_CONFIG", path, 1);
+}
+
+/* tu_config, then the device list, which must hold want devices (else NULL,
+ * said on stderr). The config file is gone when this returns. */
+static inline struct ibv_device **tu_devices(char *path, const char *cfg, int want, int *n)
+{
+	struct ibv_device **list;
+
+	if (tu_config(path, cfg))
+		return NULL;
+	list = ibv_get_device_list(n);
+	unlink(path);
+	if (!list || *n != want) {
+		fprintf(stderr, "expected %d rocemu devices, got %d\n", want, list ? *n : -1);
+		if (list)
+			ibv_free_device_list(list);
+		return NULL;
+	}
+	return list;
 }
 
 /* One successful completion from cq within 10 s, else the test fails. */

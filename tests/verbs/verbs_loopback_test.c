@@ -495,15 +495,12 @@ int main(void)
 {
 	char path[] = "/tmp/rocemu-loopback-XXXXXX";
 
-	if (tu_config(path, "[rocemu0]\nport = ring:lb:a\nip = 10.79.0.1/24\n"
-			    "[rocemu1]\nport = ring:lb:b\nip = 10.79.0.2/24\n"))
+	devs = tu_devices(path,
+			  "[rocemu0]\nport = ring:lb:a\nip = 10.79.0.1/24\n"
+			  "[rocemu1]\nport = ring:lb:b\nip = 10.79.0.2/24\n",
+			  2, &n_devs);
+	if (!devs)
 		return 1;
-	devs = ibv_get_device_list(&n_devs);
-	unlink(path);
-	if (!devs || n_devs != 2) {
-		fprintf(stderr, "expected 2 rocemu devices, got %d\n", n_devs);
-		return 1;
-	}
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(same_device_twice_rc),
 	    cmocka_unit_test(two_devices_rc),

@@ -426,6 +426,17 @@ static void send_mad(struct cma_id *c, const uint8_t *mad)
 		cma_gsi_send(c->dev, c->sgid_index, &c->remote_gid, mad);
 }
 
+/* The active side's RTU (kept as the answer to a duplicate REP): established. */
+static void send_rtu(struct cma_id *c)
+{
+	struct cm_ids m = {.local_comm_id = c->local_comm_id, .remote_comm_id = c->remote_comm_id};
+
+	cm_mad_put_ids(c->answer, c->tid, CM_ATTR_RTU, &m);
+	c->have_answer = true;
+	send_mad(c, c->answer);
+	c->state = CMA_ESTABLISHED;
+}
+
 static void arm_timer(struct cma_id *c)
 {
 	c->timer = true;
@@ -1030,11 +1041,7 @@ int rdma_establish(struct rdma_cm_id *id)
 		pthread_mutex_unlock(&cma_lock);
 		return fail(EINVAL);
 	}
-	struct cm_ids m = {.local_comm_id = c->local_comm_id, .remote_comm_id = c->remote_comm_id};
-	cm_mad_put_ids(c->answer, c->tid, CM_ATTR_RTU, &m);
-	c->have_answer = true;
-	send_mad(c, c->answer);
-	c->state = CMA_ESTABLISHED;
+	send_rtu(c);
 	pthread_mutex_unlock(&cma_lock);
 	return 0;
 }
@@ -1711,11 +1718,7 @@ static void handle_rep(const union ibv_gid *src, const uint8_t *mad)
 		event_post(c, RDMA_CM_EVENT_CONNECT_ERROR, -EINVAL, NULL, 0);
 		return;
 	}
-	struct cm_ids m = {.local_comm_id = c->local_comm_id, .remote_comm_id = c->remote_comm_id};
-	cm_mad_put_ids(c->answer, c->tid, CM_ATTR_RTU, &m);
-	c->have_answer = true;
-	send_mad(c, c->answer);
-	c->state = CMA_ESTABLISHED;
+	send_rtu(c);
 	struct cma_event *e = event_post(c, RDMA_CM_EVENT_ESTABLISHED, 0, r.pdata, CM_REP_PDATA);
 	if (e) {
 		e->ev.param.conn.responder_resources = r.responder_resources;
