@@ -44,6 +44,9 @@ else
 	ipA=10.84.0.1 ipB=10.84.0.2
 fi
 pair_hosts cm "$mode" $ipA $ipB 24
+# every host prints its engine's and CM's counters when it closes: a failed
+# run's log then says where frames went (ARP, peer-closed drops, CM drops)
+export ROCEMU_STATS=1
 subst() { local a; for a in "$@"; do a=${a//@A@/$ipA}; printf '%s\n' "${a//@PORT@/$port}"; done; }
 mapfile -t sargv < <(subst "${server[@]}")
 mapfile -t cargv < <(subst "${client[@]}")
