@@ -135,9 +135,13 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 		free(e);
 		id_free_if_done(owner);
 	}
+	/* A thread waiting in rdma_get_cm_event keeps the struct (see there). */
+	bool in_use = c->waiters > 0;
+	c->destroyed = true;
 	pthread_mutex_unlock(&cma_lock);
 	close(c->ch.fd);
-	free(c);
+	if (!in_use)
+		free(c);
 }
 ROCEMU_PUBLIC(rdma_destroy_event_channel)
 
@@ -175,32 +179,53 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 	if (!channel || !event)
 		return fail(EINVAL);
 	struct cma_channel *ch = to_chan(channel);
+	struct cma_event *e = NULL;
+	int rc = 0;
+
+	pthread_mutex_lock(&cma_lock);
 	int fd = ch->ch.fd;
+	ch->waiters++;
 	for (;;) {
-		pthread_mutex_lock(&cma_lock);
-		struct cma_event *e = ch->head;
+		if (ch->destroyed) {
+			/* Another thread destroyed the channel while this one waited
+			 * (rping's CM thread at exit). With rdma-core such a thread
+			 * stays blocked in the kernel; so it does here, instead of
+			 * reading freed memory or failing (rping exits on an error). */
+			pthread_mutex_unlock(&cma_lock);
+			for (;;)
+				pause();
+		}
+		e = ch->head;
 		if (e) {
 			ch->head = e->next;
 			if (!ch->head)
 				ch->tail = NULL;
 			chan_take_token(ch);
+			break;
 		}
 		pthread_mutex_unlock(&cma_lock);
-		if (e) {
-			*event = &e->ev;
-			return 0;
-		}
 		int fl = fcntl(fd, F_GETFL);
-		if (fl < 0)
-			return -1;
-		if (fl & O_NONBLOCK)
-			return fail(EAGAIN);
-		/* Wait without touching the channel: a program may destroy it
-		 * while this thread waits (rping does), as with rdma-core's. */
+		if (fl < 0 || (fl & O_NONBLOCK)) {
+			rc = fl < 0 ? errno : EAGAIN;
+			pthread_mutex_lock(&cma_lock);
+			break;
+		}
+		/* Wait without holding the lock; the fd counts queued events. */
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
-			return -1;
+		int n = poll(&pfd, 1, -1);
+		int err = errno;
+		pthread_mutex_lock(&cma_lock);
+		if (n < 0 && err != EINTR) {
+			rc = err;
+			break;
+		}
 	}
+	ch->waiters--;
+	pthread_mutex_unlock(&cma_lock);
+	if (rc)
+		return fail(rc);
+	*event = &e->ev;
+	return 0;
 }
 ROCEMU_PUBLIC(rdma_get_cm_event)
 

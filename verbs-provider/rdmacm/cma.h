@@ -122,7 +122,9 @@ struct cma_event;
 struct cma_channel {
 	struct rdma_event_channel ch; /**< fd: an eventfd, one count per queued event */
 	struct cma_event *head, *tail;
-	bool sync; /**< created for an id without a channel (synchronous use) */
+	bool sync;	  /**< created for an id without a channel (synchronous use) */
+	unsigned waiters; /**< threads inside rdma_get_cm_event on it (cma_lock) */
+	bool destroyed;	  /**< destroyed while waited on: its last waiter never returns */
 };
 
 struct cma_event {
