@@ -23,6 +23,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -527,17 +528,57 @@ static void close_bell_page(struct rocemu_port *port)
  * Best effort: with no bell (name taken, a non-rocemu peer) the thread
  * wakes every millisecond as before.
  */
-static void open_memif_bell(struct rocemu_port *port, const char *path)
+/* The name shared by the two ends of the memif socket at path (FNV-1a). */
+static uint64_t memif_bell_hash(const char *path)
 {
-	struct sockaddr_un own = {.sun_family = AF_UNIX};
 	uint64_t h = 0xcbf29ce484222325ull;
-	socklen_t len;
-	int fd;
 
 	for (const char *c = path; *c; c++) {
 		h ^= (uint8_t)*c;
 		h *= 0x100000001b3ull;
 	}
+	return h;
+}
+
+/*
+ * A memif client waits, before it connects, until a rocemu server has
+ * finished starting: its bell page (made after its device started) exists.
+ * DPDK's memif server listens from the moment the device is created, before
+ * its queues are set up; a client that connects in that window is dropped
+ * and never reconnects (seen with qperf, whose server child opens the device
+ * while the client is already connecting: both links stayed down). A server
+ * that is not rocemu makes no page: 1 s after its socket appears the client
+ * goes ahead. The start loop below still waits for a socket that never came.
+ */
+static void wait_memif_server_ready(const char *path)
+{
+	char name[64];
+	uint64_t seen_socket = 0;
+	struct timespec ts = {0, 5000000};
+
+	snprintf(name, sizeof(name), "/rocemu-bell-%016llx",
+		 (unsigned long long)memif_bell_hash(path));
+	for (int i = 0; i < MEMIF_CLIENT_WAIT_MS / 5; i++) {
+		int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
+		struct stat st;
+
+		if (fd >= 0) {
+			close(fd);
+			return;
+		}
+		if (stat(path, &st) == 0 && ++seen_socket * 5 >= 1000)
+			return;
+		nanosleep(&ts, NULL);
+	}
+}
+
+static void open_memif_bell(struct rocemu_port *port, const char *path)
+{
+	struct sockaddr_un own = {.sun_family = AF_UNIX};
+	uint64_t h = memif_bell_hash(path);
+	socklen_t len;
+	int fd;
+
 	/* abstract names: sun_path[0] == 0, no file to clean up */
 	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
 			  (socklen_t)snprintf(own.sun_path + 1, sizeof(own.sun_path) - 1,
@@ -926,6 +967,8 @@ int rocemu_port_open(const struct rocemu_port_config *cfg, struct rocemu_port **
 	rc = choose_mtu(port, arg, err, errlen);
 	rc = rc ?: create_pool(port, err, errlen);
 	rc = rc ?: create_device(port, arg, err, errlen);
+	if (!rc && port->kind == PORT_KIND_MEMIF && port->memif_client)
+		wait_memif_server_ready(arg + 7);
 	rc = rc ?: start_device(port, err, errlen);
 	if (rc)
 		goto fail;
