@@ -24,90 +24,12 @@
 
 #include "../verbs/test_util.h"
 
-#define BUF   16384
 #define QKEY  0x22222222
 #define LID_A 0x0105
 #define LID_B 0x0206
 
-struct side {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	struct ibv_mr *mr;
-	uint8_t *buf;
-	uint16_t lid;
-};
-
 static struct ibv_device **devs;
 static int n_devs;
-
-static void side_open(struct side *s, struct ibv_device *dev, enum ibv_qp_type type)
-{
-	struct ibv_port_attr pa;
-
-	memset(s, 0, sizeof(*s));
-	s->ctx = ibv_open_device(dev);
-	assert_non_null(s->ctx);
-	s->pd = ibv_alloc_pd(s->ctx);
-	assert_non_null(s->pd);
-	s->cq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
-	assert_non_null(s->cq);
-	s->buf = aligned_alloc(4096, BUF);
-	assert_non_null(s->buf);
-	memset(s->buf, 0, BUF);
-	s->mr =
-	    ibv_reg_mr(s->pd, s->buf, BUF,
-		       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-	assert_non_null(s->mr);
-	struct ibv_qp_init_attr qa = {
-	    .send_cq = s->cq,
-	    .recv_cq = s->cq,
-	    .cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1},
-	    .qp_type = type,
-	};
-	s->qp = ibv_create_qp(s->pd, &qa);
-	assert_non_null(s->qp);
-	assert_int_equal(ibv_query_port(s->ctx, 1, &pa), 0);
-	assert_int_equal(pa.link_layer, IBV_LINK_LAYER_ETHERNET);
-	s->lid = pa.lid;
-}
-
-static void side_close(struct side *s)
-{
-	assert_int_equal(ibv_destroy_qp(s->qp), 0);
-	assert_int_equal(ibv_dereg_mr(s->mr), 0);
-	assert_int_equal(ibv_destroy_cq(s->cq), 0);
-	assert_int_equal(ibv_dealloc_pd(s->pd), 0);
-	assert_int_equal(ibv_close_device(s->ctx), 0);
-	free(s->buf);
-}
-
-static void fill(uint8_t *p, size_t n, unsigned seed)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = (uint8_t)(i * 31 + seed);
-}
-
-static struct ibv_wc poll_one(struct side *s)
-{
-	return tu_poll_one(s->cq);
-}
-
-static void post_recv(struct side *s, uint64_t id, size_t off, uint32_t len)
-{
-	struct ibv_sge sge = {.addr = (uintptr_t)s->buf + off, .length = len, .lkey = s->mr->lkey};
-	struct ibv_recv_wr wr = {.wr_id = id, .sg_list = &sge, .num_sge = 1}, *bad;
-
-	assert_int_equal(ibv_post_recv(s->qp, &wr, &bad), 0);
-}
-
-static void post_send(struct side *s, struct ibv_send_wr *wr)
-{
-	struct ibv_send_wr *bad;
-
-	assert_int_equal(ibv_post_send(s->qp, wr, &bad), 0);
-}
 
 static void to_init(struct ibv_qp *qp, bool ud)
 {
@@ -124,7 +46,7 @@ static void to_init(struct ibv_qp *qp, bool ud)
 }
 
 /* RTR with a LID-only address vector, as ibv_rc_pingpong without -g does. */
-static int to_rtr_lid(struct side *s, uint16_t dlid, uint32_t dqpn)
+static int to_rtr_lid(struct tu_side *s, uint16_t dlid, uint32_t dqpn)
 {
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTR,
 				.path_mtu = IBV_MTU_1024,
@@ -139,7 +61,7 @@ static int to_rtr_lid(struct side *s, uint16_t dlid, uint32_t dqpn)
 				 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
 }
 
-static void to_rts(struct side *s)
+static void to_rts(struct tu_side *s)
 {
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTS,
 				.timeout = 14,
@@ -158,30 +80,30 @@ static void to_rts(struct side *s)
 static void query_port_lid(void **state)
 {
 	(void)state;
-	struct side a, b;
+	struct tu_side a, b;
 
-	side_open(&a, devs[0], IBV_QPT_RC);
-	side_open(&b, devs[1], IBV_QPT_RC);
+	tu_side_open(&a, devs[0], IBV_QPT_RC);
+	tu_side_open(&b, devs[1], IBV_QPT_RC);
 	assert_int_equal(a.lid, LID_A);
 	assert_int_equal(b.lid, LID_B);
-	side_close(&a);
-	side_close(&b);
+	tu_side_close(&a);
+	tu_side_close(&b);
 	/* No IPv4 address: LID 0. 10.78.192.1: 0xC001 is not unicast: LID 0. */
 	for (int i = 2; i < 4; i++) {
-		struct side c;
-		side_open(&c, devs[i], IBV_QPT_RC);
+		struct tu_side c;
+		tu_side_open(&c, devs[i], IBV_QPT_RC);
 		assert_int_equal(c.lid, 0);
-		side_close(&c);
+		tu_side_close(&c);
 	}
 }
 
 static void rc_lid_only(void **state)
 {
 	(void)state;
-	struct side a, b;
+	struct tu_side a, b;
 
-	side_open(&a, devs[0], IBV_QPT_RC);
-	side_open(&b, devs[1], IBV_QPT_RC);
+	tu_side_open(&a, devs[0], IBV_QPT_RC);
+	tu_side_open(&b, devs[1], IBV_QPT_RC);
 	to_init(a.qp, false);
 	to_init(b.qp, false);
 	/* dlid 0 (no LID) and a multicast LID are refused; the QP stays in INIT. */
@@ -197,65 +119,43 @@ static void rc_lid_only(void **state)
 	to_rts(&b);
 
 	/* SEND a -> b, RDMA WRITE b -> a, RDMA READ a <- b. */
-	post_recv(&b, 1, 0, 4096);
-	fill(a.buf + 4096, 3000, 1);
-	struct ibv_sge sge = {.addr = (uintptr_t)a.buf + 4096, .length = 3000, .lkey = a.mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = 2,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = IBV_WR_SEND,
-				 .send_flags = IBV_SEND_SIGNALED};
-	post_send(&a, &wr);
-	assert_int_equal(poll_one(&a).wr_id, 2);
-	struct ibv_wc wc = poll_one(&b);
+	tu_post_recv(&b, 1, 0, 4096);
+	tu_fill(a.buf + 4096, 3000, 1);
+	struct ibv_send_wr wr = {.wr_id = 2, .opcode = IBV_WR_SEND};
+	tu_post_send(&a, &wr, 4096, 3000);
+	assert_int_equal(tu_side_poll(&a).wr_id, 2);
+	struct ibv_wc wc = tu_side_poll(&b);
 	assert_int_equal(wc.wr_id, 1);
 	assert_int_equal(wc.byte_len, 3000);
 	assert_memory_equal(b.buf, a.buf + 4096, 3000);
 
-	fill(b.buf + 8192, 2000, 2);
-	struct ibv_sge ws = {.addr = (uintptr_t)b.buf + 8192, .length = 2000, .lkey = b.mr->lkey};
-	struct ibv_send_wr ww = {.wr_id = 3,
-				 .sg_list = &ws,
-				 .num_sge = 1,
-				 .opcode = IBV_WR_RDMA_WRITE,
-				 .send_flags = IBV_SEND_SIGNALED};
+	tu_fill(b.buf + 8192, 2000, 2);
+	struct ibv_send_wr ww = {.wr_id = 3, .opcode = IBV_WR_RDMA_WRITE};
 	ww.wr.rdma.remote_addr = (uintptr_t)a.buf + 12288;
 	ww.wr.rdma.rkey = a.mr->rkey;
-	post_send(&b, &ww);
-	assert_int_equal(poll_one(&b).wr_id, 3);
+	tu_post_send(&b, &ww, 8192, 2000);
+	assert_int_equal(tu_side_poll(&b).wr_id, 3);
 	assert_memory_equal(a.buf + 12288, b.buf + 8192, 2000);
 
-	struct ibv_sge rs = {.addr = (uintptr_t)a.buf, .length = 2000, .lkey = a.mr->lkey};
-	struct ibv_send_wr rw = {.wr_id = 4,
-				 .sg_list = &rs,
-				 .num_sge = 1,
-				 .opcode = IBV_WR_RDMA_READ,
-				 .send_flags = IBV_SEND_SIGNALED};
+	struct ibv_send_wr rw = {.wr_id = 4, .opcode = IBV_WR_RDMA_READ};
 	rw.wr.rdma.remote_addr = (uintptr_t)b.buf + 8192;
 	rw.wr.rdma.rkey = b.mr->rkey;
-	post_send(&a, &rw);
-	assert_int_equal(poll_one(&a).wr_id, 4);
+	tu_post_send(&a, &rw, 0, 2000);
+	assert_int_equal(tu_side_poll(&a).wr_id, 4);
 	assert_memory_equal(a.buf, b.buf + 8192, 2000);
-	side_close(&a);
-	side_close(&b);
+	tu_side_close(&a);
+	tu_side_close(&b);
 }
 
 static void ud_lid_only(void **state)
 {
 	(void)state;
-	struct side a, b;
-	struct side *s[2] = {&a, &b};
+	struct tu_side a, b;
 
-	side_open(&a, devs[0], IBV_QPT_UD);
-	side_open(&b, devs[1], IBV_QPT_UD);
-	for (int i = 0; i < 2; i++) {
-		struct ibv_qp_attr at = {.qp_state = IBV_QPS_RTR};
-		to_init(s[i]->qp, true);
-		assert_int_equal(ibv_modify_qp(s[i]->qp, &at, IBV_QP_STATE), 0);
-		at.qp_state = IBV_QPS_RTS;
-		at.sq_psn = 1;
-		assert_int_equal(ibv_modify_qp(s[i]->qp, &at, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
-	}
+	tu_side_open(&a, devs[0], IBV_QPT_UD);
+	tu_side_open(&b, devs[1], IBV_QPT_UD);
+	tu_ud_ready(a.qp, QKEY, 1);
+	tu_ud_ready(b.qp, QKEY, 1);
 	/* dlid 0: EINVAL, as ibv_create_ah(3) says for a bad attribute. */
 	struct ibv_ah_attr bad = {.is_global = 0, .dlid = 0, .port_num = 1};
 	errno = 0;
@@ -266,20 +166,11 @@ static void ud_lid_only(void **state)
 	struct ibv_ah *ah = ibv_create_ah(a.pd, &aa);
 	if (!ah)
 		fail_msg("ibv_create_ah (LID-only): %s", strerror(errno));
-	post_recv(&b, 1, 0, 40 + 700);
-	fill(a.buf + 4096, 700, 3);
-	struct ibv_sge sge = {.addr = (uintptr_t)a.buf + 4096, .length = 700, .lkey = a.mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = 5,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = IBV_WR_SEND,
-				 .send_flags = IBV_SEND_SIGNALED};
-	wr.wr.ud.ah = ah;
-	wr.wr.ud.remote_qpn = b.qp->qp_num;
-	wr.wr.ud.remote_qkey = QKEY;
-	post_send(&a, &wr);
-	assert_int_equal(poll_one(&a).wr_id, 5);
-	struct ibv_wc wc = poll_one(&b);
+	tu_post_recv(&b, 1, 0, 40 + 700);
+	tu_fill(a.buf + 4096, 700, 3);
+	tu_post_ud(&a, 5, ah, b.qp->qp_num, QKEY, 4096, 700);
+	assert_int_equal(tu_side_poll(&a).wr_id, 5);
+	struct ibv_wc wc = tu_side_poll(&b);
 	assert_int_equal(wc.byte_len, 40 + 700);
 	assert_int_equal(wc.src_qp, a.qp->qp_num);
 	assert_memory_equal(b.buf + 40, a.buf + 4096, 700);
@@ -293,20 +184,11 @@ static void ud_lid_only(void **state)
 	struct ibv_ah_attr la = {.is_global = 0, .dlid = back_attr.dlid, .port_num = 1};
 	struct ibv_ah *back = ibv_create_ah(b.pd, &la);
 	assert_non_null(back);
-	post_recv(&a, 6, 8192, 40 + 100);
-	fill(b.buf + 2048, 100, 4);
-	struct ibv_sge bs = {.addr = (uintptr_t)b.buf + 2048, .length = 100, .lkey = b.mr->lkey};
-	struct ibv_send_wr bw = {.wr_id = 7,
-				 .sg_list = &bs,
-				 .num_sge = 1,
-				 .opcode = IBV_WR_SEND,
-				 .send_flags = IBV_SEND_SIGNALED};
-	bw.wr.ud.ah = back;
-	bw.wr.ud.remote_qpn = wc.src_qp;
-	bw.wr.ud.remote_qkey = QKEY;
-	post_send(&b, &bw);
-	assert_int_equal(poll_one(&b).wr_id, 7);
-	wc = poll_one(&a);
+	tu_post_recv(&a, 6, 8192, 40 + 100);
+	tu_fill(b.buf + 2048, 100, 4);
+	tu_post_ud(&b, 7, back, wc.src_qp, QKEY, 2048, 100);
+	assert_int_equal(tu_side_poll(&b).wr_id, 7);
+	wc = tu_side_poll(&a);
 	assert_int_equal(wc.wr_id, 6);
 	assert_int_equal(wc.byte_len, 40 + 100);
 	assert_memory_equal(a.buf + 8192 + 40, b.buf + 2048, 100);
@@ -316,8 +198,8 @@ static void ud_lid_only(void **state)
 	assert_int_equal(ibv_destroy_ah(fw), 0);
 	assert_int_equal(ibv_destroy_ah(ah), 0);
 	assert_int_equal(ibv_destroy_ah(back), 0);
-	side_close(&a);
-	side_close(&b);
+	tu_side_close(&a);
+	tu_side_close(&b);
 }
 
 /* A port without IPv4 address (or with a LID outside the unicast range)
@@ -326,8 +208,8 @@ static void lid_only_unresolvable(void **state)
 {
 	(void)state;
 	for (int i = 2; i < 4; i++) {
-		struct side c;
-		side_open(&c, devs[i], IBV_QPT_RC);
+		struct tu_side c;
+		tu_side_open(&c, devs[i], IBV_QPT_RC);
 		to_init(c.qp, false);
 		if (i == 2) /* IPv6 only: no /16 to complete the dlid into */
 			assert_int_equal(to_rtr_lid(&c, 0x0105, 1), EINVAL);
@@ -342,7 +224,7 @@ static void lid_only_unresolvable(void **state)
 			assert_non_null(ah);
 			assert_int_equal(ibv_destroy_ah(ah), 0);
 		}
-		side_close(&c);
+		tu_side_close(&c);
 	}
 }
 

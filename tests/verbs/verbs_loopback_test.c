@@ -28,79 +28,10 @@
 
 #include "test_util.h"
 
-#define BUF	  65536
-#define GID_INDEX 1
-#define QKEY	  0x11111111
-
-struct side {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_comp_channel *ch;
-	struct ibv_cq_ex *cq;
-	struct ibv_qp *qp;
-	struct ibv_qp_ex *qpx;
-	struct ibv_mr *mr;
-	uint8_t *buf;
-	union ibv_gid gid;
-};
+#define QKEY 0x11111111
 
 static struct ibv_device **devs;
 static int n_devs;
-
-static void side_open(struct side *s, struct ibv_device *dev, enum ibv_qp_type type)
-{
-	memset(s, 0, sizeof(*s));
-	s->ctx = ibv_open_device(dev);
-	assert_non_null(s->ctx);
-	s->pd = ibv_alloc_pd(s->ctx);
-	assert_non_null(s->pd);
-	s->ch = ibv_create_comp_channel(s->ctx);
-	assert_non_null(s->ch);
-	struct ibv_cq_init_attr_ex ca = {
-	    .cqe = 64,
-	    .channel = s->ch,
-	    .wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP,
-	};
-	s->cq = ibv_create_cq_ex(s->ctx, &ca);
-	assert_non_null(s->cq);
-	s->buf = aligned_alloc(4096, BUF);
-	assert_non_null(s->buf);
-	memset(s->buf, 0, BUF);
-	s->mr = ibv_reg_mr(s->pd, s->buf, BUF,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
-	assert_non_null(s->mr);
-	struct ibv_qp_init_attr_ex qa = {
-	    .send_cq = ibv_cq_ex_to_cq(s->cq),
-	    .recv_cq = ibv_cq_ex_to_cq(s->cq),
-	    .cap = {.max_send_wr = 16,
-		    .max_recv_wr = 16,
-		    .max_send_sge = 2,
-		    .max_recv_sge = 2,
-		    .max_inline_data = 64},
-	    .qp_type = type,
-	    .pd = s->pd,
-	    .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-	    .send_ops_flags =
-		IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_WRITE,
-	};
-	s->qp = ibv_create_qp_ex(s->ctx, &qa);
-	assert_non_null(s->qp);
-	s->qpx = ibv_qp_to_qp_ex(s->qp);
-	assert_non_null(s->qpx);
-	assert_int_equal(ibv_query_gid(s->ctx, 1, GID_INDEX, &s->gid), 0);
-}
-
-static void side_close(struct side *s)
-{
-	assert_int_equal(ibv_destroy_qp(s->qp), 0);
-	assert_int_equal(ibv_dereg_mr(s->mr), 0);
-	assert_int_equal(ibv_destroy_cq(ibv_cq_ex_to_cq(s->cq)), 0);
-	assert_int_equal(ibv_destroy_comp_channel(s->ch), 0);
-	assert_int_equal(ibv_dealloc_pd(s->pd), 0);
-	assert_int_equal(ibv_close_device(s->ctx), 0);
-	free(s->buf);
-}
 
 static void modify(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 {
@@ -109,7 +40,7 @@ static void modify(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 		fail_msg("ibv_modify_qp to state %d: %s", a->qp_state, strerror(rc));
 }
 
-static void connect_rc(struct side *s, const struct side *peer)
+static void connect_rc(struct tu_side *s, const struct tu_side *peer)
 {
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
 				.port_num = 1,
@@ -126,7 +57,7 @@ static void connect_rc(struct side *s, const struct side *peer)
 	a.min_rnr_timer = 12;
 	a.ah_attr.is_global = 1;
 	a.ah_attr.grh.dgid = peer->gid;
-	a.ah_attr.grh.sgid_index = GID_INDEX;
+	a.ah_attr.grh.sgid_index = TU_GID_INDEX;
 	a.ah_attr.grh.hop_limit = 64;
 	a.ah_attr.port_num = 1;
 	modify(s->qp, &a,
@@ -145,49 +76,20 @@ static void connect_rc(struct side *s, const struct side *peer)
 	assert_int_equal(s->qp->state, IBV_QPS_RTS);
 }
 
-static struct ibv_wc poll_one(struct side *s)
-{
-	return tu_poll_one(ibv_cq_ex_to_cq(s->cq));
-}
-
-static void post_recv(struct side *s, uint64_t wr_id, uint32_t off, uint32_t len)
-{
-	struct ibv_sge sge = {.addr = (uintptr_t)s->buf + off, .length = len, .lkey = s->mr->lkey};
-	struct ibv_recv_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1}, *bad;
-	assert_int_equal(ibv_post_recv(s->qp, &wr, &bad), 0);
-}
-
-static void post_send(struct side *s, struct ibv_send_wr *wr)
-{
-	struct ibv_send_wr *bad = NULL;
-	int rc = ibv_post_send(s->qp, wr, &bad);
-	if (rc)
-		fail_msg("ibv_post_send: %s", strerror(rc));
-}
-
-static void fill(uint8_t *p, size_t n, uint8_t seed)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = (uint8_t)(seed + i * 7);
-}
-
-static void rc_traffic(struct side *a, struct side *b)
+static void rc_traffic(struct tu_side *a, struct tu_side *b)
 {
 	connect_rc(a, b);
 	connect_rc(b, a);
 
 	/* SEND with immediate, solicited: b sleeps on its channel through epoll. */
-	post_recv(b, 1, 0, 8192);
+	tu_post_recv(b, 1, 0, 8192);
 	assert_int_equal(ibv_req_notify_cq(ibv_cq_ex_to_cq(b->cq), 1), 0);
-	fill(a->buf, 5000, 3);
-	struct ibv_sge sge = {.addr = (uintptr_t)a->buf, .length = 5000, .lkey = a->mr->lkey};
+	tu_fill(a->buf, 5000, 3);
 	struct ibv_send_wr wr = {.wr_id = 10,
-				 .sg_list = &sge,
-				 .num_sge = 1,
 				 .opcode = IBV_WR_SEND_WITH_IMM,
-				 .send_flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED,
+				 .send_flags = IBV_SEND_SOLICITED,
 				 .imm_data = htobe32(0xabcd)};
-	post_send(a, &wr);
+	tu_post_send(a, &wr, 0, 5000);
 	int ep = epoll_create1(0);
 	struct epoll_event ev = {.events = EPOLLIN}, got;
 	assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, b->ch->fd, &ev), 0);
@@ -198,74 +100,57 @@ static void rc_traffic(struct side *a, struct side *b)
 	assert_int_equal(ibv_get_cq_event(b->ch, &ev_cq, &ev_ctx), 0);
 	assert_ptr_equal(ev_cq, ibv_cq_ex_to_cq(b->cq));
 	ibv_ack_cq_events(ev_cq, 1);
-	struct ibv_wc wc = poll_one(b);
+	struct ibv_wc wc = tu_side_poll(b);
 	assert_int_equal(wc.opcode, IBV_WC_RECV);
 	assert_int_equal(wc.byte_len, 5000);
 	assert_true(wc.wc_flags & IBV_WC_WITH_IMM);
 	assert_int_equal(be32toh(wc.imm_data), 0xabcd);
 	assert_int_equal(wc.qp_num, b->qp->qp_num);
 	assert_memory_equal(b->buf, a->buf, 5000);
-	wc = poll_one(a);
+	wc = tu_side_poll(a);
 	assert_int_equal(wc.wr_id, 10);
 	assert_int_equal(wc.opcode, IBV_WC_SEND);
 
 	/* RDMA WRITE of 20000 bytes into b at offset 8192. */
-	fill(a->buf + 16384, 20000, 9);
-	struct ibv_sge ws = {
-	    .addr = (uintptr_t)a->buf + 16384, .length = 20000, .lkey = a->mr->lkey};
-	struct ibv_send_wr w = {.wr_id = 11,
-				.sg_list = &ws,
-				.num_sge = 1,
-				.opcode = IBV_WR_RDMA_WRITE,
-				.send_flags = IBV_SEND_SIGNALED};
+	tu_fill(a->buf + 16384, 20000, 9);
+	struct ibv_send_wr w = {.wr_id = 11, .opcode = IBV_WR_RDMA_WRITE};
 	w.wr.rdma.remote_addr = (uintptr_t)b->buf + 8192;
 	w.wr.rdma.rkey = b->mr->rkey;
-	post_send(a, &w);
-	assert_int_equal(poll_one(a).opcode, IBV_WC_RDMA_WRITE);
+	tu_post_send(a, &w, 16384, 20000);
+	assert_int_equal(tu_side_poll(a).opcode, IBV_WC_RDMA_WRITE);
 	assert_memory_equal(b->buf + 8192, a->buf + 16384, 20000);
 
 	/* RDMA READ of b's first 3000 bytes into a at 40000. */
-	struct ibv_sge rs = {
-	    .addr = (uintptr_t)a->buf + 40000, .length = 3000, .lkey = a->mr->lkey};
-	struct ibv_send_wr r = {.wr_id = 12,
-				.sg_list = &rs,
-				.num_sge = 1,
-				.opcode = IBV_WR_RDMA_READ,
-				.send_flags = IBV_SEND_SIGNALED};
+	struct ibv_send_wr r = {.wr_id = 12, .opcode = IBV_WR_RDMA_READ};
 	r.wr.rdma.remote_addr = (uintptr_t)b->buf;
 	r.wr.rdma.rkey = b->mr->rkey;
-	post_send(a, &r);
-	wc = poll_one(a);
+	tu_post_send(a, &r, 40000, 3000);
+	wc = tu_side_poll(a);
 	assert_int_equal(wc.opcode, IBV_WC_RDMA_READ);
 	assert_memory_equal(a->buf + 40000, b->buf, 3000);
 
 	/* Atomics on b's 8 bytes at 60000. */
 	uint64_t *target = (uint64_t *)(b->buf + 60000);
 	*target = 40;
-	struct ibv_sge as = {.addr = (uintptr_t)a->buf + 50000, .length = 8, .lkey = a->mr->lkey};
-	struct ibv_send_wr at = {.wr_id = 13,
-				 .sg_list = &as,
-				 .num_sge = 1,
-				 .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
-				 .send_flags = IBV_SEND_SIGNALED};
+	struct ibv_send_wr at = {.wr_id = 13, .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD};
 	at.wr.atomic.remote_addr = (uintptr_t)target;
 	at.wr.atomic.rkey = b->mr->rkey;
 	at.wr.atomic.compare_add = 2;
-	post_send(a, &at);
-	assert_int_equal(poll_one(a).opcode, IBV_WC_FETCH_ADD);
+	tu_post_send(a, &at, 50000, 8);
+	assert_int_equal(tu_side_poll(a).opcode, IBV_WC_FETCH_ADD);
 	assert_int_equal(*(uint64_t *)(a->buf + 50000), 40);
 	assert_int_equal(*target, 42);
 	at.wr_id = 14;
 	at.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
 	at.wr.atomic.compare_add = 42;
 	at.wr.atomic.swap = 7;
-	post_send(a, &at);
-	assert_int_equal(poll_one(a).opcode, IBV_WC_COMP_SWAP);
+	tu_post_send(a, &at, 50000, 8);
+	assert_int_equal(tu_side_poll(a).opcode, IBV_WC_COMP_SWAP);
 	assert_int_equal(*(uint64_t *)(a->buf + 50000), 42);
 	assert_int_equal(*target, 7);
 
 	/* ibv_wr_* API: inline SEND (buffer reused at once) then an RDMA WRITE, one batch. */
-	post_recv(b, 2, 0, 64);
+	tu_post_recv(b, 2, 0, 64);
 	char msg[32] = "inline through ibv_wr_*";
 	ibv_wr_start(a->qpx);
 	a->qpx->wr_id = 15;
@@ -277,8 +162,8 @@ static void rc_traffic(struct side *a, struct side *b)
 	ibv_wr_rdma_write(a->qpx, b->mr->rkey, (uintptr_t)b->buf + 1000);
 	ibv_wr_set_sge(a->qpx, a->mr->lkey, (uintptr_t)a->buf + 16384, 100);
 	assert_int_equal(ibv_wr_complete(a->qpx), 0);
-	assert_int_equal(poll_one(a).wr_id, 15);
-	assert_int_equal(poll_one(a).wr_id, 16);
+	assert_int_equal(tu_side_poll(a).wr_id, 15);
+	assert_int_equal(tu_side_poll(a).wr_id, 16);
 	assert_string_equal((char *)b->buf, "inline through ibv_wr_*");
 	assert_memory_equal(b->buf + 1000, a->buf + 16384, 100);
 
@@ -298,38 +183,22 @@ static void rc_traffic(struct side *a, struct side *b)
 	ibv_end_poll(b->cq);
 }
 
-static void ud_traffic(struct side *a, struct side *b)
+static void ud_traffic(struct tu_side *a, struct tu_side *b)
 {
-	struct side *s[2] = {a, b};
-	for (int i = 0; i < 2; i++) {
-		struct ibv_qp_attr at = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY};
-		modify(s[i]->qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
-		at.qp_state = IBV_QPS_RTR;
-		modify(s[i]->qp, &at, IBV_QP_STATE);
-		at.qp_state = IBV_QPS_RTS;
-		at.sq_psn = 1;
-		modify(s[i]->qp, &at, IBV_QP_STATE | IBV_QP_SQ_PSN);
-	}
+	tu_ud_ready(a->qp, QKEY, 1);
+	tu_ud_ready(b->qp, QKEY, 1);
 	/* a -> b with an AH; b answers with an AH made from the received GRH. */
-	post_recv(b, 1, 0, 40 + 512);
-	struct ibv_ah_attr aa = {.is_global = 1,
-				 .port_num = 1,
-				 .grh = {.dgid = b->gid, .sgid_index = GID_INDEX, .hop_limit = 64}};
+	tu_post_recv(b, 1, 0, 40 + 512);
+	struct ibv_ah_attr aa = {
+	    .is_global = 1,
+	    .port_num = 1,
+	    .grh = {.dgid = b->gid, .sgid_index = TU_GID_INDEX, .hop_limit = 64}};
 	struct ibv_ah *ah = ibv_create_ah(a->pd, &aa);
 	assert_non_null(ah);
-	fill(a->buf + 4096, 512, 5);
-	struct ibv_sge sge = {.addr = (uintptr_t)a->buf + 4096, .length = 512, .lkey = a->mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = 20,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = IBV_WR_SEND,
-				 .send_flags = IBV_SEND_SIGNALED};
-	wr.wr.ud.ah = ah;
-	wr.wr.ud.remote_qpn = b->qp->qp_num;
-	wr.wr.ud.remote_qkey = QKEY;
-	post_send(a, &wr);
-	assert_int_equal(poll_one(a).wr_id, 20);
-	struct ibv_wc wc = poll_one(b);
+	tu_fill(a->buf + 4096, 512, 5);
+	tu_post_ud(a, 20, ah, b->qp->qp_num, QKEY, 4096, 512);
+	assert_int_equal(tu_side_poll(a).wr_id, 20);
+	struct ibv_wc wc = tu_side_poll(b);
 	assert_int_equal(wc.byte_len, 40 + 512);
 	assert_true(wc.wc_flags & IBV_WC_GRH);
 	assert_int_equal(wc.src_qp, a->qp->qp_num);
@@ -338,20 +207,11 @@ static void ud_traffic(struct side *a, struct side *b)
 	struct ibv_ah *back = ibv_create_ah_from_wc(b->pd, &wc, (struct ibv_grh *)b->buf, 1);
 	if (!back)
 		fail_msg("ibv_create_ah_from_wc: %s", strerror(errno));
-	post_recv(a, 2, 8192, 40 + 64);
-	fill(b->buf + 2048, 64, 77);
-	struct ibv_sge bs = {.addr = (uintptr_t)b->buf + 2048, .length = 64, .lkey = b->mr->lkey};
-	struct ibv_send_wr bw = {.wr_id = 21,
-				 .sg_list = &bs,
-				 .num_sge = 1,
-				 .opcode = IBV_WR_SEND,
-				 .send_flags = IBV_SEND_SIGNALED};
-	bw.wr.ud.ah = back;
-	bw.wr.ud.remote_qpn = wc.src_qp;
-	bw.wr.ud.remote_qkey = QKEY;
-	post_send(b, &bw);
-	assert_int_equal(poll_one(b).wr_id, 21);
-	wc = poll_one(a);
+	tu_post_recv(a, 2, 8192, 40 + 64);
+	tu_fill(b->buf + 2048, 64, 77);
+	tu_post_ud(b, 21, back, wc.src_qp, QKEY, 2048, 64);
+	assert_int_equal(tu_side_poll(b).wr_id, 21);
+	wc = tu_side_poll(a);
 	assert_int_equal(wc.byte_len, 40 + 64);
 	assert_memory_equal(a->buf + 8192 + 40, b->buf + 2048, 64);
 	assert_int_equal(ibv_destroy_ah(ah), 0);
@@ -361,42 +221,42 @@ static void ud_traffic(struct side *a, struct side *b)
 static void same_device_twice_rc(void **state)
 {
 	(void)state;
-	struct side a, b;
-	side_open(&a, devs[0], IBV_QPT_RC);
-	side_open(&b, devs[0], IBV_QPT_RC);
+	struct tu_side a, b;
+	tu_side_open(&a, devs[0], IBV_QPT_RC);
+	tu_side_open(&b, devs[0], IBV_QPT_RC);
 	assert_memory_equal(a.gid.raw, b.gid.raw, 16); /* one port, one GID table */
 	rc_traffic(&a, &b);
-	side_close(&a);
-	side_close(&b);
+	tu_side_close(&a);
+	tu_side_close(&b);
 }
 
 static void two_devices_rc(void **state)
 {
 	(void)state;
-	struct side a, b;
-	side_open(&a, devs[0], IBV_QPT_RC);
-	side_open(&b, devs[1], IBV_QPT_RC);
+	struct tu_side a, b;
+	tu_side_open(&a, devs[0], IBV_QPT_RC);
+	tu_side_open(&b, devs[1], IBV_QPT_RC);
 	rc_traffic(&a, &b);
-	side_close(&a);
-	side_close(&b);
+	tu_side_close(&a);
+	tu_side_close(&b);
 }
 
 static void two_devices_ud(void **state)
 {
 	(void)state;
-	struct side a, b;
-	side_open(&a, devs[0], IBV_QPT_UD);
-	side_open(&b, devs[1], IBV_QPT_UD);
+	struct tu_side a, b;
+	tu_side_open(&a, devs[0], IBV_QPT_UD);
+	tu_side_open(&b, devs[1], IBV_QPT_UD);
 	ud_traffic(&a, &b);
-	side_close(&a);
-	side_close(&b);
+	tu_side_close(&a);
+	tu_side_close(&b);
 }
 
 /* The GSI QP (QP1) through the standard verbs: IBV_QP_CREATE_SOURCE_QPN with
  * source_qpn 1 on a UD QP. One per device (EBUSY), only QPN 1 and only UD
  * (EINVAL); its Q_Key is 0x80010000 and datagrams with another Q_Key are
  * dropped. rocemu's librdmacm sends its CM MADs through it. */
-static struct ibv_qp *gsi_create(struct side *s, enum ibv_qp_type type, uint32_t qpn)
+static struct ibv_qp *gsi_create(struct tu_side *s, enum ibv_qp_type type, uint32_t qpn)
 {
 	struct ibv_qp_init_attr_ex qa = {
 	    .send_cq = ibv_cq_ex_to_cq(s->cq),
@@ -414,9 +274,9 @@ static struct ibv_qp *gsi_create(struct side *s, enum ibv_qp_type type, uint32_t
 static void two_devices_gsi(void **state)
 {
 	(void)state;
-	struct side a, b;
-	side_open(&a, devs[0], IBV_QPT_UD);
-	side_open(&b, devs[1], IBV_QPT_UD);
+	struct tu_side a, b;
+	tu_side_open(&a, devs[0], IBV_QPT_UD);
+	tu_side_open(&b, devs[1], IBV_QPT_UD);
 	struct ibv_qp *ga = gsi_create(&a, IBV_QPT_UD, 1);
 	if (!ga)
 		fail_msg("GSI QP: %s", strerror(errno));
@@ -432,19 +292,12 @@ static void two_devices_gsi(void **state)
 	assert_non_null(gb);
 	assert_int_equal(gb->qp_num, 1);
 
-	struct ibv_qp *q[2] = {ga, gb};
-	for (int i = 0; i < 2; i++) {
-		struct ibv_qp_attr at = {
-		    .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x80010000};
-		modify(q[i], &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
-		at.qp_state = IBV_QPS_RTR;
-		modify(q[i], &at, IBV_QP_STATE);
-		at.qp_state = IBV_QPS_RTS;
-		modify(q[i], &at, IBV_QP_STATE | IBV_QP_SQ_PSN);
-	}
-	struct ibv_ah_attr aa = {.is_global = 1,
-				 .port_num = 1,
-				 .grh = {.dgid = b.gid, .sgid_index = GID_INDEX, .hop_limit = 64}};
+	tu_ud_ready(ga, 0x80010000, 0);
+	tu_ud_ready(gb, 0x80010000, 0);
+	struct ibv_ah_attr aa = {
+	    .is_global = 1,
+	    .port_num = 1,
+	    .grh = {.dgid = b.gid, .sgid_index = TU_GID_INDEX, .hop_limit = 64}};
 	struct ibv_ah *ah = ibv_create_ah(a.pd, &aa);
 	assert_non_null(ah);
 	struct ibv_recv_wr *bad_r;
@@ -453,7 +306,7 @@ static void two_devices_gsi(void **state)
 	assert_int_equal(ibv_post_recv(gb, &rw, &bad_r), 0);
 
 	/* First a datagram with a wrong Q_Key: dropped by b's GSI QP. */
-	fill(a.buf + 4096, 256, 9);
+	tu_fill(a.buf + 4096, 256, 9);
 	struct ibv_sge sge = {.addr = (uintptr_t)a.buf + 4096, .length = 256, .lkey = a.mr->lkey};
 	struct ibv_send_wr wr = {.wr_id = 31,
 				 .sg_list = &sge,
@@ -465,14 +318,14 @@ static void two_devices_gsi(void **state)
 	wr.wr.ud.remote_qpn = 1;
 	wr.wr.ud.remote_qkey = 0x12345678;
 	assert_int_equal(ibv_post_send(ga, &wr, &bad), 0);
-	assert_int_equal(poll_one(&a).wr_id, 31);
+	assert_int_equal(tu_side_poll(&a).wr_id, 31);
 	/* Then the GSI Q_Key: received, source QP 1, bytes intact. */
 	a.buf[4096] = 0x01; /* distinguishes the second datagram */
 	wr.wr_id = 32;
 	wr.wr.ud.remote_qkey = 0x80010000;
 	assert_int_equal(ibv_post_send(ga, &wr, &bad), 0);
-	assert_int_equal(poll_one(&a).wr_id, 32);
-	struct ibv_wc wc = poll_one(&b);
+	assert_int_equal(tu_side_poll(&a).wr_id, 32);
+	struct ibv_wc wc = tu_side_poll(&b);
 	assert_int_equal(wc.wr_id, 30);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(wc.qp_num, 1);
@@ -487,8 +340,8 @@ static void two_devices_gsi(void **state)
 	ga = gsi_create(&a, IBV_QPT_UD, 1);
 	assert_non_null(ga);
 	assert_int_equal(ibv_destroy_qp(ga), 0);
-	side_close(&a);
-	side_close(&b);
+	tu_side_close(&a);
+	tu_side_close(&b);
 }
 
 int main(void)
