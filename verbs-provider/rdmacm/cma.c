@@ -62,6 +62,32 @@ static int fail(int err)
 	return -1;
 }
 
+/* The states an entry point accepts, as a mask for lock_in_state(). */
+#define IN_STATE(s)   (1u << (s))
+#define IN_ANY_STATE  (~0u)
+#define IN_CONNECTION (IN_STATE(CMA_ESTABLISHED) | IN_STATE(CMA_REP_SENT) | IN_STATE(CMA_REP_RCVD))
+
+/*
+ * The prologue of the rdma_* calls on an id: the id with cma_lock held when it
+ * is in one of the states of want; else NULL, errno EINVAL and the lock not
+ * held (rdma_cm(7): calls out of order fail with EINVAL).
+ */
+static struct cma_id *lock_in_state(struct rdma_cm_id *id, unsigned want)
+{
+	if (!id) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct cma_id *c = to_cid(id);
+	pthread_mutex_lock(&cma_lock);
+	if (!(want & IN_STATE(c->state))) {
+		pthread_mutex_unlock(&cma_lock);
+		errno = EINVAL;
+		return NULL;
+	}
+	return c;
+}
+
 static uint32_t random32(void)
 {
 	static uint64_t s;
@@ -713,8 +739,7 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct s
 		return fail(EAFNOSUPPORT);
 	if (!cma_sockaddr_len(dst_addr))
 		return fail(EINVAL);
-	struct cma_id *c = to_cid(id);
-	pthread_mutex_lock(&cma_lock);
+	struct cma_id *c = lock_in_state(id, IN_ANY_STATE);
 	int rc = 0;
 	if (!c->bound) {
 		struct sockaddr_storage any = {0};
@@ -757,14 +782,9 @@ ROCEMU_PUBLIC(rdma_resolve_addr)
 int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 {
 	(void)timeout_ms;
-	if (!id)
-		return fail(EINVAL);
-	struct cma_id *c = to_cid(id);
-	pthread_mutex_lock(&cma_lock);
-	if (c->state != CMA_ADDR_RESOLVED) {
-		pthread_mutex_unlock(&cma_lock);
-		return fail(EINVAL);
-	}
+	struct cma_id *c = lock_in_state(id, IN_STATE(CMA_ADDR_RESOLVED));
+	if (!c)
+		return -1;
 	/* The path is the pair of GIDs; the engine finds the MAC by ARP/ND. */
 	fill_route(c);
 	c->state = CMA_ROUTE_RESOLVED;
@@ -776,10 +796,9 @@ ROCEMU_PUBLIC(rdma_resolve_route)
 
 int rdma_listen(struct rdma_cm_id *id, int backlog)
 {
-	if (!id)
-		return fail(EINVAL);
-	struct cma_id *c = to_cid(id);
-	pthread_mutex_lock(&cma_lock);
+	struct cma_id *c = lock_in_state(id, IN_ANY_STATE);
+	if (!c)
+		return -1;
 	int rc = 0;
 	if (!c->bound) {
 		struct sockaddr_in any = {.sin_family = AF_INET};
@@ -886,15 +905,10 @@ static int connect_ud(struct cma_id *c, struct rdma_conn_param *p)
 
 int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
 {
-	if (!id)
-		return fail(EINVAL);
-	struct cma_id *c = to_cid(id);
-	pthread_mutex_lock(&cma_lock);
+	struct cma_id *c = lock_in_state(id, IN_STATE(CMA_ROUTE_RESOLVED));
+	if (!c)
+		return -1;
 	int rc = 0;
-	if (c->state != CMA_ROUTE_RESOLVED) {
-		rc = -EINVAL;
-		goto out;
-	}
 	if (id->qp_type == IBV_QPT_UD) {
 		rc = connect_ud(c, p);
 		goto out;
@@ -968,16 +982,11 @@ static int accept_ud(struct cma_id *c, struct rdma_conn_param *p)
 
 int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
 {
-	if (!id)
-		return fail(EINVAL);
-	struct cma_id *c = to_cid(id);
+	struct cma_id *c = lock_in_state(id, IN_STATE(CMA_REQ_RCVD));
+	if (!c)
+		return -1;
 	bool sync = is_sync(c);
-	pthread_mutex_lock(&cma_lock);
 	int rc = 0;
-	if (c->state != CMA_REQ_RCVD) {
-		rc = -EINVAL;
-		goto out;
-	}
 	if (id->qp_type == IBV_QPT_UD) {
 		rc = accept_ud(c, p);
 		sync = false;
@@ -1026,14 +1035,9 @@ ROCEMU_PUBLIC(rdma_accept)
 
 int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
 {
-	if (!id)
-		return fail(EINVAL);
-	struct cma_id *c = to_cid(id);
-	pthread_mutex_lock(&cma_lock);
-	if (c->state != CMA_REQ_RCVD) {
-		pthread_mutex_unlock(&cma_lock);
-		return fail(EINVAL);
-	}
+	struct cma_id *c = lock_in_state(id, IN_STATE(CMA_REQ_RCVD));
+	if (!c)
+		return -1;
 	if (id->qp_type == IBV_QPT_UD) {
 		struct cm_sidr_rep r = {.request_id = c->remote_comm_id,
 					.status = CM_SIDR_REJECT,
@@ -1058,14 +1062,9 @@ ROCEMU_PUBLIC(rdma_reject)
 
 int rdma_establish(struct rdma_cm_id *id)
 {
-	if (!id)
-		return fail(EINVAL);
-	struct cma_id *c = to_cid(id);
-	pthread_mutex_lock(&cma_lock);
-	if (c->state != CMA_REP_RCVD) {
-		pthread_mutex_unlock(&cma_lock);
-		return fail(EINVAL);
-	}
+	struct cma_id *c = lock_in_state(id, IN_STATE(CMA_REP_RCVD));
+	if (!c)
+		return -1;
 	send_rtu(c);
 	pthread_mutex_unlock(&cma_lock);
 	return 0;
@@ -1074,10 +1073,9 @@ ROCEMU_PUBLIC(rdma_establish)
 
 int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 {
-	if (!id)
-		return fail(EINVAL);
-	struct cma_id *c = to_cid(id);
-	pthread_mutex_lock(&cma_lock);
+	struct cma_id *c = lock_in_state(id, IN_ANY_STATE);
+	if (!c)
+		return -1;
 	/* Traffic before the RTU: the connection is established (12.9.6). */
 	if (event == IBV_EVENT_COMM_EST && c->state == CMA_REP_SENT) {
 		c->timer = false;
@@ -1091,30 +1089,20 @@ ROCEMU_PUBLIC(rdma_notify)
 
 int rdma_disconnect(struct rdma_cm_id *id)
 {
-	if (!id)
-		return fail(EINVAL);
-	struct cma_id *c = to_cid(id);
-	pthread_mutex_lock(&cma_lock);
+	struct cma_id *c =
+	    lock_in_state(id, IN_CONNECTION | IN_STATE(CMA_DREQ_SENT) | IN_STATE(CMA_DISCONNECTED));
+	if (!c)
+		return -1;
 	int rc = 0;
-	switch (c->state) {
-	case CMA_ESTABLISHED:
-	case CMA_REP_SENT:
-	case CMA_REP_RCVD:
-		if (id->qp_type == IBV_QPT_UD) {
-			rc = -EINVAL; /* no connection to end on a datagram service */
-			break;
-		}
+	if (!(IN_CONNECTION & IN_STATE(c->state))) {
+		qp_to_err(c); /* already ending or ended */
+	} else if (id->qp_type == IBV_QPT_UD) {
+		rc = -EINVAL; /* no connection to end on a datagram service */
+	} else {
 		qp_to_err(c);
 		send_dreq(c);
 		arm_timer(c);
 		c->state = CMA_DREQ_SENT;
-		break;
-	case CMA_DREQ_SENT:
-	case CMA_DISCONNECTED:
-		qp_to_err(c);
-		break;
-	default:
-		rc = -EINVAL;
 	}
 	pthread_mutex_unlock(&cma_lock);
 	return rc < 0 ? fail(-rc) : 0;
@@ -1129,8 +1117,7 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 	ack_attached_event(id);
 	pthread_mutex_lock(&cma_lock);
 	/* The peer must not wait for an answer that will not come. */
-	if (id->qp_type != IBV_QPT_UD &&
-	    (c->state == CMA_ESTABLISHED || c->state == CMA_REP_SENT || c->state == CMA_REP_RCVD))
+	if (id->qp_type != IBV_QPT_UD && (IN_CONNECTION & IN_STATE(c->state)))
 		send_dreq(c);
 	else if (c->state == CMA_REQ_RCVD && id->qp_type != IBV_QPT_UD)
 		send_rej(c->dev, c->sgid_index, &c->remote_gid, c->tid, c->local_comm_id,
@@ -1259,6 +1246,27 @@ ROCEMU_PUBLIC(rdma_get_dst_port)
 /* ------------------------------------------------------------------------ */
 /* QPs, SRQs, endpoints                                                       */
 
+/* The CQs and completion channels rdma_create_qp_ex made for the id, if it
+ * made them (those it got made, when it failed half way). */
+static void destroy_own_cqs(struct cma_id *c)
+{
+	struct rdma_cm_id *id = &c->id;
+
+	if (!c->own_cqs)
+		return;
+	if (id->send_cq)
+		ibv_destroy_cq(id->send_cq);
+	if (id->recv_cq)
+		ibv_destroy_cq(id->recv_cq);
+	if (id->send_cq_channel)
+		ibv_destroy_comp_channel(id->send_cq_channel);
+	if (id->recv_cq_channel)
+		ibv_destroy_comp_channel(id->recv_cq_channel);
+	id->send_cq = id->recv_cq = NULL;
+	id->send_cq_channel = id->recv_cq_channel = NULL;
+	c->own_cqs = false;
+}
+
 int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 {
 	if (!id || !attr || !id->verbs || id->qp)
@@ -1313,19 +1321,7 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 	return 0;
 err_cq : {
 	int err = errno ? errno : ENOMEM;
-	if (c->own_cqs) { /* undo what this call made */
-		if (id->send_cq)
-			ibv_destroy_cq(id->send_cq);
-		if (id->recv_cq)
-			ibv_destroy_cq(id->recv_cq);
-		if (id->send_cq_channel)
-			ibv_destroy_comp_channel(id->send_cq_channel);
-		if (id->recv_cq_channel)
-			ibv_destroy_comp_channel(id->recv_cq_channel);
-		id->send_cq = id->recv_cq = NULL;
-		id->send_cq_channel = id->recv_cq_channel = NULL;
-		c->own_cqs = false;
-	}
+	destroy_own_cqs(c); /* undo what this call made */
 	return fail(err);
 }
 }
@@ -1353,18 +1349,9 @@ void rdma_destroy_qp(struct rdma_cm_id *id)
 {
 	if (!id || !id->qp)
 		return;
-	struct cma_id *c = to_cid(id);
 	ibv_destroy_qp(id->qp);
 	id->qp = NULL;
-	if (c->own_cqs) {
-		ibv_destroy_cq(id->send_cq);
-		ibv_destroy_cq(id->recv_cq);
-		ibv_destroy_comp_channel(id->send_cq_channel);
-		ibv_destroy_comp_channel(id->recv_cq_channel);
-		id->send_cq = id->recv_cq = NULL;
-		id->send_cq_channel = id->recv_cq_channel = NULL;
-		c->own_cqs = false;
-	}
+	destroy_own_cqs(to_cid(id));
 }
 ROCEMU_PUBLIC(rdma_destroy_qp)
 
