@@ -210,6 +210,7 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 
 	pthread_mutex_lock(&cma_lock);
 	int fd = ch->ch.fd;
+	int fd_flags = -1; /* read once, the first time the queue is empty */
 	ch->waiters++;
 	for (;;) {
 		if (ch->destroyed) {
@@ -230,9 +231,10 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 			break;
 		}
 		pthread_mutex_unlock(&cma_lock);
-		int fl = fcntl(fd, F_GETFL);
-		if (fl < 0 || (fl & O_NONBLOCK)) {
-			rc = fl < 0 ? errno : EAGAIN;
+		if (fd_flags == -1)
+			fd_flags = fcntl(fd, F_GETFL);
+		if (fd_flags < 0 || (fd_flags & O_NONBLOCK)) {
+			rc = fd_flags < 0 ? errno : EAGAIN;
 			pthread_mutex_lock(&cma_lock);
 			break;
 		}
