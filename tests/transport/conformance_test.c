@@ -199,22 +199,7 @@ static struct rocemu_qp *a_qp_to(uint32_t rq_psn, uint32_t sq_psn, uint8_t min_r
 
 static struct rocemu_mr *reg(void *p, size_t len)
 {
-	struct rocemu_mr *mr;
-
-	assert_int_equal(rocemu_mr_reg(T.pd, p, len, (uintptr_t)p,
-				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-					   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
-				       &mr),
-			 0);
-	return mr;
-}
-
-static uint32_t key(struct rocemu_mr *mr, bool remote)
-{
-	struct rocemu_mr_info i;
-
-	rocemu_mr_info(mr, &i);
-	return remote ? i.rkey : i.lkey;
+	return h_reg(T.pd, p, len, H_ACC_ALL);
 }
 
 static void expect_aeth(struct seen *s, uint8_t type, uint8_t value, uint32_t psn)
@@ -248,7 +233,7 @@ static void test_resp_ack(void **state)
 	struct rocemu_wc wc;
 
 	(void)state;
-	post_recv(qp, 1, buf, sizeof(buf), key(m, false));
+	post_recv(qp, 1, buf, sizeof(buf), h_key(m, false));
 	b_send(ROCE_OP_SEND_ONLY, rocemu_qp_num(qp), 0x1000, true, NULL, NULL, data, 20);
 	expect_aeth(&s, ROCE_AETH_ACK, 0, 0x1000);
 	assert_int_equal(s.pkt.aeth.msn, 1);
@@ -271,7 +256,7 @@ static void test_resp_psn_ahead(void **state)
 	struct seen s;
 
 	(void)state;
-	post_recv(qp, 1, buf, sizeof(buf), key(m, false));
+	post_recv(qp, 1, buf, sizeof(buf), h_key(m, false));
 	b_send(ROCE_OP_SEND_ONLY, rocemu_qp_num(qp), 0x15, true, NULL, NULL, data, 8);
 	expect_aeth(&s, ROCE_AETH_NAK, ROCE_NAK_PSN_SEQ_ERR, 0x10);
 	b_send(ROCE_OP_SEND_ONLY, rocemu_qp_num(qp), 0x16, true, NULL, NULL, data, 8);
@@ -293,8 +278,8 @@ static void test_resp_duplicate_send(void **state)
 	struct rocemu_wc wc;
 
 	(void)state;
-	post_recv(qp, 1, buf[0], 64, key(m, false));
-	post_recv(qp, 2, buf[1], 64, key(m, false));
+	post_recv(qp, 1, buf[0], 64, h_key(m, false));
+	post_recv(qp, 2, buf[1], 64, h_key(m, false));
 	b_send(ROCE_OP_SEND_ONLY, rocemu_qp_num(qp), 0x30, true, NULL, NULL, data, 8);
 	expect_aeth(&s, ROCE_AETH_ACK, 0, 0x30);
 	b_send(ROCE_OP_SEND_ONLY, rocemu_qp_num(qp), 0x30, true, NULL, NULL, data, 8);
@@ -356,7 +341,7 @@ static void test_resp_write_access(void **state)
 	struct rocemu_qp *qp = a_qp(0x90, 0xA0, 1);
 	uint8_t buf[128], data[64];
 	struct rocemu_mr *m = reg(buf, 64);
-	struct reth_arg r = {(uintptr_t)buf + 1, key(m, true), 64};
+	struct reth_arg r = {(uintptr_t)buf + 1, h_key(m, true), 64};
 	struct seen s;
 
 	(void)state;
@@ -378,7 +363,7 @@ static void test_resp_read_and_duplicate(void **state)
 	struct rocemu_qp *qp = a_qp(0xB0, 0xC0, 1);
 	uint8_t buf[2000];
 	struct rocemu_mr *m = reg(buf, sizeof(buf));
-	struct reth_arg r = {(uintptr_t)buf, key(m, true), 2000};
+	struct reth_arg r = {(uintptr_t)buf, h_key(m, true), 2000};
 	struct seen s;
 
 	(void)state;
@@ -424,7 +409,7 @@ static void test_resp_atomic_duplicate(void **state)
 	struct rocemu_qp *qp = a_qp(0xD0, 0xE0, 1);
 	uint64_t target[2] = {40, 0};
 	struct rocemu_mr *m = reg(target, sizeof(target));
-	struct atomic_arg a = {(uintptr_t)&target[0], key(m, true), 2};
+	struct atomic_arg a = {(uintptr_t)&target[0], h_key(m, true), 2};
 	struct seen s;
 
 	(void)state;
@@ -500,9 +485,9 @@ static void test_resp_order_read_then_atomic(void **state)
 	m = reg(buf, NPKTS * 1024);
 	mt = reg(target, sizeof(target));
 	mr = reg(rbuf, sizeof(rbuf));
-	r = (struct reth_arg){(uintptr_t)buf, key(m, true), NPKTS * 1024};
-	a = (struct atomic_arg){(uintptr_t)&target[0], key(mt, true), 5};
-	post_recv(qp, 1, rbuf, sizeof(rbuf), key(mr, false));
+	r = (struct reth_arg){(uintptr_t)buf, h_key(m, true), NPKTS * 1024};
+	a = (struct atomic_arg){(uintptr_t)&target[0], h_key(mt, true), 5};
+	post_recv(qp, 1, rbuf, sizeof(rbuf), h_key(mr, false));
 	b_drain();
 	rocemu_port_progress_thread_stop(ap);
 	b_send(ROCE_OP_READ_REQUEST, rocemu_qp_num(qp), 0x3000, true, fill_reth, &r, NULL, 0);
@@ -546,7 +531,7 @@ static void test_comm_est_in_rtr(void **state)
 	(void)state;
 	rocemu_engine_set_event_handler(T.e, on_event, NULL);
 	last_event = (enum ibv_event_type) - 1;
-	post_recv(qp, 1, buf, sizeof(buf), key(m, false));
+	post_recv(qp, 1, buf, sizeof(buf), h_key(m, false));
 	b_send(ROCE_OP_SEND_ONLY, rocemu_qp_num(qp), 0x700, true, NULL, NULL, "x", 1);
 	expect_aeth(&s, ROCE_AETH_ACK, 0, 0x700);
 	assert_int_equal(__atomic_load_n(&last_event, __ATOMIC_ACQUIRE), IBV_EVENT_COMM_EST);
@@ -604,7 +589,7 @@ static void test_req_nak_seq_then_ack(void **state)
 	(void)state;
 	b_drain();
 	h_fill(buf, sizeof(buf), 8);
-	a_post_send(qp, 5, buf, 3000, key(m, false));
+	a_post_send(qp, 5, buf, 3000, h_key(m, false));
 	/* FIRST, MIDDLE, LAST with PSNs 0x200..0x202, AckReq on the last */
 	for (uint32_t i = 0; i < 3; i++) {
 		assert_true(b_next(&s, 5000));
@@ -642,8 +627,8 @@ static void test_req_nak_access(void **state)
 
 	(void)state;
 	b_drain();
-	a_post_send(qp, 1, buf, 16, key(m, false));
-	a_post_send(qp, 2, buf, 16, key(m, false));
+	a_post_send(qp, 1, buf, 16, h_key(m, false));
+	a_post_send(qp, 2, buf, 16, h_key(m, false));
 	assert_true(b_next(&s, 5000));
 	assert_true(b_next(&s, 5000));
 	b_send(ROCE_OP_ACK, rocemu_qp_num(qp), 0x400, false, fill_aeth, &nak, NULL, 0);
@@ -682,7 +667,7 @@ static void test_req_ack_during_go_back(void **state)
 	(void)state;
 	b_drain();
 	for (uint64_t i = 0; i < 3; i++)
-		a_post_send(qp, 10 + i, buf, 16, key(m, false));
+		a_post_send(qp, 10 + i, buf, 16, h_key(m, false));
 	for (uint32_t i = 0; i < 3; i++) {
 		assert_true(b_next(&s, 5000));
 		assert_int_equal(s.pkt.psn, 0x700 + i);
@@ -706,7 +691,7 @@ static void test_req_ack_during_go_back(void **state)
 		usleep(100);
 	assert_int_equal(h_counter(T.e, "drop_resp_duplicate"), stale + 1);
 	assert_false(b_next(&s, 50));
-	a_post_send(qp, 20, buf, 16, key(m, false));
+	a_post_send(qp, 20, buf, 16, h_key(m, false));
 	assert_true(b_next(&s, 5000));
 	assert_int_equal(s.pkt.psn, 0x703);
 	b_send(ROCE_OP_ACK, rocemu_qp_num(qp), 0x703, false, fill_aeth, &ack, NULL, 0);
@@ -803,7 +788,7 @@ static void test_random_requests(void **state)
 	m = reg(region, 4096);
 	mr = reg(rbuf, sizeof(rbuf));
 	ra.base = (uintptr_t)region;
-	ra.rkey = key(m, true);
+	ra.rkey = h_key(m, true);
 	h_fill(payload, sizeof(payload), 6);
 	for (int i = 0; i < 3000; i++) {
 		uint8_t op = ops[rnd(&ra.x) % sizeof(ops)];
@@ -817,7 +802,7 @@ static void test_random_requests(void **state)
 			epsn = rnd(&ra.x) & 0xFFFFFF;
 			qp = a_qp(epsn, 0x100, 0);
 			for (uint32_t k = 0; k < 4; k++)
-				post_recv(qp, k, rbuf[k], 2048, key(mr, false));
+				post_recv(qp, k, rbuf[k], 2048, h_key(mr, false));
 		}
 		if (info->flags & ROCE_OPF_PAYLOAD)
 			len = (rnd(&ra.x) & 1) ? 1024 : rnd(&ra.x) % 1025;
@@ -840,7 +825,7 @@ static void test_random_requests(void **state)
 			while (rocemu_cq_poll(T.rcq, 1, &wc) > 0)
 				if (rocemu_qp_state(qp) != IBV_QPS_ERR)
 					post_recv(qp, wc.wr_id & 3, rbuf[wc.wr_id & 3], 2048,
-						  key(mr, false));
+						  h_key(mr, false));
 		}
 	}
 	fprintf(stderr,

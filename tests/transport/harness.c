@@ -2,11 +2,15 @@
 #include "harness.h"
 
 #include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <cmocka.h>
 
 #include "../../emulator/wire/roce_wire.h"
 
@@ -145,46 +149,43 @@ static int half_connect(struct node *self, struct rocemu_qp *qp, struct node *pe
 			uint32_t peer_qpn, enum ibv_mtu mtu, uint32_t sq_psn, uint32_t rq_psn,
 			unsigned access, bool v6)
 {
-	struct ibv_qp_attr a = {0};
-	bool rc_qp;
+	struct ibv_qp_attr rtr = {
+	    .qp_state = IBV_QPS_RTR,
+	    .path_mtu = mtu,
+	    .dest_qp_num = peer_qpn,
+	    .rq_psn = rq_psn,
+	    .max_dest_rd_atomic = 16,
+	    .min_rnr_timer = 1,
+	    .ah_attr = {
+		.is_global = 1,
+		.port_num = 1,
+		.grh = {.hop_limit = 64,
+			.sgid_index = (uint8_t)(v6 ? self->gid6_index : self->gid4_index)}}};
+	struct ibv_qp_attr rts = {.qp_state = IBV_QPS_RTS,
+				  .sq_psn = sq_psn,
+				  .timeout = h_timeout,
+				  .retry_cnt = 7,
+				  .rnr_retry = 7,
+				  .max_rd_atomic = 16};
+	int rtr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+	int rts_mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	struct ibv_qp_attr q = {0};
 	struct ibv_qp_init_attr init;
-	int mask, rc;
+	int rc;
 
-	rocemu_qp_query(qp, &a, 0, &init);
-	rc_qp = init.qp_type == IBV_QPT_RC;
-	rc = to_init(qp, access, init.qp_type, 0);
-	if (rc)
-		return rc;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = mtu;
-	a.dest_qp_num = peer_qpn;
-	a.rq_psn = rq_psn;
-	a.max_dest_rd_atomic = 16;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.grh.sgid_index = (uint8_t)(v6 ? self->gid6_index : self->gid4_index);
-	memcpy(a.ah_attr.grh.dgid.raw, v6 ? peer->gid6 : peer->gid4, 16);
-	mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-	if (rc_qp)
-		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-	rc = rocemu_qp_modify(qp, &a, mask);
-	if (rc)
-		return rc;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = sq_psn;
-	a.timeout = h_timeout;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 16;
-	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (rc_qp)
-		mask |=
+	rocemu_qp_query(qp, &q, 0, &init);
+	if (init.qp_type == IBV_QPT_RC) {
+		rtr_mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		rts_mask |=
 		    IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-	return rocemu_qp_modify(qp, &a, mask);
+	}
+	memcpy(rtr.ah_attr.grh.dgid.raw, v6 ? peer->gid6 : peer->gid4, 16);
+	rc = to_init(qp, access, init.qp_type, 0);
+	if (!rc)
+		rc = rocemu_qp_modify(qp, &rtr, rtr_mask);
+	if (!rc)
+		rc = rocemu_qp_modify(qp, &rts, rts_mask);
+	return rc;
 }
 
 int h_connect(struct node *a, struct rocemu_qp *qa, struct node *b, struct rocemu_qp *qb,
@@ -313,4 +314,65 @@ void h_teardown_all(struct node *a, struct node *b)
 		rocemu_pd_free(n[i]->pd);
 	}
 	h_teardown(a, b);
+}
+
+void h_dump_counters(struct rocemu_engine *e, const char *label)
+{
+	struct rocemu_counter c[128];
+	unsigned n = rocemu_engine_counters(e, c, 128);
+
+	fprintf(stderr, "%s:", label);
+	for (unsigned i = 0; i < n && i < 128; i++)
+		if (c[i].value)
+			fprintf(stderr, " %s=%llu", c[i].name, (unsigned long long)c[i].value);
+	fprintf(stderr, "\n");
+	rocemu_port_counters_print(rocemu_engine_port(e), stderr);
+}
+
+struct rocemu_mr *h_reg(struct rocemu_pd *pd, void *p, size_t len, unsigned access)
+{
+	struct rocemu_mr *mr = NULL;
+
+	assert_int_equal(rocemu_mr_reg(pd, p, len, (uintptr_t)p, access, &mr), 0);
+	return mr;
+}
+
+uint32_t h_key(struct rocemu_mr *mr, bool remote)
+{
+	struct rocemu_mr_info i;
+
+	rocemu_mr_info(mr, &i);
+	return remote ? i.rkey : i.lkey;
+}
+
+static struct {
+	struct node *a, *b;
+	const char *pair, *capture;
+} group;
+
+static int group_setup(void **state)
+{
+	(void)state;
+	return h_setup(group.a, group.b, group.pair, group.capture) == 0 ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	h_teardown_all(group.a, group.b);
+	return 0;
+}
+
+int h_run_group(const char *name, const struct CMUnitTest *tests, size_t n, struct node *a,
+		struct node *b, const char *pair, const char *capture)
+{
+	if (rocemu_eal_init() < 0) {
+		fprintf(stderr, "skip: %s\n", rocemu_eal_error());
+		return 77;
+	}
+	group.a = a;
+	group.b = b;
+	group.pair = pair;
+	group.capture = capture;
+	return _cmocka_run_group_tests(name, tests, n, group_setup, group_teardown);
 }

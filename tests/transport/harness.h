@@ -66,5 +66,26 @@ void h_gbuf_free(struct gbuf *g);
 void h_fill(uint8_t *p, size_t len, uint32_t seed);
 
 uint64_t h_counter(struct rocemu_engine *e, const char *name);
+/** "label:" and e's nonzero engine counters on one stderr line, then its port counters. */
+void h_dump_counters(struct rocemu_engine *e, const char *label);
+
+/** Every access right a test buffer may need. */
+#define H_ACC_ALL                                                                                  \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
+	 IBV_ACCESS_REMOTE_ATOMIC)
+
+/** Register [p, p+len) at its own address on pd (the test fails if that fails). */
+struct rocemu_mr *h_reg(struct rocemu_pd *pd, void *p, size_t len, unsigned access);
+/** mr's rkey (remote) or lkey. */
+uint32_t h_key(struct rocemu_mr *mr, bool remote);
+
+struct CMUnitTest;
+/**
+ * main() of a cmocka test over two nodes: start EAL (77, said on stderr,
+ * when it cannot start here), then run tests[0..n) as group `name` with
+ * h_setup(a, b, pair, capture) before and h_teardown_all after.
+ */
+int h_run_group(const char *name, const struct CMUnitTest *tests, size_t n, struct node *a,
+		struct node *b, const char *pair, const char *capture);
 
 #endif

@@ -19,10 +19,6 @@
 
 #include "harness.h"
 
-#define ACC_ALL                                                                                    \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
-	 IBV_ACCESS_REMOTE_ATOMIC)
-
 #define N_SEND	 40
 #define N_RW	 12
 #define N_ATOMIC 100
@@ -32,18 +28,7 @@ static struct node A, B;
 
 static struct rocemu_mr *reg(struct node *n, void *p, size_t len)
 {
-	struct rocemu_mr *mr = NULL;
-
-	assert_int_equal(rocemu_mr_reg(n->pd, p, len, (uintptr_t)p, ACC_ALL, &mr), 0);
-	return mr;
-}
-
-static uint32_t key(struct rocemu_mr *mr, bool remote)
-{
-	struct rocemu_mr_info i;
-
-	rocemu_mr_info(mr, &i);
-	return remote ? i.rkey : i.lkey;
+	return h_reg(n->pd, p, len, H_ACC_ALL);
 }
 
 static void wc_ok(struct rocemu_cq *cq, uint64_t id, struct rocemu_wc *out)
@@ -52,21 +37,10 @@ static void wc_ok(struct rocemu_cq *cq, uint64_t id, struct rocemu_wc *out)
 
 	assert_int_equal(h_poll(cq, &wc), 1);
 	if (wc.status != IBV_WC_SUCCESS || wc.wr_id != id) {
-		struct rocemu_counter c[128];
-		struct node *n[2] = {&A, &B};
-
 		fprintf(stderr, "wr %llu status %d (expected wr %llu)\n",
 			(unsigned long long)wc.wr_id, wc.status, (unsigned long long)id);
-		for (int k = 0; k < 2; k++) {
-			unsigned cnt = rocemu_engine_counters(n[k]->e, c, 128);
-
-			fprintf(stderr, "  %c:", 'A' + k);
-			for (unsigned i = 0; i < cnt && i < 128; i++)
-				if (c[i].value)
-					fprintf(stderr, " %s=%llu", c[i].name,
-						(unsigned long long)c[i].value);
-			fprintf(stderr, "\n");
-		}
+		h_dump_counters(A.e, "  A");
+		h_dump_counters(B.e, "  B");
 	}
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(wc.wr_id, id);
@@ -123,7 +97,7 @@ static void run_lossy(const char *pair, const char *const *opts)
 			 * deschedules a thread for tens of ms does not exhaust retry_cnt */
 	qa = h_qp(&A, IBV_QPT_RC, 256, NULL);
 	qb = h_qp(&B, IBV_QPT_RC, 256, NULL);
-	assert_int_equal(h_connect(&A, qa, &B, qb, IBV_MTU_1024, 0xFFFF00, 0x10, ACC_ALL, false),
+	assert_int_equal(h_connect(&A, qa, &B, qb, IBV_MTU_1024, 0xFFFF00, 0x10, H_ACC_ALL, false),
 			 0);
 	h_timeout = 14;
 	h_fill(src, MAXLEN * N_SEND, 99);
@@ -135,14 +109,15 @@ static void run_lossy(const char *pair, const char *const *opts)
 
 	/* SENDs of assorted sizes, all in flight at once */
 	for (int i = 0; i < N_SEND; i++) {
-		struct ibv_sge sge = {(uintptr_t)dst + (size_t)i * MAXLEN, MAXLEN, key(md, false)};
+		struct ibv_sge sge = {(uintptr_t)dst + (size_t)i * MAXLEN, MAXLEN,
+				      h_key(md, false)};
 
 		len[i] = (uint32_t)((i * 7919u) % MAXLEN);
 		assert_int_equal(rocemu_qp_post_recv(qb, i, &sge, 1), 0);
 	}
 	for (int i = 0; i < N_SEND; i++)
 		assert_int_equal(post1(qa, IBV_WR_SEND, i, src + (size_t)i * MAXLEN, len[i],
-				       key(ms, false), NULL, 0, 0),
+				       h_key(ms, false), NULL, 0, 0),
 				 0);
 	for (int i = 0; i < N_SEND; i++) {
 		wc_ok(A.scq, i, NULL);
@@ -155,8 +130,8 @@ static void run_lossy(const char *pair, const char *const *opts)
 	memset(dst, 0, MAXLEN * N_SEND);
 	for (int i = 0; i < N_RW; i++)
 		assert_int_equal(post1(qa, IBV_WR_RDMA_WRITE, 100 + i, src + (size_t)i * MAXLEN,
-				       MAXLEN, key(ms, false), dst + (size_t)i * MAXLEN,
-				       key(md, true), 0),
+				       MAXLEN, h_key(ms, false), dst + (size_t)i * MAXLEN,
+				       h_key(md, true), 0),
 				 0);
 	for (int i = 0; i < N_RW; i++)
 		wc_ok(A.scq, 100 + i, NULL);
@@ -165,8 +140,8 @@ static void run_lossy(const char *pair, const char *const *opts)
 	memset(src, 0, (size_t)N_RW * MAXLEN);
 	for (int i = 0; i < N_RW; i++)
 		assert_int_equal(post1(qa, IBV_WR_RDMA_READ, 200 + i, src + (size_t)i * MAXLEN,
-				       MAXLEN, key(ms, false), dst + (size_t)i * MAXLEN,
-				       key(md, true), 0),
+				       MAXLEN, h_key(ms, false), dst + (size_t)i * MAXLEN,
+				       h_key(md, true), 0),
 				 0);
 	for (int i = 0; i < N_RW; i++)
 		wc_ok(A.scq, 200 + i, NULL);
@@ -175,7 +150,7 @@ static void run_lossy(const char *pair, const char *const *opts)
 	/* atomics: each executes exactly once, results in order */
 	for (int i = 0; i < N_ATOMIC; i++)
 		assert_int_equal(post1(qa, IBV_WR_ATOMIC_FETCH_AND_ADD, 300 + i, &orig[i], 8,
-				       key(mo, false), counter, key(mc, true), 1),
+				       h_key(mo, false), counter, h_key(mc, true), 1),
 				 0);
 	for (int i = 0; i < N_ATOMIC; i++)
 		wc_ok(A.scq, 300 + i, NULL);
@@ -240,12 +215,12 @@ static void test_peer_gone(void **state)
 	h_timeout = 8; /* ~1 ms */
 	qa = h_qp(&A, IBV_QPT_RC, 16, NULL);
 	qb = h_qp(&B, IBV_QPT_RC, 16, NULL);
-	assert_int_equal(h_connect(&A, qa, &B, qb, IBV_MTU_1024, 1, 2, ACC_ALL, false), 0);
+	assert_int_equal(h_connect(&A, qa, &B, qb, IBV_MTU_1024, 1, 2, H_ACC_ALL, false), 0);
 	h_timeout = 14;
 	m = reg(&A, buf, sizeof(buf));
-	sge = (struct ibv_sge){(uintptr_t)buf, sizeof(buf), key(m, false)};
+	sge = (struct ibv_sge){(uintptr_t)buf, sizeof(buf), h_key(m, false)};
 	assert_int_equal(rocemu_qp_post_recv(qb, 1, &sge, 0), 0);
-	assert_int_equal(post1(qa, IBV_WR_SEND, 1, buf, 0, key(m, false), NULL, 0, 0), 0);
+	assert_int_equal(post1(qa, IBV_WR_SEND, 1, buf, 0, h_key(m, false), NULL, 0, 0), 0);
 	assert_int_equal(h_poll(A.scq, &wc), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 
@@ -259,19 +234,11 @@ static void test_peer_gone(void **state)
 
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(
-		    post1(qa, IBV_WR_SEND, 10 + i, buf, sizeof(buf), key(m, false), NULL, 0, 0), 0);
+		    post1(qa, IBV_WR_SEND, 10 + i, buf, sizeof(buf), h_key(m, false), NULL, 0, 0),
+		    0);
 	assert_int_equal(h_poll(A.scq, &wc), 1);
-	if (wc.status != IBV_WC_RETRY_EXC_ERR) {
-		struct rocemu_counter c[128];
-		unsigned cnt = rocemu_engine_counters(A.e, c, 128);
-
-		for (unsigned i = 0; i < cnt && i < 128; i++)
-			if (c[i].value)
-				fprintf(stderr, " %s=%llu", c[i].name,
-					(unsigned long long)c[i].value);
-		fprintf(stderr, "\n");
-		rocemu_port_counters_print(rocemu_engine_port(A.e), stderr);
-	}
+	if (wc.status != IBV_WC_RETRY_EXC_ERR)
+		h_dump_counters(A.e, "A");
 	assert_int_equal(wc.wr_id, 10);
 	assert_int_equal(wc.status, IBV_WC_RETRY_EXC_ERR);
 	for (int i = 1; i < 3; i++) {

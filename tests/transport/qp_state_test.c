@@ -476,19 +476,6 @@ static void test_create_limits(void **state)
 	assert_int_equal(rocemu_qp_destroy(qp), 0);
 }
 
-static int group_setup(void **state)
-{
-	(void)state;
-	return h_setup(&A, &B, "qps", NULL) == 0 ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	h_teardown_all(&A, &B);
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -498,9 +485,6 @@ int main(void)
 	    cmocka_unit_test(test_create_limits),
 	};
 
-	if (rocemu_eal_init() < 0) {
-		fprintf(stderr, "skip: %s\n", rocemu_eal_error());
-		return 77;
-	}
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return h_run_group("transport_qp_state", tests, sizeof(tests) / sizeof(tests[0]), &A, &B,
+			   "qps", NULL);
 }

@@ -20,7 +20,6 @@
 #include "harness.h"
 
 static struct node A, B;
-static const char *capture_path;
 
 #define ACC_ALL                                                                                    \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
@@ -58,26 +57,17 @@ static void pair_down(struct pair *p)
 
 static struct rocemu_mr *reg(struct node *n, void *p, size_t len, unsigned access)
 {
-	struct rocemu_mr *mr = NULL;
-
-	assert_int_equal(rocemu_mr_reg(n->pd, p, len, (uintptr_t)p, access, &mr), 0);
-	return mr;
+	return h_reg(n->pd, p, len, access);
 }
 
 static uint32_t lkey(struct rocemu_mr *mr)
 {
-	struct rocemu_mr_info i;
-
-	rocemu_mr_info(mr, &i);
-	return i.lkey;
+	return h_key(mr, false);
 }
 
 static uint32_t rkey(struct rocemu_mr *mr)
 {
-	struct rocemu_mr_info i;
-
-	rocemu_mr_info(mr, &i);
-	return i.rkey;
+	return h_key(mr, true);
 }
 
 static void post_recv(struct rocemu_qp *qp, uint64_t id, void *p, uint32_t len, uint32_t key)
@@ -107,20 +97,8 @@ static int post(struct rocemu_qp *qp, enum ibv_wr_opcode op, uint64_t id, void *
 
 static void dump_counters(void)
 {
-	struct rocemu_counter c[128];
-	struct node *n[2] = {&A, &B};
-
-	for (int k = 0; k < 2; k++) {
-		unsigned cnt = rocemu_engine_counters(n[k]->e, c, 128);
-
-		fprintf(stderr, "node %c:", 'A' + k);
-		for (unsigned i = 0; i < cnt && i < 128; i++)
-			if (c[i].value)
-				fprintf(stderr, " %s=%llu", c[i].name,
-					(unsigned long long)c[i].value);
-		fprintf(stderr, "\n");
-		rocemu_port_counters_print(rocemu_engine_port(n[k]->e), stderr);
-	}
+	h_dump_counters(A.e, "node A");
+	h_dump_counters(B.e, "node B");
 }
 
 static void expect_wc(struct rocemu_cq *cq, uint64_t id, enum ibv_wc_status st,
@@ -902,19 +880,6 @@ static void test_loopback(void **state)
 	pair_down(&p);
 }
 
-static int group_setup(void **state)
-{
-	(void)state;
-	return h_setup(&A, &B, "rct", capture_path) == 0 ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	h_teardown_all(&A, &B);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -942,7 +907,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_read_matrix),
 	};
 	size_t ntests = sizeof(tests) / sizeof(tests[0]);
-	int rc;
+	const char *capture_path = NULL;
 
 	/* --capture PATH: run everything but the large MTU x size matrices with
 	 * node A capturing, for the tshark/ICRC check (check_capture.py). */
@@ -950,11 +915,5 @@ int main(int argc, char **argv)
 		capture_path = argv[2];
 		ntests = 17;
 	}
-	/* Skip (77) cleanly when DPDK cannot start in this environment. */
-	rc = rocemu_eal_init();
-	if (rc < 0) {
-		fprintf(stderr, "skip: %s\n", rocemu_eal_error());
-		return 77;
-	}
-	return _cmocka_run_group_tests("transport_rc", tests, ntests, group_setup, group_teardown);
+	return h_run_group("transport_rc", tests, ntests, &A, &B, "rct", capture_path);
 }

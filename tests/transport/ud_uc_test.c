@@ -21,24 +21,10 @@
 #include "harness.h"
 
 static struct node A, B;
-static const char *capture_path;
 
 static struct rocemu_mr *reg(struct node *n, void *p, size_t len)
 {
-	struct rocemu_mr *mr = NULL;
-
-	assert_int_equal(rocemu_mr_reg(n->pd, p, len, (uintptr_t)p,
-				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &mr),
-			 0);
-	return mr;
-}
-
-static uint32_t key(struct rocemu_mr *mr, bool remote)
-{
-	struct rocemu_mr_info i;
-
-	rocemu_mr_info(mr, &i);
-	return remote ? i.rkey : i.lkey;
+	return h_reg(n->pd, p, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 }
 
 static struct rocemu_ah *ah_to(struct node *from, struct node *to, bool v6)
@@ -94,10 +80,10 @@ static void ud_case(bool v6)
 	memset(dst, 0xCC, sizeof(dst));
 	ms = reg(&A, src, sizeof(src));
 	md = reg(&B, dst, sizeof(dst));
-	sge = (struct ibv_sge){(uintptr_t)dst, sizeof(dst), key(md, false)};
+	sge = (struct ibv_sge){(uintptr_t)dst, sizeof(dst), h_key(md, false)};
 	assert_int_equal(rocemu_qp_post_recv(qb, 1, &sge, 1), 0);
 	assert_int_equal(
-	    ud_send(qa, ah, rocemu_qp_num(qb), 0x1234, src, 300, key(ms, false), 7, true), 0);
+	    ud_send(qa, ah, rocemu_qp_num(qb), 0x1234, src, 300, h_key(ms, false), 7, true), 0);
 	assert_int_equal(h_poll(A.scq, &wc), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(wc.wr_id, 7);
@@ -133,7 +119,7 @@ static void ud_case(bool v6)
 	drops = h_counter(B.e, "drop_ud_qkey");
 	assert_int_equal(rocemu_qp_post_recv(qb, 2, &sge, 1), 0);
 	assert_int_equal(
-	    ud_send(qa, ah, rocemu_qp_num(qb), 0x9999, src, 10, key(ms, false), 8, false), 0);
+	    ud_send(qa, ah, rocemu_qp_num(qb), 0x9999, src, 10, h_key(ms, false), 8, false), 0);
 	assert_int_equal(h_poll(A.scq, &wc), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	for (int i = 0; i < 20000 && h_counter(B.e, "drop_ud_qkey") == drops; i++)
@@ -141,7 +127,8 @@ static void ud_case(bool v6)
 	assert_int_equal(h_counter(B.e, "drop_ud_qkey"), drops + 1);
 	/* controlled Q_Key: high bit set in the WR -> the sender QP's own Q_Key (0x1234) */
 	assert_int_equal(
-	    ud_send(qa, ah, rocemu_qp_num(qb), 0x80000000u, src, 10, key(ms, false), 9, false), 0);
+	    ud_send(qa, ah, rocemu_qp_num(qb), 0x80000000u, src, 10, h_key(ms, false), 9, false),
+	    0);
 	assert_int_equal(h_poll(A.scq, &wc), 1);
 	assert_int_equal(h_poll(B.rcq, &wc), 1);
 	assert_int_equal(wc.wr_id, 2);
@@ -155,7 +142,7 @@ static void ud_case(bool v6)
 		struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTS};
 
 		assert_int_equal(ud_send(qa, ah, rocemu_qp_num(qb), 0x1234, big, sizeof(big),
-					 key(mb, false), 10, false),
+					 h_key(mb, false), 10, false),
 				 0);
 		assert_int_equal(h_poll(A.scq, &wc), 1);
 		assert_int_equal(wc.status, IBV_WC_LOC_LEN_ERR);
@@ -167,7 +154,7 @@ static void ud_case(bool v6)
 	/* no receive posted: dropped and counted */
 	drops = h_counter(B.e, "drop_ud_no_recv");
 	assert_int_equal(
-	    ud_send(qa, ah, rocemu_qp_num(qb), 0x1234, src, 10, key(ms, false), 11, false), 0);
+	    ud_send(qa, ah, rocemu_qp_num(qb), 0x1234, src, 10, h_key(ms, false), 11, false), 0);
 	assert_int_equal(h_poll(A.scq, &wc), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	for (int i = 0; i < 20000 && h_counter(B.e, "drop_ud_no_recv") == drops; i++)
@@ -239,9 +226,9 @@ static void test_uc(void **state)
 	mw = reg(&B, wdst, sizeof(wdst));
 	/* READ and atomics do not exist on UC */
 	assert_int_equal(rocemu_qp_post_send(qa, &rd), -EINVAL);
-	sge = (struct ibv_sge){(uintptr_t)dst, sizeof(dst), key(md, false)};
+	sge = (struct ibv_sge){(uintptr_t)dst, sizeof(dst), h_key(md, false)};
 	assert_int_equal(rocemu_qp_post_recv(qb, 1, &sge, 1), 0);
-	assert_int_equal(uc_post(qa, IBV_WR_SEND, 1, src, 5000, key(ms, false), NULL, 0), 0);
+	assert_int_equal(uc_post(qa, IBV_WR_SEND, 1, src, 5000, h_key(ms, false), NULL, 0), 0);
 	assert_int_equal(h_poll(A.scq, &wc), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(h_poll(B.rcq, &wc), 1);
@@ -250,13 +237,14 @@ static void test_uc(void **state)
 	assert_memory_equal(src, dst, 5000);
 
 	assert_int_equal(
-	    uc_post(qa, IBV_WR_RDMA_WRITE, 2, src, 3000, key(ms, false), wdst, key(mw, true)), 0);
+	    uc_post(qa, IBV_WR_RDMA_WRITE, 2, src, 3000, h_key(ms, false), wdst, h_key(mw, true)),
+	    0);
 	assert_int_equal(h_poll(A.scq, &wc), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	sge = (struct ibv_sge){0, 0, 0};
 	assert_int_equal(rocemu_qp_post_recv(qb, 3, &sge, 0), 0);
 	assert_int_equal(uc_post(qa, IBV_WR_RDMA_WRITE_WITH_IMM, 3, src + 3000, 2000,
-				 key(ms, false), wdst + 3000, key(mw, true)),
+				 h_key(ms, false), wdst + 3000, h_key(mw, true)),
 			 0);
 	assert_int_equal(h_poll(A.scq, &wc), 1);
 	assert_int_equal(h_poll(B.rcq, &wc), 1);
@@ -294,12 +282,14 @@ static void test_uc_loss(void **state)
 	m1r = reg(&a, m1, sizeof(m1));
 	m2r = reg(&a, m2, sizeof(m2));
 	md = reg(&b, dst, sizeof(dst));
-	sge = (struct ibv_sge){(uintptr_t)dst, sizeof(dst), key(md, false)};
+	sge = (struct ibv_sge){(uintptr_t)dst, sizeof(dst), h_key(md, false)};
 	assert_int_equal(rocemu_qp_post_recv(qb, 1, &sge, 1), 0);
 	assert_int_equal(rocemu_qp_post_recv(qb, 2, &sge, 1), 0);
-	assert_int_equal(uc_post(qa, IBV_WR_SEND, 1, m1, sizeof(m1), key(m1r, false), NULL, 0), 0);
+	assert_int_equal(uc_post(qa, IBV_WR_SEND, 1, m1, sizeof(m1), h_key(m1r, false), NULL, 0),
+			 0);
 	assert_int_equal(h_poll(a.scq, &wc), 1);
-	assert_int_equal(uc_post(qa, IBV_WR_SEND, 2, m2, sizeof(m2), key(m2r, false), NULL, 0), 0);
+	assert_int_equal(uc_post(qa, IBV_WR_SEND, 2, m2, sizeof(m2), h_key(m2r, false), NULL, 0),
+			 0);
 	assert_int_equal(h_poll(a.scq, &wc), 1);
 	assert_int_equal(h_poll(b.rcq, &wc), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
@@ -316,19 +306,6 @@ static void test_uc_loss(void **state)
 	h_teardown_all(&a, &b);
 }
 
-static int group_setup(void **state)
-{
-	(void)state;
-	return h_setup(&A, &B, "udt", capture_path) == 0 ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	h_teardown_all(&A, &B);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -338,12 +315,11 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_uc_loss),
 	};
 
+	const char *capture_path = NULL;
+
 	/* --capture PATH: node A captures (check_capture.py) */
 	if (argc > 2 && !strcmp(argv[1], "--capture"))
 		capture_path = argv[2];
-	if (rocemu_eal_init() < 0) {
-		fprintf(stderr, "skip: %s\n", rocemu_eal_error());
-		return 77;
-	}
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return h_run_group("transport_ud_uc", tests, sizeof(tests) / sizeof(tests[0]), &A, &B,
+			   "udt", capture_path);
 }
