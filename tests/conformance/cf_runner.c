@@ -24,6 +24,7 @@
 
 #include "../../emulator/transport/rocemu_engine.h"
 #include "cf.h"
+#include "engine_peer.h"
 
 #define ENGINE_IP     "10.79.0.1"
 #define PEER_IP	      "10.79.0.2"
@@ -41,13 +42,10 @@ struct captured {
 };
 
 static struct {
-	struct rocemu_engine *e;
-	struct rocemu_port *eport, *pport;
+	struct engine_peer ep;
 	struct rocemu_pd *pd, *pd2;
 	struct rocemu_cq *scq, *rcq;
-	uint8_t emac[6], pmac[6];
-	uint8_t egid[16], pgid[16], sgid[16];
-	int egid_index;
+	uint8_t sgid[16];
 
 	/* region: PROT_NONE | canary | region | canary | PROT_NONE */
 	uint8_t *map;
@@ -128,9 +126,9 @@ static bool peer_has_work(void *ctx)
 
 static void pump(void)
 {
-	rocemu_engine_progress(H.e);
-	rocemu_port_progress(H.pport);
-	rocemu_engine_progress(H.e);
+	rocemu_engine_progress(H.ep.e);
+	rocemu_port_progress(H.ep.pport);
+	rocemu_engine_progress(H.ep.e);
 }
 
 static void pump_for(unsigned ms)
@@ -145,22 +143,6 @@ static void pump_for(unsigned ms)
 
 /* ------------------------------------------------------------------------ */
 /* Setup                                                                      */
-
-static int port_cfg(struct rocemu_port_config *cfg, const char *spec, const char *ip,
-		    const char *mac)
-{
-	char err[256];
-
-	rocemu_port_config_init(cfg);
-	if (rocemu_port_config_set(cfg, "port", spec, err, sizeof(err)) ||
-	    rocemu_port_config_set(cfg, "ip", ip, err, sizeof(err)) ||
-	    rocemu_port_config_set(cfg, "mac", mac, err, sizeof(err)) ||
-	    rocemu_port_config_set(cfg, "mtu", "4200", err, sizeof(err))) {
-		fprintf(stderr, "config: %s\n", err);
-		return -EINVAL;
-	}
-	return 0;
-}
 
 static uint8_t *alloc_guarded(size_t len)
 {
@@ -177,7 +159,6 @@ static uint8_t *alloc_guarded(size_t len)
 
 static int setup(void)
 {
-	struct rocemu_port_config cfg;
 	struct rocemu_port_upper up = {.rx = peer_rx, .poll = peer_poll, .has_work = peer_has_work};
 	char err[256];
 	int rc;
@@ -189,36 +170,16 @@ static int setup(void)
 	H.cap = calloc(CAP_SLOTS, sizeof(*H.cap));
 	if (!H.cap)
 		return -ENOMEM;
-	if (port_cfg(&cfg, "ring:cfring:a", ENGINE_IP "/24", "02:00:00:79:00:01"))
-		return -EINVAL;
-	rc = rocemu_engine_create(&cfg, &H.e, err, sizeof(err));
+	rc = engine_peer_open(&H.ep, "cfring", ENGINE_IP, PEER_IP, 0x79, &up, err, sizeof(err));
 	if (rc < 0) {
-		fprintf(stderr, "engine: %s\n", err);
+		fprintf(stderr, "engine and peer: %s\n", err);
 		return rc;
 	}
-	H.eport = rocemu_engine_port(H.e);
-	if (port_cfg(&cfg, "ring:cfring:b", PEER_IP "/24", "02:00:00:79:00:02"))
-		return -EINVAL;
-	rc = rocemu_port_open(&cfg, &H.pport, err, sizeof(err));
-	if (rc < 0) {
-		fprintf(stderr, "peer port: %s\n", err);
-		return rc;
-	}
-	rocemu_port_set_upper(H.pport, &up);
-	rocemu_port_progress_thread_stop(H.eport);
-	rocemu_port_progress_thread_stop(H.pport);
-	rocemu_port_mac(H.eport, H.emac);
-	rocemu_port_mac(H.pport, H.pmac);
-	rocemu_gid_parse(ENGINE_IP, H.egid);
-	rocemu_gid_parse(PEER_IP, H.pgid);
 	rocemu_gid_parse(STRANGER_IP, H.sgid);
-	H.egid_index = rocemu_port_gid_find(H.eport, H.egid);
-	if (H.egid_index < 0)
-		return -ENOENT;
 
-	if (rocemu_pd_alloc(H.e, &H.pd) || rocemu_pd_alloc(H.e, &H.pd2) ||
-	    rocemu_cq_create(H.e, 4096, NULL, NULL, NULL, &H.scq) ||
-	    rocemu_cq_create(H.e, 4096, NULL, NULL, NULL, &H.rcq))
+	if (rocemu_pd_alloc(H.ep.e, &H.pd) || rocemu_pd_alloc(H.ep.e, &H.pd2) ||
+	    rocemu_cq_create(H.ep.e, 4096, NULL, NULL, NULL, &H.scq) ||
+	    rocemu_cq_create(H.ep.e, 4096, NULL, NULL, NULL, &H.rcq))
 		return -ENOMEM;
 
 	/* PROT_NONE | 2 KiB canary | region 8 KiB | 6 KiB canary | PROT_NONE */
@@ -254,20 +215,12 @@ static int setup(void)
 
 static unsigned ctr_collect(struct rocemu_counter *out, unsigned max)
 {
-	unsigned n = rocemu_engine_counters(H.e, out, max), m;
+	unsigned n = rocemu_engine_counters(H.ep.e, out, max), m;
 
 	if (n > max)
 		n = max;
-	m = rocemu_port_counters(H.eport, out + n, max - n);
+	m = rocemu_port_counters(H.ep.eport, out + n, max - n);
 	return n + (m > max - n ? max - n : m);
-}
-
-static uint64_t ctr_in(const struct rocemu_counter *c, unsigned n, const char *name)
-{
-	for (unsigned i = 0; i < n; i++)
-		if (strcmp(c[i].name, name) == 0)
-			return c[i].value;
-	return 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -319,7 +272,7 @@ static int connect_qp(struct rocemu_qp *qp, const struct qp_cfg *c, const uint8_
 		a.ah_attr.is_global = 1;
 		a.ah_attr.port_num = 1;
 		a.ah_attr.grh.hop_limit = 64;
-		a.ah_attr.grh.sgid_index = (uint8_t)H.egid_index;
+		a.ah_attr.grh.sgid_index = (uint8_t)H.ep.egid_index;
 		memcpy(a.ah_attr.grh.dgid.raw, dgid, 16);
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
 		if (type == IBV_QPT_RC) {
@@ -401,11 +354,11 @@ static int peer_tx(const struct step *s)
 	int hl;
 
 	memset(&p, 0, sizeof(p));
-	memcpy(p.path.dst_mac, H.emac, 6);
-	memcpy(p.path.src_mac, H.pmac, 6);
+	memcpy(p.path.dst_mac, H.ep.emac, 6);
+	memcpy(p.path.src_mac, H.ep.pmac, 6);
 	p.path.ip_version = 4;
-	memcpy(p.path.src_gid, s->mangle == M_SRC ? H.sgid : H.pgid, 16);
-	memcpy(p.path.dst_gid, H.egid, 16);
+	memcpy(p.path.src_gid, s->mangle == M_SRC ? H.sgid : H.ep.pgid, 16);
+	memcpy(p.path.dst_gid, H.ep.egid, 16);
 	p.path.ttl = 64;
 	p.path.udp_sport = s->mangle == M_SPORT ? 0x1234 : 0xC0DE;
 	p.path.tclass = s->mangle == M_ECN_CE ? 0x03 : 0;
@@ -483,16 +436,16 @@ static int peer_tx(const struct step *s)
 	default:
 		break;
 	}
-	rocemu_port_lock(H.pport);
-	m = rocemu_port_alloc_mbuf(H.pport);
+	rocemu_port_lock(H.ep.pport);
+	m = rocemu_port_alloc_mbuf(H.ep.pport);
 	if (!m) {
-		rocemu_port_unlock(H.pport);
+		rocemu_port_unlock(H.ep.pport);
 		return fail("peer: no mbuf");
 	}
 	memcpy(rte_pktmbuf_append(m, (uint16_t)flen), buf, flen);
-	rocemu_port_tx(H.pport, m);
-	rocemu_port_flush(H.pport);
-	rocemu_port_unlock(H.pport);
+	rocemu_port_tx(H.ep.pport, m);
+	rocemu_port_flush(H.ep.pport);
+	rocemu_port_unlock(H.ep.pport);
 	if (!s->n) /* n = 1: leave it on the wire, to arrive in one burst with the next */
 		pump();
 	return 0;
@@ -698,7 +651,8 @@ static int check_ctr(const struct step *s)
 {
 	struct rocemu_counter c[256];
 	unsigned n = ctr_collect(c, 256);
-	int64_t d = (int64_t)(ctr_in(c, n, s->ctr) - ctr_in(H.ctr0, H.n_ctr0, s->ctr));
+	int64_t d =
+	    (int64_t)(ptu_counter_in(c, n, s->ctr) - ptu_counter_in(H.ctr0, H.n_ctr0, s->ctr));
 
 	if (s->n ? d < s->delta : d != s->delta)
 		return fail("counter %s grew by %" PRId64 ", expected %s%" PRId64, s->ctr, d,
@@ -843,7 +797,7 @@ static int run_scenario(const struct scenario *sc)
 		rc = fail("cannot create QPs");
 		goto out;
 	}
-	if (connect_qp(H.qp, c, H.pgid) || connect_qp(H.other_qp, &rc_cfg, H.sgid)) {
+	if (connect_qp(H.qp, c, H.ep.pgid) || connect_qp(H.other_qp, &rc_cfg, H.sgid)) {
 		rc = -1;
 		goto out;
 	}
@@ -964,8 +918,8 @@ int main(int argc, char **argv)
 		fclose(out);
 	printf("%u scenarios: %u pass, %u fail, %u xfail, %u xpass\n", ran, n_pass, n_fail, n_xfail,
 	       n_xpass);
-	rocemu_port_close(H.pport);
-	rocemu_engine_destroy(H.e);
+	rocemu_port_close(H.ep.pport);
+	rocemu_engine_destroy(H.ep.e);
 	if (ran == 0) {
 		fprintf(stderr, "no scenario in group %s\n", group ? group : "(all)");
 		return 1;

@@ -35,6 +35,7 @@
 #include "../../emulator/port/port_internal.h"
 #include "../../emulator/transport/rocemu_transport.h"
 #include "../../emulator/wire/roce_wire.h"
+#include "../conformance/engine_peer.h"
 
 #define FZ_REGION_LEN  8192u
 #define FZ_REGION_IOVA 0x5a5a00000000ull
@@ -51,16 +52,13 @@ void fuzz_engine_report(FILE *out);
 
 static struct {
 	bool ready;
-	struct rocemu_engine *e;
-	struct rocemu_port *eport, *pport;
+	struct engine_peer ep;
 	struct rocemu_pd *pd;
 	struct rocemu_cq *scq, *rcq;
 	struct rocemu_qp *rc, *uc, *ud;
 	struct rocemu_mr *mr, *mr_local;
 	uint8_t *rw, *region, *local;
 	size_t rw_len;
-	uint8_t emac[6], pmac[6], egid[16], pgid[16];
-	int egid_index;
 	uint64_t peer_frames;
 } F;
 
@@ -77,19 +75,6 @@ static void die(const char *what)
 {
 	fprintf(stderr, "fuzz_engine: set-up failed: %s\n", what);
 	exit(1);
-}
-
-static void port_cfg(struct rocemu_port_config *cfg, const char *spec, const char *ip,
-		     const char *mac)
-{
-	char err[256];
-
-	rocemu_port_config_init(cfg);
-	if (rocemu_port_config_set(cfg, "port", spec, err, sizeof(err)) ||
-	    rocemu_port_config_set(cfg, "ip", ip, err, sizeof(err)) ||
-	    rocemu_port_config_set(cfg, "mac", mac, err, sizeof(err)) ||
-	    rocemu_port_config_set(cfg, "mtu", "4200", err, sizeof(err)))
-		die(err);
 }
 
 static struct rocemu_qp *make_qp(enum ibv_qp_type type)
@@ -139,8 +124,8 @@ static void qp_restart(struct rocemu_qp *qp, enum ibv_qp_type type)
 		a.ah_attr.is_global = 1;
 		a.ah_attr.port_num = 1;
 		a.ah_attr.grh.hop_limit = 64;
-		a.ah_attr.grh.sgid_index = (uint8_t)F.egid_index;
-		memcpy(a.ah_attr.grh.dgid.raw, F.pgid, 16);
+		a.ah_attr.grh.sgid_index = (uint8_t)F.ep.egid_index;
+		memcpy(a.ah_attr.grh.dgid.raw, F.ep.pgid, 16);
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
 		if (type == IBV_QPT_RC) {
 			a.max_dest_rd_atomic = 4;
@@ -171,8 +156,8 @@ static void drain(void)
 	struct rocemu_wc wc[16];
 
 	for (int i = 0; i < 4; i++) {
-		rocemu_port_progress(F.eport);
-		rocemu_port_progress(F.pport);
+		rocemu_port_progress(F.ep.eport);
+		rocemu_port_progress(F.ep.pport);
 	}
 	while (rocemu_cq_poll(F.scq, 16, wc) > 0 || rocemu_cq_poll(F.rcq, 16, wc) > 0)
 		;
@@ -180,7 +165,6 @@ static void drain(void)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	struct rocemu_port_config cfg;
 	struct rocemu_port_upper up = {.rx = peer_rx};
 	uint8_t *map;
 	char err[256];
@@ -191,24 +175,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		fprintf(stderr, "fuzz_engine: EAL cannot start: %s\n", rocemu_eal_error());
 		exit(1);
 	}
-	port_cfg(&cfg, "ring:fzring:a", "10.80.0.1/24", "02:00:00:80:00:01");
-	if (rocemu_engine_create(&cfg, &F.e, err, sizeof(err)) < 0)
+	if (engine_peer_open(&F.ep, "fzring", "10.80.0.1", "10.80.0.2", 0x80, &up, err,
+			     sizeof(err)) < 0)
 		die(err);
-	F.eport = rocemu_engine_port(F.e);
-	port_cfg(&cfg, "ring:fzring:b", "10.80.0.2/24", "02:00:00:80:00:02");
-	if (rocemu_port_open(&cfg, &F.pport, err, sizeof(err)) < 0)
-		die(err);
-	rocemu_port_set_upper(F.pport, &up);
-	rocemu_port_progress_thread_stop(F.eport);
-	rocemu_port_progress_thread_stop(F.pport);
-	rocemu_port_mac(F.eport, F.emac);
-	rocemu_port_mac(F.pport, F.pmac);
-	rocemu_gid_parse("10.80.0.1", F.egid);
-	rocemu_gid_parse("10.80.0.2", F.pgid);
-	F.egid_index = rocemu_port_gid_find(F.eport, F.egid);
-	if (F.egid_index < 0 || rocemu_pd_alloc(F.e, &F.pd) ||
-	    rocemu_cq_create(F.e, 1024, NULL, NULL, NULL, &F.scq) ||
-	    rocemu_cq_create(F.e, 1024, NULL, NULL, NULL, &F.rcq))
+	if (rocemu_pd_alloc(F.ep.e, &F.pd) ||
+	    rocemu_cq_create(F.ep.e, 1024, NULL, NULL, NULL, &F.scq) ||
+	    rocemu_cq_create(F.ep.e, 1024, NULL, NULL, NULL, &F.rcq))
 		die("pd/cq");
 
 	/* PROT_NONE | 2 KiB canary | region | 6 KiB canary | PROT_NONE */
@@ -314,15 +286,15 @@ static uint32_t shape(uint8_t *buf, uint32_t len, uint8_t flags)
 	if (roce_parse(buf, len, 0, &p) != ROCE_PARSE_OK || p.path.ip_version != 4 ||
 	    p.path.has_vlan)
 		return len;
-	memcpy(p.path.dst_mac, F.emac, 6);
-	memcpy(p.path.src_mac, F.pmac, 6);
-	memcpy(p.path.src_gid, F.pgid, 16);
-	memcpy(p.path.dst_gid, F.egid, 16);
+	memcpy(p.path.dst_mac, F.ep.emac, 6);
+	memcpy(p.path.src_mac, F.ep.pmac, 6);
+	memcpy(p.path.src_gid, F.ep.pgid, 16);
+	memcpy(p.path.dst_gid, F.ep.egid, 16);
 	qp = pick_qp(flags >> 2);
 	if (qp)
 		p.dqpn = rocemu_qp_num(qp);
 	if (flags & 0x10) {
-		struct rocemu_qp *t = qp ? qp : rocemu_engine_qp_lookup(F.e, p.dqpn);
+		struct rocemu_qp *t = qp ? qp : rocemu_engine_qp_lookup(F.ep.e, p.dqpn);
 		int32_t delta = (int32_t)(p.psn & 0xF) - ((p.psn & 0x8) ? 16 : 0);
 
 		if (t) {
@@ -368,17 +340,17 @@ static void inject(const uint8_t *frame, uint32_t len, uint8_t flags)
 		len = shape(buf, len, flags);
 	if ((flags & 0x01) && len >= 14 + 20 + 8 + 12 + 4)
 		roce_icrc_store(buf, len, roce_icrc_compute(buf, 14, len));
-	rocemu_port_lock(F.eport);
-	m = rocemu_port_alloc_mbuf(F.eport);
+	rocemu_port_lock(F.ep.eport);
+	m = rocemu_port_alloc_mbuf(F.ep.eport);
 	if (m && len <= rte_pktmbuf_tailroom(m) && len > 0) {
 		dst = rte_pktmbuf_append(m, (uint16_t)len);
 		memcpy(dst, buf, len);
-		port_rx_frame(F.eport, m, rocemu_now_ns());
-		port_rx_flush_upper(F.eport);
+		port_rx_frame(F.ep.eport, m, rocemu_now_ns());
+		port_rx_flush_upper(F.ep.eport);
 	} else if (m) {
 		rte_pktmbuf_free(m);
 	}
-	rocemu_port_unlock(F.eport);
+	rocemu_port_unlock(F.ep.eport);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -392,7 +364,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	qp_restart(F.ud, IBV_QPT_UD);
 	drain();
 	post_work();
-	rocemu_port_progress(F.eport);
+	rocemu_port_progress(F.ep.eport);
 	for (int r = 0; r < FZ_MAX_RECORDS && off + 3 <= size; r++) {
 		uint8_t flags = data[off];
 		uint32_t len = (uint32_t)data[off + 1] | (uint32_t)data[off + 2] << 8;
@@ -402,7 +374,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			len = (uint32_t)(size - off);
 		inject(data + off, len, flags);
 		off += len;
-		rocemu_port_progress(F.eport);
+		rocemu_port_progress(F.ep.eport);
 	}
 	drain();
 	check_canaries();
@@ -413,12 +385,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 void fuzz_engine_report(FILE *out)
 {
 	struct rocemu_counter c[256];
-	unsigned n = rocemu_engine_counters(F.e, c, 256);
+	unsigned n = rocemu_engine_counters(F.ep.e, c, 256);
 
 	for (unsigned i = 0; i < n && i < 256; i++)
 		if (c[i].value)
 			fprintf(out, "  %s %llu\n", c[i].name, (unsigned long long)c[i].value);
-	n = rocemu_port_counters(F.eport, c, 256);
+	n = rocemu_port_counters(F.ep.eport, c, 256);
 	for (unsigned i = 0; i < n && i < 256; i++)
 		if (c[i].value && strncmp(c[i].name, "drop_", 5) == 0)
 			fprintf(out, "  port %s %llu\n", c[i].name, (unsigned long long)c[i].value);

@@ -32,6 +32,7 @@
 #include "roce_mbuf.h"
 #include "roce_wire.h"
 #include "rocemu_port.h"
+#include "port_test_util.h"
 
 static unsigned pair_seq;
 /* The program's state before EAL came up, compared in test_eal_leaves_program_alone. */
@@ -55,10 +56,7 @@ static uint64_t counter(struct rocemu_port *port, const char *name)
 	struct rocemu_counter c[256];
 	unsigned n = rocemu_port_counters(port, c, 256);
 
-	for (unsigned i = 0; i < n && i < 256; i++)
-		if (!strcmp(c[i].name, name))
-			return c[i].value;
-	return 0;
+	return ptu_counter_in(c, n < 256 ? n : 256, name);
 }
 
 static void set(struct rocemu_port_config *cfg, const char *opt, const char *val)
@@ -484,8 +482,8 @@ static void test_loopback(void **state)
 {
 	struct pair p;
 	struct recorder ra = {0}, rb = {0};
-	struct rocemu_port_upper ua = {&ra, rec_rx, rec_poll, rec_has_work};
-	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work};
+	struct rocemu_port_upper ua = {&ra, rec_rx, rec_poll, rec_has_work, NULL};
+	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL};
 	uint8_t mac[6];
 	(void)state;
 
@@ -522,7 +520,7 @@ static void test_roce_delivery_and_drops(void **state)
 {
 	struct pair p;
 	struct recorder rb = {0};
-	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work};
+	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL};
 	uint8_t bmac[6];
 	struct rte_mbuf *m;
 	(void)state;
@@ -610,28 +608,43 @@ static void test_ping(void **state)
 	pair_close(&p);
 }
 
-static void test_progress_thread_answers(void **state)
+/* Both ports of p are open with their progress threads running: a pings b
+ * (10.9.0.2) once, with no explicit pumping, and gets its reply. */
+static void ping_b_threaded(struct pair *p)
 {
-	struct pair p;
-	char err[256];
 	uint8_t dst[16];
 	int rc = -EAGAIN;
-	(void)state;
 
-	/* both progress threads running: no explicit pumping at all */
-	pair_config(&p, NULL, NULL);
-	assert_int_equal(rocemu_port_open(&p.ca, &p.a, err, sizeof(err)), 0);
-	assert_int_equal(rocemu_port_open(&p.cb, &p.b, err, sizeof(err)), 0);
 	assert_int_equal(rocemu_gid_parse("10.9.0.2", dst), 0);
 	for (int i = 0; i < 5000 && rc == -EAGAIN; i++) {
-		rc = rocemu_port_ping(p.a, dst, 9, 1);
+		rc = rocemu_port_ping(p->a, dst, 9, 1);
 		if (rc == -EAGAIN)
 			sleep_ms(1);
 	}
 	assert_int_equal(rc, 0);
-	for (int i = 0; i < 5000 && rocemu_port_ping_replies(p.a) == 0; i++)
+	for (int i = 0; i < 5000 && rocemu_port_ping_replies(p->a) == 0; i++)
 		sleep_ms(1);
-	assert_int_equal(rocemu_port_ping_replies(p.a), 1);
+	assert_int_equal(rocemu_port_ping_replies(p->a), 1);
+}
+
+/* Both ports of p configured and open, their progress threads left running. */
+static void pair_open_threaded(struct pair *p)
+{
+	char err[256];
+
+	pair_config(p, NULL, NULL);
+	assert_int_equal(rocemu_port_open(&p->ca, &p->a, err, sizeof(err)), 0);
+	assert_int_equal(rocemu_port_open(&p->cb, &p->b, err, sizeof(err)), 0);
+}
+
+static void test_progress_thread_answers(void **state)
+{
+	struct pair p;
+	(void)state;
+
+	/* both progress threads running: no explicit pumping at all */
+	pair_open_threaded(&p);
+	ping_b_threaded(&p);
 	pair_close(&p);
 }
 
@@ -785,7 +798,7 @@ static void test_multisegment_rx(void **state)
 {
 	struct pair p;
 	struct recorder rb = {0};
-	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work};
+	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL};
 	uint8_t bmac[6];
 	struct rte_mbuf *whole, *head, *tail;
 	(void)state;
@@ -858,7 +871,7 @@ static void test_last_frame_survives_close(void **state)
 {
 	struct pair p;
 	struct recorder rb = {0};
-	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work};
+	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL};
 	uint8_t bmac[6];
 	unsigned got = 0;
 	(void)state;
@@ -893,7 +906,7 @@ static void test_foreign_mac_dropped(void **state)
 {
 	struct pair p;
 	struct recorder rb = {0};
-	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work};
+	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL};
 	static const uint8_t other[6] = {0x02, 0x99, 0x99, 0x99, 0x99, 0x99};
 	(void)state;
 
@@ -967,7 +980,7 @@ static void test_fault_dup_reorder_delay(void **state)
 {
 	struct pair p;
 	struct recorder rb = {0};
-	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work};
+	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL};
 	bool out_of_order = false;
 	(void)state;
 
@@ -1044,7 +1057,7 @@ static void test_random_frames(void **state)
 {
 	struct pair p;
 	struct recorder rb = {0};
-	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work};
+	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL};
 	static const uint16_t types[] = {0x0806, 0x0800, 0x86dd, 0x8100, 0x1234};
 	uint8_t bmac[6], amac[6], dst[16];
 	uint64_t rng = 0x1234567887654321ull, rx_before;
@@ -1141,14 +1154,11 @@ static void test_fork_child_exit(void **state)
 {
 	struct pair p;
 	char err[256];
-	uint8_t dst[16];
-	int status = -1, rc = -EAGAIN;
+	int status = -1;
 	pid_t pid;
 	(void)state;
 
-	pair_config(&p, NULL, NULL);
-	assert_int_equal(rocemu_port_open(&p.ca, &p.a, err, sizeof(err)), 0);
-	assert_int_equal(rocemu_port_open(&p.cb, &p.b, err, sizeof(err)), 0);
+	pair_open_threaded(&p);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -1167,16 +1177,7 @@ static void test_fork_child_exit(void **state)
 		fail_msg("forked child did not exit");
 	}
 	assert_int_equal(WEXITSTATUS(status), 0);
-	assert_int_equal(rocemu_gid_parse("10.9.0.2", dst), 0);
-	for (int i = 0; i < 5000 && rc == -EAGAIN; i++) {
-		rc = rocemu_port_ping(p.a, dst, 9, 1);
-		if (rc == -EAGAIN)
-			sleep_ms(1);
-	}
-	assert_int_equal(rc, 0);
-	for (int i = 0; i < 5000 && rocemu_port_ping_replies(p.a) == 0; i++)
-		sleep_ms(1);
-	assert_int_equal(rocemu_port_ping_replies(p.a), 1);
+	ping_b_threaded(&p);
 	pair_close(&p);
 }
 

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "../../emulator/wire/roce_wire.h"
+#include "../port/port_test_util.h"
 
 uint8_t h_timeout = 14;
 
@@ -24,12 +25,8 @@ static int node_up(struct node *n, const char *spec, const char *ip4, const char
 	int rc;
 
 	memset(n, 0, sizeof(*n));
-	rocemu_port_config_init(&cfg);
-	if (rocemu_port_config_set(&cfg, "port", spec, err, sizeof(err)) ||
-	    rocemu_port_config_set(&cfg, "ip", ip4, err, sizeof(err)) ||
-	    rocemu_port_config_set(&cfg, "ip", ip6, err, sizeof(err)) ||
-	    rocemu_port_config_set(&cfg, "mac", mac, err, sizeof(err)) ||
-	    rocemu_port_config_set(&cfg, "mtu", "4200", err, sizeof(err))) {
+	if (ptu_config(&cfg, spec, ip4, mac, err, sizeof(err)) ||
+	    rocemu_port_config_set(&cfg, "ip", ip6, err, sizeof(err))) {
 		fprintf(stderr, "config: %s\n", err);
 		return -EINVAL;
 	}
@@ -296,10 +293,7 @@ uint64_t h_counter(struct rocemu_engine *e, const char *name)
 	struct rocemu_counter c[128];
 	unsigned n = rocemu_engine_counters(e, c, 128);
 
-	for (unsigned i = 0; i < n && i < 128; i++)
-		if (!strcmp(c[i].name, name))
-			return c[i].value;
-	return 0;
+	return ptu_counter_in(c, n < 128 ? n : 128, name);
 }
 
 void h_teardown_all(struct node *a, struct node *b)

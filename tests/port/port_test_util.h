@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Helpers for the tests that drive rocemu ports and engines directly (tests/port,
+ * tests/transport, tests/conformance, tests/fuzz_engine): a port config and a
+ * counter looked up by name. Needs rocemu_port.h.
+ */
+#ifndef ROCEMU_TESTS_PORT_TEST_UTIL_H
+#define ROCEMU_TESTS_PORT_TEST_UTIL_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../../emulator/port/rocemu_port.h"
+
+/* cfg initialised with port = spec, ip, mac and an MTU of 4200.
+ * 0, or -EINVAL with the reason in err. */
+static inline int ptu_config(struct rocemu_port_config *cfg, const char *spec, const char *ip,
+			     const char *mac, char *err, size_t errlen)
+{
+	rocemu_port_config_init(cfg);
+	if (rocemu_port_config_set(cfg, "port", spec, err, errlen) ||
+	    rocemu_port_config_set(cfg, "ip", ip, err, errlen) ||
+	    rocemu_port_config_set(cfg, "mac", mac, err, errlen) ||
+	    rocemu_port_config_set(cfg, "mtu", "4200", err, errlen))
+		return -EINVAL;
+	return 0;
+}
+
+/* The value of the counter called name among c[0..n), 0 when it is not there. */
+static inline uint64_t ptu_counter_in(const struct rocemu_counter *c, unsigned n, const char *name)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (!strcmp(c[i].name, name))
+			return c[i].value;
+	return 0;
+}
+
+#endif
