@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "engine_stub.h"
+#include "stub_fixture.h"
 #include "../../emulator/memory/mem_private.h"
 
 #define FILL 0xa5
@@ -63,31 +63,10 @@ static void assert_outside_untouched(const struct guarded *g, size_t off, size_t
 			assert_int_equal(g->buf[i], FILL);
 }
 
-struct fixture {
-	struct rocemu_engine *e;
-	struct rocemu_pd *pd, *pd2;
-};
-
 static int setup(void **state)
 {
-	struct fixture *f = calloc(1, sizeof(*f));
-
 	page = (size_t)sysconf(_SC_PAGESIZE);
-	f->e = stub_engine_new(64);
-	assert_int_equal(rocemu_pd_alloc(f->e, &f->pd), 0);
-	assert_int_equal(rocemu_pd_alloc(f->e, &f->pd2), 0);
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *f = *state;
-
-	/* Whatever a test left registered is freed by the table (ASan checks). */
-	stub_engine_free(f->e);
-	free(f);
-	return 0;
+	return fixture_setup(state, 64, true);
 }
 
 #define ALL_ACCESS                                                                                 \
@@ -1065,28 +1044,28 @@ static void test_teardown_frees_leftovers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_pd_refcount, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_pd_limit, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_reg_access_flags, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_reg_mapping_checked, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_reg_overflow, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pd_refcount, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_pd_limit, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_reg_access_flags, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_reg_mapping_checked, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_reg_overflow, setup, fixture_teardown),
 	    cmocka_unit_test(test_range_probe),
-	    cmocka_unit_test_setup_teardown(test_region_over_4g, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_bounds_model, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_bounds_both_ends, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_wrong_pd, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_missing_rights, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_stale_key_after_dereg, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_stale_key_after_reuse, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_zero_length_region, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_gather_scatter, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_implicit_odp, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_explicit_odp_unmapped, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_atomics, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_atomics_concurrent, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_rereg, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_invalidate, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_advise, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_region_over_4g, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_bounds_model, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_bounds_both_ends, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_wrong_pd, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_missing_rights, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_stale_key_after_dereg, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_stale_key_after_reuse, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_zero_length_region, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_gather_scatter, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_implicit_odp, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_explicit_odp_unmapped, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_atomics, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_atomics_concurrent, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_rereg, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_invalidate, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_advise, setup, fixture_teardown),
 	    cmocka_unit_test(test_err_names),
 	    cmocka_unit_test(test_table_limits),
 	    cmocka_unit_test(test_teardown_frees_leftovers),

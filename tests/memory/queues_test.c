@@ -15,31 +15,11 @@
 
 #include <cmocka.h>
 
-#include "engine_stub.h"
-
-struct fixture {
-	struct rocemu_engine *e;
-	struct rocemu_pd *pd;
-	unsigned notified;
-};
+#include "stub_fixture.h"
 
 static int setup(void **state)
 {
-	struct fixture *f = calloc(1, sizeof(*f));
-
-	f->e = stub_engine_new(16);
-	assert_int_equal(rocemu_pd_alloc(f->e, &f->pd), 0);
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *f = *state;
-
-	stub_engine_free(f->e);
-	free(f);
-	return 0;
+	return fixture_setup(state, 16, false);
 }
 
 /* The notify callback runs with the engine lock held. */
@@ -584,20 +564,20 @@ static void test_ah(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_cq_create_limits, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_cq_push_poll_order, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_cq_overflow, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_cq_arm_any, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_cq_arm_solicited, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_cq_resize, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_cq_concurrent, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_cq_busy, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_srq_create_checks, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_srq_post_and_wrap, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_srq_limit_event, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_srq_resize, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_srq_limit, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_ah, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cq_create_limits, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_cq_push_poll_order, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_cq_overflow, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_cq_arm_any, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_cq_arm_solicited, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_cq_resize, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_cq_concurrent, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_cq_busy, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_srq_create_checks, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_srq_post_and_wrap, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_srq_limit_event, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_srq_resize, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_srq_limit, setup, fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_ah, setup, fixture_teardown),
 	};
 
 	return cmocka_run_group_tests_name("queues", tests, NULL, NULL);
