@@ -2,15 +2,11 @@
 #include "harness.h"
 
 #include <errno.h>
-#include <setjmp.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <cmocka.h>
 
 #include "../../emulator/wire/roce_wire.h"
 #include "../port/port_test_util.h"
@@ -323,50 +319,10 @@ void h_dump_counters(struct rocemu_engine *e, const char *label)
 	rocemu_port_counters_print(rocemu_engine_port(e), stderr);
 }
 
-struct rocemu_mr *h_reg(struct rocemu_pd *pd, void *p, size_t len, unsigned access)
-{
-	struct rocemu_mr *mr = NULL;
-
-	assert_int_equal(rocemu_mr_reg(pd, p, len, (uintptr_t)p, access, &mr), 0);
-	return mr;
-}
-
 uint32_t h_key(struct rocemu_mr *mr, bool remote)
 {
 	struct rocemu_mr_info i;
 
 	rocemu_mr_info(mr, &i);
 	return remote ? i.rkey : i.lkey;
-}
-
-static struct {
-	struct node *a, *b;
-	const char *pair, *capture;
-} group;
-
-static int group_setup(void **state)
-{
-	(void)state;
-	return h_setup(group.a, group.b, group.pair, group.capture) == 0 ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	h_teardown_all(group.a, group.b);
-	return 0;
-}
-
-int h_run_group(const char *name, const struct CMUnitTest *tests, size_t n, struct node *a,
-		struct node *b, const char *pair, const char *capture)
-{
-	if (rocemu_eal_init() < 0) {
-		fprintf(stderr, "skip: %s\n", rocemu_eal_error());
-		return 77;
-	}
-	group.a = a;
-	group.b = b;
-	group.pair = pair;
-	group.capture = capture;
-	return _cmocka_run_group_tests(name, tests, n, group_setup, group_teardown);
 }

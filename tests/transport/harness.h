@@ -74,11 +74,13 @@ void h_dump_counters(struct rocemu_engine *e, const char *label);
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
 	 IBV_ACCESS_REMOTE_ATOMIC)
 
-/** Register [p, p+len) at its own address on pd (the test fails if that fails). */
-struct rocemu_mr *h_reg(struct rocemu_pd *pd, void *p, size_t len, unsigned access);
 /** mr's rkey (remote) or lkey. */
 uint32_t h_key(struct rocemu_mr *mr, bool remote);
 
+/* harness_cmocka.c, for cmocka tests only (bench/ links harness.c alone): */
+
+/** Register [p, p+len) at its own address on pd (the test fails if that fails). */
+struct rocemu_mr *h_reg(struct rocemu_pd *pd, void *p, size_t len, unsigned access);
 struct CMUnitTest;
 /**
  * main() of a cmocka test over two nodes: start EAL (77, said on stderr,
