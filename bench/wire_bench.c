@@ -4,11 +4,16 @@
  * Micro-benchmark of the wire codec (not a test; prints numbers):
  *  - frames built (headers, payload copy, pad, ICRC) and parsed (ICRC
  *    verified) per second, for a few packet shapes;
- *  - ICRC throughput in GB/s on frames with a 4 KiB payload, for DPDK's
- *    CRC-32 (rte_net_crc, PCLMULQDQ) and the byte-wise table CRC, measured
- *    in the same run, interleaved, and printed as a ratio;
- *  - the bare CRC-32 of 4 KiB with both, to show the cost of the ICRC's
- *    masked-header copy and CRC combine.
+ *  - ICRC throughput in GB/s on frames with a 4 KiB payload, for our
+ *    folding CRC-32 ("vpclmul-avx2": VPCLMULQDQ on 256-bit registers, and
+ *    "pclmul-4x": PCLMULQDQ, four 128-bit lanes), DPDK's CRC-32
+ *    (rte_net_crc, PCLMULQDQ, one lane) and the byte-wise table CRC,
+ *    measured in the same run, interleaved, and printed as ratios;
+ *  - the bare CRC-32 of 4 KiB and 64 KiB with each, to show the cost of the
+ *    ICRC's masked headers (and, for DPDK, its header copy and CRC combine);
+ *  - copying 4 KiB while computing its CRC: memcpy then the CRC, against the
+ *    fused copy (roce_crc32_copy), for each folding kind.
+ * Rows that cannot run on this machine are left out.
  * The EAL is initialised (no hugepages, no PCI) because that is what lets
  * DPDK pick its SIMD CRC, as in the engine.
  * usage: wire_bench [seconds-per-measurement, default 0.5]
@@ -29,6 +34,7 @@
 #include <rte_net_crc.h>
 #include <rte_vect.h>
 
+#include "roce_crc32.h" /* private: to measure each folding kind, not only the best */
 #include "roce_wire.h"
 
 #define ROUNDS 5
@@ -128,7 +134,31 @@ static double icrc_gbps(const uint8_t *frame, uint32_t len, uint32_t l3_off)
 	return (double)n * (len - l3_off - ROCE_ICRC_LEN) / t / 1e9;
 }
 
-static double crc_gbps(int dpdk, const uint8_t *buf, uint32_t len)
+enum crc_kind { CRC_TABLE, CRC_DPDK, CRC_OURS, CRC_MEMCPY_THEN_OURS, CRC_FUSED_COPY };
+
+/* ours: which folding kind (the private entry point, to measure each one) */
+static uint32_t crc_once(enum crc_kind kind, enum crc32_clmul_kind ours, uint8_t *dst,
+			 const uint8_t *buf, uint32_t len)
+{
+	switch (kind) {
+	case CRC_TABLE:
+		return roce_crc32_table(0, buf, len);
+	case CRC_DPDK:
+		return rte_net_crc_calc(buf, len, RTE_NET_CRC32_ETH);
+	case CRC_OURS:
+		return ~roce_crc32_clmul_update(ours, ~0u, NULL, buf, len, NULL);
+	case CRC_MEMCPY_THEN_OURS:
+		memcpy(dst, buf, len);
+		return ~roce_crc32_clmul_update(ours, ~0u, NULL, dst, len, NULL);
+	case CRC_FUSED_COPY:
+		return ~roce_crc32_clmul_update(ours, ~0u, dst, buf, len, NULL);
+	}
+	return 0;
+}
+
+/* CRC-32 GB/s over one buffer (dst: where the copying kinds copy to). */
+static double crc_gbps(enum crc_kind kind, enum crc32_clmul_kind ours, uint8_t *dst,
+		       const uint8_t *buf, uint32_t len)
 {
 	uint64_t n = 0;
 	uint32_t acc = 0;
@@ -136,8 +166,7 @@ static double crc_gbps(int dpdk, const uint8_t *buf, uint32_t len)
 
 	do {
 		for (int i = 0; i < 64; i++, n++)
-			acc ^= dpdk ? rte_net_crc_calc(buf, len, RTE_NET_CRC32_ETH)
-				    : roce_crc32_table(0, buf, len);
+			acc ^= crc_once(kind, ours, dst, buf, len);
 		t = now() - t0;
 	} while (t < run_seconds);
 	sink = acc;
@@ -181,9 +210,94 @@ static void init_eal(void)
 	}
 }
 
+/* A measured row: an ICRC implementation over a frame, or a CRC kind over a buffer. */
+struct row {
+	const char *name;
+	int icrc_impl; /* enum roce_icrc_impl for an ICRC row, -1 for a buffer row */
+	enum crc_kind kind;
+	enum crc32_clmul_kind ours;
+	uint32_t len;
+	double median;
+};
+
+#define MAX_ROWS 8
+
+/* Median GB/s of each row, all rows interleaved in every round. */
+static void measure_rows(struct row *rows, int nrows, const uint8_t *frame, uint32_t frame_len,
+			 const uint8_t *buf, uint8_t *dst)
+{
+	double v[MAX_ROWS][ROUNDS];
+
+	for (int r = 0; r < ROUNDS; r++) {
+		for (int i = 0; i < nrows; i++) {
+			if (rows[i].icrc_impl >= 0) {
+				roce_icrc_set_impl((enum roce_icrc_impl)rows[i].icrc_impl);
+				v[i][r] = icrc_gbps(frame, frame_len, 14);
+			} else {
+				v[i][r] =
+				    crc_gbps(rows[i].kind, rows[i].ours, dst, buf, rows[i].len);
+			}
+		}
+	}
+	roce_icrc_set_impl(ROCE_ICRC_IMPL_AUTO);
+	for (int i = 0; i < nrows; i++)
+		rows[i].median = median(v[i], ROUNDS);
+}
+
+/* Keep the rows that can run here (ICRC impl accepted, folding kind on this CPU). */
+static int usable_rows(struct row *rows, int nrows, bool have_dpdk, enum crc32_clmul_kind best)
+{
+	int n = 0;
+
+	for (int i = 0; i < nrows; i++) {
+		bool ok = rows[i].icrc_impl >= 0
+			      ? roce_icrc_set_impl((enum roce_icrc_impl)rows[i].icrc_impl) == 0
+			      : (rows[i].kind != CRC_DPDK || have_dpdk) && rows[i].ours <= best;
+
+		if (ok)
+			rows[n++] = rows[i];
+	}
+	roce_icrc_set_impl(ROCE_ICRC_IMPL_AUTO);
+	return n;
+}
+
+/* GB/s, the ratio to the first row (the table) and to the row "DPDK..." of the same length. */
+static void print_rows(const struct row *rows, int nrows)
+{
+	for (int i = 0; i < nrows; i++) {
+		const struct row *dpdk = NULL;
+
+		for (int j = 0; j < nrows; j++)
+			if (strncmp(rows[j].name, "DPDK", 4) == 0 && rows[j].len == rows[i].len)
+				dpdk = &rows[j];
+		printf("  %-30s %6.2f GB/s  x%6.2f table", rows[i].name, rows[i].median,
+		       rows[i].median / rows[0].median);
+		if (dpdk != NULL && dpdk != &rows[i] && i != 0)
+			printf("  x%.2f DPDK", rows[i].median / dpdk->median);
+		printf("\n");
+	}
+}
+
+static void print_copy_ratio(const struct row *rows, int nrows, const char *kind)
+{
+	const struct row *sep = NULL, *fused = NULL;
+
+	for (int i = 0; i < nrows; i++) {
+		if (strstr(rows[i].name, kind) == NULL)
+			continue;
+		if (rows[i].kind == CRC_MEMCPY_THEN_OURS)
+			sep = &rows[i];
+		if (rows[i].kind == CRC_FUSED_COPY)
+			fused = &rows[i];
+	}
+	if (sep != NULL && fused != NULL)
+		printf("  fused / (memcpy + CRC), %-13s x%.2f\n", kind,
+		       fused->median / sep->median);
+}
+
 int main(int argc, char **argv)
 {
-	static uint8_t payload[8192], frame[8192];
+	static uint8_t payload[65536], frame[8192], copy_dst[65536 + 64];
 	static const struct {
 		const char *what;
 		uint8_t opcode;
@@ -195,7 +309,35 @@ int main(int argc, char **argv)
 	    {"RC WRITE ONLY 1024 B, IPv4", ROCE_OP_WRITE_ONLY, 4, 1024},
 	    {"RC SEND MIDDLE 4096 B, IPv6", ROCE_OP_SEND_MIDDLE, 6, 4096},
 	};
-	double dpdk[ROUNDS], table[ROUNDS], raw_dpdk[ROUNDS], raw_table[ROUNDS];
+	static const enum roce_icrc_impl frame_impls[] = {
+	    ROCE_ICRC_IMPL_VPCLMUL, ROCE_ICRC_IMPL_PCLMUL, ROCE_ICRC_IMPL_DPDK,
+	    ROCE_ICRC_IMPL_TABLE};
+	const enum crc32_clmul_kind NONE = CRC32_CLMUL_NONE, X4 = CRC32_CLMUL_4X,
+				    WIDE = CRC32_CLMUL_WIDE;
+	struct row icrc_rows[] = {
+	    {"table", ROCE_ICRC_IMPL_TABLE, 0, NONE, 0, 0},
+	    {"DPDK rte_net_crc", ROCE_ICRC_IMPL_DPDK, 0, NONE, 0, 0},
+	    {"pclmul-4x (ours)", ROCE_ICRC_IMPL_PCLMUL, 0, NONE, 0, 0},
+	    {"vpclmul-avx2 (ours)", ROCE_ICRC_IMPL_VPCLMUL, 0, NONE, 0, 0},
+	};
+	struct row crc_rows[] = {
+	    {"table, 4 KiB", -1, CRC_TABLE, NONE, 4096, 0},
+	    {"DPDK rte_net_crc, 4 KiB", -1, CRC_DPDK, NONE, 4096, 0},
+	    {"pclmul-4x (ours), 4 KiB", -1, CRC_OURS, X4, 4096, 0},
+	    {"vpclmul-avx2 (ours), 4 KiB", -1, CRC_OURS, WIDE, 4096, 0},
+	    {"DPDK rte_net_crc, 64 KiB", -1, CRC_DPDK, NONE, 65536, 0},
+	    {"pclmul-4x (ours), 64 KiB", -1, CRC_OURS, X4, 65536, 0},
+	    {"vpclmul-avx2 (ours), 64 KiB", -1, CRC_OURS, WIDE, 65536, 0},
+	};
+	struct row copy_rows[] = {
+	    {"table CRC, no copy", -1, CRC_TABLE, NONE, 4096, 0},
+	    {"memcpy + pclmul-4x", -1, CRC_MEMCPY_THEN_OURS, X4, 4096, 0},
+	    {"fused copy, pclmul-4x", -1, CRC_FUSED_COPY, X4, 4096, 0},
+	    {"memcpy + vpclmul-avx2", -1, CRC_MEMCPY_THEN_OURS, WIDE, 4096, 0},
+	    {"fused copy, vpclmul-avx2", -1, CRC_FUSED_COPY, WIDE, 4096, 0},
+	};
+	int n_icrc, n_crc, n_copy;
+	enum crc32_clmul_kind best;
 	struct roce_pkt pkt;
 	bool have_dpdk;
 	uint32_t len;
@@ -210,21 +352,24 @@ int main(int argc, char **argv)
 		payload[i] = (uint8_t)(i * 7 + 3);
 
 	have_dpdk = roce_icrc_set_impl(ROCE_ICRC_IMPL_DPDK) == 0;
+	best = roce_crc32_clmul_init();
 	roce_icrc_set_impl(ROCE_ICRC_IMPL_AUTO);
 	printf("wire_bench: %.2f s per measurement, ICRC implementation in use: %s\n", run_seconds,
 	       roce_icrc_impl_name());
+	if (!have_dpdk)
+		printf("(DPDK rte_net_crc not usable here: no PCLMULQDQ or SIMD limit)\n");
 
 	printf("\nframes built + parsed (ICRC computed and verified), per second:\n");
 	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
 		sample_pkt(&pkt, shapes[s].opcode, shapes[s].ipv, shapes[s].len);
-		roce_icrc_set_impl(ROCE_ICRC_IMPL_AUTO);
-		printf("  %-30s %6.2f Mframes/s (%s)", shapes[s].what,
-		       frames_per_second(&pkt, payload) / 1e6, roce_icrc_impl_name());
-		if (have_dpdk) {
-			roce_icrc_set_impl(ROCE_ICRC_IMPL_TABLE);
-			printf("  %6.2f Mframes/s (table)", frames_per_second(&pkt, payload) / 1e6);
-			roce_icrc_set_impl(ROCE_ICRC_IMPL_AUTO);
+		printf("  %-28s", shapes[s].what);
+		for (size_t i = 0; i < sizeof(frame_impls) / sizeof(frame_impls[0]); i++) {
+			if (roce_icrc_set_impl(frame_impls[i]) != 0)
+				continue;
+			printf(" %5.2f M (%s)", frames_per_second(&pkt, payload) / 1e6,
+			       roce_icrc_impl_name());
 		}
+		roce_icrc_set_impl(ROCE_ICRC_IMPL_AUTO);
 		printf("\n");
 	}
 
@@ -234,34 +379,22 @@ int main(int argc, char **argv)
 	hdr = roce_build_headers(frame, sizeof(frame), &pkt);
 	memcpy(frame + hdr, payload, 4096);
 	roce_finish(frame, len, &pkt);
-	for (int r = 0; r < ROUNDS; r++) {
-		dpdk[r] = raw_dpdk[r] = 0;
-		if (have_dpdk) {
-			roce_icrc_set_impl(ROCE_ICRC_IMPL_DPDK);
-			dpdk[r] = icrc_gbps(frame, len, 14);
-			raw_dpdk[r] = crc_gbps(1, payload, 4096);
-		}
-		roce_icrc_set_impl(ROCE_ICRC_IMPL_TABLE);
-		table[r] = icrc_gbps(frame, len, 14);
-		raw_table[r] = crc_gbps(0, payload, 4096);
-	}
-	roce_icrc_set_impl(ROCE_ICRC_IMPL_AUTO);
+	n_icrc = usable_rows(icrc_rows, 4, have_dpdk, best);
+	n_crc = usable_rows(crc_rows, 7, have_dpdk, best);
+	n_copy = usable_rows(copy_rows, 5, have_dpdk, best);
+	measure_rows(icrc_rows, n_icrc, frame, len, payload, copy_dst);
+	measure_rows(crc_rows, n_crc, frame, len, payload, copy_dst);
+	/* the destination misaligned by one byte, as a payload behind headers is */
+	measure_rows(copy_rows, n_copy, frame, len, payload, copy_dst + 1);
 	printf("\nICRC over a frame with 4 KiB payload (%u bytes covered), median of %d:\n",
 	       len - 14 - ROCE_ICRC_LEN, ROUNDS);
-	printf("  table CRC-32                   %6.2f GB/s\n", median(table, ROUNDS));
-	if (have_dpdk) {
-		printf("  DPDK rte_net_crc (PCLMULQDQ)   %6.2f GB/s   ratio dpdk/table %.1fx\n",
-		       median(dpdk, ROUNDS), median(dpdk, ROUNDS) / median(table, ROUNDS));
-	} else {
-		printf("  DPDK rte_net_crc               not usable here (no PCLMULQDQ or SIMD "
-		       "limit)\n");
-	}
-	printf("bare CRC-32 of 4096 bytes:\n");
-	printf("  table                          %6.2f GB/s\n", median(raw_table, ROUNDS));
-	if (have_dpdk)
-		printf("  DPDK rte_net_crc               %6.2f GB/s   ratio %.1fx\n",
-		       median(raw_dpdk, ROUNDS),
-		       median(raw_dpdk, ROUNDS) / median(raw_table, ROUNDS));
+	print_rows(icrc_rows, n_icrc);
+	printf("bare CRC-32 of a buffer:\n");
+	print_rows(crc_rows, n_crc);
+	printf("copy 4 KiB to a destination misaligned by 1 and CRC it:\n");
+	print_rows(copy_rows, n_copy);
+	print_copy_ratio(copy_rows, n_copy, "pclmul-4x");
+	print_copy_ratio(copy_rows, n_copy, "vpclmul-avx2");
 	{
 		char dir[4096];
 

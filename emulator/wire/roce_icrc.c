@@ -17,6 +17,12 @@
  * 32-bit store on little-endian machines; the reference captures agree).
  *
  * Which CRC-32 runs:
+ * - "vpclmul-avx2" (the default when the CPU has VPCLMULQDQ and AVX2) and
+ *   "pclmul-4x" (the default with PCLMULQDQ and SSE4.1 only), with or
+ *   without the EAL: our own folding CRC (roce_crc32_clmul.c), seeded, so
+ *   the ICRC is one pass over the frame in place: the 8 bytes of 0xFF are
+ *   the seed (the register after them), and the variant header fields are
+ *   OR-ed in from a 64-byte mask as the first blocks are loaded.
  * - "dpdk-net-crc-sse42": DPDK's rte_net_crc_calc(RTE_NET_CRC32_ETH), which
  *   folds with PCLMULQDQ. It has no seed argument, so it runs twice: over
  *   the 0xFF prefix and masked headers (copied to the stack anyway, at most
@@ -44,17 +50,24 @@
 #include <rte_vect.h>
 
 #include "roce_bytes.h"
+#include "roce_crc32.h"
 #include "roce_wire.h"
-
-#define CRC32_POLY_REFLECTED 0xEDB88320u
 
 static uint32_t crc_table[256];
 /* x^(2^k) mod P in reflected form, for the combine step. */
 static uint32_t x_pow2k[32];
 /* CRC register after the 8 bytes of 0xFF that open every ICRC. */
 static uint32_t reg_after_lrh;
+/* The ICRC's variant fields as ones over zeros, from the IP header on (OR masks). */
+static uint8_t icrc_mask_v4[CRC32_MASK_LEN], icrc_mask_v6[CRC32_MASK_LEN];
+_Static_assert(RB_IPV6_LEN + RB_UDP_LEN + ROCE_BTH_LEN <= CRC32_MASK_LEN,
+	       "every ICRC variant field lies in the first CRC32_MASK_LEN bytes");
+/* the fastest folding CRC this CPU runs (CRC32_CLMUL_NONE: none) */
+static enum crc32_clmul_kind clmul_best;
 
-static uint32_t crc_table_update(uint32_t reg, const uint8_t *p, size_t len)
+static void icrc_set_variant_fields(uint8_t *hdr, unsigned ip_len);
+
+uint32_t roce_crc32_table_update(uint32_t reg, const uint8_t *p, size_t len)
 {
 	while (len--)
 		reg = crc_table[(reg ^ *p++) & 0xFF] ^ (reg >> 8);
@@ -76,7 +89,7 @@ static uint32_t gf2_mulmod(uint32_t a, uint32_t b)
 }
 
 /* x^(8 * nbytes) mod P: the operator that shifts a CRC over nbytes zeros. */
-static uint32_t x_pow_bytes(size_t nbytes)
+uint32_t roce_crc32_x_pow_bytes(size_t nbytes)
 {
 	uint32_t r = 1u << 31; /* x^0 */
 	unsigned k = 3;	       /* 8 * n = n << 3 */
@@ -90,7 +103,7 @@ static uint32_t x_pow_bytes(size_t nbytes)
 /* CRC-32 of A|B from crc(A), crc(B) and |B| (standard, conditioned CRCs). */
 static uint32_t crc32_combine(uint32_t crc_a, uint32_t crc_b, size_t len_b)
 {
-	return gf2_mulmod(x_pow_bytes(len_b), crc_a) ^ crc_b;
+	return gf2_mulmod(roce_crc32_x_pow_bytes(len_b), crc_a) ^ crc_b;
 }
 
 static void __attribute__((constructor)) roce_crc_tables_init(void)
@@ -107,12 +120,25 @@ static void __attribute__((constructor)) roce_crc_tables_init(void)
 	x_pow2k[0] = 1u << 30; /* x^1 */
 	for (i = 1; i < 32; i++)
 		x_pow2k[i] = gf2_mulmod(x_pow2k[i - 1], x_pow2k[i - 1]);
-	reg_after_lrh = crc_table_update(0xFFFFFFFFu, ones, sizeof(ones));
+	reg_after_lrh = roce_crc32_table_update(0xFFFFFFFFu, ones, sizeof(ones));
+	icrc_set_variant_fields(icrc_mask_v4, RB_IPV4_LEN);
+	icrc_set_variant_fields(icrc_mask_v6, RB_IPV6_LEN);
+	clmul_best = roce_crc32_clmul_init();
 }
 
 uint32_t roce_crc32_table(uint32_t crc, const void *data, size_t len)
 {
-	return ~crc_table_update(~crc, data, len);
+	return ~roce_crc32_table_update(~crc, data, len);
+}
+
+uint32_t roce_crc32(uint32_t crc, const void *data, size_t len)
+{
+	return ~roce_crc32_clmul_update(clmul_best, ~crc, NULL, data, len, NULL);
+}
+
+uint32_t roce_crc32_copy(uint32_t crc, void *dst, const void *src, size_t len)
+{
+	return ~roce_crc32_clmul_update(clmul_best, ~crc, dst, src, len, NULL);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -122,6 +148,8 @@ enum icrc_impl_state {
 	IMPL_UNDECIDED = 0, /* nothing chosen yet, or table while EAL is not up */
 	IMPL_TABLE,	    /* table, final */
 	IMPL_DPDK,	    /* rte_net_crc with PCLMULQDQ, final */
+	IMPL_CLMUL_4X,	    /* roce_crc32_clmul_update, CRC32_CLMUL_4X, final */
+	IMPL_CLMUL_WIDE,    /* roce_crc32_clmul_update, CRC32_CLMUL_WIDE, final */
 };
 
 static int impl_state; /* enum icrc_impl_state, accessed atomically */
@@ -180,7 +208,11 @@ static int impl_current(void)
 
 	if (s != IMPL_UNDECIDED)
 		return s;
-	if (dpdk_simd_crc_usable())
+	if (clmul_best == CRC32_CLMUL_WIDE)
+		s = IMPL_CLMUL_WIDE;
+	else if (clmul_best == CRC32_CLMUL_4X)
+		s = IMPL_CLMUL_4X;
+	else if (dpdk_simd_crc_usable())
 		s = IMPL_DPDK;
 	else if (rte_vect_get_max_simd_bitwidth() != 0)
 		s = IMPL_TABLE; /* EAL is up and still no SIMD CRC: final */
@@ -204,6 +236,16 @@ int roce_icrc_set_impl(enum roce_icrc_impl impl)
 			return -ENOTSUP;
 		__atomic_store_n(&impl_state, IMPL_DPDK, __ATOMIC_RELEASE);
 		break;
+	case ROCE_ICRC_IMPL_PCLMUL:
+		if (clmul_best < CRC32_CLMUL_4X)
+			return -ENOTSUP;
+		__atomic_store_n(&impl_state, IMPL_CLMUL_4X, __ATOMIC_RELEASE);
+		break;
+	case ROCE_ICRC_IMPL_VPCLMUL:
+		if (clmul_best < CRC32_CLMUL_WIDE)
+			return -ENOTSUP;
+		__atomic_store_n(&impl_state, IMPL_CLMUL_WIDE, __ATOMIC_RELEASE);
+		break;
 	default:
 		return -EINVAL;
 	}
@@ -212,27 +254,24 @@ int roce_icrc_set_impl(enum roce_icrc_impl impl)
 
 const char *roce_icrc_impl_name(void)
 {
-	return impl_current() == IMPL_DPDK ? "dpdk-net-crc-sse42" : "table";
+	switch (impl_current()) {
+	case IMPL_CLMUL_WIDE:
+		return "vpclmul-avx2";
+	case IMPL_CLMUL_4X:
+		return "pclmul-4x";
+	case IMPL_DPDK:
+		return "dpdk-net-crc-sse42";
+	default:
+		return "table";
+	}
 }
 
 /* ------------------------------------------------------------------------ */
 /* ICRC.                                                                     */
 
-/*
- * Copy IP, UDP and BTH headers into hdr with the variant fields set to ones.
- * Returns the number of bytes written, or 0 if the frame is too short.
- */
-static unsigned icrc_masked_headers(const uint8_t *ip, uint32_t avail, uint8_t *hdr)
+/* IP, UDP and BTH headers in hdr: set the variant fields to ones. */
+static void icrc_set_variant_fields(uint8_t *hdr, unsigned ip_len)
 {
-	unsigned ip_len, n;
-
-	if (avail < 1)
-		return 0;
-	ip_len = (ip[0] >> 4) == 6 ? RB_IPV6_LEN : RB_IPV4_LEN;
-	n = ip_len + RB_UDP_LEN + ROCE_BTH_LEN;
-	if (avail < n)
-		return 0;
-	memcpy(hdr, ip, n);
 	if (ip_len == RB_IPV4_LEN) {
 		hdr[1] = 0xFF;		  /* TOS */
 		hdr[8] = 0xFF;		  /* TTL */
@@ -244,35 +283,57 @@ static unsigned icrc_masked_headers(const uint8_t *ip, uint32_t avail, uint8_t *
 	}
 	hdr[ip_len + 6] = hdr[ip_len + 7] = 0xFF; /* UDP checksum */
 	hdr[ip_len + RB_UDP_LEN + 4] = 0xFF;	  /* BTH resv8a: FECN, BECN, resv6 */
-	return n;
+}
+
+/* Length of the IP, UDP and BTH headers at ip, or 0 if avail bytes cannot hold them. */
+static unsigned icrc_header_len(const uint8_t *ip, uint32_t avail, unsigned *ip_len)
+{
+	unsigned n;
+
+	if (avail < 1)
+		return 0;
+	*ip_len = (ip[0] >> 4) == 6 ? RB_IPV6_LEN : RB_IPV4_LEN;
+	n = *ip_len + RB_UDP_LEN + ROCE_BTH_LEN;
+	return avail < n ? 0 : n;
 }
 
 uint32_t roce_icrc_compute(const uint8_t *frame, uint32_t l3_off, uint32_t frame_len)
 {
 	/* 8 x 0xFF, then the masked IP/UDP/BTH headers */
 	uint8_t hdr[8 + RB_IPV6_LEN + RB_UDP_LEN + ROCE_BTH_LEN];
-	const uint8_t *tail;
-	uint32_t tail_len, crc_head;
-	unsigned n;
+	const uint8_t *ip = frame + l3_off, *tail;
+	uint32_t covered, tail_len, crc_head;
+	unsigned n, ip_len = 0;
+	int impl;
 
 	if (frame_len < l3_off + ROCE_ICRC_LEN)
 		return 0;
-	n = icrc_masked_headers(frame + l3_off, frame_len - l3_off - ROCE_ICRC_LEN, hdr + 8);
+	covered = frame_len - l3_off - ROCE_ICRC_LEN;
+	n = icrc_header_len(ip, covered, &ip_len);
 	if (n == 0)
 		return 0;
-	tail = frame + l3_off + n;
-	tail_len = frame_len - l3_off - n - ROCE_ICRC_LEN;
+	impl = impl_current();
+	/* one pass, in place: CRC32_MASK_LEN covers every masked field */
+	if (impl == IMPL_CLMUL_WIDE || impl == IMPL_CLMUL_4X)
+		return ~roce_crc32_clmul_update(
+		    impl == IMPL_CLMUL_WIDE ? CRC32_CLMUL_WIDE : CRC32_CLMUL_4X, reg_after_lrh,
+		    NULL, ip, covered, ip_len == RB_IPV4_LEN ? icrc_mask_v4 : icrc_mask_v6);
 
-	if (impl_current() == IMPL_DPDK) {
+	memcpy(hdr + 8, ip, n);
+	icrc_set_variant_fields(hdr + 8, ip_len);
+	tail = ip + n;
+	tail_len = covered - n;
+	if (impl == IMPL_DPDK) {
 		memset(hdr, 0xFF, 8);
 		crc_head = rte_net_crc_calc(hdr, 8 + n, RTE_NET_CRC32_ETH);
 		if (tail_len >= DPDK_MIN_TAIL)
 			return crc32_combine(crc_head,
 					     rte_net_crc_calc(tail, tail_len, RTE_NET_CRC32_ETH),
 					     tail_len);
-		return ~crc_table_update(~crc_head, tail, tail_len);
+		return ~roce_crc32_table_update(~crc_head, tail, tail_len);
 	}
-	return ~crc_table_update(crc_table_update(reg_after_lrh, hdr + 8, n), tail, tail_len);
+	return ~roce_crc32_table_update(roce_crc32_table_update(reg_after_lrh, hdr + 8, n), tail,
+					tail_len);
 }
 
 void roce_icrc_store(uint8_t *frame, uint32_t frame_len, uint32_t icrc)

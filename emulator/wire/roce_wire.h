@@ -412,16 +412,41 @@ uint32_t roce_icrc_compute(const uint8_t *frame, uint32_t l3_off, uint32_t frame
 /** Store/load the ICRC in the last 4 bytes of a frame in wire order. */
 void roce_icrc_store(uint8_t *frame, uint32_t frame_len, uint32_t icrc);
 uint32_t roce_icrc_load(const uint8_t *frame, uint32_t frame_len);
-/** Name of the CRC-32 implementation in use ("dpdk-net-crc-sse42", "table", ...). */
+/**
+ * Name of the CRC-32 implementation in use: "vpclmul-avx2", "pclmul-4x",
+ * "dpdk-net-crc-sse42" or "table".
+ */
 const char *roce_icrc_impl_name(void);
-/** Plain bytewise table-driven CRC-32 (IEEE, reflected), the benchmark baseline. */
+/**
+ * Plain bytewise table-driven CRC-32 (IEEE, reflected), the benchmark baseline.
+ * crc is the CRC of the data before (0 to start); the result continues it, so
+ * roce_crc32_table(roce_crc32_table(0, a, n), b, m) is the CRC of a|b.
+ */
 uint32_t roce_crc32_table(uint32_t crc, const void *data, size_t len);
+/**
+ * The same CRC-32, as fast as this CPU runs it (no EAL needed): VPCLMULQDQ
+ * folding over eight 128-bit lanes when the CPU has VPCLMULQDQ and AVX2,
+ * else PCLMULQDQ folding over four when it has PCLMULQDQ and SSE4.1, else
+ * the table. Any length and alignment; seeded like roce_crc32_table. Not
+ * affected by roce_icrc_set_impl().
+ */
+uint32_t roce_crc32(uint32_t crc, const void *data, size_t len);
+/**
+ * Copy len bytes from src to dst (like memcpy: no overlap) and return the
+ * CRC-32 of them continuing crc, as roce_crc32(crc, src, len), in one pass
+ * over src: each 16-byte block is stored to dst from the register it was
+ * folded from. For building frames: roce_crc32_copy(crc_so_far, frame + off,
+ * payload, n) places the payload and extends the CRC over it.
+ */
+uint32_t roce_crc32_copy(uint32_t crc, void *dst, const void *src, size_t len);
 
 /** CRC-32 implementations the ICRC can use (see roce_icrc.c). */
 enum roce_icrc_impl {
-	ROCE_ICRC_IMPL_AUTO = 0, /**< DPDK's PCLMULQDQ CRC when usable, else the table */
+	ROCE_ICRC_IMPL_AUTO = 0, /**< VPCLMUL, else PCLMUL (by CPU), else DPDK if usable, else table */
 	ROCE_ICRC_IMPL_TABLE,    /**< always the byte-wise table */
 	ROCE_ICRC_IMPL_DPDK,     /**< rte_net_crc (SSE4.2/PCLMULQDQ); needs the EAL's SIMD limit >= 128 */
+	ROCE_ICRC_IMPL_PCLMUL,   /**< our PCLMULQDQ folding, 4 x 128 bits ("pclmul-4x"); CPU only */
+	ROCE_ICRC_IMPL_VPCLMUL,  /**< our VPCLMULQDQ/AVX2 folding, 8 x 128 bits ("vpclmul-avx2") */
 };
 /**
  * Choose the CRC-32 behind roce_icrc_compute() (process-wide; for benchmarks

@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * CRC-32 (IEEE, reflected 0xEDB88320) by carry-less multiplication
+ * (PCLMULQDQ), folding four independent 128-bit lanes, then one lane, then
+ * a Barrett reduction. The method is the one of Gopal et al., "Fast CRC
+ * Computation for Generic Polynomials Using PCLMULQDQ Instruction" (Intel,
+ * 2009); the constants are derived here from the polynomial at start-up.
+ *
+ * Bit order. Data and register are reflected: in a 16-byte block loaded
+ * little-endian, bit m of the 128-bit value is the coefficient of x^(127-m)
+ * (byte 0 bit 0 comes first on the wire, so it has the highest degree).
+ * A constant c = x^e mod P is stored as its 32-bit reflected value shifted
+ * left by one (bit j <-> x^(32-j)). With those conventions the carry-less
+ * product of a block's low quadword H (x^127..x^64) and c, read back as a
+ * 128-bit block, is x^32 * H * x^e; so folding a block A over D bits
+ * (A * x^D, to be added to the block D bits later) is
+ *     clmul(A.lo, x^(D+32)) ^ clmul(A.hi, x^(D-32)).
+ *
+ * Any length and alignment: the seed is XOR-ed into the first four data
+ * bytes (CRC(reg, M) = CRC(0, M with reg added to its first 32 bits)), and
+ * leading zero bytes do not change a CRC that starts from 0, so the first
+ * len % 16 bytes go into a zero-padded head block on the stack. All other
+ * loads are unaligned loads (loadu), nothing reads outside [data, data+len).
+ *
+ * x86 only; the code is compiled for PCLMULQDQ and SSE4.1 with a target
+ * attribute (no -march for the build) and runs only if the CPU has them.
+ */
+#include <string.h>
+
+#include "roce_crc32.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#define HAVE_CLMUL_CODE 1
+#include <immintrin.h>
+#endif
+
+#define BLOCK 16
+/* Fold constants for distances of 1..FOLD_MAX blocks (the 256-bit loop folds over 8). */
+#define FOLD_MAX 8
+/* The stack head: up to 15 bytes of zeros, then len % 16 + 64 bytes of data (masked). */
+#define HEAD_ROOM (CRC32_MASK_LEN + 2 * BLOCK)
+
+/* The constants, computed once by roce_crc32_clmul_init(). */
+static struct {
+	/* fold[n]: fold one block over n blocks, {x^(128n+32), x^(128n-32)} */
+	uint64_t fold[FOLD_MAX + 1][2];
+	/* the final 128 -> 96 -> 64 bit steps: {x^96, x^64} */
+	uint64_t reduce[2];
+	/* Barrett: {floor(x^64 / P), P}, both 33 bits */
+	uint64_t barrett[2];
+} k;
+
+/* x^(8 * nbytes) mod P in the constant convention (bit j <-> x^(32-j)). */
+static uint64_t constant_bytes(size_t nbytes)
+{
+	return (uint64_t)roce_crc32_x_pow_bytes(nbytes) << 1;
+}
+
+/* Reverse the low `bits` bits of v. */
+static uint64_t reverse_bits(uint64_t v, unsigned bits)
+{
+	uint64_t r = 0;
+	unsigned i;
+
+	for (i = 0; i < bits; i++, v >>= 1)
+		r = (r << 1) | (v & 1);
+	return r;
+}
+
+/*
+ * floor(x^64 / P) by long division in normal bit order (bit d = x^d), then
+ * reflected into the constant convention.
+ */
+static uint64_t barrett_mu(uint64_t poly_normal)
+{
+	/* remainder of degree <= 64 as 65 bits: top bit separately */
+	uint64_t rem = 0, quot = 0;
+	int d;
+
+	/* x^64 - P * x^32 */
+	rem = (poly_normal & 0xFFFFFFFFu) << 32;
+	quot = 1ull << 32;
+	for (d = 63; d >= 32; d--) {
+		if (rem >> d & 1) {
+			rem ^= poly_normal << (d - 32);
+			quot |= 1ull << (d - 32);
+		}
+	}
+	return reverse_bits(quot, 33);
+}
+
+/* The same update with the table: the masked bytes through a copy, the rest in place. */
+static uint32_t table_update_masked(uint32_t reg, void *dst, const uint8_t *data, size_t len,
+				    const uint8_t *or_mask)
+{
+	uint8_t tmp[CRC32_MASK_LEN];
+	size_t n = 0, i;
+
+	if (dst != NULL && len != 0)
+		memcpy(dst, data, len);
+	if (or_mask != NULL) {
+		n = len < CRC32_MASK_LEN ? len : CRC32_MASK_LEN;
+		for (i = 0; i < n; i++)
+			tmp[i] = data[i] | or_mask[i];
+		reg = roce_crc32_table_update(reg, tmp, n);
+	}
+	return roce_crc32_table_update(reg, data + n, len - n);
+}
+
+#if HAVE_CLMUL_CODE
+
+#define CLMUL_TARGET __attribute__((target("pclmul,sse4.1")))
+#define CLMUL_INLINE __attribute__((target("pclmul,sse4.1"), always_inline)) static inline
+
+static enum crc32_clmul_kind cpu_clmul_kind(void)
+{
+	__builtin_cpu_init(); /* we may run from a constructor */
+	if (!__builtin_cpu_supports("pclmul") || !__builtin_cpu_supports("sse4.1"))
+		return CRC32_CLMUL_NONE;
+	/* avx2 is only reported when the OS saves the 256-bit registers */
+	if (__builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("avx2"))
+		return CRC32_CLMUL_WIDE;
+	return CRC32_CLMUL_4X;
+}
+
+CLMUL_INLINE __m128i load_const(const uint64_t c[2])
+{
+	return _mm_set_epi64x((long long)c[1], (long long)c[0]);
+}
+
+/* a * x^D, as a block to be added D bits further on (k = fold constants for D). */
+CLMUL_INLINE __m128i fold(__m128i a, __m128i kd)
+{
+	return _mm_xor_si128(_mm_clmulepi64_si128(a, kd, 0x00), _mm_clmulepi64_si128(a, kd, 0x11));
+}
+
+CLMUL_INLINE __m128i load_block(const uint8_t *p)
+{
+	return _mm_loadu_si128((const __m128i *)(const void *)p);
+}
+
+CLMUL_INLINE void store_block(uint8_t *dst, __m128i v)
+{
+	_mm_storeu_si128((__m128i *)(void *)dst, v);
+}
+
+/* The register for a 128-bit block A: A * x^32 mod P. */
+CLMUL_INLINE uint32_t reduce(__m128i a)
+{
+	const __m128i low32 = _mm_set_epi32(0, 0, 0, -1);
+	const __m128i kr = load_const(k.reduce), kb = load_const(k.barrett);
+	__m128i v, u, t;
+
+	/* 128 -> 96 bits: A.lo * x^96 + A.hi * x^32 */
+	v = _mm_xor_si128(_mm_clmulepi64_si128(a, kr, 0x00), _mm_srli_si128(a, 8));
+	/* 96 -> 64 bits: the top 32 coefficients times x^64, plus the rest */
+	u = _mm_xor_si128(_mm_clmulepi64_si128(_mm_and_si128(v, low32), kr, 0x10),
+			  _mm_srli_si128(v, 4));
+	/* Barrett: q = floor(floor(U / x^32) * mu / x^32), remainder U + q * P */
+	t = _mm_clmulepi64_si128(_mm_and_si128(u, low32), kb, 0x00);
+	t = _mm_clmulepi64_si128(_mm_and_si128(t, low32), kb, 0x10);
+	return (uint32_t)_mm_extract_epi32(_mm_xor_si128(u, t), 1);
+}
+
+/* Data after the head: where it is, how much is left (a multiple of 16), where to copy it. */
+struct cursor {
+	const uint8_t *p;
+	size_t left;
+	uint8_t *dst; /* NULL: no copy */
+};
+
+CLMUL_INLINE __m128i next_block(struct cursor *c)
+{
+	__m128i v = load_block(c->p);
+
+	if (c->dst != NULL) {
+		store_block(c->dst, v);
+		c->dst += BLOCK;
+	}
+	c->p += BLOCK;
+	c->left -= BLOCK;
+	return v;
+}
+
+/* The head blocks (head_len bytes, a multiple of 16, at least 16) into one. */
+CLMUL_INLINE __m128i fold_head(const uint8_t *head, size_t head_len)
+{
+	const __m128i k1 = load_const(k.fold[1]);
+	__m128i a = load_block(head);
+	size_t i;
+
+	for (i = BLOCK; i < head_len; i += BLOCK)
+		a = _mm_xor_si128(fold(a, k1), load_block(head + i));
+	return a;
+}
+
+/* Four lanes of 16 bytes while 64 bytes are left; a: everything before. */
+CLMUL_INLINE __m128i fold_4x(__m128i a, struct cursor *c)
+{
+	const __m128i k1 = load_const(k.fold[1]), k4 = load_const(k.fold[4]);
+	__m128i x0, x1, x2, x3;
+
+	if (c->left < 4 * BLOCK)
+		return a;
+	x0 = _mm_xor_si128(next_block(c), fold(a, k1));
+	x1 = next_block(c);
+	x2 = next_block(c);
+	x3 = next_block(c);
+	while (c->left >= 4 * BLOCK) {
+		x0 = _mm_xor_si128(fold(x0, k4), next_block(c));
+		x1 = _mm_xor_si128(fold(x1, k4), next_block(c));
+		x2 = _mm_xor_si128(fold(x2, k4), next_block(c));
+		x3 = _mm_xor_si128(fold(x3, k4), next_block(c));
+	}
+	/* the four lanes into one: each lane over the lanes after it */
+	return _mm_xor_si128(
+	    _mm_xor_si128(fold(x0, load_const(k.fold[3])), fold(x1, load_const(k.fold[2]))),
+	    _mm_xor_si128(fold(x2, k1), x3));
+}
+
+/* One block at a time to the end. */
+CLMUL_INLINE __m128i fold_1x(__m128i a, struct cursor *c)
+{
+	const __m128i k1 = load_const(k.fold[1]);
+
+	while (c->left >= BLOCK)
+		a = _mm_xor_si128(fold(a, k1), next_block(c));
+	return a;
+}
+
+/*
+ * Everything after the head, to the register. The loops are inlined twice:
+ * with dst known to be NULL the compiler drops the stores (no test per block).
+ */
+static CLMUL_TARGET uint32_t fold_all_4x(const uint8_t *head, size_t head_len, const uint8_t *p,
+					 size_t len, uint8_t *dst)
+{
+	struct cursor plain = {p, len, NULL}, copy = {p, len, dst};
+	__m128i a = fold_head(head, head_len);
+
+	if (dst == NULL)
+		return reduce(fold_1x(fold_4x(a, &plain), &plain));
+	return reduce(fold_1x(fold_4x(a, &copy), &copy));
+}
+
+/*
+ * The same with VPCLMULQDQ on 256-bit registers (AVX2): four registers of
+ * two lanes each, 128 bytes per round.
+ */
+#define WIDE_TARGET __attribute__((target("vpclmulqdq,avx2,pclmul,sse4.1")))
+#define WIDE_INLINE                                                                                \
+	__attribute__((target("vpclmulqdq,avx2,pclmul,sse4.1"), always_inline)) static inline
+
+WIDE_INLINE __m256i fold_wide(__m256i a, __m256i kd)
+{
+	return _mm256_xor_si256(_mm256_clmulepi64_epi128(a, kd, 0x00),
+				_mm256_clmulepi64_epi128(a, kd, 0x11));
+}
+
+WIDE_INLINE __m256i next_wide(struct cursor *c)
+{
+	__m256i v = _mm256_loadu_si256((const __m256i *)(const void *)c->p);
+
+	if (c->dst != NULL) {
+		_mm256_storeu_si256((__m256i *)(void *)c->dst, v);
+		c->dst += 2 * BLOCK;
+	}
+	c->p += 2 * BLOCK;
+	c->left -= 2 * BLOCK;
+	return v;
+}
+
+WIDE_INLINE __m256i wide_const(const uint64_t c[2])
+{
+	return _mm256_broadcastsi128_si256(load_const(c));
+}
+
+WIDE_INLINE __m128i fold_8x(__m128i a, struct cursor *c)
+{
+	const __m256i k8 = wide_const(k.fold[8]);
+	__m256i y0, y1, y2, y3;
+
+	if (c->left < 8 * BLOCK)
+		return a;
+	/* a precedes the first block: the low half of y0 */
+	y0 = _mm256_xor_si256(next_wide(c), _mm256_zextsi128_si256(fold(a, load_const(k.fold[1]))));
+	y1 = next_wide(c);
+	y2 = next_wide(c);
+	y3 = next_wide(c);
+	while (c->left >= 8 * BLOCK) {
+		y0 = _mm256_xor_si256(fold_wide(y0, k8), next_wide(c));
+		y1 = _mm256_xor_si256(fold_wide(y1, k8), next_wide(c));
+		y2 = _mm256_xor_si256(fold_wide(y2, k8), next_wide(c));
+		y3 = _mm256_xor_si256(fold_wide(y3, k8), next_wide(c));
+	}
+	/* into one register of two lanes, then the low lane over the high one */
+	y0 = _mm256_xor_si256(_mm256_xor_si256(fold_wide(y0, wide_const(k.fold[6])),
+					       fold_wide(y1, wide_const(k.fold[4]))),
+			      _mm256_xor_si256(fold_wide(y2, wide_const(k.fold[2])), y3));
+	return _mm_xor_si128(fold(_mm256_castsi256_si128(y0), load_const(k.fold[1])),
+			     _mm256_extracti128_si256(y0, 1));
+}
+
+/* As fold_all_4x, 128 bytes at a time first. */
+static WIDE_TARGET uint32_t fold_all_wide(const uint8_t *head, size_t head_len, const uint8_t *p,
+					  size_t len, uint8_t *dst)
+{
+	struct cursor plain = {p, len, NULL}, copy = {p, len, dst};
+	__m128i a = fold_head(head, head_len);
+
+	if (dst == NULL)
+		return reduce(fold_1x(fold_4x(fold_8x(a, &plain), &plain), &plain));
+	return reduce(fold_1x(fold_4x(fold_8x(a, &copy), &copy), &copy));
+}
+
+uint32_t roce_crc32_clmul_update(enum crc32_clmul_kind kind, uint32_t reg, void *dst,
+				 const uint8_t *data, size_t len, const uint8_t *or_mask)
+{
+	/* zero pad | the first h data bytes (masked, seeded): a multiple of 16 bytes */
+	uint8_t head[HEAD_ROOM] __attribute__((aligned(16)));
+	size_t pad, h, i;
+	uint32_t first;
+
+	/* too short to fold (the seed may not even fit in the data), or no folding here */
+	if (kind == CRC32_CLMUL_NONE || len < BLOCK)
+		return table_update_masked(reg, dst, data, len, or_mask);
+	pad = (BLOCK - len % BLOCK) % BLOCK;
+	h = len % BLOCK + BLOCK;
+	if (or_mask != NULL)
+		h = len < len % BLOCK + CRC32_MASK_LEN ? len : len % BLOCK + CRC32_MASK_LEN;
+	memset(head, 0, BLOCK); /* pad <= 15 */
+	memcpy(head + pad, data, h);
+	if (dst != NULL)
+		memcpy(dst, data, h);
+	if (or_mask != NULL) /* all of it: bytes after pad + h are not folded */
+		for (i = 0; i < CRC32_MASK_LEN; i += 8) {
+			uint64_t v, m;
+
+			memcpy(&v, head + pad + i, 8);
+			memcpy(&m, or_mask + i, 8);
+			v |= m;
+			memcpy(head + pad + i, &v, 8);
+		}
+	/* the seed onto the first four data bytes (x86: little-endian, as the register) */
+	memcpy(&first, head + pad, 4);
+	first ^= reg;
+	memcpy(head + pad, &first, 4);
+	if (dst != NULL)
+		dst = (uint8_t *)dst + h;
+	if (kind == CRC32_CLMUL_WIDE)
+		return fold_all_wide(head, pad + h, data + h, len - h, dst);
+	return fold_all_4x(head, pad + h, data + h, len - h, dst);
+}
+
+#else /* not x86: nothing to fold with; roce_crc32_clmul_init() says so */
+
+static enum crc32_clmul_kind cpu_clmul_kind(void)
+{
+	return CRC32_CLMUL_NONE;
+}
+
+uint32_t roce_crc32_clmul_update(enum crc32_clmul_kind kind, uint32_t reg, void *dst,
+				 const uint8_t *data, size_t len, const uint8_t *or_mask)
+{
+	(void)kind;
+	return table_update_masked(reg, dst, data, len, or_mask);
+}
+
+#endif
+
+enum crc32_clmul_kind roce_crc32_clmul_init(void)
+{
+	unsigned n;
+
+	for (n = 1; n <= FOLD_MAX; n++) {
+		k.fold[n][0] = constant_bytes(16 * n + 4);
+		k.fold[n][1] = constant_bytes(16 * n - 4);
+	}
+	k.reduce[0] = constant_bytes(12);
+	k.reduce[1] = constant_bytes(8);
+	/* P in normal order: x^32 + the reflected polynomial's bits reversed */
+	k.barrett[0] = barrett_mu((1ull << 32) | reverse_bits(CRC32_POLY_REFLECTED, 32));
+	k.barrett[1] = ((uint64_t)CRC32_POLY_REFLECTED << 1) | 1;
+	return cpu_clmul_kind();
+}
