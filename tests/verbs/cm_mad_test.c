@@ -3,7 +3,8 @@
  * The CM MAD codec of rocemu's librdmacm: every message survives encode and
  * decode, and the fields sit where IBA vol. 1 12.6 puts them (byte offsets in
  * the 256-byte MAD, checked on the encoded bytes, so a layout slip that the
- * round trip alone would hide is caught). Bad headers are refused.
+ * round trip alone would hide is caught), and every field of the codec's
+ * table carries random values of its width. Bad headers are refused.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -163,6 +164,142 @@ static void sidr_and_cma(void **state)
 	assert_int_equal(cma_hdr_get(bad, &dh), -22); /* CMA version 1 */
 }
 
+/* ---- every field of every message, from the codec's own table ---- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rand64(void)
+{
+	rng_state ^= rng_state << 13; /* xorshift64 */
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+/* Bit i of the CM message (MSB first, as the IBA tables count). */
+static unsigned msg_bit(const uint8_t *mad, unsigned i)
+{
+	return (mad[24 + i / 8] >> (7 - i % 8)) & 1;
+}
+
+static uint64_t msg_bits(const uint8_t *mad, unsigned bit, unsigned width)
+{
+	uint64_t v = 0;
+	for (unsigned i = bit; i < bit + width; i++)
+		v = v << 1 | msg_bit(mad, i);
+	return v;
+}
+
+/* Stores v, which fits, into the unsigned member of f (1, 2, 4 or 8 bytes). */
+static void store_member(void *msg, const struct cm_field *f, uint64_t v)
+{
+	union {
+		uint8_t b;
+		uint16_t h;
+		uint32_t w;
+		uint64_t d;
+	} u = {.d = v};
+
+	if (f->size == 1)
+		u.b = (uint8_t)v;
+	else if (f->size == 2)
+		u.h = (uint16_t)v;
+	else if (f->size == 4)
+		u.w = (uint32_t)v;
+	memcpy((uint8_t *)msg + f->member, &u, f->size);
+}
+
+union any_msg {
+	struct cm_req req;
+	struct cm_rep rep;
+	struct cm_ids ids;
+	struct cm_rej rej;
+	struct cm_sidr_req sidr_req;
+	struct cm_sidr_rep sidr_rep;
+};
+
+/*
+ * For each message: its fields lie inside the 232-byte CM message without
+ * overlapping; random values of each field's width are sent on the bits the
+ * table names (read here bit by bit), every other bit of the message is zero,
+ * and decoding gives back the struct that was encoded.
+ */
+static void every_field_round_trips(void **state)
+{
+	(void)state;
+	static const uint16_t attrs[] = {CM_ATTR_REQ,	   CM_ATTR_REP,	    CM_ATTR_RTU,
+					 CM_ATTR_REJ,	   CM_ATTR_DREQ,    CM_ATTR_DREP,
+					 CM_ATTR_SIDR_REQ, CM_ATTR_SIDR_REP};
+
+	for (size_t a = 0; a < sizeof(attrs) / sizeof(attrs[0]); a++) {
+		const struct cm_layout *l = cm_mad_layout(attrs[a]);
+		assert_non_null(l);
+		const struct cm_field *fields = l->fields;
+		size_t n = l->n;
+		uint8_t owner[(CM_MAD_SIZE - 24) * 8];
+
+		memset(owner, 0, sizeof(owner));
+		for (size_t i = 0; i < n; i++) {
+			const struct cm_field *f = &fields[i];
+			assert_true(f->bit + f->width <= sizeof(owner));
+			if (f->kind == CM_FIELD_UINT)
+				assert_true(f->width <= 8u * f->size && f->width <= 64);
+			if (f->kind == CM_FIELD_BYTES)
+				assert_true(f->bit % 8 == 0 && f->width == 8u * f->size);
+			if (f->kind != CM_FIELD_CONST)
+				assert_true(f->member + f->size <= l->msg_size);
+			for (unsigned b = f->bit; b < f->bit + f->width; b++) {
+				assert_int_equal(owner[b], 0); /* no two fields share a bit */
+				owner[b] = 1;
+			}
+		}
+		for (int round = 0; round < 200; round++) {
+			union any_msg m, d;
+			uint64_t v[64];
+			uint8_t mad[CM_MAD_SIZE];
+			uint64_t tid = rand64();
+			struct cm_mad_hdr h;
+
+			assert_true(n <= 64);
+			memset(&m, 0, sizeof(m));
+			for (size_t i = 0; i < n; i++) {
+				const struct cm_field *f = &fields[i];
+				v[i] = rand64();
+				if (f->width < 64)
+					v[i] &= (1ull << f->width) - 1;
+				if (f->kind == CM_FIELD_UINT)
+					store_member(&m, f, v[i]);
+				for (unsigned k = 0; f->kind == CM_FIELD_BYTES && k < f->size; k++)
+					((uint8_t *)&m)[f->member + k] = (uint8_t)rand64();
+			}
+			assert_int_equal(cm_mad_put(mad, tid, attrs[a], &m), 0);
+			assert_int_equal(cm_mad_parse_hdr(mad, sizeof(mad), &h), 0);
+			assert_int_equal(h.attr_id, attrs[a]);
+			assert_true(h.tid == tid);
+			for (size_t i = 0; i < n; i++) {
+				const struct cm_field *f = &fields[i];
+				if (f->kind == CM_FIELD_UINT)
+					assert_true(msg_bits(mad, f->bit, f->width) == v[i]);
+				else if (f->kind == CM_FIELD_CONST)
+					assert_true(msg_bits(mad, f->bit, f->width) == f->value);
+				else
+					assert_memory_equal(mad + 24 + f->bit / 8,
+							    (uint8_t *)&m + f->member, f->size);
+			}
+			for (unsigned b = 0; b < sizeof(owner); b++)
+				if (!owner[b])
+					assert_int_equal(msg_bit(mad, b), 0);
+			assert_int_equal(cm_mad_get(mad, attrs[a], &d), 0);
+			assert_memory_equal(&d, &m, l->msg_size);
+		}
+	}
+	uint8_t mad[CM_MAD_SIZE];
+	union any_msg m = {0};
+	assert_null(cm_mad_layout(CM_ATTR_MRA));
+	assert_int_equal(cm_mad_put(mad, 1, CM_ATTR_MRA, &m), -22);
+	assert_int_equal(cm_mad_get(mad, CM_ATTR_MRA, &m), -22);
+}
+
 static void bad_headers(void **state)
 {
 	(void)state;
@@ -183,9 +320,8 @@ static void bad_headers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(req_layout),
-	    cmocka_unit_test(rep_rej_ids_layout),
-	    cmocka_unit_test(sidr_and_cma),
+	    cmocka_unit_test(req_layout),   cmocka_unit_test(rep_rej_ids_layout),
+	    cmocka_unit_test(sidr_and_cma), cmocka_unit_test(every_field_round_trips),
 	    cmocka_unit_test(bad_headers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,8 +2,8 @@
 /*
  * CM MAD encoding and decoding (IBA vol. 1 12.6). Offsets are from the start
  * of the 256-byte MAD: the CM message starts after the 24-byte common MAD
- * header (13.4.3). Bit fields sharing a byte are listed most significant
- * first, as in the IBA tables.
+ * header (13.4.3). Each message is one table of fields, read by both the
+ * encoder and the decoder.
  */
 #include <errno.h>
 #include <string.h>
@@ -12,47 +12,219 @@
 
 #define CM_OFF 24 /* common MAD header */
 
-static void put8(uint8_t *m, unsigned off, uint8_t v)
+/* A big-endian field of width bits starting at bit (counted from the most
+ * significant bit of p[0], as the IBA tables count Byte[Bit]). */
+static uint64_t get_bits(const uint8_t *p, unsigned bit, unsigned width)
 {
-	m[off] = v;
+	uint64_t v = 0;
+
+	for (unsigned i = bit; i < bit + width; i++)
+		v = v << 1 | ((p[i / 8] >> (7 - i % 8)) & 1);
+	return v;
 }
-static void put16(uint8_t *m, unsigned off, uint16_t v)
+
+static void put_bits(uint8_t *p, unsigned bit, unsigned width, uint64_t v)
 {
-	m[off] = (uint8_t)(v >> 8);
-	m[off + 1] = (uint8_t)v;
+	for (unsigned i = bit + width; i-- > bit; v >>= 1) {
+		uint8_t b = (uint8_t)(0x80 >> (i % 8));
+		p[i / 8] = (uint8_t)(v & 1 ? p[i / 8] | b : p[i / 8] & ~b);
+	}
 }
-static void put32(uint8_t *m, unsigned off, uint32_t v)
+
+/*
+ * The layout of each message as in its IBA table: per field, the struct
+ * (cm_<msg>) member that holds it, its byte and bit offset from the start of
+ * the CM message (the MAD's byte 24) and its width in bits; neighbouring
+ * fields of a few bits share a line. Fields not listed are zero (reserved, or
+ * unused over RoCE: EECNs, the alternate path).
+ */
+#define F(msg, member, byte, bit, width)                                                           \
+	{                                                                                          \
+		CM_FIELD_UINT, (byte)*8 + (bit), width, offsetof(struct cm_##msg, member),         \
+		    sizeof(((struct cm_##msg *)0)->member), 0                                      \
+	}
+#define BYTES(msg, member, byte, len)                                                              \
+	{                                                                                          \
+		CM_FIELD_BYTES, (byte)*8, (len)*8, offsetof(struct cm_##msg, member), len, 0       \
+	}
+/* The two communication IDs that open REP, RTU, REJ, DREQ and DREP. */
+#define COMM_IDS(msg) F(msg, local_comm_id, 0, 0, 32), F(msg, remote_comm_id, 4, 0, 32)
+#define CONST(byte, bit, width, value)                                                             \
+	{                                                                                          \
+		CM_FIELD_CONST, (byte)*8 + (bit), width, 0, 0, value                               \
+	}
+
+/* clang-format off */
+
+/* REQ (12.6.5, table 106) */
+static const struct cm_field req_fields[] = {
+	F(req, local_comm_id, 0, 0, 32),
+	F(req, service_id, 8, 0, 64),
+	F(req, local_ca_guid, 16, 0, 64),
+	F(req, local_qkey, 28, 0, 32),
+	F(req, local_qpn, 32, 0, 24), F(req, responder_resources, 35, 0, 8),
+	F(req, initiator_depth, 39, 0, 8), /* after the local EECN, 0 */
+	F(req, remote_cm_timeout, 43, 0, 5), F(req, transport, 43, 5, 2),
+	F(req, flow_control, 43, 7, 1),
+	F(req, starting_psn, 44, 0, 24),
+	F(req, local_cm_timeout, 47, 0, 5), F(req, retry_count, 47, 5, 3),
+	F(req, pkey, 48, 0, 16),
+	F(req, path_mtu, 50, 0, 4), F(req, rnr_retry_count, 50, 5, 3),
+	F(req, max_cm_retries, 51, 0, 4), F(req, srq, 51, 4, 1),
+	/* RoCE has no LIDs: the permissive LID as local and remote port LID,
+	 * as Linux's CM sends for routed (hop limit > 1) paths. */
+	CONST(52, 0, 16, 0xffff), CONST(54, 0, 16, 0xffff),
+	BYTES(req, local_gid, 56, 16),
+	BYTES(req, remote_gid, 72, 16),
+	F(req, flow_label, 88, 0, 20),
+	F(req, traffic_class, 92, 0, 8), F(req, hop_limit, 93, 0, 8), /* SL 0, not subnet local */
+	F(req, local_ack_timeout, 95, 0, 5),
+	/* bytes 96..139: the alternate path */
+	BYTES(req, pdata, 140, CM_REQ_PDATA),
+};
+
+/* REP (12.6.8, table 109) */
+static const struct cm_field rep_fields[] = {
+	COMM_IDS(rep),
+	F(rep, local_qkey, 8, 0, 32),
+	F(rep, local_qpn, 12, 0, 24),
+	F(rep, starting_psn, 20, 0, 24),
+	F(rep, responder_resources, 24, 0, 8), F(rep, initiator_depth, 25, 0, 8),
+	F(rep, target_ack_delay, 26, 0, 5), F(rep, failover, 26, 5, 2),
+	F(rep, flow_control, 26, 7, 1),
+	F(rep, rnr_retry_count, 27, 0, 3), F(rep, srq, 27, 3, 1),
+	F(rep, local_ca_guid, 28, 0, 64),
+	BYTES(rep, pdata, 36, CM_REP_PDATA),
+};
+
+/* RTU (table 110) and DREP (table 115) */
+static const struct cm_field rtu_drep_fields[] = {
+	COMM_IDS(ids), BYTES(ids, pdata, 8, CM_RTU_PDATA),
+};
+
+/* DREQ (table 114) */
+static const struct cm_field dreq_fields[] = {
+	COMM_IDS(ids), F(ids, remote_qpn, 8, 0, 24), BYTES(ids, pdata, 12, CM_DREQ_PDATA),
+};
+
+/* REJ (12.6.7, table 111) */
+static const struct cm_field rej_fields[] = {
+	COMM_IDS(rej),
+	F(rej, msg_rejected, 8, 0, 2), F(rej, ari_len, 9, 0, 7), F(rej, reason, 10, 0, 16),
+	/* bytes 12..83: additional rejection information */
+	BYTES(rej, pdata, 84, CM_REJ_PDATA),
+};
+
+/* SIDR_REQ (12.11.1, table 117) */
+static const struct cm_field sidr_req_fields[] = {
+	F(sidr_req, request_id, 0, 0, 32), F(sidr_req, pkey, 4, 0, 16),
+	F(sidr_req, service_id, 8, 0, 64),
+	BYTES(sidr_req, pdata, 16, CM_SIDR_REQ_PDATA),
+};
+
+/* SIDR_REP (table 118) */
+static const struct cm_field sidr_rep_fields[] = {
+	F(sidr_rep, request_id, 0, 0, 32), F(sidr_rep, status, 4, 0, 8),
+	F(sidr_rep, qpn, 8, 0, 24),
+	F(sidr_rep, service_id, 12, 0, 64),
+	F(sidr_rep, qkey, 20, 0, 32),
+	/* bytes 24..95: additional information */
+	BYTES(sidr_rep, pdata, 96, CM_SIDR_REP_PDATA),
+};
+
+/* clang-format on */
+
+#define LAYOUT(name, msg, fields)                                                                  \
+	static const struct cm_layout name = {fields, sizeof(fields) / sizeof((fields)[0]),        \
+					      sizeof(struct cm_##msg)}
+LAYOUT(req_layout, req, req_fields);
+LAYOUT(rep_layout, rep, rep_fields);
+LAYOUT(rtu_drep_layout, ids, rtu_drep_fields);
+LAYOUT(dreq_layout, ids, dreq_fields);
+LAYOUT(rej_layout, rej, rej_fields);
+LAYOUT(sidr_req_layout, sidr_req, sidr_req_fields);
+LAYOUT(sidr_rep_layout, sidr_rep, sidr_rep_fields);
+
+/* RTU and DREP share a layout; cm_mad_put_ids/get_ids read any attribute
+ * but DREQ's with it. */
+static const struct cm_layout *ids_layout(uint16_t attr_id)
 {
-	put16(m, off, (uint16_t)(v >> 16));
-	put16(m, off + 2, (uint16_t)v);
+	return attr_id == CM_ATTR_DREQ ? &dreq_layout : &rtu_drep_layout;
 }
-static void put64(uint8_t *m, unsigned off, uint64_t v)
+
+const struct cm_layout *cm_mad_layout(uint16_t attr_id)
 {
-	put32(m, off, (uint32_t)(v >> 32));
-	put32(m, off + 4, (uint32_t)v);
+	switch (attr_id) {
+	case CM_ATTR_REQ:
+		return &req_layout;
+	case CM_ATTR_REP:
+		return &rep_layout;
+	case CM_ATTR_RTU:
+	case CM_ATTR_DREQ:
+	case CM_ATTR_DREP:
+		return ids_layout(attr_id);
+	case CM_ATTR_REJ:
+		return &rej_layout;
+	case CM_ATTR_SIDR_REQ:
+		return &sidr_req_layout;
+	case CM_ATTR_SIDR_REP:
+		return &sidr_rep_layout;
+	default:
+		return NULL;
+	}
 }
-static uint16_t get16(const uint8_t *m, unsigned off)
+
+/* The members are unsigned integers (or bool) of 1, 2, 4 or 8 bytes. */
+static uint64_t member_get(const void *msg, const struct cm_field *f)
 {
-	return (uint16_t)(m[off] << 8 | m[off + 1]);
+	const uint8_t *p = (const uint8_t *)msg + f->member;
+	uint8_t v8;
+	uint16_t v16;
+	uint32_t v32;
+	uint64_t v64;
+
+	if (f->size == 1) {
+		memcpy(&v8, p, 1);
+		return v8;
+	}
+	if (f->size == 2) {
+		memcpy(&v16, p, 2);
+		return v16;
+	}
+	if (f->size == 4) {
+		memcpy(&v32, p, 4);
+		return v32;
+	}
+	memcpy(&v64, p, 8);
+	return v64;
 }
-static uint32_t get32(const uint8_t *m, unsigned off)
+
+static void member_set(void *msg, const struct cm_field *f, uint64_t v)
 {
-	return (uint32_t)get16(m, off) << 16 | get16(m, off + 2);
-}
-static uint64_t get64(const uint8_t *m, unsigned off)
-{
-	return (uint64_t)get32(m, off) << 32 | get32(m, off + 4);
+	uint8_t *p = (uint8_t *)msg + f->member;
+	uint8_t v8 = (uint8_t)v;
+	uint16_t v16 = (uint16_t)v;
+	uint32_t v32 = (uint32_t)v;
+
+	if (f->size == 1)
+		memcpy(p, &v8, 1);
+	else if (f->size == 2)
+		memcpy(p, &v16, 2);
+	else if (f->size == 4)
+		memcpy(p, &v32, 4);
+	else
+		memcpy(p, &v, 8);
 }
 
 static void put_hdr(uint8_t *mad, uint16_t attr_id, uint64_t tid)
 {
 	memset(mad, 0, CM_MAD_SIZE);
-	put8(mad, 0, 1); /* base version */
-	put8(mad, 1, CM_MGMT_CLASS);
-	put8(mad, 2, CM_CLASS_VERSION);
-	put8(mad, 3, CM_METHOD_SEND);
-	put64(mad, 8, tid);
-	put16(mad, 16, attr_id);
+	mad[0] = 1; /* base version */
+	mad[1] = CM_MGMT_CLASS;
+	mad[2] = CM_CLASS_VERSION;
+	mad[3] = CM_METHOD_SEND;
+	put_bits(mad, 8 * 8, 64, tid);
+	put_bits(mad, 16 * 8, 16, attr_id);
 }
 
 int cm_mad_parse_hdr(const uint8_t *mad, size_t len, struct cm_mad_hdr *h)
@@ -61,232 +233,111 @@ int cm_mad_parse_hdr(const uint8_t *mad, size_t len, struct cm_mad_hdr *h)
 	    mad[2] != CM_CLASS_VERSION)
 		return -EINVAL;
 	h->method = mad[3];
-	h->tid = get64(mad, 8);
-	h->attr_id = get16(mad, 16);
+	h->tid = get_bits(mad, 8 * 8, 64);
+	h->attr_id = (uint16_t)get_bits(mad, 16 * 8, 16);
 	if (h->method != CM_METHOD_SEND)
 		return -EINVAL; /* CM uses Send only (12.11) */
 	return 0;
 }
 
-/* ---- REQ (12.6.5, table 106) ---- */
-
-void cm_mad_put_req(uint8_t *mad, uint64_t tid, const struct cm_req *r)
-{
-	uint8_t *m = mad + CM_OFF;
-
-	put_hdr(mad, CM_ATTR_REQ, tid);
-	put32(m, 0, r->local_comm_id);
-	put64(m, 8, r->service_id);
-	put64(m, 16, r->local_ca_guid);
-	put32(m, 28, r->local_qkey);
-	put32(m, 32, r->local_qpn << 8 | r->responder_resources);
-	put32(m, 36, r->initiator_depth); /* local EECN 0 */
-	put8(m, 43,
-	     (uint8_t)((r->remote_cm_timeout & 0x1f) << 3 | (r->transport & 3) << 1 |
-		       (r->flow_control & 1)));
-	put32(m, 44,
-	      (r->starting_psn & 0xffffff) << 8 |
-		  (uint32_t)((r->local_cm_timeout & 0x1f) << 3 | (r->retry_count & 7)));
-	put16(m, 48, r->pkey);
-	put8(m, 50, (uint8_t)((r->path_mtu & 0xf) << 4 | (r->rnr_retry_count & 7)));
-	put8(m, 51, (uint8_t)((r->max_cm_retries & 0xf) << 4 | (r->srq ? 1 << 3 : 0)));
-	/* RoCE has no LIDs: the permissive LID, as Linux's CM sends for
-	 * routed (hop limit > 1) paths. */
-	put16(m, 52, 0xffff);
-	put16(m, 54, 0xffff);
-	memcpy(m + 56, r->local_gid, 16);
-	memcpy(m + 72, r->remote_gid, 16);
-	put32(m, 88, (r->flow_label & 0xfffff) << 12);
-	put8(m, 92, r->traffic_class);
-	put8(m, 93, r->hop_limit);
-	put8(m, 94, 0); /* SL 0, not subnet local */
-	put8(m, 95, (uint8_t)((r->local_ack_timeout & 0x1f) << 3));
-	memcpy(m + 140, r->pdata, CM_REQ_PDATA); /* after the 44-byte alternate path (96..139) */
-}
-
-void cm_mad_get_req(const uint8_t *mad, struct cm_req *r)
-{
-	const uint8_t *m = mad + CM_OFF;
-
-	memset(r, 0, sizeof(*r));
-	r->local_comm_id = get32(m, 0);
-	r->service_id = get64(m, 8);
-	r->local_ca_guid = get64(m, 16);
-	r->local_qkey = get32(m, 28);
-	r->local_qpn = get32(m, 32) >> 8;
-	r->responder_resources = m[35];
-	r->initiator_depth = m[39];
-	r->remote_cm_timeout = m[43] >> 3;
-	r->transport = (m[43] >> 1) & 3;
-	r->flow_control = m[43] & 1;
-	r->starting_psn = get32(m, 44) >> 8;
-	r->local_cm_timeout = m[47] >> 3;
-	r->retry_count = m[47] & 7;
-	r->pkey = get16(m, 48);
-	r->path_mtu = m[50] >> 4;
-	r->rnr_retry_count = m[50] & 7;
-	r->max_cm_retries = m[51] >> 4;
-	r->srq = (m[51] >> 3) & 1;
-	memcpy(r->local_gid, m + 56, 16);
-	memcpy(r->remote_gid, m + 72, 16);
-	r->flow_label = get32(m, 88) >> 12;
-	r->traffic_class = m[92];
-	r->hop_limit = m[93];
-	r->local_ack_timeout = m[95] >> 3;
-	memcpy(r->pdata, m + 140, CM_REQ_PDATA);
-}
-
-/* ---- REP (12.6.8, table 109) ---- */
-
-void cm_mad_put_rep(uint8_t *mad, uint64_t tid, const struct cm_rep *r)
-{
-	uint8_t *m = mad + CM_OFF;
-
-	put_hdr(mad, CM_ATTR_REP, tid);
-	put32(m, 0, r->local_comm_id);
-	put32(m, 4, r->remote_comm_id);
-	put32(m, 8, r->local_qkey);
-	put32(m, 12, r->local_qpn << 8);
-	put32(m, 20, (r->starting_psn & 0xffffff) << 8);
-	put8(m, 24, r->responder_resources);
-	put8(m, 25, r->initiator_depth);
-	put8(m, 26,
-	     (uint8_t)((r->target_ack_delay & 0x1f) << 3 | (r->failover & 3) << 1 |
-		       (r->flow_control & 1)));
-	put8(m, 27, (uint8_t)((r->rnr_retry_count & 7) << 5 | (r->srq ? 1 << 4 : 0)));
-	put64(m, 28, r->local_ca_guid);
-	memcpy(m + 36, r->pdata, CM_REP_PDATA);
-}
-
-void cm_mad_get_rep(const uint8_t *mad, struct cm_rep *r)
-{
-	const uint8_t *m = mad + CM_OFF;
-
-	memset(r, 0, sizeof(*r));
-	r->local_comm_id = get32(m, 0);
-	r->remote_comm_id = get32(m, 4);
-	r->local_qkey = get32(m, 8);
-	r->local_qpn = get32(m, 12) >> 8;
-	r->starting_psn = get32(m, 20) >> 8;
-	r->responder_resources = m[24];
-	r->initiator_depth = m[25];
-	r->target_ack_delay = m[26] >> 3;
-	r->failover = (m[26] >> 1) & 3;
-	r->flow_control = m[26] & 1;
-	r->rnr_retry_count = m[27] >> 5;
-	r->srq = (m[27] >> 4) & 1;
-	r->local_ca_guid = get64(m, 28);
-	memcpy(r->pdata, m + 36, CM_REP_PDATA);
-}
-
-/* ---- RTU (table 110), DREQ (table 114), DREP (table 115) ---- */
-
-void cm_mad_put_ids(uint8_t *mad, uint64_t tid, uint16_t attr_id, const struct cm_ids *r)
+/* Encodes msg, the struct of the message laid out by l, into a whole MAD. */
+static void put_msg(uint8_t *mad, uint64_t tid, uint16_t attr_id, const struct cm_layout *l,
+		    const void *msg)
 {
 	uint8_t *m = mad + CM_OFF;
 
 	put_hdr(mad, attr_id, tid);
-	put32(m, 0, r->local_comm_id);
-	put32(m, 4, r->remote_comm_id);
-	if (attr_id == CM_ATTR_DREQ) {
-		put32(m, 8, r->remote_qpn << 8);
-		memcpy(m + 12, r->pdata, CM_DREQ_PDATA);
-	} else {
-		memcpy(m + 8, r->pdata, CM_RTU_PDATA);
+	for (const struct cm_field *f = l->fields; f < l->fields + l->n; f++) {
+		if (f->kind == CM_FIELD_BYTES)
+			memcpy(m + f->bit / 8, (const uint8_t *)msg + f->member, f->size);
+		else
+			put_bits(m, f->bit, f->width,
+				 f->kind == CM_FIELD_CONST ? f->value : member_get(msg, f));
 	}
 }
 
-void cm_mad_get_ids(const uint8_t *mad, uint16_t attr_id, struct cm_ids *r)
+/* Decodes the message laid out by l into msg, its struct. */
+static void get_msg(const uint8_t *mad, const struct cm_layout *l, void *msg)
 {
 	const uint8_t *m = mad + CM_OFF;
 
-	memset(r, 0, sizeof(*r));
-	r->local_comm_id = get32(m, 0);
-	r->remote_comm_id = get32(m, 4);
-	if (attr_id == CM_ATTR_DREQ) {
-		r->remote_qpn = get32(m, 8) >> 8;
-		memcpy(r->pdata, m + 12, CM_DREQ_PDATA);
-	} else {
-		memcpy(r->pdata, m + 8, CM_RTU_PDATA);
+	memset(msg, 0, l->msg_size);
+	for (const struct cm_field *f = l->fields; f < l->fields + l->n; f++) {
+		if (f->kind == CM_FIELD_BYTES)
+			memcpy((uint8_t *)msg + f->member, m + f->bit / 8, f->size);
+		else if (f->kind == CM_FIELD_UINT)
+			member_set(msg, f, get_bits(m, f->bit, f->width));
 	}
 }
 
-/* ---- REJ (12.6.7, table 111) ---- */
-
-void cm_mad_put_rej(uint8_t *mad, uint64_t tid, const struct cm_rej *r)
+int cm_mad_put(uint8_t *mad, uint64_t tid, uint16_t attr_id, const void *msg)
 {
-	uint8_t *m = mad + CM_OFF;
+	const struct cm_layout *l = cm_mad_layout(attr_id);
 
-	put_hdr(mad, CM_ATTR_REJ, tid);
-	put32(m, 0, r->local_comm_id);
-	put32(m, 4, r->remote_comm_id);
-	put8(m, 8, (uint8_t)((r->msg_rejected & 3) << 6));
-	put8(m, 9, (uint8_t)((r->ari_len & 0x7f) << 1));
-	put16(m, 10, r->reason);
-	memcpy(m + 84, r->pdata, CM_REJ_PDATA);
+	if (!l)
+		return -EINVAL;
+	put_msg(mad, tid, attr_id, l, msg);
+	return 0;
 }
 
-void cm_mad_get_rej(const uint8_t *mad, struct cm_rej *r)
+int cm_mad_get(const uint8_t *mad, uint16_t attr_id, void *msg)
 {
-	const uint8_t *m = mad + CM_OFF;
+	const struct cm_layout *l = cm_mad_layout(attr_id);
 
-	memset(r, 0, sizeof(*r));
-	r->local_comm_id = get32(m, 0);
-	r->remote_comm_id = get32(m, 4);
-	r->msg_rejected = m[8] >> 6;
-	r->ari_len = m[9] >> 1;
-	r->reason = get16(m, 10);
-	memcpy(r->pdata, m + 84, CM_REJ_PDATA);
+	if (!l)
+		return -EINVAL;
+	get_msg(mad, l, msg);
+	return 0;
 }
 
-/* ---- SIDR_REQ (12.11.1, table 117) and SIDR_REP (table 118) ---- */
-
-void cm_mad_put_sidr_req(uint8_t *mad, uint64_t tid, const struct cm_sidr_req *r)
+void cm_mad_put_req(uint8_t *mad, uint64_t tid, const struct cm_req *m)
 {
-	uint8_t *m = mad + CM_OFF;
-
-	put_hdr(mad, CM_ATTR_SIDR_REQ, tid);
-	put32(m, 0, r->request_id);
-	put16(m, 4, r->pkey);
-	put64(m, 8, r->service_id);
-	memcpy(m + 16, r->pdata, CM_SIDR_REQ_PDATA);
+	put_msg(mad, tid, CM_ATTR_REQ, &req_layout, m);
+}
+void cm_mad_put_rep(uint8_t *mad, uint64_t tid, const struct cm_rep *m)
+{
+	put_msg(mad, tid, CM_ATTR_REP, &rep_layout, m);
+}
+void cm_mad_put_ids(uint8_t *mad, uint64_t tid, uint16_t attr_id, const struct cm_ids *m)
+{
+	put_msg(mad, tid, attr_id, ids_layout(attr_id), m);
+}
+void cm_mad_put_rej(uint8_t *mad, uint64_t tid, const struct cm_rej *m)
+{
+	put_msg(mad, tid, CM_ATTR_REJ, &rej_layout, m);
+}
+void cm_mad_put_sidr_req(uint8_t *mad, uint64_t tid, const struct cm_sidr_req *m)
+{
+	put_msg(mad, tid, CM_ATTR_SIDR_REQ, &sidr_req_layout, m);
+}
+void cm_mad_put_sidr_rep(uint8_t *mad, uint64_t tid, const struct cm_sidr_rep *m)
+{
+	put_msg(mad, tid, CM_ATTR_SIDR_REP, &sidr_rep_layout, m);
 }
 
-void cm_mad_get_sidr_req(const uint8_t *mad, struct cm_sidr_req *r)
+void cm_mad_get_req(const uint8_t *mad, struct cm_req *m)
 {
-	const uint8_t *m = mad + CM_OFF;
-
-	memset(r, 0, sizeof(*r));
-	r->request_id = get32(m, 0);
-	r->pkey = get16(m, 4);
-	r->service_id = get64(m, 8);
-	memcpy(r->pdata, m + 16, CM_SIDR_REQ_PDATA);
+	get_msg(mad, &req_layout, m);
 }
-
-void cm_mad_put_sidr_rep(uint8_t *mad, uint64_t tid, const struct cm_sidr_rep *r)
+void cm_mad_get_rep(const uint8_t *mad, struct cm_rep *m)
 {
-	uint8_t *m = mad + CM_OFF;
-
-	put_hdr(mad, CM_ATTR_SIDR_REP, tid);
-	put32(m, 0, r->request_id);
-	put8(m, 4, r->status);
-	put32(m, 8, r->qpn << 8);
-	put64(m, 12, r->service_id);
-	put32(m, 20, r->qkey);
-	memcpy(m + 96, r->pdata, CM_SIDR_REP_PDATA);
+	get_msg(mad, &rep_layout, m);
 }
-
-void cm_mad_get_sidr_rep(const uint8_t *mad, struct cm_sidr_rep *r)
+void cm_mad_get_ids(const uint8_t *mad, uint16_t attr_id, struct cm_ids *m)
 {
-	const uint8_t *m = mad + CM_OFF;
-
-	memset(r, 0, sizeof(*r));
-	r->request_id = get32(m, 0);
-	r->status = m[4];
-	r->qpn = get32(m, 8) >> 8;
-	r->service_id = get64(m, 12);
-	r->qkey = get32(m, 20);
-	memcpy(r->pdata, m + 96, CM_SIDR_REP_PDATA);
+	get_msg(mad, ids_layout(attr_id), m);
+}
+void cm_mad_get_rej(const uint8_t *mad, struct cm_rej *m)
+{
+	get_msg(mad, &rej_layout, m);
+}
+void cm_mad_get_sidr_req(const uint8_t *mad, struct cm_sidr_req *m)
+{
+	get_msg(mad, &sidr_req_layout, m);
+}
+void cm_mad_get_sidr_rep(const uint8_t *mad, struct cm_sidr_rep *m)
+{
+	get_msg(mad, &sidr_rep_layout, m);
 }
 
 /* ---- rdma_cm IP conventions ---- */
@@ -310,7 +361,7 @@ void cma_hdr_put(uint8_t *p, const struct cma_hdr *h)
 	memset(p, 0, CMA_HDR_LEN);
 	p[0] = 0; /* CMA version */
 	p[1] = (uint8_t)(h->ip_version << 4);
-	put16(p, 2, h->src_port);
+	put_bits(p, 2 * 8, 16, h->src_port);
 	memcpy(p + 4, h->src, 16);
 	memcpy(p + 20, h->dst, 16);
 }
@@ -322,7 +373,7 @@ int cma_hdr_get(const uint8_t *p, struct cma_hdr *h)
 	h->ip_version = p[1] >> 4;
 	if (h->ip_version != 4 && h->ip_version != 6)
 		return -EINVAL;
-	h->src_port = get16(p, 2);
+	h->src_port = (uint16_t)get_bits(p, 2 * 8, 16);
 	memcpy(h->src, p + 4, 16);
 	memcpy(h->dst, p + 20, 16);
 	return 0;

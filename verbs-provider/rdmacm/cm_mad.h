@@ -130,6 +130,35 @@ struct cm_sidr_rep {
 	uint8_t pdata[CM_SIDR_REP_PDATA];
 };
 
+/** Where a field of a CM message sits (IBA 12.6 tables) and what holds it. */
+struct cm_field {
+	enum { CM_FIELD_UINT, CM_FIELD_BYTES, CM_FIELD_CONST } kind;
+	uint16_t bit;	 /**< first bit from the start of the CM message (MAD byte 24), MSB first */
+	uint16_t width;	 /**< bits (a byte string: its length times 8) */
+	uint16_t member; /**< offsetof the member in the message's struct */
+	uint16_t size;	 /**< sizeof that member (a byte string: bytes on the wire) */
+	uint64_t value;	 /**< CM_FIELD_CONST: what is always sent */
+};
+
+/** A message's fields, in order, and the size of its struct (cm_req, ...). */
+struct cm_layout {
+	const struct cm_field *fields;
+	size_t n;
+	size_t msg_size;
+};
+
+/**
+ * The layout of message attr_id (REQ, REP, RTU, REJ, DREQ, DREP, SIDR_REQ,
+ * SIDR_REP), which both the encoder and the decoder read; NULL for another.
+ */
+const struct cm_layout *cm_mad_layout(uint16_t attr_id);
+
+/** Encodes msg, the struct of message attr_id, into a MAD; -EINVAL for an
+ * attribute without a layout. The typed cm_mad_put_* below do the same. */
+int cm_mad_put(uint8_t *mad, uint64_t tid, uint16_t attr_id, const void *msg);
+/** Decodes message attr_id into msg, its struct; -EINVAL as cm_mad_put. */
+int cm_mad_get(const uint8_t *mad, uint16_t attr_id, void *msg);
+
 /** Header of a received MAD; -EINVAL if it is not a CM Send MAD we can read. */
 int cm_mad_parse_hdr(const uint8_t *mad, size_t len, struct cm_mad_hdr *h);
 
