@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "cm_peer.h"
 #include "cm_stub.h"
 
 #define PEER	  2 /* 10.0.0.2: the legitimate peer */
@@ -68,27 +69,11 @@ static void sin_of(struct sockaddr_in *s, uint8_t last, uint16_t port)
 
 static void build_req(uint8_t *mad, uint32_t comm, uint8_t src_last, uint16_t port)
 {
-	struct cm_req r = {0};
-	struct cma_hdr h = {.ip_version = 4, .src_port = 40000};
+	struct cm_req r;
 
-	r.local_comm_id = comm;
-	r.service_id = cma_service_id(RDMA_PS_TCP, port);
-	r.local_qpn = PEER_QPN;
-	r.responder_resources = r.initiator_depth = 1;
+	cm_peer_req(&r, RDMA_PS_TCP, port, comm, src_last, PEER_QPN);
 	r.starting_psn = 0x42;
-	r.retry_count = r.rnr_retry_count = 7;
-	r.pkey = 0xffff;
-	r.path_mtu = IBV_MTU_1024;
-	r.max_cm_retries = 8;
-	union ibv_gid g;
-	stub_gid_v4(&g, src_last);
-	memcpy(r.local_gid, g.raw, 16);
-	stub_gid_v4(&g, 1);
-	memcpy(r.remote_gid, g.raw, 16);
-	r.hop_limit = 64;
-	h.src[12] = 10, h.src[15] = src_last;
-	h.dst[12] = 10, h.dst[15] = 1;
-	cma_hdr_put(r.pdata, &h);
+	r.rnr_retry_count = 7;
 	cm_mad_put_req(mad, 0x77, &r);
 }
 
@@ -374,12 +359,9 @@ static void sidr_req_for_rc_listener(void **state)
 {
 	struct ctx *t = *state;
 	uint8_t mad[CM_MAD_SIZE];
-	struct cm_sidr_req r = {
-	    .request_id = 0x9000, .pkey = 0xffff, .service_id = cma_service_id(RDMA_PS_TCP, PORT)};
-	struct cma_hdr h = {.ip_version = 4, .src_port = 40000};
+	struct cm_sidr_req r;
 
-	h.src[12] = 10, h.src[15] = PEER, h.dst[12] = 10, h.dst[15] = 1;
-	cma_hdr_put(r.pdata, &h);
+	cm_peer_sidr_req(&r, RDMA_PS_TCP, PORT, 0x9000, PEER);
 	cm_mad_put_sidr_req(mad, 9, &r);
 	rx_from(PEER, mad);
 	assert_int_equal(cma_stats.wrong_service, 1);

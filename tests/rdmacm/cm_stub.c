@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "cm_peer.h"
 #include "cm_stub.h"
 
 pthread_mutex_t cma_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -16,10 +17,7 @@ static bool stub_ready;
 
 void stub_gid_v4(union ibv_gid *g, uint8_t last)
 {
-	memset(g, 0, sizeof(*g));
-	g->raw[10] = g->raw[11] = 0xff;
-	g->raw[12] = 10;
-	g->raw[15] = last;
+	cm_peer_gid(g->raw, last);
 }
 
 void stub_grh_v4(uint8_t *grh, uint8_t last)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cm_mad.h"
+#include "cm_peer.h"
 
 #define PEER 8 /* flags bit 3: from 10.0.0.2 */
 
@@ -35,29 +36,16 @@ static int save(const char *dir, const char *name)
 	return 0;
 }
 
+/* A request from the peer 10.0.0.2: SIDR_REQ for the UDP port space, else REQ. */
 static void req(uint8_t *mad, uint16_t ps, uint16_t port, uint32_t comm)
 {
-	struct cm_req r = {.local_comm_id = comm,
-			   .service_id = cma_service_id(ps, port),
-			   .local_qpn = 0x111,
-			   .responder_resources = 1,
-			   .initiator_depth = 1,
-			   .retry_count = 7,
-			   .pkey = 0xffff,
-			   .path_mtu = 3,
-			   .max_cm_retries = 8,
-			   .hop_limit = 64};
-	struct cma_hdr h = {.ip_version = 4, .src_port = 40000};
-	r.local_gid[10] = r.local_gid[11] = 0xff, r.local_gid[12] = 10, r.local_gid[15] = 2;
-	r.remote_gid[10] = r.remote_gid[11] = 0xff, r.remote_gid[12] = 10, r.remote_gid[15] = 1;
-	h.src[12] = 10, h.src[15] = 2, h.dst[12] = 10, h.dst[15] = 1;
-	cma_hdr_put(r.pdata, &h);
 	if (ps == 0x0111) {
-		struct cm_sidr_req s = {
-		    .request_id = comm, .pkey = 0xffff, .service_id = r.service_id};
-		cma_hdr_put(s.pdata, &h);
+		struct cm_sidr_req s;
+		cm_peer_sidr_req(&s, ps, port, comm, 2);
 		cm_mad_put_sidr_req(mad, 1, &s);
 	} else {
+		struct cm_req r;
+		cm_peer_req(&r, ps, port, comm, 2, 0x111);
 		cm_mad_put_req(mad, 1, &r);
 	}
 }

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "../rdmacm/cm_peer.h"
 #include "cm_mad.h"
 
 static void fill(uint8_t *p, size_t n, uint8_t seed)
@@ -25,29 +26,18 @@ static void fill(uint8_t *p, size_t n, uint8_t seed)
 static void req_layout(void **state)
 {
 	(void)state;
-	struct cm_req r = {.local_comm_id = 0x11223344,
-			   .service_id = cma_service_id(0x0106, 7471),
-			   .local_ca_guid = 0x0102030405060708ull,
-			   .local_qpn = 0xabcdef,
-			   .responder_resources = 3,
-			   .initiator_depth = 4,
-			   .remote_cm_timeout = 18,
-			   .transport = CM_TRANSPORT_UC,
-			   .flow_control = 1,
-			   .starting_psn = 0x123456,
-			   .local_cm_timeout = 17,
-			   .retry_count = 6,
-			   .pkey = 0xffff,
-			   .path_mtu = 5,
-			   .rnr_retry_count = 7,
-			   .max_cm_retries = 8,
-			   .srq = true,
-			   .hop_limit = 64,
-			   .local_ack_timeout = 14};
 	uint8_t mad[CM_MAD_SIZE];
-	struct cm_req d;
+	struct cm_req r, d;
 	struct cm_mad_hdr h;
 
+	/* a peer's REQ, with values that tell the fields apart on the wire */
+	cm_peer_req(&r, 0x0106, 7471, 0x11223344, 2, 0xabcdef);
+	r.local_ca_guid = 0x0102030405060708ull;
+	r.responder_resources = 3, r.initiator_depth = 4;
+	r.remote_cm_timeout = 18, r.transport = CM_TRANSPORT_UC, r.flow_control = 1; /* byte 43 */
+	r.starting_psn = 0x123456, r.local_cm_timeout = 17, r.retry_count = 6;	     /* 44..47 */
+	r.path_mtu = 5, r.rnr_retry_count = 7, r.srq = true;			     /* 50, 51 */
+	r.local_ack_timeout = 14;
 	fill(r.local_gid, 16, 1);
 	fill(r.remote_gid, 16, 2);
 	fill(r.pdata, CM_REQ_PDATA, 3);
