@@ -1,11 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file
- * CRC-32 (IEEE, reflected 0xEDB88320) by carry-less multiplication
- * (PCLMULQDQ), folding four independent 128-bit lanes, then one lane, then
- * a Barrett reduction. The method is the one of Gopal et al., "Fast CRC
- * Computation for Generic Polynomials Using PCLMULQDQ Instruction" (Intel,
- * 2009); the constants are derived here from the polynomial at start-up.
+ * CRC-32 (IEEE, reflected 0xEDB88320) by carry-less multiplication,
+ * folding independent 128-bit lanes, then one lane, then a Barrett
+ * reduction. The method is the one of Gopal et al., "Fast CRC Computation
+ * for Generic Polynomials Using PCLMULQDQ Instruction" (Intel, 2009); the
+ * constants are derived here from the polynomial at start-up.
+ *
+ * Two kinds (enum crc32_clmul_kind):
+ * - "pclmul-4x": PCLMULQDQ on four 128-bit lanes, 64 bytes per round.
+ * - "vpclmul-avx2": VPCLMULQDQ on four 256-bit registers (eight lanes),
+ *   128 bytes per round. Folding is bound by the carry-less multiplier's
+ *   throughput, not its latency (two multiplications per 16 bytes; on the
+ *   EPYC this was measured on, one (V)PCLMULQDQ per ~2 cycles, 128 or 256
+ *   bits alike, latency ~4), so more 128-bit lanes would not help and the
+ *   256-bit form doubles the rate. Without AVX-512 that is the ceiling.
  *
  * Bit order. Data and register are reflected: in a 16-byte block loaded
  * little-endian, bit m of the 128-bit value is the coefficient of x^(127-m)
@@ -23,8 +32,9 @@
  * len % 16 bytes go into a zero-padded head block on the stack. All other
  * loads are unaligned loads (loadu), nothing reads outside [data, data+len).
  *
- * x86 only; the code is compiled for PCLMULQDQ and SSE4.1 with a target
- * attribute (no -march for the build) and runs only if the CPU has them.
+ * x86 only; the code is compiled for PCLMULQDQ and SSE4.1 (and VPCLMULQDQ
+ * and AVX2 for the wide kind) with target attributes, so the build needs no
+ * -march, and roce_crc32_clmul_init() says which kind the CPU runs.
  */
 #include <string.h>
 
@@ -248,9 +258,14 @@ static CLMUL_TARGET uint32_t fold_all_4x(const uint8_t *head, size_t head_len, c
  * The same with VPCLMULQDQ on 256-bit registers (AVX2): four registers of
  * two lanes each, 128 bytes per round.
  */
-#define WIDE_TARGET __attribute__((target("vpclmulqdq,avx2,pclmul,sse4.1")))
-#define WIDE_INLINE                                                                                \
-	__attribute__((target("vpclmulqdq,avx2,pclmul,sse4.1"), always_inline)) static inline
+#if defined(__clang__)
+#define WIDE_ISA "vpclmulqdq,avx2,pclmul,sse4.1"
+#else
+/* tuned for DPDK's -march=corei7, GCC would split each unaligned 256-bit load and store in two */
+#define WIDE_ISA "vpclmulqdq,avx2,pclmul,sse4.1,tune=generic"
+#endif
+#define WIDE_TARGET __attribute__((target(WIDE_ISA)))
+#define WIDE_INLINE __attribute__((target(WIDE_ISA), always_inline)) static inline
 
 WIDE_INLINE __m256i fold_wide(__m256i a, __m256i kd)
 {
