@@ -194,19 +194,34 @@ static double payload_mbps(const struct insp_half *h)
 }
 
 /* Conversations in report order: the first half of each, by creation. */
+/* A conversation is named by its first direction, or by its only one. */
+static bool opens_conversation(const struct insp_half *h)
+{
+	return h->is_first || !h->peer;
+}
+
 static unsigned conversation_number(const struct insp_state *s, const struct insp_half *h)
 {
 	unsigned n = 0;
 
-	if (h && !h->is_first && h->peer)
+	if (h && !opens_conversation(h))
 		h = h->peer;
 	for (unsigned i = 0; i < s->nhalves; i++) {
-		if (s->halves[i]->is_first || !s->halves[i]->peer)
+		if (opens_conversation(s->halves[i]))
 			n++;
 		if (s->halves[i] == h)
 			return n;
 	}
 	return 0;
+}
+
+/* The next parse status after r that some malformed frame had, or
+ * ROCE_PARSE_STATUS_COUNT. Start with r = 0 (ROCE_PARSE_OK). */
+static unsigned next_malformed_reason(const struct insp_state *s, unsigned r)
+{
+	while (++r < ROCE_PARSE_STATUS_COUNT && !s->parse_status[r])
+		;
+	return r;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -511,7 +526,7 @@ static void totals_of(const struct insp_state *s, struct totals *t)
 	for (unsigned i = 0; i < s->nhalves; i++) {
 		const struct insp_half *h = s->halves[i];
 
-		if (h->is_first || !h->peer)
+		if (opens_conversation(h))
 			t->conversations++;
 		t->pkts += h->pkts;
 		t->payload += h->payload_bytes;
@@ -539,16 +554,62 @@ static void totals_of(const struct insp_state *s, struct totals *t)
 	}
 }
 
-void insp_report_text(FILE *out, const struct insp_state *s, const struct insp_report_opts *o)
+static uint64_t totals_msgs(const struct totals *t)
+{
+	uint64_t n = 0;
+
+	for (unsigned k = 0; k < INSP_MSG_KINDS; k++)
+		n += t->msgs[k];
+	return n;
+}
+
+/* One conversation as the reports show it. */
+struct conv {
+	unsigned n;		       /* its number, from 1 */
+	const struct insp_half *h, *p; /* the direction that names it, the other (or NULL) */
+	char a[48], b[48];	       /* h's source and destination address */
+};
+
+/* A report format: what it prints for each part, in the order of the walk. */
+struct report_fmt {
+	void (*head)(FILE *out, const struct insp_state *s, const struct insp_report_opts *o);
+	void (*conversation)(FILE *out, const struct conv *c);
+	void (*totals)(FILE *out, const struct insp_state *s, const struct totals *t);
+	void (*tail)(FILE *out, const struct insp_state *s, const struct insp_report_opts *o);
+};
+
+/* The one walk over the analysis that both the text and the JSON report take. */
+static void report(FILE *out, const struct insp_state *s, const struct insp_report_opts *o,
+		   const struct report_fmt *f)
 {
 	struct totals *t = calloc(1, sizeof(*t));
-	char d[32], qa[16], qb[16], a[48], b[48];
-	uint64_t other = s->frames_by_class[INSP_NON_IP] + s->frames_by_class[INSP_NON_UDP] +
-			 s->frames_by_class[INSP_UDP_OTHER] + s->frames_by_class[INSP_SHORT];
-	unsigned conv = 0;
+	struct conv c = {0};
 
 	if (!t)
 		return;
+	f->head(out, s, o);
+	for (unsigned i = 0; i < s->nhalves; i++) {
+		if (!opens_conversation(s->halves[i]))
+			continue;
+		c.n++;
+		c.h = s->halves[i];
+		c.p = c.h->peer;
+		insp_gid_text(c.h->src, c.a, sizeof(c.a));
+		insp_gid_text(c.h->dst, c.b, sizeof(c.b));
+		f->conversation(out, &c);
+	}
+	totals_of(s, t);
+	f->totals(out, s, t);
+	f->tail(out, s, o);
+	free(t);
+}
+
+static void text_head(FILE *out, const struct insp_state *s, const struct insp_report_opts *o)
+{
+	char d[32];
+	uint64_t other = s->frames_by_class[INSP_NON_IP] + s->frames_by_class[INSP_NON_UDP] +
+			 s->frames_by_class[INSP_UDP_OTHER] + s->frames_by_class[INSP_SHORT];
+
 	for (unsigned i = 0; i < o->nfiles; i++)
 		fprintf(out, "capture %s\n", o->files[i]);
 	fprintf(out,
@@ -561,51 +622,44 @@ void insp_report_text(FILE *out, const struct insp_state *s, const struct insp_r
 		s->frames_by_class[INSP_UDP_OTHER], s->frames_by_class[INSP_SHORT],
 		s->truncated_frames);
 	if (s->frames_by_class[INSP_ROCE_MALFORMED]) {
-		bool any = false;
-
 		fprintf(out, "malformed RoCEv2 by reason:");
-		for (unsigned r = 1; r < ROCE_PARSE_STATUS_COUNT; r++) {
-			if (!s->parse_status[r])
-				continue;
-			fprintf(out, "%s %s %" PRIu64, any ? "," : "",
+		for (unsigned r = next_malformed_reason(s, 0), any = 0; r < ROCE_PARSE_STATUS_COUNT;
+		     r = next_malformed_reason(s, r))
+			fprintf(out, "%s %s %" PRIu64, any++ ? "," : "",
 				roce_parse_status_name((enum roce_parse_status)r),
 				s->parse_status[r]);
-			any = true;
-		}
 		fputc('\n', out);
 	}
 	fprintf(out, "duration %s, wire bytes %" PRIu64 "\n",
 		insp_fmt_ns(s->ts_valid ? s->last_ts - s->first_ts : 0, d, sizeof(d)),
 		s->wire_bytes);
+}
 
-	for (unsigned i = 0; i < s->nhalves; i++) {
-		const struct insp_half *h = s->halves[i], *p = h->peer;
+static void text_conversation(FILE *out, const struct conv *c)
+{
+	char qa[16], qb[16];
 
-		if (!h->is_first && p)
-			continue;
-		conv++;
-		insp_gid_text(h->src, a, sizeof(a));
-		insp_gid_text(h->dst, b, sizeof(b));
-		fprintf(out, "\nconversation %u: %s %s qp %s <-> %s qp %s", conv,
-			insp_transport_name(conv_transport(h)), a,
-			qpn_text(src_qpn(h), qa, sizeof(qa)), b, qpn_text(h->dqpn, qb, sizeof(qb)));
-		if (p)
-			fprintf(out, " (paired by %s)\n", h->paired_by);
-		else
-			fprintf(out, h->self_connected ? " (a QP connected to itself)\n"
-						       : " (one direction only)\n");
-		text_half(out, h);
-		if (p)
-			text_half(out, p);
-	}
+	fprintf(out, "\nconversation %u: %s %s qp %s <-> %s qp %s", c->n,
+		insp_transport_name(conv_transport(c->h)), c->a,
+		qpn_text(src_qpn(c->h), qa, sizeof(qa)), c->b,
+		qpn_text(c->h->dqpn, qb, sizeof(qb)));
+	if (c->p)
+		fprintf(out, " (paired by %s)\n", c->h->paired_by);
+	else
+		fprintf(out, c->h->self_connected ? " (a QP connected to itself)\n"
+						  : " (one direction only)\n");
+	text_half(out, c->h);
+	if (c->p)
+		text_half(out, c->p);
+}
 
-	totals_of(s, t);
+static void text_totals(FILE *out, const struct insp_state *s, const struct totals *t)
+{
 	fprintf(out,
 		"\ntotals: conversations %" PRIu64 ", packets %" PRIu64 ", payload bytes %" PRIu64
 		", messages %" PRIu64 " (SEND %" PRIu64 ", WRITE %" PRIu64 ", READ %" PRIu64
 		", ATOMIC %" PRIu64 "), completed %" PRIu64 ", incomplete %" PRIu64 "\n",
-		t->conversations, t->pkts, t->payload,
-		t->msgs[0] + t->msgs[1] + t->msgs[2] + t->msgs[3], t->msgs[0], t->msgs[1],
+		t->conversations, t->pkts, t->payload, totals_msgs(t), t->msgs[0], t->msgs[1],
 		t->msgs[2], t->msgs[3], t->completed, t->incomplete);
 	fprintf(out,
 		"  retransmitted %" PRIu64 ", duplicates %" PRIu64 ", out-of-sequence %" PRIu64
@@ -618,7 +672,10 @@ void insp_report_text(FILE *out, const struct insp_state *s, const struct insp_r
 	if (s->flow_table_full)
 		fprintf(out, "  flow table full: %" PRIu64 " packets not attributed\n",
 			s->flow_table_full);
+}
 
+static void text_tail(FILE *out, const struct insp_state *s, const struct insp_report_opts *o)
+{
 	if (s->nevents) {
 		char w[48], e[384];
 		unsigned shown = 0;
@@ -635,7 +692,13 @@ void insp_report_text(FILE *out, const struct insp_state *s, const struct insp_r
 				(uint64_t)(s->nevents - shown) + s->events_dropped);
 	}
 	fprintf(out, "\nviolations %" PRIu64 "\n", s->violations);
-	free(t);
+}
+
+void insp_report_text(FILE *out, const struct insp_state *s, const struct insp_report_opts *o)
+{
+	static const struct report_fmt fmt = {text_head, text_conversation, text_totals, text_tail};
+
+	report(out, s, o, &fmt);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -748,15 +811,8 @@ static void json_half(FILE *out, const struct insp_half *h)
 	fprintf(out, "}");
 }
 
-void insp_report_json(FILE *out, const struct insp_state *s, const struct insp_report_opts *o)
+static void json_head(FILE *out, const struct insp_state *s, const struct insp_report_opts *o)
 {
-	struct totals *t = calloc(1, sizeof(*t));
-	char a[48], b[48], e[384];
-	unsigned conv = 0;
-	bool first = true;
-
-	if (!t)
-		return;
 	fprintf(out, "{\"files\": [");
 	for (unsigned i = 0; i < o->nfiles; i++) {
 		fprintf(out, "%s", i ? ", " : "");
@@ -773,50 +829,45 @@ void insp_report_json(FILE *out, const struct insp_state *s, const struct insp_r
 		s->frames_by_class[INSP_UDP_OTHER], s->frames_by_class[INSP_SHORT],
 		s->truncated_frames, s->wire_bytes, s->ts_valid ? s->last_ts - s->first_ts : 0);
 	fprintf(out, " \"malformed_by_reason\": {");
-	for (unsigned r = 1, any = 0; r < ROCE_PARSE_STATUS_COUNT; r++) {
-		if (!s->parse_status[r])
-			continue;
+	for (unsigned r = next_malformed_reason(s, 0), any = 0; r < ROCE_PARSE_STATUS_COUNT;
+	     r = next_malformed_reason(s, r))
 		fprintf(out, "%s\"%s\": %" PRIu64, any++ ? ", " : "",
 			roce_parse_status_name((enum roce_parse_status)r), s->parse_status[r]);
-	}
 	fprintf(out, "},\n \"conversations\": [");
-	for (unsigned i = 0; i < s->nhalves; i++) {
-		const struct insp_half *h = s->halves[i], *p = h->peer;
+}
 
-		if (!h->is_first && p)
-			continue;
-		conv++;
-		insp_gid_text(h->src, a, sizeof(a));
-		insp_gid_text(h->dst, b, sizeof(b));
-		fprintf(out, "%s\n  {\"id\": %u, \"transport\": \"%s\", \"paired_by\": ",
-			first ? "" : ",", conv, insp_transport_name(conv_transport(h)));
-		first = false;
-		if (p)
-			json_str(out, h->paired_by);
-		else if (h->self_connected)
-			json_str(out, "self");
-		else
-			fprintf(out, "null");
-		fprintf(out, ", \"endpoints\": [{\"ip\": \"%s\", \"qpn\": ", a);
-		if (src_qpn(h) == INSP_QPN_UNKNOWN)
-			fprintf(out, "null");
-		else
-			fprintf(out, "%u", src_qpn(h));
-		fprintf(out, "}, {\"ip\": \"%s\", \"qpn\": %u}]", b, h->dqpn);
-		fprintf(out, ",\n   \"directions\": [");
-		json_half(out, h);
-		if (p) {
-			fprintf(out, ",\n    ");
-			json_half(out, p);
-		}
-		fprintf(out, "]}");
+static void json_conversation(FILE *out, const struct conv *c)
+{
+	fprintf(out,
+		"%s\n  {\"id\": %u, \"transport\": \"%s\", \"paired_by\": ", c->n == 1 ? "" : ",",
+		c->n, insp_transport_name(conv_transport(c->h)));
+	if (c->p)
+		json_str(out, c->h->paired_by);
+	else if (c->h->self_connected)
+		json_str(out, "self");
+	else
+		fprintf(out, "null");
+	fprintf(out, ", \"endpoints\": [{\"ip\": \"%s\", \"qpn\": ", c->a);
+	if (src_qpn(c->h) == INSP_QPN_UNKNOWN)
+		fprintf(out, "null");
+	else
+		fprintf(out, "%u", src_qpn(c->h));
+	fprintf(out, "}, {\"ip\": \"%s\", \"qpn\": %u}]", c->b, c->h->dqpn);
+	fprintf(out, ",\n   \"directions\": [");
+	json_half(out, c->h);
+	if (c->p) {
+		fprintf(out, ",\n    ");
+		json_half(out, c->p);
 	}
-	totals_of(s, t);
+	fprintf(out, "]}");
+}
+
+static void json_totals(FILE *out, const struct insp_state *s, const struct totals *t)
+{
 	fprintf(out,
 		"],\n \"totals\": {\"conversations\": %" PRIu64 ", \"packets\": %" PRIu64
 		", \"payload_bytes\": %" PRIu64 ", \"messages\": {\"total\": %" PRIu64,
-		t->conversations, t->pkts, t->payload,
-		t->msgs[0] + t->msgs[1] + t->msgs[2] + t->msgs[3]);
+		t->conversations, t->pkts, t->payload, totals_msgs(t));
 	for (unsigned k = 0; k < INSP_MSG_KINDS; k++)
 		fprintf(out, ", \"%s\": {\"count\": %" PRIu64 ", \"bytes\": %" PRIu64 "}",
 			kind_name(k), t->msgs[k], t->msg_bytes[k]);
@@ -833,6 +884,13 @@ void insp_report_json(FILE *out, const struct insp_state *s, const struct insp_r
 		t->truncated, t->no_request);
 	json_latency(out, &t->lat);
 	fprintf(out, "},\n \"events\": [");
+}
+
+static void json_tail(FILE *out, const struct insp_state *s, const struct insp_report_opts *o)
+{
+	char e[384];
+
+	(void)o;
 	for (unsigned i = 0; i < s->nevents; i++) {
 		const struct insp_event *ev = &s->events[i];
 
@@ -850,5 +908,11 @@ void insp_report_json(FILE *out, const struct insp_state *s, const struct insp_r
 	}
 	fprintf(out, "],\n \"events_not_listed\": %" PRIu64 ",\n \"violations\": %" PRIu64 "}\n",
 		s->events_dropped, s->violations);
-	free(t);
+}
+
+void insp_report_json(FILE *out, const struct insp_state *s, const struct insp_report_opts *o)
+{
+	static const struct report_fmt fmt = {json_head, json_conversation, json_totals, json_tail};
+
+	report(out, s, o, &fmt);
 }
