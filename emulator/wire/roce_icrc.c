@@ -299,6 +299,13 @@ static unsigned icrc_header_len(const uint8_t *ip, uint32_t avail, unsigned *ip_
 
 uint32_t roce_icrc_compute(const uint8_t *frame, uint32_t l3_off, uint32_t frame_len)
 {
+	if (frame_len < l3_off + ROCE_ICRC_LEN)
+		return 0;
+	return roce_icrc_partial(frame, l3_off, frame_len - ROCE_ICRC_LEN);
+}
+
+uint32_t roce_icrc_partial(const uint8_t *frame, uint32_t l3_off, uint32_t end)
+{
 	/* 8 x 0xFF, then the masked IP/UDP/BTH headers */
 	uint8_t hdr[8 + RB_IPV6_LEN + RB_UDP_LEN + ROCE_BTH_LEN];
 	const uint8_t *ip = frame + l3_off, *tail;
@@ -306,9 +313,9 @@ uint32_t roce_icrc_compute(const uint8_t *frame, uint32_t l3_off, uint32_t frame
 	unsigned n, ip_len = 0;
 	int impl;
 
-	if (frame_len < l3_off + ROCE_ICRC_LEN)
+	if (end < l3_off)
 		return 0;
-	covered = frame_len - l3_off - ROCE_ICRC_LEN;
+	covered = end - l3_off;
 	n = icrc_header_len(ip, covered, &ip_len);
 	if (n == 0)
 		return 0;

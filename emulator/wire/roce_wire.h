@@ -409,6 +409,21 @@ int roce_fill_udp_checksum(uint8_t *frame, uint32_t frame_len, const struct roce
  * agree). Returns 0 for a frame too short to hold IP/UDP/BTH headers.
  */
 uint32_t roce_icrc_compute(const uint8_t *frame, uint32_t l3_off, uint32_t frame_len);
+/**
+ * The ICRC's CRC over the frame from the IP header at l3_off up to (not
+ * including) byte `end`, with the variant fields masked; at least the IP,
+ * UDP and BTH headers (else 0). Continue it with roce_crc32() or
+ * roce_crc32_copy() over the bytes that follow, up to the ICRC: the result is
+ * roce_icrc_compute(). roce_icrc_compute(f, l3, len) is
+ * roce_icrc_partial(f, l3, len - ROCE_ICRC_LEN). Building a frame while
+ * placing its payload, for example:
+ *     crc = roce_icrc_partial(frame, l3_off, hdr_len);
+ *     crc = roce_crc32_copy(crc, frame + hdr_len, payload, payload_len);
+ *     memset(frame + hdr_len + payload_len, 0, pad);
+ *     crc = roce_crc32(crc, frame + hdr_len + payload_len, pad);
+ *     roce_icrc_store(frame, frame_len, crc);
+ */
+uint32_t roce_icrc_partial(const uint8_t *frame, uint32_t l3_off, uint32_t end);
 /** Store/load the ICRC in the last 4 bytes of a frame in wire order. */
 void roce_icrc_store(uint8_t *frame, uint32_t frame_len, uint32_t icrc);
 uint32_t roce_icrc_load(const uint8_t *frame, uint32_t frame_len);

@@ -7,7 +7,8 @@
  * where the CPU has it, the 256-bit "vpclmul-avx2"), plus the table path
  * behind the same entry point: every length 0..1024 at every alignment
  * 0..15, random lengths up to 10000, seeds chained at every split point,
- * the fused copy (bytes, bounds) and the ICRC's OR mask.
+ * the fused copy (bytes, bounds), the ICRC's OR mask, and the ICRC in two
+ * parts (roce_icrc_partial, then roce_crc32 / roce_crc32_copy).
  * The data are pseudo-random from a fixed seed, printed on failure.
  */
 #include <setjmp.h>
@@ -21,6 +22,7 @@
 
 #include "roce_crc32.h"
 #include "roce_wire.h"
+#include "wire_test_util.h"
 
 #define MAX_LEN	  10000
 #define ALIGNS	  16
@@ -223,6 +225,67 @@ static void test_crc32_or_mask(void **state)
 	}
 }
 
+/*
+ * roce_icrc_partial continued by roce_crc32 is roce_icrc_compute, for every
+ * split and every implementation; and a frame built by placing its payload
+ * with roce_crc32_copy is byte for byte the one roce_finish builds.
+ */
+static void test_icrc_partial_and_fused_build(void **state)
+{
+	static const enum roce_icrc_impl impls[] = {ROCE_ICRC_IMPL_TABLE, ROCE_ICRC_IMPL_PCLMUL,
+						    ROCE_ICRC_IMPL_VPCLMUL};
+	static const uint32_t plens[] = {0, 1, 5, 16, 63, 64, 100, 255, 1024, 1500, 4096};
+	static uint8_t ref[8192], built[8192], payload[4096];
+	unsigned i, v, im;
+
+	(void)state;
+	for (i = 0; i < sizeof(plens) / sizeof(plens[0]); i++)
+		for (v = 0; v < 4; v++) {
+			struct roce_pkt pkt;
+			uint32_t l3 = v & 2 ? 18 : 14, hdr_len, frame_len, pad, crc, cut;
+			int len;
+
+			wt_sample_pkt(&pkt, ROCE_OP_SEND_MIDDLE, v & 1 ? 6 : 4, v & 2, plens[i], i);
+			wt_fill_payload(payload, plens[i], i);
+			len = wt_build(&pkt, payload, ref, sizeof(ref));
+			assert_true(len > 0);
+			frame_len = (uint32_t)len;
+			for (im = 0; im < sizeof(impls) / sizeof(impls[0]); im++) {
+				if (roce_icrc_set_impl(impls[im]) != 0)
+					continue;
+				/* SEND MIDDLE: no extension header, the headers end at IP/UDP/BTH
+				 */
+				for (cut = roce_header_len(&pkt); cut <= frame_len - ROCE_ICRC_LEN;
+				     cut++) {
+					crc = roce_icrc_partial(ref, l3, cut);
+					crc = roce_crc32(crc, ref + cut,
+							 frame_len - ROCE_ICRC_LEN - cut);
+					if (crc != roce_icrc_load(ref, frame_len))
+						fail_msg("%s: payload %u v%u cut %u",
+							 roce_icrc_impl_name(), plens[i], v, cut);
+				}
+			}
+			roce_icrc_set_impl(ROCE_ICRC_IMPL_AUTO);
+
+			/* the fused build */
+			memset(built, 0x5A, sizeof(built));
+			hdr_len = (uint32_t)roce_build_headers(built, sizeof(built), &pkt);
+			assert_int_equal(hdr_len, roce_header_len(&pkt));
+			pad = frame_len - hdr_len - plens[i] - ROCE_ICRC_LEN;
+			crc = roce_icrc_partial(built, l3, hdr_len);
+			crc = roce_crc32_copy(crc, built + hdr_len, payload, plens[i]);
+			memset(built + hdr_len + plens[i], 0, pad);
+			crc = roce_crc32(crc, built + hdr_len + plens[i], pad);
+			roce_icrc_store(built, frame_len, crc);
+			if (memcmp(built, ref, frame_len) != 0)
+				fail_msg("fused build differs: payload %u v%u", plens[i], v);
+		}
+	/* too short for the headers (the last frame is IPv6 with VLAN: 18 + 60) */
+	assert_int_not_equal(roce_icrc_partial(ref, 18, 18 + 60), 0);
+	assert_int_equal(roce_icrc_partial(ref, 18, 18 + 59), 0);
+	assert_int_equal(roce_icrc_partial(ref, 14, 10), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -231,6 +294,7 @@ int main(void)
 	    cmocka_unit_test(test_crc32_seed_chains),
 	    cmocka_unit_test(test_crc32_copy),
 	    cmocka_unit_test(test_crc32_or_mask),
+	    cmocka_unit_test(test_icrc_partial_and_fused_build),
 	};
 
 	return cmocka_run_group_tests_name("wire_crc32", tests, setup, NULL);
