@@ -26,42 +26,11 @@
 #include <unistd.h>
 
 #include <cmocka.h>
-#include <infiniband/verbs.h>
-#include <rdma/rdma_cma.h>
-#include <rdma/rdma_verbs.h>
 
-#include "test_util.h"
+#include "../rdmacm/cm_conn.h"
 
 #define IP_A "10.79.1.1"
 #define IP_B "10.79.1.2"
-
-static void ack(struct rdma_cm_event *ev)
-{
-	assert_int_equal(rdma_ack_cm_event(ev), 0);
-}
-
-static struct ibv_qp_init_attr qp_attr(enum ibv_qp_type t)
-{
-	struct ibv_qp_init_attr a = {
-	    .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1},
-	    .qp_type = t,
-	};
-	return a;
-}
-
-static struct ibv_wc wait_comp(struct ibv_cq *cq)
-{
-	struct ibv_wc wc;
-	time_t end = time(NULL) + 10;
-	int n;
-	while ((n = ibv_poll_cq(cq, 1, &wc)) == 0 && time(NULL) < end)
-		;
-	if (n != 1)
-		fail_msg("no completion within 10 s");
-	if (wc.status != IBV_WC_SUCCESS)
-		fail_msg("completion status %s", ibv_wc_status_str(wc.status));
-	return wc;
-}
 
 /* Connect an RC pair (server on src_ip:port, client resolving it), send
  * 4096 bytes client -> server, disconnect from the client. */
@@ -72,24 +41,10 @@ static void rc_pair(const char *client_ip, const char *server_ip, uint16_t port)
 	struct rdma_cm_id *listen, *client, *server;
 	assert_non_null(sch);
 	assert_non_null(cch);
-	assert_int_equal(rdma_create_id(sch, &listen, NULL, RDMA_PS_TCP), 0);
-	struct sockaddr_in la = tu_addr(server_ip, port);
-	assert_int_equal(rdma_bind_addr(listen, (struct sockaddr *)&la), 0);
+	listen = cmt_listen(sch, RDMA_PS_TCP, server_ip, port);
 	assert_int_equal(ntohs(rdma_get_src_port(listen)), port);
-	assert_int_equal(rdma_listen(listen, 4), 0);
-
-	assert_int_equal(rdma_create_id(cch, &client, (void *)0x1234, RDMA_PS_TCP), 0);
-	struct sockaddr_in ca = tu_addr(client_ip, 0);
-	assert_int_equal(
-	    rdma_resolve_addr(client, (struct sockaddr *)&ca, (struct sockaddr *)&la, 2000), 0);
-	ack(tu_expect(cch, RDMA_CM_EVENT_ADDR_RESOLVED));
-	assert_non_null(client->verbs);
-	assert_int_equal(rdma_resolve_route(client, 2000), 0);
-	ack(tu_expect(cch, RDMA_CM_EVENT_ROUTE_RESOLVED));
-	struct ibv_qp_init_attr qa = qp_attr(IBV_QPT_RC);
-	assert_int_equal(rdma_create_qp(client, NULL, &qa), 0);
-	assert_non_null(client->qp);
-	assert_non_null(client->send_cq);
+	client = cmt_resolve(cch, RDMA_PS_TCP, (void *)0x1234, client_ip, server_ip, port);
+	cmt_create_qp(client, IBV_QPT_RC);
 
 	struct rdma_conn_param cp = {.private_data = "hello",
 				     .private_data_len = 6,
@@ -108,8 +63,7 @@ static void rc_pair(const char *client_ip, const char *server_ip, uint16_t port)
 	struct sockaddr_in *peer = (struct sockaddr_in *)rdma_get_peer_addr(server);
 	struct sockaddr_in *mine = (struct sockaddr_in *)rdma_get_local_addr(client);
 	assert_int_equal(peer->sin_addr.s_addr, mine->sin_addr.s_addr);
-	qa = qp_attr(IBV_QPT_RC);
-	assert_int_equal(rdma_create_qp(server, NULL, &qa), 0);
+	cmt_create_qp(server, IBV_QPT_RC);
 	uint8_t *rbuf = calloc(1, 4096), *sbuf = malloc(4096);
 	for (int i = 0; i < 4096; i++)
 		sbuf[i] = (uint8_t)(i * 7 + 3);
@@ -124,32 +78,28 @@ static void rc_pair(const char *client_ip, const char *server_ip, uint16_t port)
 				     .initiator_depth = 1,
 				     .rnr_retry_count = 7};
 	assert_int_equal(rdma_accept(server, &sp), 0);
-	ack(ev);
+	cmt_ack(ev);
 	ev = tu_expect(cch, RDMA_CM_EVENT_ESTABLISHED);
 	assert_string_equal((const char *)ev->param.conn.private_data, "world");
 	assert_ptr_equal(ev->id->context, (void *)0x1234);
-	ack(ev);
-	ack(tu_expect(sch, RDMA_CM_EVENT_ESTABLISHED));
+	cmt_ack(ev);
+	cmt_ack(tu_expect(sch, RDMA_CM_EVENT_ESTABLISHED));
 
 	assert_int_equal(rdma_post_send(client, (void *)2, sbuf, 4096, smr, IBV_SEND_SIGNALED), 0);
-	struct ibv_wc wc = wait_comp(client->send_cq);
+	struct ibv_wc wc = tu_poll_one(client->send_cq);
 	assert_int_equal(wc.wr_id, 2);
-	wc = wait_comp(server->recv_cq);
+	wc = tu_poll_one(server->recv_cq);
 	assert_int_equal(wc.byte_len, 4096);
 	assert_memory_equal(rbuf, sbuf, 4096);
 
 	assert_int_equal(rdma_disconnect(client), 0);
-	ack(tu_expect(sch, RDMA_CM_EVENT_DISCONNECTED));
-	ack(tu_expect(cch, RDMA_CM_EVENT_DISCONNECTED));
+	cmt_ack(tu_expect(sch, RDMA_CM_EVENT_DISCONNECTED));
+	cmt_ack(tu_expect(cch, RDMA_CM_EVENT_DISCONNECTED));
 	assert_int_equal(rdma_disconnect(server), 0); /* after DREQ: nothing left to do */
 
 	rdma_dereg_mr(rmr);
 	rdma_dereg_mr(smr);
-	rdma_destroy_qp(server);
-	rdma_destroy_qp(client);
-	assert_int_equal(rdma_destroy_id(server), 0);
-	assert_int_equal(rdma_destroy_id(client), 0);
-	assert_int_equal(rdma_destroy_id(listen), 0);
+	cmt_destroy(server, client, listen);
 	rdma_destroy_event_channel(sch);
 	rdma_destroy_event_channel(cch);
 	free(rbuf);
@@ -172,15 +122,8 @@ static void rc_two_devices(void **state)
 static struct rdma_cm_id *connect_client(struct rdma_event_channel *cch, const char *ip,
 					 uint16_t port, const char *pdata)
 {
-	struct rdma_cm_id *c;
-	struct sockaddr_in a = tu_addr(ip, port);
-	assert_int_equal(rdma_create_id(cch, &c, NULL, RDMA_PS_TCP), 0);
-	assert_int_equal(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a, 2000), 0);
-	ack(tu_expect(cch, RDMA_CM_EVENT_ADDR_RESOLVED));
-	assert_int_equal(rdma_resolve_route(c, 2000), 0);
-	ack(tu_expect(cch, RDMA_CM_EVENT_ROUTE_RESOLVED));
-	struct ibv_qp_init_attr qa = qp_attr(IBV_QPT_RC);
-	assert_int_equal(rdma_create_qp(c, NULL, &qa), 0);
+	struct rdma_cm_id *c = cmt_resolve(cch, RDMA_PS_TCP, NULL, NULL, ip, port);
+	cmt_create_qp(c, IBV_QPT_RC);
 	struct rdma_conn_param cp = {.private_data = pdata,
 				     .private_data_len = pdata ? (uint8_t)(strlen(pdata) + 1) : 0,
 				     .retry_count = 7};
@@ -192,40 +135,45 @@ static void rejected_by_listener(void **state)
 {
 	(void)state;
 	struct rdma_event_channel *ch = rdma_create_event_channel();
-	struct rdma_cm_id *listen, *c;
-	assert_int_equal(rdma_create_id(ch, &listen, NULL, RDMA_PS_TCP), 0);
-	struct sockaddr_in la = tu_addr(IP_A, 7473);
-	assert_int_equal(rdma_bind_addr(listen, (struct sockaddr *)&la), 0);
-	assert_int_equal(rdma_listen(listen, 1), 0);
+	struct rdma_cm_id *listen = cmt_listen(ch, RDMA_PS_TCP, IP_A, 7473), *c;
 	c = connect_client(ch, IP_A, 7473, "let me in");
 	struct rdma_cm_event *ev = tu_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
 	struct rdma_cm_id *s = ev->id;
 	assert_string_equal((const char *)ev->param.conn.private_data, "let me in");
 	assert_int_equal(rdma_reject(s, "no", 3), 0);
-	ack(ev);
+	cmt_ack(ev);
 	ev = tu_expect(ch, RDMA_CM_EVENT_REJECTED);
 	assert_ptr_equal(ev->id, c);
 	assert_int_equal(ev->status, 28); /* consumer defined */
 	assert_string_equal((const char *)ev->param.conn.private_data, "no");
-	ack(ev);
+	cmt_ack(ev);
+	cmt_destroy(s, c, listen); /* s has no QP */
+	rdma_destroy_event_channel(ch);
+}
+
+/* A client connecting to ip:port gets event type with status within
+ * timeout_ms, and is then destroyed. */
+static void connect_fails(const char *ip, uint16_t port, enum rdma_cm_event_type type, int status,
+			  int timeout_ms)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *c = connect_client(ch, ip, port, NULL);
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+	assert_int_equal(poll(&p, 1, timeout_ms), 1);
+	assert_int_equal(rdma_get_cm_event(ch, &ev), 0);
+	assert_string_equal(rdma_event_str(ev->event), rdma_event_str(type));
+	assert_int_equal(ev->status, status);
+	cmt_ack(ev);
 	rdma_destroy_qp(c);
-	assert_int_equal(rdma_destroy_id(s), 0);
 	assert_int_equal(rdma_destroy_id(c), 0);
-	assert_int_equal(rdma_destroy_id(listen), 0);
 	rdma_destroy_event_channel(ch);
 }
 
 static void rejected_no_listener(void **state)
 {
 	(void)state;
-	struct rdma_event_channel *ch = rdma_create_event_channel();
-	struct rdma_cm_id *c = connect_client(ch, IP_B, 7999, NULL);
-	struct rdma_cm_event *ev = tu_expect(ch, RDMA_CM_EVENT_REJECTED);
-	assert_int_equal(ev->status, 8); /* invalid service ID */
-	ack(ev);
-	rdma_destroy_qp(c);
-	assert_int_equal(rdma_destroy_id(c), 0);
-	rdma_destroy_event_channel(ch);
+	connect_fails(IP_B, 7999, RDMA_CM_EVENT_REJECTED, 8 /* invalid service ID */, 10000);
 }
 
 /* A host that does not exist: the REQ is resent a bounded number of times,
@@ -233,55 +181,34 @@ static void rejected_no_listener(void **state)
 static void unreachable_host(void **state)
 {
 	(void)state;
-	struct rdma_event_channel *ch = rdma_create_event_channel();
-	struct rdma_cm_id *c = connect_client(ch, "10.79.1.99", 7477, NULL);
-	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
-	struct rdma_cm_event *ev;
-	assert_int_equal(poll(&p, 1, 30000), 1);
-	assert_int_equal(rdma_get_cm_event(ch, &ev), 0);
-	assert_int_equal(ev->event, RDMA_CM_EVENT_UNREACHABLE);
-	assert_int_equal(ev->status, -ETIMEDOUT);
-	ack(ev);
-	rdma_destroy_qp(c);
-	assert_int_equal(rdma_destroy_id(c), 0);
-	rdma_destroy_event_channel(ch);
+	connect_fails("10.79.1.99", 7477, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, 30000);
 }
 
 static void ud_sidr(void **state)
 {
 	(void)state;
 	struct rdma_event_channel *ch = rdma_create_event_channel();
-	struct rdma_cm_id *listen, *c, *s;
-	assert_int_equal(rdma_create_id(ch, &listen, NULL, RDMA_PS_UDP), 0);
-	struct sockaddr_in la = tu_addr(IP_B, 7474);
-	assert_int_equal(rdma_bind_addr(listen, (struct sockaddr *)&la), 0);
-	assert_int_equal(rdma_listen(listen, 1), 0);
-	assert_int_equal(rdma_create_id(ch, &c, NULL, RDMA_PS_UDP), 0);
-	assert_int_equal(rdma_resolve_addr(c, NULL, (struct sockaddr *)&la, 2000), 0);
-	ack(tu_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
-	assert_int_equal(rdma_resolve_route(c, 2000), 0);
-	ack(tu_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
-	struct ibv_qp_init_attr qa = qp_attr(IBV_QPT_UD);
-	assert_int_equal(rdma_create_qp(c, NULL, &qa), 0);
+	struct rdma_cm_id *listen = cmt_listen(ch, RDMA_PS_UDP, IP_B, 7474), *s;
+	struct rdma_cm_id *c = cmt_resolve(ch, RDMA_PS_UDP, NULL, NULL, IP_B, 7474);
+	cmt_create_qp(c, IBV_QPT_UD);
 	struct rdma_conn_param cp = {.private_data = "ud?", .private_data_len = 4};
 	assert_int_equal(rdma_connect(c, &cp), 0);
 	struct rdma_cm_event *ev = tu_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
 	s = ev->id;
 	assert_string_equal((const char *)ev->param.ud.private_data, "ud?");
-	qa = qp_attr(IBV_QPT_UD);
-	assert_int_equal(rdma_create_qp(s, NULL, &qa), 0);
+	cmt_create_qp(s, IBV_QPT_UD);
 	uint8_t *rbuf = calloc(1, 40 + 256);
 	struct ibv_mr *rmr = rdma_reg_msgs(s, rbuf, 40 + 256);
 	assert_int_equal(rdma_post_recv(s, (void *)7, rbuf, 40 + 256, rmr), 0);
 	struct rdma_conn_param sp = {.qp_num = s->qp->qp_num};
 	assert_int_equal(rdma_accept(s, &sp), 0);
-	ack(ev);
+	cmt_ack(ev);
 	ev = tu_expect(ch, RDMA_CM_EVENT_ESTABLISHED);
 	assert_int_equal(ev->param.ud.qp_num, s->qp->qp_num);
 	uint32_t qkey = ev->param.ud.qkey;
 	struct ibv_ah *ah = ibv_create_ah(c->pd, &ev->param.ud.ah_attr);
 	assert_non_null(ah);
-	ack(ev);
+	cmt_ack(ev);
 	char msg[256];
 	for (int i = 0; i < 256; i++)
 		msg[i] = (char)(255 - i);
@@ -290,18 +217,14 @@ static void ud_sidr(void **state)
 					   ah, s->qp->qp_num),
 			 0);
 	(void)qkey;
-	wait_comp(c->send_cq);
-	struct ibv_wc wc = wait_comp(s->recv_cq);
+	tu_poll_one(c->send_cq);
+	struct ibv_wc wc = tu_poll_one(s->recv_cq);
 	assert_int_equal(wc.byte_len, 40 + 256);
 	assert_memory_equal(rbuf + 40, msg, 256);
 	ibv_destroy_ah(ah);
 	rdma_dereg_mr(rmr);
 	rdma_dereg_mr(smr);
-	rdma_destroy_qp(s);
-	rdma_destroy_qp(c);
-	assert_int_equal(rdma_destroy_id(s), 0);
-	assert_int_equal(rdma_destroy_id(c), 0);
-	assert_int_equal(rdma_destroy_id(listen), 0);
+	cmt_destroy(s, c, listen);
 	rdma_destroy_event_channel(ch);
 	free(rbuf);
 }
@@ -360,7 +283,7 @@ static void *sync_server(void *arg)
 	struct rdma_cm_id *listen = arg, *id;
 	if (rdma_get_request(listen, &id))
 		return (void *)1;
-	struct ibv_qp_init_attr qa = qp_attr(IBV_QPT_RC);
+	struct ibv_qp_init_attr qa = cmt_qp_attr(IBV_QPT_RC);
 	if (rdma_create_qp(id, NULL, &qa))
 		return (void *)2;
 	static uint8_t buf[64];
@@ -393,7 +316,7 @@ static void sync_endpoints(void **state)
 
 	hints.ai_flags = 0;
 	assert_int_equal(rdma_getaddrinfo(IP_A, "7476", &hints, &res), 0);
-	struct ibv_qp_init_attr qa = qp_attr(IBV_QPT_RC);
+	struct ibv_qp_init_attr qa = cmt_qp_attr(IBV_QPT_RC);
 	assert_int_equal(rdma_create_ep(&c, res, NULL, &qa), 0);
 	rdma_freeaddrinfo(res);
 	assert_int_equal(rdma_connect(c, NULL), 0);
@@ -414,11 +337,6 @@ static void sync_endpoints(void **state)
 
 int main(void)
 {
-	char path[] = "/tmp/rocemu-rdmacm-XXXXXX";
-
-	if (tu_config(path, "[rocemu0]\nport = ring:cm:a\nip = " IP_A "/24\n"
-			    "[rocemu1]\nport = ring:cm:b\nip = " IP_B "/24\n"))
-		return 1;
 	const struct CMUnitTest tests[] = {
 	    // clang-format off
 	    cmocka_unit_test(unsupported_and_helpers),
@@ -432,7 +350,5 @@ int main(void)
 	    cmocka_unit_test(rejected_no_listener), /* the GSI still answers after that */
 	    // clang-format on
 	};
-	int rc = cmocka_run_group_tests(tests, NULL, NULL);
-	unlink(path);
-	return rc;
+	return cmt_run_two_devices("cm", IP_A, IP_B, tests, sizeof(tests) / sizeof(tests[0]));
 }
