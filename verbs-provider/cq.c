@@ -90,6 +90,7 @@ static void wait_readable(struct rocemu_vcontext *c, int fd)
 {
 	struct pollfd p = {.fd = fd, .events = POLLIN};
 
+	rocemu_port_note_app_away(rocemu_engine_port(c->engine));
 	while (poll(&p, 1, 10) == 0)
 		rocemu_engine_progress(c->engine);
 }
@@ -168,7 +169,6 @@ int rocemu_op_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	if (!ibcq || n < 0 || (n > 0 && !wc))
 		return -EINVAL;
 	struct rocemu_vcq *cq = (struct rocemu_vcq *)ibcq;
-	rocemu_port_note_app_poll(cq->ctx->port);
 	while (done < n) {
 		int want = n - done < POLL_CHUNK ? n - done : POLL_CHUNK;
 		int got = rocemu_cq_poll(cq->ecq, want, buf);
@@ -217,7 +217,6 @@ static int cqx_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 {
 	if (attr && attr->comp_mask)
 		return EINVAL;
-	rocemu_port_note_app_poll(to_vcq_ex(c)->ctx->port);
 	return cqx_pop(c);
 }
 

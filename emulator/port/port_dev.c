@@ -54,6 +54,9 @@
  * either IP version.
  */
 #define ROCE_IP_OVERHEAD_MAX (40 + 8 + 12 + 28 + 4)
+/* A polling loop comes back well within this; a longer gap may be an
+ * application gone elsewhere, which must be woken (see peer_app_waiting). */
+#define PEER_APP_FRESH_NS 10000
 /* memif: ring the peer's bell at most this often (see open_memif_bell) */
 #define PORT_BELL_INTERVAL_NS 100000ull
 
@@ -500,7 +503,9 @@ static void open_bell_page(struct rocemu_port *port, uint64_t h)
 	if (port->memif_client)
 		shm_unlink(port->bell_shm_name);
 	atomic_store(&port_bell_own(port)->sleeping, 0);
+	atomic_store(&port_bell_own(port)->app_waiting_tsc, 0);
 	atomic_store(&port_bell_own(port)->pid, (unsigned)getpid());
+	port->bell_fresh_tsc = rte_get_tsc_hz() / (1000000000ull / PEER_APP_FRESH_NS);
 }
 
 static void close_bell_page(struct rocemu_port *port)
@@ -823,11 +828,8 @@ static void bell_close_handshake(struct rocemu_port *port)
 		    (kill((pid_t)pid, 0) < 0 && errno == ESRCH) ||
 		    now - start >= PORT_CLOSE_HANDSHAKE_NS)
 			break;
-		if (now - last_ring >= 10000000ull && port->doorbell_fd >= 0) {
-			ssize_t r =
-			    sendto(port->doorbell_fd, "", 1, MSG_DONTWAIT,
-				   (struct sockaddr *)&port->bell_peer, port->bell_peer_len);
-			(void)r;
+		if (now - last_ring >= 10000000ull) {
+			port_bell_ring(peer);
 			last_ring = now;
 		}
 		nanosleep(&ts, NULL);
@@ -1190,6 +1192,17 @@ uint64_t rocemu_port_pass_now(const struct rocemu_port *port)
 	return port->pass_now ? port->pass_now : rocemu_now_ns();
 }
 
+/* The peer's application is in a polling loop right now (see app_waiting_tsc
+ * in the bell page): its next poll takes our frames, so its thread need not
+ * be woken. A stamp from the future counts as stale: we ring. */
+static bool peer_app_waiting(struct rocemu_port *port)
+{
+	uint64_t t = atomic_load_explicit(&port_bell_peer(port)->app_waiting_tsc,
+					  memory_order_relaxed);
+
+	return t != 0 && rte_rdtsc() - t < port->bell_fresh_tsc;
+}
+
 void rocemu_port_flush(struct rocemu_port *port)
 {
 	uint32_t len[PORT_TX_BUF];
@@ -1225,11 +1238,9 @@ void rocemu_port_flush(struct rocemu_port *port)
 			atomic_thread_fence(memory_order_seq_cst);
 			if (atomic_load_explicit(&port_bell_peer(port)->sleeping,
 						 memory_order_relaxed) &&
+			    !peer_app_waiting(port) &&
 			    atomic_exchange(&port_bell_peer(port)->sleeping, 0)) {
-				ssize_t r = sendto(port->doorbell_fd, "", 1, MSG_DONTWAIT,
-						   (struct sockaddr *)&port->bell_peer,
-						   port->bell_peer_len);
-				(void)r;
+				port_bell_ring(port_bell_peer(port));
 				port->last_bell_ns = now;
 				port_count_event(port, "bell_rung");
 			}

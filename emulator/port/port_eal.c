@@ -71,11 +71,20 @@ static uint64_t monotonic_ns(void)
 
 uint64_t rocemu_now_ns(void)
 {
-	if (likely(atomic_load_explicit(&tsc_clock_on, memory_order_acquire))) {
-		uint64_t d = rte_rdtsc() - tsc_clock.tsc_base;
+	uint64_t tsc;
 
-		return tsc_clock.ns_base + (uint64_t)(((unsigned __int128)d * tsc_clock.mult) >> 32);
+	return rocemu_now_ns_tsc(&tsc);
+}
+
+uint64_t rocemu_now_ns_tsc(uint64_t *tsc)
+{
+	if (likely(atomic_load_explicit(&tsc_clock_on, memory_order_acquire))) {
+		*tsc = rte_rdtsc();
+		return tsc_clock.ns_base +
+		       (uint64_t)(((unsigned __int128)(*tsc - tsc_clock.tsc_base) * tsc_clock.mult) >>
+				  32);
 	}
+	*tsc = 0;
 	return monotonic_ns();
 }
 

@@ -121,7 +121,17 @@ struct port_bell_slot {
 	 * acknowledges only once it no longer touches the rings */
 	atomic_uint closing;
 	atomic_uint acked;
-	char pad[48];
+	/* TSC at the end's last ibv_poll_cq or post while its application
+	 * waits for something (it will poll again and run progress itself), 0
+	 * once a poll found all it waited for (it may go elsewhere now) or
+	 * when the end's clock is not the TSC. The raw TSC, not nanoseconds:
+	 * the two processes share the counter, not their calibrations. */
+	atomic_uint_fast64_t app_waiting_tsc;
+	/* the bell: a futex word in this shared page. A ring increments it and
+	 * wakes the end's progress thread sleeping in FUTEX_WAIT on it. Both
+	 * the peer (frames sent) and the end's own threads (kicks) ring it. */
+	atomic_uint bell;
+	char pad[36];
 };
 struct port_bell_page {
 	struct port_bell_slot slot[2];
@@ -158,6 +168,11 @@ struct rocemu_port {
 	atomic_bool thread_sleeping;
 	atomic_bool kicked; /* set by rocemu_port_kick, cleared by each pass */
 	atomic_uint_fast64_t last_app_poll_ns;
+	/* while thread_sleeping: when its sleep ends at the latest */
+	atomic_uint_fast64_t sleep_until_ns;
+	uint64_t last_pass_ns;	/* when the last pass started */
+	uint64_t last_pass_tsc; /* the same in TSC cycles (0: no TSC clock) */
+	uint64_t bell_fresh_tsc; /* PEER_APP_FRESH_NS in TSC cycles */
 	int wake_fd;
 	int udp_hold_fd; /* UDP 4791 held open on kernel interfaces, or -1 */
 	int doorbell_fd; /* af_packet: a packet socket that wakes the idle thread, or -1;
@@ -245,6 +260,10 @@ static inline struct port_bell_slot *port_bell_peer(struct rocemu_port *port)
 	return &port->bell_page->slot[!port->memif_client];
 }
 bool port_peer_closed_slow(struct rocemu_port *port);
+/* Ring a bell slot (ours to wake our thread, the peer's to wake its). */
+void port_bell_ring(struct port_bell_slot *slot);
+/* Wake our own sleeping progress thread: its bell, or its eventfd. */
+void port_wake_thread(struct rocemu_port *port);
 /* Whether the device's rings may be used (engine lock held): false once a
  * rocemu memif peer announced its close, see port_peer_closed_slow. */
 static inline bool port_dev_usable(struct rocemu_port *port)

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <linux/futex.h>
 
 #include <rte_ethdev.h>
 #include <rte_pause.h>
@@ -30,6 +32,30 @@
 #define DOORBELL_SLEEP_NS 20000000ull
 #define DOORBELL_GRACE_NS 20000000ull
 #define LINK_CHECK_NS	  100000000ull
+/* The shortest sleep: below it a timer is served by spinning instead. */
+#define MIN_SLEEP_NS 20000ull
+
+/* The bell page is a MAP_SHARED mapping of a shm file: the futex is keyed
+ * by the file, not the process, so FUTEX_WAIT/WAKE without the PRIVATE flag
+ * reach across the two processes. */
+void port_bell_ring(struct port_bell_slot *slot)
+{
+	atomic_fetch_add_explicit(&slot->bell, 1, memory_order_seq_cst);
+	syscall(SYS_futex, &slot->bell, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+void port_wake_thread(struct rocemu_port *port)
+{
+	uint64_t one = 1;
+	ssize_t r;
+
+	if (port->bell_page) {
+		port_bell_ring(port_bell_own(port));
+		return;
+	}
+	r = write(port->wake_fd, &one, sizeof(one));
+	(void)r;
+}
 
 void rocemu_port_lock(struct rocemu_port *port)
 {
@@ -121,13 +147,14 @@ static unsigned release_delayed(struct rocemu_port *port, uint64_t now)
 
 unsigned rocemu_port_progress_locked(struct rocemu_port *port)
 {
-	uint64_t now = rocemu_now_ns();
+	uint64_t now = rocemu_now_ns_tsc(&port->last_pass_tsc);
 	unsigned work = 0;
 	unsigned n_loop = port->loop_tail - port->loop_head;
 
 	if (unlikely(port->closed_at_exit))
 		return 0;
 	port->pass_now = now;
+	port->last_pass_ns = now;
 	if (atomic_load_explicit(&port->kicked, memory_order_relaxed))
 		atomic_store_explicit(&port->kicked, false, memory_order_relaxed);
 	/* frames looped back before this pass; those looped during it wait */
@@ -171,94 +198,177 @@ unsigned rocemu_port_progress(struct rocemu_port *port)
 	return work;
 }
 
-/* Whether a pass has something to do now (engine lock held): frames to
- * hand the device or loop back, or work the upper layer left queued. */
-static bool pass_needed(struct rocemu_port *port)
+/* When a pass must run next (engine lock held): 0 = now (frames to hand
+ * the device or loop back, work the upper layer left queued), else the
+ * upper layer's next timer, UINT64_MAX = nothing pending. */
+static uint64_t next_pass_due(struct rocemu_port *port)
 {
 	if (port->tx_n || port->loop_tail != port->loop_head)
-		return true;
-	return port->has_upper && port->upper.has_work && port->upper.has_work(port->upper.ctx);
+		return 0;
+	if (!port->has_upper)
+		return UINT64_MAX;
+	if (port->upper.next_due)
+		return port->upper.next_due(port->upper.ctx);
+	if (port->upper.has_work && port->upper.has_work(port->upper.ctx))
+		return 0;
+	return UINT64_MAX;
+}
+
+static bool app_is_polling(struct rocemu_port *port, uint64_t now)
+{
+	uint64_t app = atomic_load_explicit(&port->last_app_poll_ns, memory_order_relaxed);
+
+	return app && now - app < APP_POLL_WINDOW_NS;
 }
 
 void rocemu_port_kick(struct rocemu_port *port)
 {
-	/* Usually the caller has just transmitted everything itself: then there
-	 * is nothing to wake the thread for, and no system call is made. The
-	 * check needs the lock; if someone else holds it (a pass may be
-	 * running), fall through to the safe path. */
+	/* Usually the caller has just transmitted everything itself, or what
+	 * is left will be done in time anyway: by the application's next poll
+	 * when it is polling, or by the thread when its sleep ends before the
+	 * next timer. Then there is nothing to wake the thread for, and no
+	 * system call is made. The check needs the lock; if someone else holds
+	 * it (a pass may be running), fall through to the safe path. */
 	if (pthread_mutex_trylock(&port->lock) == 0) {
-		bool needed = pass_needed(port);
+		uint64_t due = next_pass_due(port);
+		uint64_t now;
 
 		pthread_mutex_unlock(&port->lock);
-		if (!needed)
+		if (due == UINT64_MAX)
+			return;
+		now = rocemu_now_ns();
+		if (app_is_polling(port, now) ||
+		    (due > now &&
+		     due >= atomic_load_explicit(&port->sleep_until_ns, memory_order_relaxed)))
 			return;
 	}
 	/* Dekker-style with idle_sleep(): either the thread sees `kicked` before
 	 * it sleeps, or we see it sleeping and wake it */
 	atomic_store_explicit(&port->kicked, true, memory_order_seq_cst);
-	if (atomic_load_explicit(&port->thread_sleeping, memory_order_seq_cst)) {
-		uint64_t one = 1;
-		ssize_t r = write(port->wake_fd, &one, sizeof(one));
-		(void)r;
-	}
+	if (atomic_load_explicit(&port->thread_sleeping, memory_order_seq_cst))
+		port_wake_thread(port);
 }
 
-void rocemu_port_note_app_poll(struct rocemu_port *port)
+/* The application's time stamps cost no clock read: the pass its poll just
+ * ran (or the thread's, if that one held the lock) is recent enough. */
+void rocemu_port_note_app_poll(struct rocemu_port *port, bool found)
 {
-	atomic_store_explicit(&port->last_app_poll_ns, rocemu_now_ns(), memory_order_relaxed);
+	uint64_t t = port->last_pass_ns;
+	bool back = !found || (port->has_upper && port->upper.next_due &&
+			       port->upper.next_due(port->upper.ctx) != UINT64_MAX);
+
+	atomic_store_explicit(&port->last_app_poll_ns, t, memory_order_relaxed);
+	if (port->bell_page)
+		atomic_store_explicit(&port_bell_own(port)->app_waiting_tsc,
+				      back ? port->last_pass_tsc : 0, memory_order_relaxed);
 }
 
-/*
- * Sleep until kicked, a frame arrives (when the port has a doorbell), or the
- * timeout. Returns true when woken by a frame: the caller then treats it as
- * work and spins a little, because the doorbell may ring before the PMD's
- * own socket has the frame.
- */
-static bool idle_sleep(struct rocemu_port *port, bool app_polling)
+void rocemu_port_note_app_post(struct rocemu_port *port)
 {
-	struct pollfd pfd[2] = {{.fd = port->wake_fd, .events = POLLIN},
-				{.fd = port->doorbell_fd, .events = POLLIN}};
-	nfds_t nfds = port->doorbell_fd >= 0 ? 2 : 1;
-	/* with a doorbell and nobody above us, only our own timers (neighbour
-	 * retries, link check) need the timeout */
-	uint64_t sleep_ns = nfds == 2 && !__atomic_load_n(&port->has_upper, __ATOMIC_RELAXED)
-				? DOORBELL_SLEEP_NS
-				: IDLE_SLEEP_NS;
-	uint64_t now = rocemu_now_ns();
+	uint64_t tsc, t = rocemu_now_ns_tsc(&tsc);
 
+	atomic_store_explicit(&port->last_app_poll_ns, t, memory_order_relaxed);
+	if (port->bell_page)
+		atomic_store_explicit(&port_bell_own(port)->app_waiting_tsc, tsc,
+				      memory_order_relaxed);
+}
+
+void rocemu_port_note_app_away(struct rocemu_port *port)
+{
+	atomic_store_explicit(&port->last_app_poll_ns, 0, memory_order_relaxed);
+	if (port->bell_page)
+		atomic_store_explicit(&port_bell_own(port)->app_waiting_tsc, 0,
+				      memory_order_relaxed);
+	/* a thread that sleeps long because we were polling takes over now */
+	atomic_store_explicit(&port->kicked, true, memory_order_seq_cst);
+	if (atomic_load_explicit(&port->thread_sleeping, memory_order_seq_cst) &&
+	    atomic_load_explicit(&port->sleep_until_ns, memory_order_relaxed) >
+		rocemu_now_ns() + IDLE_SLEEP_NS)
+		port_wake_thread(port);
+}
+
+/* How long the idle thread may sleep. While an application polls, it runs
+ * the passes (timers included) itself: long, so the thread costs nothing.
+ * Otherwise until the next timer, at most IDLE_SLEEP_NS (or longer with a
+ * doorbell and no upper layer: only the port's own timers then). */
+static uint64_t sleep_length(struct rocemu_port *port, bool app_polling, bool doorbell,
+			     uint64_t now)
+{
+	uint64_t sleep_ns, due;
+
+	if (app_polling)
+		return APP_POLL_WINDOW_NS;
+	sleep_ns = doorbell && !__atomic_load_n(&port->has_upper, __ATOMIC_RELAXED)
+			   ? DOORBELL_SLEEP_NS
+			   : IDLE_SLEEP_NS;
 	/* Shortly after a ring, sleep briefly only: the doorbell may have rung
 	 * before the PMD's socket got the frame (both are taps on the device,
 	 * ours first), and a descheduled CPU can stretch that gap. */
 	if (now < port->doorbell_grace_until_ns)
 		sleep_ns = IDLE_SLEEP_NS;
-	struct timespec ts;
-	uint64_t drain;
-	bool frame = false;
+	if (pthread_mutex_trylock(&port->lock) == 0) {
+		due = next_pass_due(port);
+		pthread_mutex_unlock(&port->lock);
+		if (due < now + MIN_SLEEP_NS)
+			due = now + MIN_SLEEP_NS;
+		if (due - now < sleep_ns)
+			sleep_ns = due - now;
+	}
+	return sleep_ns;
+}
 
-	ts.tv_sec = 0;
-	ts.tv_nsec = (long)sleep_ns;
-	atomic_store_explicit(&port->thread_sleeping, true, memory_order_seq_cst);
-	/* memif bell page: ask the peer for a ring. Even while an application
-	 * thread here polls the CQ: it may also wait without calling us
-	 * (ib_write_lat spins on its buffer), and on a CPU shared with it only
-	 * a wake-up places the peer's WRITE quickly. Then look at the ring once
-	 * more: a frame sent before the peer could see the flag rang no bell. */
-	(void)app_polling;
-	if (port->bell_page) {
-		atomic_store_explicit(&port_bell_own(port)->sleeping, 1, memory_order_seq_cst);
-		if (rocemu_port_progress(port)) {
-			atomic_store_explicit(&port_bell_own(port)->sleeping, 0,
-					      memory_order_relaxed);
-			atomic_store_explicit(&port->thread_sleeping, false, memory_order_seq_cst);
-			return true;
-		}
+/*
+ * memif with a rocemu peer: sleep on our bell (a futex in the shared page)
+ * until the peer rings it for a frame, our own threads ring it for a kick,
+ * or the timeout. One system call to sleep, one for the ringer, nothing to
+ * drain. Returns true when rung.
+ */
+static bool bell_sleep(struct rocemu_port *port, uint64_t sleep_ns)
+{
+	struct port_bell_slot *own = port_bell_own(port);
+	struct timespec ts = {.tv_sec = (time_t)(sleep_ns / 1000000000ull),
+			      .tv_nsec = (long)(sleep_ns % 1000000000ull)};
+	unsigned seq = atomic_load_explicit(&own->bell, memory_order_seq_cst);
+
+	/* Ask the peer for a ring. Even while an application thread here
+	 * polls the CQ: it may also wait without calling us (ib_write_lat
+	 * spins on its buffer), and on a CPU shared with it only a wake-up
+	 * places the peer's WRITE quickly. The peer does not ring while our
+	 * application is in a polling loop (app_waiting_tsc). Then look at the
+	 * ring once more: a frame sent before the peer could see the flag rang
+	 * no bell; one sent after it did, and then the word is no longer seq. */
+	atomic_store_explicit(&own->sleeping, 1, memory_order_seq_cst);
+	if (rocemu_port_progress(port)) {
+		atomic_store_explicit(&own->sleeping, 0, memory_order_relaxed);
+		return true;
 	}
 	if (!atomic_load(&port->thread_stop) &&
 	    !atomic_load_explicit(&port->kicked, memory_order_seq_cst))
+		syscall(SYS_futex, &own->bell, FUTEX_WAIT, seq, &ts, NULL, 0);
+	atomic_store_explicit(&own->sleeping, 0, memory_order_relaxed);
+	return atomic_load_explicit(&own->bell, memory_order_relaxed) != seq;
+}
+
+/*
+ * Other ports: sleep in ppoll until kicked (eventfd), a frame arrives (when
+ * the port has a doorbell: af_packet's packet socket), or the timeout.
+ * Returns true when woken by a frame: the caller then treats it as work and
+ * spins a little, because the doorbell may ring before the PMD's own socket
+ * has the frame.
+ */
+static bool fd_sleep(struct rocemu_port *port, uint64_t sleep_ns)
+{
+	struct pollfd pfd[2] = {{.fd = port->wake_fd, .events = POLLIN},
+				{.fd = port->doorbell_fd, .events = POLLIN}};
+	nfds_t nfds = port->doorbell_fd >= 0 ? 2 : 1;
+	struct timespec ts = {.tv_sec = (time_t)(sleep_ns / 1000000000ull),
+			      .tv_nsec = (long)(sleep_ns % 1000000000ull)};
+	uint64_t drain;
+	bool frame = false;
+
+	if (!atomic_load(&port->thread_stop) &&
+	    !atomic_load_explicit(&port->kicked, memory_order_seq_cst))
 		ppoll(pfd, nfds, &ts, NULL);
-	atomic_store_explicit(&port->thread_sleeping, false, memory_order_seq_cst);
-	if (port->bell_page)
-		atomic_store_explicit(&port_bell_own(port)->sleeping, 0, memory_order_relaxed);
 	if (pfd[0].revents & POLLIN) {
 		ssize_t r = read(port->wake_fd, &drain, sizeof(drain));
 		(void)r;
@@ -276,6 +386,21 @@ static bool idle_sleep(struct rocemu_port *port, bool app_polling)
 	return frame;
 }
 
+/* Sleep (see bell_sleep, fd_sleep). Returns true when woken by a frame. */
+static bool idle_sleep(struct rocemu_port *port, bool app_polling)
+{
+	bool bell = port->bell_page != NULL;
+	uint64_t now = rocemu_now_ns();
+	uint64_t sleep_ns = sleep_length(port, app_polling, bell || port->doorbell_fd >= 0, now);
+	bool frame;
+
+	atomic_store_explicit(&port->sleep_until_ns, now + sleep_ns, memory_order_relaxed);
+	atomic_store_explicit(&port->thread_sleeping, true, memory_order_seq_cst);
+	frame = bell ? bell_sleep(port, sleep_ns) : fd_sleep(port, sleep_ns);
+	atomic_store_explicit(&port->thread_sleeping, false, memory_order_seq_cst);
+	return frame;
+}
+
 static void *progress_main(void *arg)
 {
 	struct rocemu_port *port = arg;
@@ -284,8 +409,7 @@ static void *progress_main(void *arg)
 	while (!atomic_load_explicit(&port->thread_stop, memory_order_relaxed)) {
 		unsigned work = rocemu_port_progress(port);
 		uint64_t now = rocemu_now_ns();
-		uint64_t app = atomic_load_explicit(&port->last_app_poll_ns, memory_order_relaxed);
-		bool app_polling = app && now - app < APP_POLL_WINDOW_NS;
+		bool app_polling = app_is_polling(port, now);
 
 		if (work || atomic_load_explicit(&port->upper_has_work, memory_order_relaxed))
 			last_work = now;
@@ -330,6 +454,8 @@ void rocemu_port_progress_thread_stop(struct rocemu_port *port)
 	atomic_store(&port->thread_stop, true);
 	r = write(port->wake_fd, &one, sizeof(one));
 	(void)r;
+	if (port->bell_page)
+		port_bell_ring(port_bell_own(port));
 	pthread_join(port->thread, NULL);
 	port->thread_running = false;
 }

@@ -96,6 +96,9 @@ const char *rocemu_eal_args(void);
 
 /** Monotonic clock in nanoseconds. */
 uint64_t rocemu_now_ns(void);
+/** The same, and the TSC reading it came from in *tsc (0 while the clock
+ * is not the TSC): one counter that every process on the host shares. */
+uint64_t rocemu_now_ns_tsc(uint64_t *tsc);
 
 /* ------------------------------------------------------------------------ */
 /* The port.                                                                  */
@@ -116,6 +119,11 @@ struct rocemu_port_upper {
 	void (*rx)(void *ctx, struct rte_mbuf **pkts, struct roce_pkt *descs, uint16_t n);
 	unsigned (*poll)(void *ctx, uint64_t now_ns);
 	bool (*has_work)(void *ctx);
+	/* optional: when poll must run next (ns, rocemu_now_ns() clock): 0 =
+	 * now (queued sends, responses), UINT64_MAX = nothing pending. Lets a
+	 * kick leave a sleeping progress thread alone when its sleep ends in
+	 * time anyway, and the thread sleep exactly until the next timer. */
+	uint64_t (*next_due)(void *ctx);
 };
 
 /** Bring the port up (EAL init if needed). 0 or -errno with err filled. */
@@ -192,8 +200,22 @@ unsigned rocemu_port_tx_room(struct rocemu_port *port);
  * during the upper layer's rx/poll): one clock read per pass.
  */
 uint64_t rocemu_port_pass_now(const struct rocemu_port *port);
-/** A caller is busy-polling (e.g. ibv_poll_cq in a loop): thread may back off. */
-void rocemu_port_note_app_poll(struct rocemu_port *port);
+/**
+ * An application thread polled (ibv_poll_cq), after running a progress pass;
+ * engine lock held. It will presumably poll again, and run the next pass
+ * itself, when it found nothing or still waits for something (the upper
+ * layer has timers armed: sends not yet acknowledged): then the progress
+ * thread backs off, and a memif peer need not ring our bell. When it got
+ * what it waited for it may wait elsewhere next (ib_write_lat spins on its
+ * buffer): then frames must wake the thread again.
+ */
+void rocemu_port_note_app_poll(struct rocemu_port *port, bool found);
+/** An application thread posted work (engine lock not held): it is busy
+ * with us and will poll for the result. */
+void rocemu_port_note_app_post(struct rocemu_port *port);
+/** An application thread stops polling to block (ibv_get_cq_event): the
+ * progress thread takes over at once. */
+void rocemu_port_note_app_away(struct rocemu_port *port);
 
 /* Diagnostics */
 /**

@@ -450,15 +450,25 @@ static unsigned engine_poll(void *ctx, uint64_t now_ns)
 /* The progress thread spins only while something is due soon: queued sends,
  * responses to stream, or a timer within a millisecond. Longer timers are
  * served by its periodic wake-ups. */
+static uint64_t engine_next_due(void *ctx);
+
 static bool engine_has_work(void *ctx)
 {
 	struct rocemu_engine *e = ctx;
-	uint64_t soon = rocemu_port_pass_now(e->port) + 1000000;
+	uint64_t due = engine_next_due(ctx);
+
+	return due <= rocemu_port_pass_now(e->port) + 1000000;
+}
+
+/* When a pass must run next: now for queued work, else the earliest timer. */
+static uint64_t engine_next_due(void *ctx)
+{
+	struct rocemu_engine *e = ctx;
 
 	for (struct rocemu_qp *qp = e->work_head; qp; qp = qp->work_next)
 		if (rocemu_req_pending(qp) || qp->resp.res_active || qp->resp.ack_pending)
-			return true;
-	return e->n_timers && e->timer_heap[0]->timer_at <= soon;
+			return 0;
+	return e->n_timers ? e->timer_heap[0]->timer_at : UINT64_MAX;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -532,6 +542,7 @@ int rocemu_engine_create(const struct rocemu_port_config *cfg, struct rocemu_eng
 	    .rx = engine_rx,
 	    .poll = engine_poll,
 	    .has_work = engine_has_work,
+	    .next_due = engine_next_due,
 	};
 	rocemu_port_set_upper(e->port, &upper);
 	*out = e;

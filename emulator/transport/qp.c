@@ -892,6 +892,8 @@ int rocemu_qp_post_send_batch(struct rocemu_qp *qp, const struct rocemu_send_wr 
 	}
 	rocemu_engine_timer_sync(qp);
 	rocemu_engine_unlock(e);
+	if (i > 0)
+		rocemu_port_note_app_post(e->port);
 	rocemu_port_kick(e->port);
 	return rc;
 }

@@ -118,8 +118,9 @@ unsigned rocemu_port_progress(struct rocemu_port *port)
 	return 0;
 }
 
-void rocemu_port_note_app_poll(struct rocemu_port *port)
+void rocemu_port_note_app_poll(struct rocemu_port *port, bool found)
 {
+	(void)found;
 	((struct rocemu_engine *)(void *)port)->app_polls++;
 }
 

@@ -142,10 +142,10 @@ int rocemu_cq_poll(struct rocemu_cq *cq, int n, struct rocemu_wc *wc)
 	if (!cq || n < 0 || (n > 0 && !wc))
 		return -EINVAL;
 	/* Progress runs in the polling thread too (try-lock, so never with
-	 * the lock held here), and tells the progress thread it may back off. */
+	 * the lock held here); the port learns whether this thread will be
+	 * back to poll (see rocemu_port_note_app_poll). */
 	port = rocemu_engine_port(cq->engine);
 	rocemu_port_progress(port);
-	rocemu_port_note_app_poll(port);
 	rocemu_engine_lock(cq->engine);
 	while (got < n && cq->count > 0) {
 		wc[got++] = cq->ring[cq->head];
@@ -154,6 +154,7 @@ int rocemu_cq_poll(struct rocemu_cq *cq, int n, struct rocemu_wc *wc)
 	}
 	if (got > 0)
 		cq->overflow_reported = false;
+	rocemu_port_note_app_poll(port, got > 0);
 	rocemu_engine_unlock(cq->engine);
 	return got;
 }
