@@ -583,6 +583,74 @@ static void destroyed_id_leaves_no_wakeup(void **state)
 	assert_no_event(t);
 }
 
+/* rdma_migrate_id moves the id's queued events, and their counts on the fds,
+ * to the new channel; the other ids' events stay. */
+static void migrate_moves_queued_events(void **state)
+{
+	struct ctx *t = *state;
+	uint8_t mad[CM_MAD_SIZE];
+	enum rdma_cm_event_type type = RDMA_CM_EVENT_ADDR_ERROR;
+	struct rdma_cm_id *id = NULL;
+	struct rdma_event_channel *ch2 = rdma_create_event_channel();
+
+	assert_non_null(ch2);
+	build_ids(mad, CM_ATTR_DREQ, PEER_COMM, cid(t->passive)->local_comm_id);
+	rx_from(PEER, mad);
+	build_ids(mad, CM_ATTR_DREQ, t->active_peer_comm, cid(t->active)->local_comm_id);
+	rx_from(PEER, mad);
+	assert_int_equal(rdma_migrate_id(t->passive, ch2), 0);
+	assert_ptr_equal(t->passive->channel, ch2);
+	struct pollfd pfd[2] = {{.fd = t->ch->fd, .events = POLLIN},
+				{.fd = ch2->fd, .events = POLLIN}};
+	assert_int_equal(poll(pfd, 2, 0), 2);
+	struct rdma_cm_event *ev;
+	assert_int_equal(rdma_get_cm_event(ch2, &ev), 0);
+	assert_ptr_equal(ev->id, t->passive);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_DISCONNECTED);
+	rdma_ack_cm_event(ev);
+	assert_int_equal(next_event(t, &type, &id), 0);
+	assert_ptr_equal(id, t->active);
+	assert_int_equal(type, RDMA_CM_EVENT_DISCONNECTED);
+	assert_int_equal(poll(pfd, 2, 0), 0); /* both queues and both counts empty */
+	assert_no_event(t);
+	assert_int_equal(rdma_destroy_id(t->passive), 0);
+	t->passive = NULL;
+	rdma_destroy_event_channel(ch2);
+}
+
+/* A listener destroyed with a request still queued takes the request with
+ * it (its id is gone: the peer's retransmission finds no listener), and
+ * leaves the other ids' events and the fd count right. */
+static void destroyed_listener_takes_its_requests(void **state)
+{
+	struct ctx *t = *state;
+	uint8_t mad[CM_MAD_SIZE];
+	struct rdma_cm_id *l;
+	struct sockaddr_in a;
+	enum rdma_cm_event_type type = RDMA_CM_EVENT_ADDR_ERROR;
+	struct rdma_cm_id *id = NULL;
+	struct pollfd pfd = {.fd = t->ch->fd, .events = POLLIN};
+
+	sin_of(&a, 1, PORT + 2);
+	assert_int_equal(rdma_create_id(t->ch, &l, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(l, (struct sockaddr *)&a), 0);
+	assert_int_equal(rdma_listen(l, 1), 0);
+	build_ids(mad, CM_ATTR_DREQ, t->active_peer_comm, cid(t->active)->local_comm_id);
+	rx_from(PEER, mad);
+	build_req(mad, 0xb000, PEER, PORT + 2);
+	rx_from(PEER, mad);
+	assert_int_equal(rdma_destroy_id(l), 0);
+	assert_int_equal(next_event(t, &type, &id), 0);
+	assert_ptr_equal(id, t->active);
+	assert_int_equal(type, RDMA_CM_EVENT_DISCONNECTED);
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	assert_no_event(t);
+	stub_reset_sent();
+	rx_from(PEER, mad);
+	assert_int_equal(cma_stats.rej_no_listener, 1);
+	assert_int_equal(cma_stats.dup_req, 0);
+}
+
 /* Random bytes in a valid header to every attribute: no crash, no event
  * for the established connections (fixed seed: the same run every time). */
 static void random_bodies(void **state)
@@ -618,6 +686,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(unknown_comm_id, setup, teardown),
+	    cmocka_unit_test_setup_teardown(migrate_moves_queued_events, setup, teardown),
+	    cmocka_unit_test_setup_teardown(destroyed_listener_takes_its_requests, setup, teardown),
 	    cmocka_unit_test_setup_teardown(forged_from_other_host, setup, teardown),
 	    cmocka_unit_test_setup_teardown(stale_from_peer, setup, teardown),
 	    cmocka_unit_test_setup_teardown(duplicate_req_after_established, setup, teardown),

@@ -147,6 +147,46 @@ static void chan_take_token(struct cma_channel *ch)
 		fprintf(stderr, "rocemu rdmacm: event channel read failed\n");
 }
 
+/* Appends e to ch's queue and counts it on the fd (lock held). */
+static void chan_push(struct cma_channel *ch, struct cma_event *e)
+{
+	uint64_t one = 1;
+
+	e->next = NULL;
+	if (ch->tail)
+		ch->tail->next = e;
+	else
+		ch->head = e;
+	ch->tail = e;
+	if (write(ch->ch.fd, &one, sizeof(one)) != sizeof(one))
+		fprintf(stderr, "rocemu rdmacm: event channel write failed\n");
+}
+
+/* Takes the events of id out of ch's queue, with as_listener also the
+ * requests that arrived on it, and returns them in order (lock held). */
+static struct cma_event *chan_take_events(struct cma_channel *ch, const struct rdma_cm_id *id,
+					  bool as_listener)
+{
+	struct cma_event *taken = NULL, **taken_tail = &taken;
+	struct cma_event **pp = &ch->head, *prev = NULL;
+
+	while (*pp) {
+		struct cma_event *e = *pp;
+		if (e->ev.id == id || (as_listener && e->ev.listen_id == id)) {
+			*pp = e->next;
+			chan_take_token(ch);
+			e->next = NULL;
+			*taken_tail = e;
+			taken_tail = &e->next;
+			continue;
+		}
+		prev = e;
+		pp = &e->next;
+	}
+	ch->tail = prev;
+	return taken;
+}
+
 void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	if (!channel)
@@ -177,7 +217,6 @@ static struct cma_event *event_post(struct cma_id *c, enum rdma_cm_event_type ty
 {
 	struct cma_channel *ch = to_chan(c->id.channel);
 	struct cma_event *e = calloc(1, sizeof(*e));
-	uint64_t one = 1;
 
 	if (!e || !ch)
 		return free(e), NULL;
@@ -190,13 +229,7 @@ static struct cma_event *event_post(struct cma_id *c, enum rdma_cm_event_type ty
 		e->ev.param.conn.private_data_len = plen;
 	}
 	c->events_pending++;
-	if (ch->tail)
-		ch->tail->next = e;
-	else
-		ch->head = e;
-	ch->tail = e;
-	if (write(ch->ch.fd, &one, sizeof(one)) != sizeof(one))
-		fprintf(stderr, "rocemu rdmacm: event channel write failed\n");
+	chan_push(ch, e);
 	return e;
 }
 
@@ -397,6 +430,15 @@ static struct cma_channel *sync_channel(void)
 	return to_chan(ch);
 }
 
+/* channel, or when it is NULL (a synchronous id) a private channel made for
+ * the id, returned in *own too; NULL with errno set if that fails. */
+static struct rdma_event_channel *channel_or_own(struct rdma_event_channel *channel,
+						 struct cma_channel **own)
+{
+	*own = channel ? NULL : sync_channel();
+	return channel ? channel : *own ? &(*own)->ch : NULL;
+}
+
 static struct cma_id *id_alloc(struct rdma_event_channel *channel, void *context,
 			       enum rdma_port_space ps, enum ibv_qp_type qp_type)
 {
@@ -448,13 +490,10 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 	int rc = cma_init();
 	if (rc < 0)
 		return fail(-rc);
-	struct cma_channel *own = NULL;
-	if (!channel) {
-		own = sync_channel();
-		if (!own)
-			return -1;
-		channel = &own->ch;
-	}
+	struct cma_channel *own;
+	channel = channel_or_own(channel, &own);
+	if (!channel)
+		return -1;
 	pthread_mutex_lock(&cma_lock);
 	if (!next_comm_id)
 		next_comm_id = random32();
@@ -885,6 +924,17 @@ static void cma_hdr_for(const struct cma_id *c, uint8_t *out)
 	cma_hdr_put(out, &h);
 }
 
+/* The active side's REQ or SIDR_REQ (msg, the struct of attr_id) under a
+ * new transaction ID, kept in c->mad for the retransmissions. */
+static void send_request(struct cma_id *c, uint16_t attr_id, const void *msg)
+{
+	c->tid = (uint64_t)random32() << 32 | c->local_comm_id;
+	cm_mad_put(c->mad, c->tid, attr_id, msg);
+	send_mad(c, c->mad);
+	arm_timer(c);
+	c->state = CMA_REQ_SENT;
+}
+
 static int connect_ud(struct cma_id *c, struct rdma_conn_param *p)
 {
 	struct cm_sidr_req r = {
@@ -897,11 +947,7 @@ static int connect_ud(struct cma_id *c, struct rdma_conn_param *p)
 	cma_hdr_for(c, r.pdata);
 	if (p && p->private_data && p->private_data_len)
 		memcpy(r.pdata + CMA_HDR_LEN, p->private_data, p->private_data_len);
-	c->tid = (uint64_t)random32() << 32 | c->local_comm_id;
-	cm_mad_put_sidr_req(c->mad, c->tid, &r);
-	send_mad(c, c->mad);
-	arm_timer(c);
-	c->state = CMA_REQ_SENT;
+	send_request(c, CM_ATTR_SIDR_REQ, &r);
 	return 0;
 }
 
@@ -951,11 +997,7 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
 	cma_hdr_for(c, r.pdata);
 	if (p && p->private_data && p->private_data_len)
 		memcpy(r.pdata + CMA_HDR_LEN, p->private_data, p->private_data_len);
-	c->tid = (uint64_t)random32() << 32 | c->local_comm_id;
-	cm_mad_put_req(c->mad, c->tid, &r);
-	send_mad(c, c->mad);
-	arm_timer(c);
-	c->state = CMA_REQ_SENT;
+	send_request(c, CM_ATTR_REQ, &r);
 out:
 	pthread_mutex_unlock(&cma_lock);
 	if (rc < 0)
@@ -1135,27 +1177,17 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 	struct cma_channel *ch = to_chan(id->channel);
 	bool own = ch && ch->sync;
 	/* Events not yet taken from the channel go with the id. */
-	if (ch) {
-		struct cma_event **pp = &ch->head, *prev = NULL;
-		while (*pp) {
-			struct cma_event *e = *pp;
-			if (e->ev.id == id || e->ev.listen_id == id) {
-				*pp = e->next;
-				chan_take_token(ch);
-				to_cid(e->ev.id)->events_pending--;
-				if (e->ev.id != id) { /* a request on a listener going away */
-					struct cma_id *child = to_cid(e->ev.id);
-					id_unlink(child);
-					child->state = CMA_DESTROYING;
-					id_free_if_done(child);
-				}
-				free(e);
-				continue;
-			}
-			prev = e;
-			pp = &e->next;
+	struct cma_event *e = ch ? chan_take_events(ch, id, true) : NULL, *next;
+	for (; e; e = next) {
+		struct cma_id *owner = to_cid(e->ev.id);
+		next = e->next;
+		owner->events_pending--;
+		if (owner != c) { /* a request on a listener going away */
+			id_unlink(owner);
+			owner->state = CMA_DESTROYING;
+			id_free_if_done(owner);
 		}
-		ch->tail = prev;
+		free(e);
 	}
 	c->state = CMA_DESTROYING;
 	pthread_mutex_unlock(&cma_lock);
@@ -1173,40 +1205,19 @@ int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 	if (!id)
 		return fail(EINVAL);
 	struct cma_id *c = to_cid(id);
-	struct cma_channel *own = NULL;
-	if (!channel) {
-		own = sync_channel();
-		if (!own)
-			return -1;
-		channel = &own->ch;
-	}
+	struct cma_channel *own;
+	channel = channel_or_own(channel, &own);
+	if (!channel)
+		return -1;
 	pthread_mutex_lock(&cma_lock);
 	struct cma_channel *old = to_chan(id->channel);
 	if (c->events_pending > 0 && old) {
 		/* Queued events follow the id to its new channel. */
-		struct cma_event **pp = &old->head, *prev = NULL;
-		while (*pp) {
-			struct cma_event *e = *pp;
-			if (e->ev.id == id) {
-				*pp = e->next;
-				chan_take_token(old);
-				e->next = NULL;
-				struct cma_channel *nc = to_chan(channel);
-				if (nc->tail)
-					nc->tail->next = e;
-				else
-					nc->head = e;
-				nc->tail = e;
-				uint64_t one = 1;
-				if (write(nc->ch.fd, &one, sizeof(one)) != sizeof(one))
-					fprintf(stderr,
-						"rocemu rdmacm: event channel write failed\n");
-				continue;
-			}
-			prev = e;
-			pp = &e->next;
+		struct cma_event *e = chan_take_events(old, id, false), *next;
+		for (; e; e = next) {
+			next = e->next;
+			chan_push(to_chan(channel), e);
 		}
-		old->tail = prev;
 	}
 	id->channel = channel;
 	pthread_mutex_unlock(&cma_lock);
