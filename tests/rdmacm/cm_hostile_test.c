@@ -91,6 +91,15 @@ static void rx_from(uint8_t last, const uint8_t *mad)
 	stub_rx(grh, mad);
 }
 
+/* An RTU, REJ, DREQ or DREP from 10.0.0.<last> (build_ids, rx_from). */
+static void rx_ids(uint8_t last, uint16_t attr, uint32_t local, uint32_t remote)
+{
+	uint8_t mad[CM_MAD_SIZE];
+
+	build_ids(mad, attr, local, remote);
+	rx_from(last, mad);
+}
+
 static uint16_t sent_attr(unsigned i)
 {
 	return (uint16_t)(stub_sent[i].mad[16] << 8 | stub_sent[i].mad[17]);
@@ -127,8 +136,7 @@ static int setup(void **state)
 	assert_int_equal(rdma_accept(t.passive, &p), 0);
 	assert_int_equal(stub_n_sent, 1);
 	assert_int_equal(sent_attr(0), CM_ATTR_REP);
-	build_ids(mad, CM_ATTR_RTU, PEER_COMM, cid(t.passive)->local_comm_id);
-	rx_from(PEER, mad);
+	rx_ids(PEER, CM_ATTR_RTU, PEER_COMM, cid(t.passive)->local_comm_id);
 	assert_int_equal(next_event(&t, &type, &id), 0);
 	assert_int_equal(type, RDMA_CM_EVENT_ESTABLISHED);
 	assert_ptr_equal(id, t.passive);
@@ -205,8 +213,7 @@ static void unknown_comm_id(void **state)
 	}
 	assert_int_equal(cma_stats.drop_unknown_id, 5);
 	assert_int_equal(stub_n_sent, 0);
-	build_ids(mad, CM_ATTR_DREQ, 0x1111, bogus);
-	rx_from(INTRUDER, mad);
+	rx_ids(INTRUDER, CM_ATTR_DREQ, 0x1111, bogus);
 	assert_int_equal(cma_stats.drep_stale, 1);
 	assert_int_equal(stub_n_sent, 1);
 	assert_int_equal(sent_attr(0), CM_ATTR_DREP);
@@ -224,20 +231,15 @@ static void unknown_comm_id(void **state)
 static void forged_from_other_host(void **state)
 {
 	struct ctx *t = *state;
-	uint8_t mad[CM_MAD_SIZE];
 
-	build_ids(mad, CM_ATTR_REJ, t->active_peer_comm, cid(t->active)->local_comm_id);
-	rx_from(INTRUDER, mad);
-	build_ids(mad, CM_ATTR_DREP, t->active_peer_comm, cid(t->active)->local_comm_id);
-	rx_from(INTRUDER, mad);
-	build_ids(mad, CM_ATTR_RTU, PEER_COMM, cid(t->passive)->local_comm_id);
-	rx_from(INTRUDER, mad);
+	rx_ids(INTRUDER, CM_ATTR_REJ, t->active_peer_comm, cid(t->active)->local_comm_id);
+	rx_ids(INTRUDER, CM_ATTR_DREP, t->active_peer_comm, cid(t->active)->local_comm_id);
+	rx_ids(INTRUDER, CM_ATTR_RTU, PEER_COMM, cid(t->passive)->local_comm_id);
 	assert_int_equal(cma_stats.drop_wrong_peer, 3);
 	assert_int_equal(stub_n_sent, 0);
 	/* a DREQ with the passive connection's IDs from the intruder: a stateless
 	 * DREP to the intruder, the connection stays */
-	build_ids(mad, CM_ATTR_DREQ, PEER_COMM, cid(t->passive)->local_comm_id);
-	rx_from(INTRUDER, mad);
+	rx_ids(INTRUDER, CM_ATTR_DREQ, PEER_COMM, cid(t->passive)->local_comm_id);
 	assert_int_equal(cma_stats.drep_stale, 1);
 	assert_int_equal(stub_n_sent, 1);
 	assert_int_equal(sent_attr(0), CM_ATTR_DREP);
@@ -251,12 +253,9 @@ static void stale_from_peer(void **state)
 	struct ctx *t = *state;
 	uint8_t mad[CM_MAD_SIZE];
 
-	build_ids(mad, CM_ATTR_RTU, PEER_COMM, cid(t->passive)->local_comm_id);
-	rx_from(PEER, mad);
-	build_ids(mad, CM_ATTR_REJ, PEER_COMM, cid(t->passive)->local_comm_id);
-	rx_from(PEER, mad);
-	build_ids(mad, CM_ATTR_REJ, t->active_peer_comm, cid(t->active)->local_comm_id);
-	rx_from(PEER, mad);
+	rx_ids(PEER, CM_ATTR_RTU, PEER_COMM, cid(t->passive)->local_comm_id);
+	rx_ids(PEER, CM_ATTR_REJ, PEER_COMM, cid(t->passive)->local_comm_id);
+	rx_ids(PEER, CM_ATTR_REJ, t->active_peer_comm, cid(t->active)->local_comm_id);
 	/* a REP with another responder ID: not a duplicate of ours, no RTU */
 	struct cm_rep rep = {.local_comm_id = t->active_peer_comm + 1,
 			     .remote_comm_id = cid(t->active)->local_comm_id,
@@ -264,8 +263,7 @@ static void stale_from_peer(void **state)
 	cm_mad_put_rep(mad, 1, &rep);
 	rx_from(PEER, mad);
 	/* a DREP while no DREQ is out */
-	build_ids(mad, CM_ATTR_DREP, t->active_peer_comm, cid(t->active)->local_comm_id);
-	rx_from(PEER, mad);
+	rx_ids(PEER, CM_ATTR_DREP, t->active_peer_comm, cid(t->active)->local_comm_id);
 	assert_int_equal(cma_stats.drop_wrong_state, 5);
 	assert_int_equal(stub_n_sent, 0);
 	/* the true duplicate REP (our RTU was lost) gets the RTU again */
@@ -571,11 +569,9 @@ static void peer_dreq_disconnects(void **state)
 static void destroyed_id_leaves_no_wakeup(void **state)
 {
 	struct ctx *t = *state;
-	uint8_t mad[CM_MAD_SIZE];
 	struct pollfd pfd = {.fd = t->ch->fd, .events = POLLIN};
 
-	build_ids(mad, CM_ATTR_DREQ, PEER_COMM, cid(t->passive)->local_comm_id);
-	rx_from(PEER, mad);
+	rx_ids(PEER, CM_ATTR_DREQ, PEER_COMM, cid(t->passive)->local_comm_id);
 	assert_int_equal(poll(&pfd, 1, 0), 1); /* DISCONNECTED is queued */
 	assert_int_equal(rdma_destroy_id(t->passive), 0);
 	t->passive = NULL;
@@ -588,16 +584,13 @@ static void destroyed_id_leaves_no_wakeup(void **state)
 static void migrate_moves_queued_events(void **state)
 {
 	struct ctx *t = *state;
-	uint8_t mad[CM_MAD_SIZE];
 	enum rdma_cm_event_type type = RDMA_CM_EVENT_ADDR_ERROR;
 	struct rdma_cm_id *id = NULL;
 	struct rdma_event_channel *ch2 = rdma_create_event_channel();
 
 	assert_non_null(ch2);
-	build_ids(mad, CM_ATTR_DREQ, PEER_COMM, cid(t->passive)->local_comm_id);
-	rx_from(PEER, mad);
-	build_ids(mad, CM_ATTR_DREQ, t->active_peer_comm, cid(t->active)->local_comm_id);
-	rx_from(PEER, mad);
+	rx_ids(PEER, CM_ATTR_DREQ, PEER_COMM, cid(t->passive)->local_comm_id);
+	rx_ids(PEER, CM_ATTR_DREQ, t->active_peer_comm, cid(t->active)->local_comm_id);
 	assert_int_equal(rdma_migrate_id(t->passive, ch2), 0);
 	assert_ptr_equal(t->passive->channel, ch2);
 	struct pollfd pfd[2] = {{.fd = t->ch->fd, .events = POLLIN},
@@ -635,8 +628,7 @@ static void destroyed_listener_takes_its_requests(void **state)
 	assert_int_equal(rdma_create_id(t->ch, &l, NULL, RDMA_PS_TCP), 0);
 	assert_int_equal(rdma_bind_addr(l, (struct sockaddr *)&a), 0);
 	assert_int_equal(rdma_listen(l, 1), 0);
-	build_ids(mad, CM_ATTR_DREQ, t->active_peer_comm, cid(t->active)->local_comm_id);
-	rx_from(PEER, mad);
+	rx_ids(PEER, CM_ATTR_DREQ, t->active_peer_comm, cid(t->active)->local_comm_id);
 	build_req(mad, 0xb000, PEER, PORT + 2);
 	rx_from(PEER, mad);
 	assert_int_equal(rdma_destroy_id(l), 0);
