@@ -19,6 +19,8 @@
 
 /** Bytes of the frame, from the IP header on, that the ICRC masks: all in the first 64. */
 #define CRC32_MASK_LEN 64
+/** Zero bytes an OR mask must have after its CRC32_MASK_LEN (read by 16-byte loads). */
+#define CRC32_MASK_SLACK 16
 
 /** x^(8 * nbytes) mod P, reflected (bit 31 = x^0). Needs roce_icrc.c's constructor. */
 uint32_t roce_crc32_x_pow_bytes(size_t nbytes);
@@ -46,7 +48,8 @@ enum crc32_clmul_kind roce_crc32_clmul_init(void);
  * what roce_crc32_clmul_init() returned (CRC32_CLMUL_NONE runs the table).
  * or_mask: NULL, or CRC32_MASK_LEN bytes OR-ed into the first bytes of the
  * data before they enter the CRC (the data itself is not written): the
- * ICRC's "variant fields set to ones" without a copy of the headers.
+ * ICRC's "variant fields set to ones" without a copy of the headers. They
+ * must be followed by CRC32_MASK_SLACK zero bytes.
  * dst: NULL, or where to copy the len bytes of data (unmasked) while they
  * are folded; must not overlap data.
  */

@@ -28,9 +28,11 @@
  *
  * Any length and alignment: the seed is XOR-ed into the first four data
  * bytes (CRC(reg, M) = CRC(0, M with reg added to its first 32 bits)), and
- * leading zero bytes do not change a CRC that starts from 0, so the first
- * len % 16 bytes go into a zero-padded head block on the stack. All other
- * loads are unaligned loads (loadu), nothing reads outside [data, data+len).
+ * leading zero bytes do not change a CRC that starts from 0. So the stream
+ * folded is len % 16 ? 16 - len % 16 : 0 zero bytes, then the data: whole
+ * blocks, of which only the first needs a byte shift (PSHUFB); the others
+ * are unaligned loads (loadu) from the data in place. Nothing reads outside
+ * [data, data+len), nothing goes through the stack.
  *
  * x86 only; the code is compiled for PCLMULQDQ and SSE4.1 (and VPCLMULQDQ
  * and AVX2 for the wide kind) with target attributes, so the build needs no
@@ -48,8 +50,6 @@
 #define BLOCK 16
 /* Fold constants for distances of 1..FOLD_MAX blocks (the 256-bit loop folds over 8). */
 #define FOLD_MAX 8
-/* The stack head: up to 15 bytes of zeros, then len % 16 + 64 bytes of data (masked). */
-#define HEAD_ROOM (CRC32_MASK_LEN + 2 * BLOCK)
 
 /* The constants, computed once by roce_crc32_clmul_init(). */
 static struct {
@@ -173,11 +173,17 @@ CLMUL_INLINE uint32_t reduce(__m128i a)
 	return (uint32_t)_mm_extract_epi32(_mm_xor_si128(u, t), 1);
 }
 
-/* Data after the head: where it is, how much is left (a multiple of 16), where to copy it. */
+/*
+ * The stream folded is pad zero bytes, then the data: pad (0..15) makes it
+ * whole blocks. Its first block is the first 16 data bytes moved up by pad
+ * bytes; every further block i is an unaligned load of the data at
+ * 16 * i - pad, which is inside the data. So the data is only ever read in
+ * place, and nothing waits on a copy in memory.
+ */
 struct cursor {
-	const uint8_t *p;
-	size_t left;
-	uint8_t *dst; /* NULL: no copy */
+	const uint8_t *p; /* the next block */
+	size_t left;	  /* bytes left, whole blocks */
+	uint8_t *dst;	  /* where the next block is copied to; NULL: no copy */
 };
 
 CLMUL_INLINE __m128i next_block(struct cursor *c)
@@ -193,40 +199,115 @@ CLMUL_INLINE __m128i next_block(struct cursor *c)
 	return v;
 }
 
-/* The head blocks (head_len bytes, a multiple of 16, at least 16) into one. */
-CLMUL_INLINE __m128i fold_head(const uint8_t *head, size_t head_len)
-{
-	const __m128i k1 = load_const(k.fold[1]);
-	__m128i a = load_block(head);
-	size_t i;
+/*
+ * PSHUFB controls: 16 bytes from byte_shift + 16 - n move a block up by n
+ * bytes (zeros first); 16 bytes from byte_shift + 32 - n move it down by
+ * 16 - n bytes (what moving up by n pushed out, zeros after).
+ */
+static const uint8_t byte_shift[3 * BLOCK] = {
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+    0,	  1,	2,    3,    4,	  5,	6,    7,    8,	  9,	10,   11,   12,	  13,	14,   15,
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80};
 
-	for (i = BLOCK; i < head_len; i += BLOCK)
-		a = _mm_xor_si128(fold(a, k1), load_block(head + i));
-	return a;
+/* The cursor over stream blocks 1.. (len >= 16: the data holds them all). */
+CLMUL_INLINE struct cursor stream_after_first(const uint8_t *data, size_t len, size_t pad,
+					      uint8_t *dst)
+{
+	struct cursor c = {data + BLOCK - pad, pad + len - BLOCK, NULL};
+
+	if (dst != NULL)
+		c.dst = dst + BLOCK - pad;
+	return c;
 }
 
-/* Four lanes of 16 bytes while 64 bytes are left; a: everything before. */
-CLMUL_INLINE __m128i fold_4x(__m128i a, struct cursor *c)
+/* Stream block 0: the first 16 data bytes (copied as they are), masked, seeded, moved up. */
+CLMUL_INLINE __m128i first_block(uint32_t reg, const uint8_t *data, size_t pad,
+				 const uint8_t *or_mask, uint8_t *dst)
+{
+	__m128i v = load_block(data);
+
+	if (dst != NULL)
+		store_block(dst, v);
+	if (or_mask != NULL)
+		v = _mm_or_si128(v, load_block(or_mask));
+	/* the seed onto the first four data bytes (CRC(reg, M) = CRC(0, M + reg x^(|M|-32))) */
+	v = _mm_xor_si128(v, _mm_cvtsi32_si128((int)reg));
+	return _mm_shuffle_epi8(v, load_block(byte_shift + BLOCK - pad));
+}
+
+/* Stream block i >= 1, with the mask if it holds masked bytes (mask bytes past 64 are 0). */
+CLMUL_INLINE __m128i masked_block(struct cursor *c, const uint8_t *or_mask, size_t pad, size_t i)
+{
+	__m128i v = next_block(c);
+
+	if (or_mask != NULL && i * BLOCK < CRC32_MASK_LEN + pad)
+		v = _mm_or_si128(v, load_block(or_mask + i * BLOCK - pad));
+	return v;
+}
+
+/*
+ * Stream block 1, masked; with pad > 12 the last seed bytes land in it, as
+ * the data bytes they go with were pushed out of block 0.
+ */
+CLMUL_INLINE __m128i second_block(struct cursor *c, uint32_t reg, const uint8_t *or_mask,
+				  size_t pad)
+{
+	__m128i seed =
+	    _mm_shuffle_epi8(_mm_cvtsi32_si128((int)reg), load_block(byte_shift + 2 * BLOCK - pad));
+
+	return _mm_xor_si128(masked_block(c, or_mask, pad, 1), seed);
+}
+
+/* Fewer than 8 blocks: one after the other (no round of lanes to fill). */
+static CLMUL_TARGET uint32_t fold_short(uint32_t reg, const uint8_t *data, size_t len, size_t pad,
+					const uint8_t *or_mask, uint8_t *dst)
+{
+	const __m128i k1 = load_const(k.fold[1]);
+	struct cursor c = stream_after_first(data, len, pad, dst);
+	__m128i a = first_block(reg, data, pad, or_mask, dst);
+	size_t i;
+
+	if (c.left != 0)
+		a = _mm_xor_si128(fold(a, k1), second_block(&c, reg, or_mask, pad));
+	for (i = 2; c.left != 0; i++)
+		a = _mm_xor_si128(fold(a, k1), masked_block(&c, or_mask, pad, i));
+	return reduce(a);
+}
+
+/* Four 16-byte lanes, 64 bytes apart. */
+struct lanes4 {
+	__m128i x0, x1, x2, x3;
+};
+
+/* Fold the lanes over the data while 64 bytes are left, then into one block. */
+CLMUL_INLINE __m128i lanes4_finish(struct lanes4 l, struct cursor *c)
 {
 	const __m128i k1 = load_const(k.fold[1]), k4 = load_const(k.fold[4]);
-	__m128i x0, x1, x2, x3;
+
+	while (c->left >= 4 * BLOCK) {
+		l.x0 = _mm_xor_si128(fold(l.x0, k4), next_block(c));
+		l.x1 = _mm_xor_si128(fold(l.x1, k4), next_block(c));
+		l.x2 = _mm_xor_si128(fold(l.x2, k4), next_block(c));
+		l.x3 = _mm_xor_si128(fold(l.x3, k4), next_block(c));
+	}
+	/* each lane over the lanes after it */
+	return _mm_xor_si128(
+	    _mm_xor_si128(fold(l.x0, load_const(k.fold[3])), fold(l.x1, load_const(k.fold[2]))),
+	    _mm_xor_si128(fold(l.x2, k1), l.x3));
+}
+
+/* Four lanes while 64 bytes are left; a: everything before. */
+CLMUL_INLINE __m128i fold_4x(__m128i a, struct cursor *c)
+{
+	struct lanes4 l;
 
 	if (c->left < 4 * BLOCK)
 		return a;
-	x0 = _mm_xor_si128(next_block(c), fold(a, k1));
-	x1 = next_block(c);
-	x2 = next_block(c);
-	x3 = next_block(c);
-	while (c->left >= 4 * BLOCK) {
-		x0 = _mm_xor_si128(fold(x0, k4), next_block(c));
-		x1 = _mm_xor_si128(fold(x1, k4), next_block(c));
-		x2 = _mm_xor_si128(fold(x2, k4), next_block(c));
-		x3 = _mm_xor_si128(fold(x3, k4), next_block(c));
-	}
-	/* the four lanes into one: each lane over the lanes after it */
-	return _mm_xor_si128(
-	    _mm_xor_si128(fold(x0, load_const(k.fold[3])), fold(x1, load_const(k.fold[2]))),
-	    _mm_xor_si128(fold(x2, k1), x3));
+	l.x0 = _mm_xor_si128(next_block(c), fold(a, load_const(k.fold[1])));
+	l.x1 = next_block(c);
+	l.x2 = next_block(c);
+	l.x3 = next_block(c);
+	return lanes4_finish(l, c);
 }
 
 /* One block at a time to the end. */
@@ -239,19 +320,35 @@ CLMUL_INLINE __m128i fold_1x(__m128i a, struct cursor *c)
 	return a;
 }
 
-/*
- * Everything after the head, to the register. The loops are inlined twice:
- * with dst known to be NULL the compiler drops the stores (no test per block).
- */
-static CLMUL_TARGET uint32_t fold_all_4x(const uint8_t *head, size_t head_len, const uint8_t *p,
-					 size_t len, uint8_t *dst)
+/* At least 8 blocks: the first eight (mask, seed) as two rounds of four lanes, then the rest. */
+CLMUL_INLINE uint32_t fold_all_4x(uint32_t reg, const uint8_t *data, size_t len, size_t pad,
+				  const uint8_t *or_mask, uint8_t *dst)
 {
-	struct cursor plain = {p, len, NULL}, copy = {p, len, dst};
-	__m128i a = fold_head(head, head_len);
+	const __m128i k4 = load_const(k.fold[4]);
+	struct cursor c = stream_after_first(data, len, pad, dst);
+	struct lanes4 l;
 
+	l.x0 = first_block(reg, data, pad, or_mask, dst);
+	l.x1 = second_block(&c, reg, or_mask, pad);
+	l.x2 = masked_block(&c, or_mask, pad, 2);
+	l.x3 = masked_block(&c, or_mask, pad, 3);
+	l.x0 = _mm_xor_si128(fold(l.x0, k4), masked_block(&c, or_mask, pad, 4));
+	l.x1 = _mm_xor_si128(fold(l.x1, k4), next_block(&c));
+	l.x2 = _mm_xor_si128(fold(l.x2, k4), next_block(&c));
+	l.x3 = _mm_xor_si128(fold(l.x3, k4), next_block(&c));
+	return reduce(fold_1x(lanes4_finish(l, &c), &c));
+}
+
+/*
+ * The loops are inlined twice: with dst known to be NULL the compiler drops
+ * the stores (no test per block).
+ */
+static CLMUL_TARGET uint32_t fold_4x_kind(uint32_t reg, const uint8_t *data, size_t len, size_t pad,
+					  const uint8_t *or_mask, uint8_t *dst)
+{
 	if (dst == NULL)
-		return reduce(fold_1x(fold_4x(a, &plain), &plain));
-	return reduce(fold_1x(fold_4x(a, &copy), &copy));
+		return fold_all_4x(reg, data, len, pad, or_mask, NULL);
+	return fold_all_4x(reg, data, len, pad, or_mask, dst);
 }
 
 /*
@@ -291,81 +388,68 @@ WIDE_INLINE __m256i wide_const(const uint64_t c[2])
 	return _mm256_broadcastsi128_si256(load_const(c));
 }
 
-WIDE_INLINE __m128i fold_8x(__m128i a, struct cursor *c)
+/* Two blocks, lo first, as one 256-bit register. */
+WIDE_INLINE __m256i pair(__m128i lo, __m128i hi)
+{
+	return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+}
+
+/* As fold_all_4x: the first eight blocks are the first round of four registers. */
+WIDE_INLINE uint32_t fold_all_wide(uint32_t reg, const uint8_t *data, size_t len, size_t pad,
+				   const uint8_t *or_mask, uint8_t *dst)
 {
 	const __m256i k8 = wide_const(k.fold[8]);
+	struct cursor c = stream_after_first(data, len, pad, dst);
 	__m256i y0, y1, y2, y3;
+	__m128i a, b1, b3;
 
-	if (c->left < 8 * BLOCK)
-		return a;
-	/* a precedes the first block: the low half of y0 */
-	y0 = _mm256_xor_si256(next_wide(c), _mm256_zextsi128_si256(fold(a, load_const(k.fold[1]))));
-	y1 = next_wide(c);
-	y2 = next_wide(c);
-	y3 = next_wide(c);
-	while (c->left >= 8 * BLOCK) {
-		y0 = _mm256_xor_si256(fold_wide(y0, k8), next_wide(c));
-		y1 = _mm256_xor_si256(fold_wide(y1, k8), next_wide(c));
-		y2 = _mm256_xor_si256(fold_wide(y2, k8), next_wide(c));
-		y3 = _mm256_xor_si256(fold_wide(y3, k8), next_wide(c));
+	a = first_block(reg, data, pad, or_mask, dst);
+	b1 = second_block(&c, reg, or_mask, pad);
+	y0 = pair(a, b1);
+	a = masked_block(&c, or_mask, pad, 2);
+	b3 = masked_block(&c, or_mask, pad, 3);
+	y1 = pair(a, b3);
+	a = masked_block(&c, or_mask, pad, 4);
+	y2 = pair(a, next_block(&c));
+	y3 = next_wide(&c);
+	while (c.left >= 8 * BLOCK) {
+		y0 = _mm256_xor_si256(fold_wide(y0, k8), next_wide(&c));
+		y1 = _mm256_xor_si256(fold_wide(y1, k8), next_wide(&c));
+		y2 = _mm256_xor_si256(fold_wide(y2, k8), next_wide(&c));
+		y3 = _mm256_xor_si256(fold_wide(y3, k8), next_wide(&c));
 	}
 	/* into one register of two lanes, then the low lane over the high one */
 	y0 = _mm256_xor_si256(_mm256_xor_si256(fold_wide(y0, wide_const(k.fold[6])),
 					       fold_wide(y1, wide_const(k.fold[4]))),
 			      _mm256_xor_si256(fold_wide(y2, wide_const(k.fold[2])), y3));
-	return _mm_xor_si128(fold(_mm256_castsi256_si128(y0), load_const(k.fold[1])),
-			     _mm256_extracti128_si256(y0, 1));
+	a = _mm_xor_si128(fold(_mm256_castsi256_si128(y0), load_const(k.fold[1])),
+			  _mm256_extracti128_si256(y0, 1));
+	return reduce(fold_1x(fold_4x(a, &c), &c));
 }
 
-/* As fold_all_4x, 128 bytes at a time first. */
-static WIDE_TARGET uint32_t fold_all_wide(const uint8_t *head, size_t head_len, const uint8_t *p,
-					  size_t len, uint8_t *dst)
+/* As fold_4x_kind. */
+static WIDE_TARGET uint32_t fold_wide_kind(uint32_t reg, const uint8_t *data, size_t len,
+					   size_t pad, const uint8_t *or_mask, uint8_t *dst)
 {
-	struct cursor plain = {p, len, NULL}, copy = {p, len, dst};
-	__m128i a = fold_head(head, head_len);
-
 	if (dst == NULL)
-		return reduce(fold_1x(fold_4x(fold_8x(a, &plain), &plain), &plain));
-	return reduce(fold_1x(fold_4x(fold_8x(a, &copy), &copy), &copy));
+		return fold_all_wide(reg, data, len, pad, or_mask, NULL);
+	return fold_all_wide(reg, data, len, pad, or_mask, dst);
 }
 
 uint32_t roce_crc32_clmul_update(enum crc32_clmul_kind kind, uint32_t reg, void *dst,
 				 const uint8_t *data, size_t len, const uint8_t *or_mask)
 {
-	/* zero pad | the first h data bytes (masked, seeded): a multiple of 16 bytes */
-	uint8_t head[HEAD_ROOM] __attribute__((aligned(16)));
-	size_t pad, h, i;
-	uint32_t first;
+	size_t pad;
 
 	/* too short to fold (the seed may not even fit in the data), or no folding here */
 	if (kind == CRC32_CLMUL_NONE || len < BLOCK)
 		return table_update_masked(reg, dst, data, len, or_mask);
 	pad = (BLOCK - len % BLOCK) % BLOCK;
-	h = len % BLOCK + BLOCK;
-	if (or_mask != NULL)
-		h = len < len % BLOCK + CRC32_MASK_LEN ? len : len % BLOCK + CRC32_MASK_LEN;
-	memset(head, 0, BLOCK); /* pad <= 15 */
-	memcpy(head + pad, data, h);
-	if (dst != NULL)
-		memcpy(dst, data, h);
-	if (or_mask != NULL) /* all of it: bytes after pad + h are not folded */
-		for (i = 0; i < CRC32_MASK_LEN; i += 8) {
-			uint64_t v, m;
-
-			memcpy(&v, head + pad + i, 8);
-			memcpy(&m, or_mask + i, 8);
-			v |= m;
-			memcpy(head + pad + i, &v, 8);
-		}
-	/* the seed onto the first four data bytes (x86: little-endian, as the register) */
-	memcpy(&first, head + pad, 4);
-	first ^= reg;
-	memcpy(head + pad, &first, 4);
-	if (dst != NULL)
-		dst = (uint8_t *)dst + h;
+	if (pad + len < 8 * BLOCK)
+		return fold_short(reg, data, len, pad, or_mask, dst);
 	if (kind == CRC32_CLMUL_WIDE)
-		return fold_all_wide(head, pad + h, data + h, len - h, dst);
-	return fold_all_4x(head, pad + h, data + h, len - h, dst);
+		return fold_wide_kind(reg, data, len, pad, or_mask, dst);
+	return fold_4x_kind(reg, data, len, pad, or_mask, dst);
 }
 
 #else /* not x86: nothing to fold with; roce_crc32_clmul_init() says so */

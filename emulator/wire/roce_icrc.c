@@ -59,7 +59,8 @@ static uint32_t x_pow2k[32];
 /* CRC register after the 8 bytes of 0xFF that open every ICRC. */
 static uint32_t reg_after_lrh;
 /* The ICRC's variant fields as ones over zeros, from the IP header on (OR masks). */
-static uint8_t icrc_mask_v4[CRC32_MASK_LEN], icrc_mask_v6[CRC32_MASK_LEN];
+static uint8_t icrc_mask_v4[CRC32_MASK_LEN + CRC32_MASK_SLACK],
+    icrc_mask_v6[CRC32_MASK_LEN + CRC32_MASK_SLACK];
 _Static_assert(RB_IPV6_LEN + RB_UDP_LEN + ROCE_BTH_LEN <= CRC32_MASK_LEN,
 	       "every ICRC variant field lies in the first CRC32_MASK_LEN bytes");
 /* the fastest folding CRC this CPU runs (CRC32_CLMUL_NONE: none) */
