@@ -10,53 +10,22 @@
 # = 537 ms) plus generous slack for a loaded machine; never a hang.
 #   peer_kill.sh PROGRAM [ARGS...]
 set -u
-BUILD=${ROCEMU_BUILD_DIR:?set by meson}
-ROCEMU=$BUILD/tools/rocemu
+. "$(dirname "$0")/../verbs/pair_lib.sh"
 prog=$1
 shift
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (network namespaces)"; exit 77; }
-command -v ip >/dev/null || { echo "SKIP: needs iproute2"; exit 77; }
-command -v "$prog" >/dev/null || { echo "SKIP: $prog not installed (perftest)"; exit 77; }
-[ -x "$ROCEMU" ] || { echo "SKIP: $ROCEMU not built"; exit 77; }
-[ -e "$BUILD/verbs-provider/libibverbs.so.1" ] || { echo "SKIP: verbs provider not built"; exit 77; }
-if objdump -T "$BUILD/verbs-provider/libibverbs.so.1" 2>/dev/null | grep -q __asan_init; then
-	echo "SKIP: sanitizer build: uninstrumented system programs cannot load an ASan libibverbs"
-	exit 77
-fi
+pair_require "$prog" perftest
 BUDGET_MS=$((8 * 67))
 LIMIT_MS=$((BUDGET_MS * 4 + 5000))
 
-A=pkA$$ B=pkB$$
-A=${A:0:10} B=${B:0:10}
-dir=$(mktemp -d /tmp/rocemu-kill-XXXXXX)
-cleanup() {
-	[ -n "${pa:-}" ] && kill -KILL $pa 2>/dev/null
-	[ -n "${pb:-}" ] && kill -KILL $pb 2>/dev/null
-	ip netns del $A 2>/dev/null
-	ip netns del $B 2>/dev/null
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-ip netns add $A && ip netns add $B || { echo "SKIP: cannot create network namespaces"; exit 77; }
-ip link add ${A}e netns $A type veth peer name ${B}e netns $B || { echo "SKIP: cannot create veth"; exit 77; }
-for ns in $A $B; do
-	ip -n $ns link set lo up
-	ip netns exec $ns sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-done
-ip -n $A addr add 10.84.0.1/24 dev ${A}e && ip -n $A link set ${A}e up
-ip -n $B addr add 10.84.0.2/24 dev ${B}e && ip -n $B link set ${B}e up
+pair_hosts pk veth 10.84.0.1 10.84.0.2 24
+# rocemu runs the programs directly here (no timeout wrapper): kill them hard
+trap 'for p in ${pa:-} ${pb:-}; do kill -KILL $p 2>/dev/null; done; pair_cleanup' EXIT
 tcp=18516
 
-ip netns exec $A "$ROCEMU" run --port af_packet:${A}e --ip 10.84.0.1/24 \
-	-- "$prog" -p $tcp "$@" >$dir/a.log 2>&1 &
+ip netns exec $nsA "$ROCEMU" run "${portA[@]}" -- "$prog" -p $tcp "$@" >$dir/a.log 2>&1 &
 pa=$!
-for _ in $(seq 100); do
-	ip netns exec $A ss -ltn 2>/dev/null | grep -q ":$tcp " && break
-	kill -0 $pa 2>/dev/null || break
-	sleep 0.1
-done
-ip netns exec $B "$ROCEMU" run --port af_packet:${B}e --ip 10.84.0.2/24 \
-	-- "$prog" -p $tcp "$@" 10.84.0.1 >$dir/b.log 2>&1 &
+pair_wait_listen $nsA $pa $tcp
+ip netns exec $nsB "$ROCEMU" run "${portB[@]}" -- "$prog" -p $tcp "$@" 10.84.0.1 >$dir/b.log 2>&1 &
 pb=$!
 # wait for the measurement to start (perftest prints its table header), then a bit
 for _ in $(seq 200); do

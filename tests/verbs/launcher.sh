@@ -5,15 +5,8 @@
 # the MAC, active port, RoCE v2 GIDs); a program without libibverbs, a bad
 # port option and a broken config file each get exactly one error line.
 set -u
-BUILD=${ROCEMU_BUILD_DIR:?set by meson}
-ROCEMU=$BUILD/tools/rocemu
-command -v ibv_devinfo >/dev/null || { echo "SKIP: ibverbs-utils not installed"; exit 77; }
-[ -x "$ROCEMU" ] || { echo "SKIP: $ROCEMU not built"; exit 77; }
-if objdump -T "$BUILD/verbs-provider/libibverbs.so.1" 2>/dev/null | grep -q __asan_init; then
-	echo "SKIP: sanitizer build: uninstrumented system programs cannot load an ASan libibverbs"
-	echo "      (the provider runs under ASan/UBSan in verbs-args instead)"
-	exit 77
-fi
+. "$(dirname "$0")/pair_lib.sh"
+pair_need_prog ibv_devinfo ibverbs-utils
 dir=$(mktemp -d /tmp/rocemu-launch-XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 fail=0
