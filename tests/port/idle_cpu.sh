@@ -14,44 +14,23 @@ rocemu=${1:?usage: $0 ROCEMU}
 limit_pct=5
 seconds=4
 
-skip() { echo "SKIP: $*"; exit 77; }
+. "$(dirname "$0")/port_lib.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (network namespaces)"
 command -v ping >/dev/null || skip "ping not installed"
 
-tag=pi$$
-nsr=${tag}r
-nsk=${tag}k
-work=$(mktemp -d /tmp/rocemu-port-idle-XXXXXX)
-pid=
-cleanup() {
-	[ -n "$pid" ] && kill -INT "$pid" 2>/dev/null && sleep 0.5 && kill -KILL "$pid" 2>/dev/null
-	ip netns del "$nsr" 2>/dev/null
-	ip netns del "$nsk" 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-ip netns add "$nsr" 2>/dev/null || skip "cannot create network namespaces"
-ip netns add "$nsk" || skip "cannot create network namespaces"
-ip link add "${tag}vr" type veth peer name "${tag}vk" || skip "cannot create a veth pair"
-ip link set "${tag}vr" netns "$nsr"
-ip link set "${tag}vk" netns "$nsk"
-ip netns exec "$nsr" sysctl -qw "net.ipv6.conf.${tag}vr.disable_ipv6=1"
+port_netns pi$$ idle
+ip netns exec "$nsr" sysctl -qw "net.ipv6.conf.$ifr.disable_ipv6=1"
 # no IPv6 on the kernel side either: its router solicitations and MLD reports
 # would be traffic, and this measures an idle port
-ip netns exec "$nsk" sysctl -qw "net.ipv6.conf.${tag}vk.disable_ipv6=1"
-ip -n "$nsr" link set "${tag}vr" up
-ip -n "$nsk" addr add 10.73.0.1/24 dev "${tag}vk"
-ip -n "$nsk" link set "${tag}vk" up
+ip netns exec "$nsk" sysctl -qw "net.ipv6.conf.$ifk.disable_ipv6=1"
+ip -n "$nsr" link set "$ifr" up
+ip -n "$nsk" addr add 10.73.0.1/24 dev "$ifk"
+ip -n "$nsk" link set "$ifk" up
 
-ip netns exec "$nsr" "$rocemu" port --port "af_packet:${tag}vr" --ip 10.73.0.2/24 \
+ip netns exec "$nsr" "$rocemu" port --port "af_packet:$ifr" --ip 10.73.0.2/24 \
 	>"$work/port.out" 2>&1 &
 pid=$!
-for _ in $(seq 100); do
-	grep -q "link up" "$work/port.out" 2>/dev/null && break
-	kill -0 "$pid" 2>/dev/null || { cat "$work/port.out"; echo "FAIL: rocemu port exited"; exit 1; }
-	sleep 0.1
-done
+port_wait_up || { cat "$work/port.out"; echo "FAIL: rocemu port exited"; exit 1; }
 # resolve once so the kernel's ARP cache is warm, then leave it alone
 ip netns exec "$nsk" ping -c 1 -W 2 10.73.0.2 >/dev/null || { echo "FAIL: first ping"; exit 1; }
 sleep 1
@@ -59,19 +38,25 @@ sleep 1
 ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 sched_ns() { cat /proc/"$pid"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
 hz=$(getconf CLK_TCK)
-t0=$(ticks); s0=$(sched_ns); w0=$(date +%s%N)
-sleep $seconds
-t1=$(ticks); s1=$(sched_ns); w1=$(date +%s%N)
-wall_ns=$((w1 - w0))
-stat_pct=$(awk -v t=$((t1 - t0)) -v hz="$hz" -v w=$wall_ns 'BEGIN {printf "%.2f", 100 * t / hz / (w / 1e9)}')
-sched_pct=$(awk -v s=$((s1 - s0)) -v w=$wall_ns 'BEGIN {printf "%.2f", 100 * s / w}')
-echo "idle CPU over ${seconds}s: /proc/stat ${stat_pct}% of a core, schedstat ${sched_pct}% (threads: $(ls /proc/$pid/task | wc -l))"
-
 status=0
-for pct in "$stat_pct" "$sched_pct"; do
-	awk -v p="$pct" -v l=$limit_pct 'BEGIN {exit !(p < l)}' ||
-		{ echo "FAIL: idle port uses ${pct}% of a core (limit ${limit_pct}%)"; status=1; }
-done
+# idle_check KIND: the port $pid (KIND: a word before "port", or nothing) must
+# use under limit_pct of a core over $seconds, by /proc/PID/stat and by
+# schedstat; else status=1.
+idle_check() {
+	local t0 s0 w0 t1 s1 w1 wall_ns stat_pct sched_pct pct
+	t0=$(ticks); s0=$(sched_ns); w0=$(date +%s%N)
+	sleep $seconds
+	t1=$(ticks); s1=$(sched_ns); w1=$(date +%s%N)
+	wall_ns=$((w1 - w0))
+	stat_pct=$(awk -v t=$((t1 - t0)) -v hz="$hz" -v w=$wall_ns 'BEGIN {printf "%.2f", 100 * t / hz / (w / 1e9)}')
+	sched_pct=$(awk -v s=$((s1 - s0)) -v w=$wall_ns 'BEGIN {printf "%.2f", 100 * s / w}')
+	echo "${1:+$1 }idle CPU over ${seconds}s: /proc/stat ${stat_pct}% of a core, schedstat ${sched_pct}% (threads: $(ls /proc/$pid/task | wc -l))"
+	for pct in "$stat_pct" "$sched_pct"; do
+		awk -v p="$pct" -v l=$limit_pct 'BEGIN {exit !(p < l)}' ||
+			{ echo "FAIL: idle ${1:+$1 }port uses ${pct}% of a core (limit ${limit_pct}%)"; status=1; }
+	done
+}
+idle_check ""
 
 # after the idle period, a ping is still answered (RTT printed for the record)
 ip netns exec "$nsk" ping -c 5 -i 0.5 -W 2 10.73.0.2 >"$work/ping.out" 2>&1 ||
@@ -94,17 +79,7 @@ for _ in $(seq 100); do
 done
 grep -q "1/1 echo requests" "$work/mc.out" || { cat "$work/mc.out"; echo "FAIL: memif ping"; status=1; }
 sleep 1
-t0=$(ticks); s0=$(sched_ns); w0=$(date +%s%N)
-sleep $seconds
-t1=$(ticks); s1=$(sched_ns); w1=$(date +%s%N)
-wall_ns=$((w1 - w0))
-stat_pct=$(awk -v t=$((t1 - t0)) -v hz="$hz" -v w=$wall_ns 'BEGIN {printf "%.2f", 100 * t / hz / (w / 1e9)}')
-sched_pct=$(awk -v s=$((s1 - s0)) -v w=$wall_ns 'BEGIN {printf "%.2f", 100 * s / w}')
-echo "memif idle CPU over ${seconds}s: /proc/stat ${stat_pct}% of a core, schedstat ${sched_pct}%"
-for pct in "$stat_pct" "$sched_pct"; do
-	awk -v p="$pct" -v l=$limit_pct 'BEGIN {exit !(p < l)}' ||
-		{ echo "FAIL: idle memif port uses ${pct}% of a core (limit ${limit_pct}%)"; status=1; }
-done
+idle_check memif
 kill -INT "$pid" "$mpid"
 wait "$pid" || status=1
 wait "$mpid" || status=1

@@ -20,7 +20,7 @@ rocemu=${1:?usage: $0 ROCEMU af_packet|af_xdp|af_packet_shared}
 mode=${2:?usage: $0 ROCEMU af_packet|af_xdp|af_packet_shared}
 kind=${mode%_shared}
 
-skip() { echo "SKIP: $*"; exit 77; }
+. "$(dirname "$0")/port_lib.sh"
 fail() { echo "FAIL: $*"; [ -f "$work/port.out" ] && sed 's/^/  rocemu: /' "$work/port.out"; exit 1; }
 
 [ "$(id -u)" = 0 ] || skip "needs root (network namespaces)"
@@ -28,29 +28,7 @@ for tool in ip ping arping tshark; do
 	command -v $tool >/dev/null || skip "$tool not installed"
 done
 
-tag=pt$$
-nsr=${tag}r          # rocemu's namespace
-nsk=${tag}k          # the kernel's namespace
-ifr=${tag}vr
-ifk=${tag}vk
-work=$(mktemp -d /tmp/rocemu-port-veth-XXXXXX)
-pid=
-
-cleanup() {
-	[ -n "$pid" ] && kill -INT "$pid" 2>/dev/null && sleep 0.5 && kill -KILL "$pid" 2>/dev/null
-	ip netns del "$nsr" 2>/dev/null
-	ip netns del "$nsk" 2>/dev/null
-	[ -n "${KEEP:-}" ] || rm -rf "$work"
-}
-trap cleanup EXIT
-
-ip netns add "$nsr" 2>/dev/null || skip "cannot create network namespaces"
-ip netns add "$nsk" || skip "cannot create network namespaces"
-ip link add "$ifr" type veth peer name "$ifk" || skip "cannot create a veth pair"
-ip link set "$ifr" netns "$nsr"
-ip link set "$ifk" netns "$nsk"
-ip -n "$nsr" link set lo up
-ip -n "$nsk" link set lo up
+port_netns pt$$ veth
 # rocemu owns the addresses on its side: the kernel there gets none, and no
 # IPv6 either (its link-local would be the same as rocemu's GID 0)
 if [ "$mode" = af_packet_shared ]; then
@@ -67,16 +45,12 @@ ip -n "$nsk" link set "$ifk" up
 ip netns exec "$nsr" "$rocemu" port --port "$kind:$ifr" --ip 10.71.0.2/24 --ip fd00:71::2/64 \
 	--capture "$work/port.pcap" >"$work/port.out" 2>&1 &
 pid=$!
-for _ in $(seq 100); do
-	grep -q "link up" "$work/port.out" 2>/dev/null && break
-	if ! kill -0 "$pid" 2>/dev/null; then
-		if [ "$kind" = af_xdp ] && grep -qiE "xdp|bpf" "$work/port.out"; then
-			skip "af_xdp unavailable here: $(head -c 300 "$work/port.out")"
-		fi
-		fail "rocemu port exited early"
+if ! port_wait_up; then
+	if [ "$kind" = af_xdp ] && grep -qiE "xdp|bpf" "$work/port.out"; then
+		skip "af_xdp unavailable here: $(head -c 300 "$work/port.out")"
 	fi
-	sleep 0.1
-done
+	fail "rocemu port exited early"
+fi
 grep -q "link up" "$work/port.out" || fail "port did not come up"
 
 status=0

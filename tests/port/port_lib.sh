@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Sourced by the port's namespace tests (idle_cpu.sh, veth_kernel_peer.sh):
+# rocemu in one network namespace, the Linux kernel in another, joined by a
+# veth pair. bash.
+
+skip() { echo "SKIP: $*"; exit 77; }
+
+# port_cleanup: stop the rocemu port ($pid), delete both namespaces, and the
+# work directory unless KEEP is set.
+port_cleanup() {
+	[ -n "$pid" ] && kill -INT "$pid" 2>/dev/null && sleep 0.5 && kill -KILL "$pid" 2>/dev/null
+	ip netns del "$nsr" 2>/dev/null
+	ip netns del "$nsk" 2>/dev/null
+	[ -n "${KEEP:-}" ] || rm -rf "$work"
+}
+
+# port_netns TAG NAME: a work directory $work (/tmp/rocemu-port-NAME-*), the
+# namespaces $nsr (rocemu's) and $nsk (the kernel's) with lo up, joined by the
+# veth pair $ifr (in $nsr) / $ifk (in $nsk), both still down; all removed at
+# exit (port_cleanup, which also stops the port whose PID is in $pid). Skips
+# when namespaces or the veth pair cannot be made.
+port_netns() {
+	nsr=${1}r nsk=${1}k ifr=${1}vr ifk=${1}vk
+	work=$(mktemp -d /tmp/rocemu-port-$2-XXXXXX)
+	pid=
+	trap port_cleanup EXIT
+	ip netns add "$nsr" 2>/dev/null || skip "cannot create network namespaces"
+	ip netns add "$nsk" || skip "cannot create network namespaces"
+	ip link add "$ifr" type veth peer name "$ifk" || skip "cannot create a veth pair"
+	ip link set "$ifr" netns "$nsr"
+	ip link set "$ifk" netns "$nsk"
+	ip -n "$nsr" link set lo up
+	ip -n "$nsk" link set lo up
+}
+
+# port_wait_up: wait (10 s at most) until the port ($pid) logs "link up" in
+# $work/port.out; 1 if it exited first.
+port_wait_up() {
+	for _ in $(seq 100); do
+		grep -q "link up" "$work/port.out" 2>/dev/null && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 0
+}
