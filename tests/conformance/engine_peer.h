@@ -19,6 +19,19 @@ struct engine_peer {
 	int egid_index; /* of egid in the engine's GID table */
 };
 
+/* Host 1 (the engine) or 2 (the peer): "ring:RING:a" or ":b", ip/24, MAC
+ * 02:00:00:NN:00:0H (NN = mac_byte in hex, H = host). */
+static inline int engine_peer_config(struct rocemu_port_config *cfg, const char *ring, int host,
+				     const char *ip, unsigned mac_byte, char *err, size_t errlen)
+{
+	char spec[64], cidr[64], mac[32];
+
+	snprintf(spec, sizeof(spec), "ring:%s:%c", ring, host == 1 ? 'a' : 'b');
+	snprintf(cidr, sizeof(cidr), "%s/24", ip);
+	snprintf(mac, sizeof(mac), "02:00:00:%02x:00:%02x", mac_byte & 0xff, host);
+	return ptu_config(cfg, spec, cidr, mac, err, errlen);
+}
+
 /*
  * Engine on "ring:RING:a" at eip/24 with MAC 02:00:00:NN:00:01, peer on
  * "ring:RING:b" at pip/24 with MAC 02:00:00:NN:00:02 (NN = mac_byte in hex),
@@ -29,22 +42,15 @@ static inline int engine_peer_open(struct engine_peer *p, const char *ring, cons
 				   const struct rocemu_port_upper *up, char *err, size_t errlen)
 {
 	struct rocemu_port_config cfg;
-	char spec[64], ip[64], mac[32];
 	int rc;
 
-	snprintf(spec, sizeof(spec), "ring:%s:a", ring);
-	snprintf(ip, sizeof(ip), "%s/24", eip);
-	snprintf(mac, sizeof(mac), "02:00:00:%02x:00:01", mac_byte & 0xff);
-	rc = ptu_config(&cfg, spec, ip, mac, err, errlen);
+	rc = engine_peer_config(&cfg, ring, 1, eip, mac_byte, err, errlen);
 	if (!rc)
 		rc = rocemu_engine_create(&cfg, &p->e, err, errlen);
 	if (rc < 0)
 		return rc;
 	p->eport = rocemu_engine_port(p->e);
-	snprintf(spec, sizeof(spec), "ring:%s:b", ring);
-	snprintf(ip, sizeof(ip), "%s/24", pip);
-	snprintf(mac, sizeof(mac), "02:00:00:%02x:00:02", mac_byte & 0xff);
-	rc = ptu_config(&cfg, spec, ip, mac, err, errlen);
+	rc = engine_peer_config(&cfg, ring, 2, pip, mac_byte, err, errlen);
 	if (!rc)
 		rc = rocemu_port_open(&cfg, &p->pport, err, errlen);
 	if (rc < 0)
