@@ -258,9 +258,20 @@ void rocemu_port_note_app_poll(struct rocemu_port *port, bool found)
 			       port->upper.next_due(port->upper.ctx) != UINT64_MAX);
 
 	atomic_store_explicit(&port->last_app_poll_ns, t, memory_order_relaxed);
-	if (port->bell_page)
-		atomic_store_explicit(&port_bell_own(port)->app_waiting_tsc,
-				      back ? port->last_pass_tsc : 0, memory_order_relaxed);
+	if (!port->bell_page)
+		return;
+	if (back) {
+		atomic_store_explicit(&port_bell_own(port)->app_waiting_tsc, port->last_pass_tsc,
+				      memory_order_relaxed);
+		return;
+	}
+	/* The application may now wait elsewhere. A peer that saw it waiting
+	 * just before this store did not ring for its frame, and our thread
+	 * may sleep without a last pass (bell_sleep): take such a frame now.
+	 * A frame sent after the store sees 0 and rings. */
+	if (atomic_exchange_explicit(&port_bell_own(port)->app_waiting_tsc, 0,
+				     memory_order_seq_cst) != 0)
+		rocemu_port_progress_locked(port);
 }
 
 void rocemu_port_note_app_post(struct rocemu_port *port)
@@ -317,6 +328,15 @@ static uint64_t sleep_length(struct rocemu_port *port, bool app_polling, bool do
 	return sleep_ns;
 }
 
+/* Our application is in a polling loop (its app_waiting_tsc is fresh). */
+static bool own_app_waiting(struct rocemu_port *port)
+{
+	uint64_t t = atomic_load_explicit(&port_bell_own(port)->app_waiting_tsc,
+					  memory_order_seq_cst);
+
+	return t != 0 && rte_rdtsc() - t < port->bell_fresh_tsc;
+}
+
 /*
  * memif with a rocemu peer: sleep on our bell (a futex in the shared page)
  * until the peer rings it for a frame, our own threads ring it for a kick,
@@ -336,9 +356,13 @@ static bool bell_sleep(struct rocemu_port *port, uint64_t sleep_ns)
 	 * places the peer's WRITE quickly. The peer does not ring while our
 	 * application is in a polling loop (app_waiting_tsc). Then look at the
 	 * ring once more: a frame sent before the peer could see the flag rang
-	 * no bell; one sent after it did, and then the word is no longer seq. */
+	 * no bell; one sent after it did, and then the word is no longer seq.
+	 * Not while our application waits in a polling loop: its next poll
+	 * takes that frame, or the poll that ends its wait does (see
+	 * rocemu_port_note_app_poll); a pass here would only take the CPU from
+	 * it, and with frames streaming in, never let this thread sleep. */
 	atomic_store_explicit(&own->sleeping, 1, memory_order_seq_cst);
-	if (rocemu_port_progress(port)) {
+	if (!own_app_waiting(port) && rocemu_port_progress(port)) {
 		atomic_store_explicit(&own->sleeping, 0, memory_order_relaxed);
 		return true;
 	}
