@@ -395,7 +395,7 @@ int main(int argc, char **argv)
 		payload[i] = (uint8_t)(i * 7 + 3);
 
 	have_dpdk = roce_icrc_set_impl(ROCE_ICRC_IMPL_DPDK) == 0;
-	best = roce_crc32_clmul_init();
+	best = roce_crc32_clmul_best();
 	roce_icrc_set_impl(ROCE_ICRC_IMPL_AUTO);
 	printf("wire_bench: %.2f s per measurement, ICRC implementation in use: %s\n", run_seconds,
 	       roce_icrc_impl_name());

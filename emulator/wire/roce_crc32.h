@@ -38,10 +38,11 @@ enum crc32_clmul_kind {
 /**
  * Compute the folding and Barrett constants from the polynomial (with
  * roce_crc32_x_pow_bytes) and look at the CPU: returns the fastest kind
- * that runs here. Called from roce_icrc.c's constructor; calling it again
- * computes the same values.
+ * that runs here. Called once, from roce_icrc.c's constructor.
  */
 enum crc32_clmul_kind roce_crc32_clmul_init(void);
+/** What roce_crc32_clmul_init() returned (for tests and benchmarks). */
+enum crc32_clmul_kind roce_crc32_clmul_best(void);
 
 /**
  * Raw register update by folding, any length and alignment. kind: at most

@@ -468,6 +468,13 @@ uint32_t roce_crc32_clmul_update(enum crc32_clmul_kind kind, uint32_t reg, void 
 
 #endif
 
+static enum crc32_clmul_kind best_kind;
+
+enum crc32_clmul_kind roce_crc32_clmul_best(void)
+{
+	return best_kind;
+}
+
 enum crc32_clmul_kind roce_crc32_clmul_init(void)
 {
 	unsigned n;
@@ -481,5 +488,6 @@ enum crc32_clmul_kind roce_crc32_clmul_init(void)
 	/* P in normal order: x^32 + the reflected polynomial's bits reversed */
 	k.barrett[0] = barrett_mu((1ull << 32) | reverse_bits(CRC32_POLY_REFLECTED, 32));
 	k.barrett[1] = ((uint64_t)CRC32_POLY_REFLECTED << 1) | 1;
-	return cpu_clmul_kind();
+	best_kind = cpu_clmul_kind();
+	return best_kind;
 }
