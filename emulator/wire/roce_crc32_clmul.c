@@ -84,13 +84,10 @@ static uint64_t reverse_bits(uint64_t v, unsigned bits)
  */
 static uint64_t barrett_mu(uint64_t poly_normal)
 {
-	/* remainder of degree <= 64 as 65 bits: top bit separately */
-	uint64_t rem = 0, quot = 0;
+	/* the first step, x^64 - P * x^32, leaves a remainder that fits in 64 bits */
+	uint64_t rem = (poly_normal & 0xFFFFFFFFu) << 32, quot = 1ull << 32;
 	int d;
 
-	/* x^64 - P * x^32 */
-	rem = (poly_normal & 0xFFFFFFFFu) << 32;
-	quot = 1ull << 32;
 	for (d = 63; d >= 32; d--) {
 		if (rem >> d & 1) {
 			rem ^= poly_normal << (d - 32);
@@ -118,7 +115,7 @@ static uint32_t table_update_masked(uint32_t reg, void *dst, const uint8_t *data
 	return roce_crc32_table_update(reg, data + n, len - n);
 }
 
-#if HAVE_CLMUL_CODE
+#ifdef HAVE_CLMUL_CODE
 
 #define CLMUL_TARGET __attribute__((target("pclmul,sse4.1")))
 #define CLMUL_INLINE __attribute__((target("pclmul,sse4.1"), always_inline)) static inline
