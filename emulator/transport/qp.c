@@ -892,9 +892,13 @@ int rocemu_qp_post_send_batch(struct rocemu_qp *qp, const struct rocemu_send_wr 
 	}
 	rocemu_engine_timer_sync(qp);
 	rocemu_engine_unlock(e);
+	/* An application that posts counts as polling: it runs the passes
+	 * (timers included) itself, so the thread needs no kick; a memif peer
+	 * rings it once the application has gone quiet. */
 	if (i > 0)
 		rocemu_port_note_app_post(e->port);
-	rocemu_port_kick(e->port);
+	else
+		rocemu_port_kick(e->port);
 	return rc;
 }
 
