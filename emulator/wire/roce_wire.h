@@ -449,8 +449,8 @@ uint32_t roce_crc32(uint32_t crc, const void *data, size_t len);
 /**
  * Copy len bytes from src to dst (like memcpy: no overlap) and return the
  * CRC-32 of them continuing crc, as roce_crc32(crc, src, len), in one pass
- * over src: each 16-byte block is stored to dst from the register it was
- * folded from. For building frames: roce_crc32_copy(crc_so_far, frame + off,
+ * over src: each block is stored to dst from the register it was loaded
+ * into to be folded. For building frames: roce_crc32_copy(crc_so_far, frame + off,
  * payload, n) places the payload and extends the CRC over it.
  */
 uint32_t roce_crc32_copy(uint32_t crc, void *dst, const void *src, size_t len);
@@ -464,8 +464,10 @@ enum roce_icrc_impl {
 	ROCE_ICRC_IMPL_VPCLMUL,  /**< our VPCLMULQDQ/AVX2 folding, 8 x 128 bits ("vpclmul-avx2") */
 };
 /**
- * Choose the CRC-32 behind roce_icrc_compute() (process-wide; for benchmarks
- * and tests). 0, -ENOTSUP if the DPDK path cannot run here, -EINVAL.
+ * Choose the CRC-32 behind roce_icrc_compute() and roce_icrc_partial()
+ * (process-wide; for benchmarks and tests). 0; -ENOTSUP if that
+ * implementation cannot run here (DPDK: no PCLMULQDQ or EAL SIMD limit;
+ * PCLMUL, VPCLMUL: the CPU lacks the instructions); -EINVAL.
  */
 int roce_icrc_set_impl(enum roce_icrc_impl impl);
 
