@@ -256,8 +256,8 @@ CLMUL_INLINE __m128i second_block(struct cursor *c, uint32_t reg, const uint8_t 
 }
 
 /* Fewer than 8 blocks: one after the other (no round of lanes to fill). */
-static CLMUL_TARGET uint32_t fold_short(uint32_t reg, const uint8_t *data, size_t len, size_t pad,
-					const uint8_t *or_mask, uint8_t *dst)
+static CLMUL_TARGET uint32_t crc32_fold_short(uint32_t reg, const uint8_t *data, size_t len,
+					      size_t pad, const uint8_t *or_mask, uint8_t *dst)
 {
 	const __m128i k1 = load_const(k.fold[1]);
 	struct cursor c = stream_after_first(data, len, pad, dst);
@@ -340,8 +340,8 @@ CLMUL_INLINE uint32_t fold_all_4x(uint32_t reg, const uint8_t *data, size_t len,
  * The loops are inlined twice: with dst known to be NULL the compiler drops
  * the stores (no test per block).
  */
-static CLMUL_TARGET uint32_t fold_4x_kind(uint32_t reg, const uint8_t *data, size_t len, size_t pad,
-					  const uint8_t *or_mask, uint8_t *dst)
+static CLMUL_TARGET uint32_t crc32_fold_4x(uint32_t reg, const uint8_t *data, size_t len,
+					   size_t pad, const uint8_t *or_mask, uint8_t *dst)
 {
 	if (dst == NULL)
 		return fold_all_4x(reg, data, len, pad, or_mask, NULL);
@@ -424,9 +424,9 @@ WIDE_INLINE uint32_t fold_all_wide(uint32_t reg, const uint8_t *data, size_t len
 	return reduce(fold_1x(fold_4x(a, &c), &c));
 }
 
-/* As fold_4x_kind. */
-static WIDE_TARGET uint32_t fold_wide_kind(uint32_t reg, const uint8_t *data, size_t len,
-					   size_t pad, const uint8_t *or_mask, uint8_t *dst)
+/* As crc32_fold_4x. */
+static WIDE_TARGET uint32_t crc32_fold_wide(uint32_t reg, const uint8_t *data, size_t len,
+					    size_t pad, const uint8_t *or_mask, uint8_t *dst)
 {
 	if (dst == NULL)
 		return fold_all_wide(reg, data, len, pad, or_mask, NULL);
@@ -443,10 +443,10 @@ uint32_t roce_crc32_clmul_update(enum crc32_clmul_kind kind, uint32_t reg, void 
 		return table_update_masked(reg, dst, data, len, or_mask);
 	pad = (BLOCK - len % BLOCK) % BLOCK;
 	if (pad + len < 8 * BLOCK)
-		return fold_short(reg, data, len, pad, or_mask, dst);
+		return crc32_fold_short(reg, data, len, pad, or_mask, dst);
 	if (kind == CRC32_CLMUL_WIDE)
-		return fold_wide_kind(reg, data, len, pad, or_mask, dst);
-	return fold_4x_kind(reg, data, len, pad, or_mask, dst);
+		return crc32_fold_wide(reg, data, len, pad, or_mask, dst);
+	return crc32_fold_4x(reg, data, len, pad, or_mask, dst);
 }
 
 #else /* not x86: nothing to fold with; roce_crc32_clmul_init() says so */
