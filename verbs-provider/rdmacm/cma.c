@@ -153,10 +153,7 @@ static void chan_push(struct cma_channel *ch, struct cma_event *e)
 	uint64_t one = 1;
 
 	e->next = NULL;
-	if (ch->tail)
-		ch->tail->next = e;
-	else
-		ch->head = e;
+	*(ch->tail ? &ch->tail->next : &ch->head) = e;
 	ch->tail = e;
 	if (write(ch->ch.fd, &one, sizeof(one)) != sizeof(one))
 		fprintf(stderr, "rocemu rdmacm: event channel write failed\n");
