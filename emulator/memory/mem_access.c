@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "mem_private.h"
+#include "roce_wire.h"
 
 /*
  * Look key up and check it for an access of [iova, iova+len). The bounds
@@ -77,7 +78,8 @@ static bool copy_to_region(const struct rocemu_mr *mr, uint8_t *dst, const void 
  */
 static enum rocemu_mem_err sg_walk(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
 				   const struct ibv_sge *sg, uint32_t num_sge, uint64_t offset,
-				   uint8_t *buf, uint32_t len, unsigned rights, bool to_region)
+				   uint8_t *buf, uint32_t len, unsigned rights, bool to_region,
+				   uint32_t *crc)
 {
 	uint64_t left = len;
 	uint32_t i;
@@ -103,8 +105,16 @@ static enum rocemu_mem_err sg_walk(struct rocemu_mem_table *t, const struct roce
 		err = mem_check(t, pd, sg[i].lkey, sg[i].addr + offset, chunk, rights, &mr, &p);
 		if (err != ROCEMU_MEM_OK)
 			return err;
-		ok = to_region ? copy_to_region(mr, p, buf, chunk)
-			       : copy_from_region(mr, buf, p, chunk);
+		if (crc && !mr->odp) {
+			/* one pass: the CRC folds the blocks it copies */
+			*crc = roce_crc32_copy(*crc, buf, p, chunk);
+			ok = true;
+		} else {
+			ok = to_region ? copy_to_region(mr, p, buf, chunk)
+				       : copy_from_region(mr, buf, p, chunk);
+			if (ok && crc)
+				*crc = roce_crc32(*crc, buf, chunk);
+		}
 		if (!ok)
 			return ROCEMU_MEM_FAULT;
 		buf += chunk;
@@ -118,7 +128,14 @@ enum rocemu_mem_err rocemu_mem_gather(struct rocemu_mem_table *t, const struct r
 				      const struct ibv_sge *sg, uint32_t num_sge, uint64_t offset,
 				      void *dst, uint32_t len)
 {
-	return sg_walk(t, pd, sg, num_sge, offset, dst, len, ROCEMU_RIGHT_LOCAL_READ, false);
+	return sg_walk(t, pd, sg, num_sge, offset, dst, len, ROCEMU_RIGHT_LOCAL_READ, false, NULL);
+}
+
+enum rocemu_mem_err rocemu_mem_gather_crc(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+					  const struct ibv_sge *sg, uint32_t num_sge,
+					  uint64_t offset, void *dst, uint32_t len, uint32_t *crc)
+{
+	return sg_walk(t, pd, sg, num_sge, offset, dst, len, ROCEMU_RIGHT_LOCAL_READ, false, crc);
 }
 
 enum rocemu_mem_err rocemu_mem_scatter(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
@@ -126,7 +143,7 @@ enum rocemu_mem_err rocemu_mem_scatter(struct rocemu_mem_table *t, const struct 
 				       const void *src, uint32_t len)
 {
 	return sg_walk(t, pd, sg, num_sge, offset, (uint8_t *)(uintptr_t)src, len,
-		       ROCEMU_RIGHT_LOCAL_WRITE, true);
+		       ROCEMU_RIGHT_LOCAL_WRITE, true, NULL);
 }
 
 enum rocemu_mem_err rocemu_mem_remote_write(struct rocemu_mem_table *t, const struct rocemu_pd *pd,

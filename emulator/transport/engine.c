@@ -263,9 +263,10 @@ struct rte_mbuf *rocemu_engine_pkt_alloc(struct rocemu_engine *e, const struct r
 	return m;
 }
 
-int rocemu_engine_pkt_send(struct rocemu_engine *e, struct rte_mbuf *m, const struct roce_pkt *pkt)
+static int pkt_send(struct rocemu_engine *e, struct rte_mbuf *m, const struct roce_pkt *pkt,
+		    const uint32_t *crc)
 {
-	int rc = roce_mbuf_finish(m, pkt);
+	int rc = crc ? roce_mbuf_finish_icrc(m, pkt, *crc) : roce_mbuf_finish(m, pkt);
 
 	/* IPv6 forbids a zero UDP checksum (RFC 8200 8.1); the ICRC masks the field. */
 	if (rc == 0 && pkt->path.ip_version == 6)
@@ -281,6 +282,17 @@ int rocemu_engine_pkt_send(struct rocemu_engine *e, struct rte_mbuf *m, const st
 	}
 	ENGINE_COUNT(e, tx_packets);
 	return 0;
+}
+
+int rocemu_engine_pkt_send(struct rocemu_engine *e, struct rte_mbuf *m, const struct roce_pkt *pkt)
+{
+	return pkt_send(e, m, pkt, NULL);
+}
+
+int rocemu_engine_pkt_send_crc(struct rocemu_engine *e, struct rte_mbuf *m,
+			       const struct roce_pkt *pkt, uint32_t crc)
+{
+	return pkt_send(e, m, pkt, &crc);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -90,6 +90,14 @@ enum rocemu_mem_err rocemu_mem_translate(struct rocemu_mem_table *t, const struc
 enum rocemu_mem_err rocemu_mem_gather(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
 				      const struct ibv_sge *sg, uint32_t num_sge, uint64_t offset,
 				      void *dst, uint32_t len);
+/**
+ * rocemu_mem_gather that also continues the CRC-32 *crc over the bytes it
+ * copies (roce_crc32 semantics), in the same pass where the memory allows
+ * (not ODP): for building a frame's payload and its ICRC at once.
+ */
+enum rocemu_mem_err rocemu_mem_gather_crc(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+					  const struct ibv_sge *sg, uint32_t num_sge,
+					  uint64_t offset, void *dst, uint32_t len, uint32_t *crc);
 /** Copy len bytes from src into the scatter list at byte offset (local write right). */
 enum rocemu_mem_err rocemu_mem_scatter(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
 				       const struct ibv_sge *sg, uint32_t num_sge, uint64_t offset,

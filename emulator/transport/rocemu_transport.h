@@ -355,6 +355,10 @@ struct rte_mbuf *rocemu_engine_pkt_alloc(struct rocemu_engine *e, const struct r
 					 uint8_t **payload);
 /** Finish (pad, ICRC) and transmit. 0 or -errno (mbuf consumed either way). */
 int rocemu_engine_pkt_send(struct rocemu_engine *e, struct rte_mbuf *m, const struct roce_pkt *pkt);
+/** The same for a payload filled with its CRC (crc: roce_mbuf_icrc_begin()
+ * continued over the payload): writes pad and ICRC without reading it again. */
+int rocemu_engine_pkt_send_crc(struct rocemu_engine *e, struct rte_mbuf *m,
+			       const struct roce_pkt *pkt, uint32_t crc);
 
 /* qp.c */
 /** Move to ERR and flush both queues (IBV_WC_WR_FLUSH_ERR); raises QP_FATAL when fatal. */

@@ -41,6 +41,28 @@ int roce_mbuf_finish(struct rte_mbuf *m, const struct roce_pkt *pkt)
 	return roce_finish(rte_pktmbuf_mtod(m, uint8_t *), m->data_len, pkt);
 }
 
+uint32_t roce_mbuf_icrc_begin(const struct rte_mbuf *m, const struct roce_pkt *pkt)
+{
+	uint32_t l2 = pkt->path.has_vlan ? 18 : 14;
+
+	return roce_icrc_partial(rte_pktmbuf_mtod(m, const uint8_t *), l2, roce_header_len(pkt));
+}
+
+int roce_mbuf_finish_icrc(struct rte_mbuf *m, const struct roce_pkt *pkt, uint32_t crc)
+{
+	uint8_t *frame = rte_pktmbuf_mtod(m, uint8_t *);
+	uint32_t end = roce_header_len(pkt) + pkt->payload_len;
+	uint32_t pad = (4 - (pkt->payload_len & 3)) & 3;
+
+	if (m->nb_segs != 1 || m->data_len != roce_frame_len(pkt) ||
+	    end + pad + ROCE_ICRC_LEN != m->data_len)
+		return -EINVAL;
+	memset(frame + end, 0, pad);
+	crc = roce_crc32(crc, frame + end, pad);
+	roce_icrc_store(frame, m->data_len, crc);
+	return 0;
+}
+
 int roce_mbuf_fill_udp_checksum(struct rte_mbuf *m, const struct roce_pkt *pkt)
 {
 	if (m == NULL || m->nb_segs != 1)

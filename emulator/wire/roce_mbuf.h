@@ -22,6 +22,16 @@ uint8_t *roce_mbuf_prepare(struct rte_mbuf *m, const struct roce_pkt *pkt);
 int roce_mbuf_finish(struct rte_mbuf *m, const struct roce_pkt *pkt);
 
 /**
+ * The same in two halves, for a payload copied and CRC'd in one pass:
+ * roce_mbuf_icrc_begin() right after roce_mbuf_prepare() returns the ICRC's
+ * CRC over the masked headers; the caller continues it over the payload as it
+ * fills it (roce_crc32_copy) and hands the result to roce_mbuf_finish_icrc(),
+ * which writes the pad and the ICRC. Same frame as roce_mbuf_finish().
+ */
+uint32_t roce_mbuf_icrc_begin(const struct rte_mbuf *m, const struct roce_pkt *pkt);
+int roce_mbuf_finish_icrc(struct rte_mbuf *m, const struct roce_pkt *pkt, uint32_t crc);
+
+/**
  * After roce_mbuf_finish(): store the real UDP checksum (roce_fill_udp_checksum).
  * IPv6 forbids a zero UDP checksum (RFC 8200) and Wireshark reports one as an
  * error; the ICRC masks the field, so it stays valid. 0 or -EINVAL.
