@@ -202,10 +202,11 @@ def plots(data, img):
 
 def layer(row):
     comm, dso, sym = row.get("comm", ""), row.get("dso", ""), row.get("sym", "")
-    if dso == "[vdso]" or sym.startswith("clock_gettime") or sym == "rocemu_now_ns":
+    if dso == "[vdso]" or sym.startswith("clock_gettime") or sym.startswith("rocemu_now_ns"):
         return "clock reads (rocemu_now_ns -> clock_gettime)"
-    if "librte_net.so" in dso or sym.startswith("roce_icrc") or sym.startswith("crc"):
-        return "ICRC (CRC-32, DPDK rte_net_crc PCLMULQDQ + combine)"
+    if ("librte_net.so" in dso or sym.startswith("roce_icrc") or sym.startswith("crc")
+            or sym.startswith("roce_crc32")):
+        return "ICRC (CRC-32: our VPCLMULQDQ/PCLMULQDQ folding)"
     if "librte_net_memif" in dso:
         return "memif PMD: rx/tx bursts, copies into/out of the shared ring"
     if "librte_" in dso:
