@@ -36,26 +36,31 @@ expect_error "--capture-filter" --port ring:e1:a --capture-filter arp
 
 "$rocemu" port --help | grep -q -- "--capture-rotate" || { echo "FAIL: --help"; status=1; }
 
-out=$(timeout 30 "$rocemu" port --port ring:e2:a --ip 10.0.0.1/24 --arp-timeout 50 \
-	--arp-retries 2 --ping 10.0.0.9 --count 1 2>&1)
-rc=$?
-if [ $rc != 1 ] || ! grep -q "address resolution failed" <<<"$out" ||
-	! grep -qE "^arp_requests_tx +2$" <<<"$out"; then
-	echo "FAIL: unanswered ping: status $rc"
-	echo "$out"
-	status=1
-else
-	echo "ok: unanswered ping ends with 'address resolution failed' after 2 ARP requests"
-fi
+# expect_run WHAT STATUS PATTERN... -- ARGS...: `rocemu port ARGS` (30 s at
+# most) exits with STATUS and its output matches every extended regex PATTERN.
+expect_run() {
+	local what=$1 want=$2 out rc p ok=1
+	shift 2
+	local pats=()
+	while [ "$1" != -- ]; do pats+=("$1"); shift; done
+	shift
+	out=$(timeout 30 "$rocemu" port "$@" 2>&1)
+	rc=$?
+	[ $rc = "$want" ] || ok=0
+	for p in "${pats[@]}"; do grep -qE -- "$p" <<<"$out" || ok=0; done
+	if [ $ok = 1 ]; then
+		echo "ok: $what"
+	else
+		echo "FAIL: $what: status $rc"
+		echo "$out"
+		status=1
+	fi
+}
 
-out=$(timeout 30 "$rocemu" port --port ring:e3:a --ip 10.0.0.1/24 --ping 10.0.0.1 --count 2 2>&1)
-rc=$?
-if [ $rc != 0 ] || ! grep -q "2/2 echo requests to 10.0.0.1 answered" <<<"$out" ||
-	! grep -qE "^loopback_frames +4$" <<<"$out"; then
-	echo "FAIL: ping to our own address: status $rc"
-	echo "$out"
-	status=1
-else
-	echo "ok: ping to our own address answered through loopback"
-fi
+expect_run "unanswered ping ends with 'address resolution failed' after 2 ARP requests" 1 \
+	"address resolution failed" "^arp_requests_tx +2$" -- \
+	--port ring:e2:a --ip 10.0.0.1/24 --arp-timeout 50 --arp-retries 2 --ping 10.0.0.9 --count 1
+expect_run "ping to our own address answered through loopback" 0 \
+	"2/2 echo requests to 10.0.0.1 answered" "^loopback_frames +4$" -- \
+	--port ring:e3:a --ip 10.0.0.1/24 --ping 10.0.0.1 --count 2
 exit $status

@@ -236,6 +236,7 @@ static void test_eal_leaves_program_alone(void **state)
 static void test_gid_table_and_mtu(void **state)
 {
 	struct pair p;
+	static const uint8_t ll_prefix[8] = {0xfe, 0x80};
 	uint8_t mac[6], mac2[6], gid[16], want[16];
 	(void)state;
 
@@ -244,20 +245,11 @@ static void test_gid_table_and_mtu(void **state)
 	rocemu_port_mac(p.a, mac);
 	assert_int_equal(mac[0] & 0x03, 0x02); /* locally administered unicast */
 	assert_int_equal(rocemu_port_gid_count(p.a), 3);
-	/* 0: fe80:: + modified EUI-64 of the MAC */
+	/* 0: fe80::/64 + modified EUI-64 of the MAC */
 	assert_int_equal(rocemu_port_gid(p.a, 0, gid), 0);
-	memset(want, 0, 16);
-	want[0] = 0xfe;
-	want[1] = 0x80;
-	want[8] = mac[0] ^ 2;
-	want[9] = mac[1];
-	want[10] = mac[2];
-	want[11] = 0xff;
-	want[12] = 0xfe;
-	want[13] = mac[3];
-	want[14] = mac[4];
-	want[15] = mac[5];
-	assert_memory_equal(gid, want, 16);
+	assert_memory_equal(gid, ll_prefix, 8);
+	const uint8_t eui64[8] = {mac[0] ^ 2, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]};
+	assert_memory_equal(gid + 8, eui64, 8);
 	/* 1: IPv4-mapped, like rxe */
 	assert_int_equal(rocemu_port_gid(p.a, 1, gid), 0);
 	assert_int_equal(rocemu_gid_parse("::ffff:10.9.0.1", want), 0);
