@@ -173,6 +173,29 @@ enum rocemu_mem_err rocemu_mem_remote_read(struct rocemu_mem_table *t, const str
 	return copy_from_region(mr, dst, p, len) ? ROCEMU_MEM_OK : ROCEMU_MEM_FAULT;
 }
 
+enum rocemu_mem_err rocemu_mem_remote_read_crc(struct rocemu_mem_table *t,
+					       const struct rocemu_pd *pd, uint32_t rkey,
+					       uint64_t iova, void *dst, uint32_t len, uint32_t *crc)
+{
+	enum rocemu_mem_err err;
+	struct rocemu_mr *mr;
+	uint8_t *p;
+
+	err = mem_check(t, pd, rkey, iova, len, ROCEMU_RIGHT_REMOTE_READ, &mr, &p);
+	if (err != ROCEMU_MEM_OK)
+		return err;
+	if (len == 0)
+		return ROCEMU_MEM_OK;
+	if (!mr->odp) {
+		*crc = roce_crc32_copy(*crc, dst, p, len);
+		return ROCEMU_MEM_OK;
+	}
+	if (!copy_from_region(mr, dst, p, len))
+		return ROCEMU_MEM_FAULT;
+	*crc = roce_crc32(*crc, dst, len);
+	return ROCEMU_MEM_OK;
+}
+
 /*
  * Atomics (IBA ch. 9): the 8-byte target must be naturally aligned (checked on the
  * iova the peer sent and on the host address it maps to). ODP targets are

@@ -428,6 +428,7 @@ unsigned rocemu_resp_run(struct rocemu_qp *qp, unsigned budget)
 			    r->length - off < qp->mtu ? (uint32_t)(r->length - off) : qp->mtu;
 			uint8_t op, *payload;
 			struct rte_mbuf *m;
+			uint32_t crc;
 
 			if (rocemu_engine_fill_path(e, &qp->path, &pkt) < 0)
 				goto blocked;
@@ -446,8 +447,10 @@ unsigned rocemu_resp_run(struct rocemu_qp *qp, unsigned budget)
 			m = rocemu_engine_pkt_alloc(e, &pkt, &payload);
 			if (!m)
 				goto blocked;
-			if (plen && rocemu_mem_remote_read(e->mem, qp->pd, r->rkey, r->va + off,
-							   payload, plen) != ROCEMU_MEM_OK) {
+			/* payload copied and CRC'd in one pass (see send_data_packet) */
+			crc = roce_mbuf_icrc_begin(m, &pkt);
+			if (plen && rocemu_mem_remote_read_crc(e->mem, qp->pd, r->rkey, r->va + off,
+							       payload, plen, &crc) != ROCEMU_MEM_OK) {
 				/* The region went away after the request was accepted. */
 				rte_pktmbuf_free(m);
 				r->active = false;
@@ -456,7 +459,7 @@ unsigned rocemu_resp_run(struct rocemu_qp *qp, unsigned budget)
 				rocemu_engine_raise(e, IBV_EVENT_QP_ACCESS_ERR, qp->user_ctx);
 				return sent;
 			}
-			if (rocemu_engine_pkt_send(e, m, &pkt) < 0)
+			if (rocemu_engine_pkt_send_crc(e, m, &pkt, crc) < 0)
 				goto blocked; /* tx queue full: this response again next pass */
 			ENGINE_COUNT(e, tx_read_resp);
 			r->sent++;

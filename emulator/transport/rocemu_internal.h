@@ -108,6 +108,11 @@ enum rocemu_mem_err rocemu_mem_remote_write(struct rocemu_mem_table *t, const st
 					    uint32_t len);
 enum rocemu_mem_err rocemu_mem_remote_read(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
 					   uint32_t rkey, uint64_t iova, void *dst, uint32_t len);
+/** rocemu_mem_remote_read continuing the CRC-32 *crc over the bytes (see
+ * rocemu_mem_gather_crc). */
+enum rocemu_mem_err rocemu_mem_remote_read_crc(struct rocemu_mem_table *t,
+					       const struct rocemu_pd *pd, uint32_t rkey,
+					       uint64_t iova, void *dst, uint32_t len, uint32_t *crc);
 /**
  * 8-byte atomic on remote memory (REMOTE_ATOMIC right; a misaligned iova is
  * ROCEMU_MEM_ALIGN). cmp_swap: if *p == compare then *p = swap_add;

@@ -47,6 +47,7 @@ static int ud_send_one(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
 	struct roce_pkt pkt = {0};
 	struct rte_mbuf *m;
 	uint8_t *payload, op;
+	uint32_t crc;
 	int rc;
 
 	if (w->length > qp->mtu)
@@ -73,17 +74,19 @@ static int ud_send_one(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
 	m = rocemu_engine_pkt_alloc(e, &pkt, &payload);
 	if (!m)
 		return -EAGAIN;
+	/* payload copied and CRC'd in one pass (see send_data_packet) */
+	crc = roce_mbuf_icrc_begin(m, &pkt);
 	if (w->is_inline) {
-		memcpy(payload, w->inline_data, w->length);
+		crc = roce_crc32_copy(crc, payload, w->inline_data, w->length);
 	} else if (w->length) {
-		enum rocemu_mem_err err =
-		    rocemu_mem_gather(e->mem, qp->pd, w->sge, w->num_sge, 0, payload, w->length);
+		enum rocemu_mem_err err = rocemu_mem_gather_crc(e->mem, qp->pd, w->sge, w->num_sge,
+								0, payload, w->length, &crc);
 		if (err != ROCEMU_MEM_OK) {
 			rte_pktmbuf_free(m);
 			return rocemu_comp_local_status(err);
 		}
 	}
-	if (rocemu_engine_pkt_send(e, m, &pkt) < 0)
+	if (rocemu_engine_pkt_send_crc(e, m, &pkt, crc) < 0)
 		return -EAGAIN; /* tx queue full: the datagram goes again next pass */
 	qp->req.psn = roce_psn_add(qp->req.psn, 1);
 	return 0;
