@@ -564,20 +564,13 @@ static void test_ah(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_cq_create_limits, setup, fixture_teardown),
-	    cmocka_unit_test_setup_teardown(test_cq_push_poll_order, setup, fixture_teardown),
-	    cmocka_unit_test_setup_teardown(test_cq_overflow, setup, fixture_teardown),
-	    cmocka_unit_test_setup_teardown(test_cq_arm_any, setup, fixture_teardown),
-	    cmocka_unit_test_setup_teardown(test_cq_arm_solicited, setup, fixture_teardown),
-	    cmocka_unit_test_setup_teardown(test_cq_resize, setup, fixture_teardown),
-	    cmocka_unit_test_setup_teardown(test_cq_concurrent, setup, fixture_teardown),
-	    cmocka_unit_test_setup_teardown(test_cq_busy, setup, fixture_teardown),
-	    cmocka_unit_test_setup_teardown(test_srq_create_checks, setup, fixture_teardown),
-	    cmocka_unit_test_setup_teardown(test_srq_post_and_wrap, setup, fixture_teardown),
-	    cmocka_unit_test_setup_teardown(test_srq_limit_event, setup, fixture_teardown),
-	    cmocka_unit_test_setup_teardown(test_srq_resize, setup, fixture_teardown),
-	    cmocka_unit_test_setup_teardown(test_srq_limit, setup, fixture_teardown),
-	    cmocka_unit_test_setup_teardown(test_ah, setup, fixture_teardown),
+	    FIXTURE_TEST(test_cq_create_limits),  FIXTURE_TEST(test_cq_push_poll_order),
+	    FIXTURE_TEST(test_cq_overflow),	  FIXTURE_TEST(test_cq_arm_any),
+	    FIXTURE_TEST(test_cq_arm_solicited),  FIXTURE_TEST(test_cq_resize),
+	    FIXTURE_TEST(test_cq_concurrent),	  FIXTURE_TEST(test_cq_busy),
+	    FIXTURE_TEST(test_srq_create_checks), FIXTURE_TEST(test_srq_post_and_wrap),
+	    FIXTURE_TEST(test_srq_limit_event),	  FIXTURE_TEST(test_srq_resize),
+	    FIXTURE_TEST(test_srq_limit),	  FIXTURE_TEST(test_ah),
 	};
 
 	return cmocka_run_group_tests_name("queues", tests, NULL, NULL);

@@ -41,4 +41,8 @@ static inline int fixture_teardown(void **state)
 	return 0;
 }
 
+/* A test between the including file's setup (fixture_setup with its sizes)
+ * and fixture_teardown. */
+#define FIXTURE_TEST(f) cmocka_unit_test_setup_teardown(f, setup, fixture_teardown)
+
 #endif
