@@ -504,6 +504,7 @@ static void open_bell_page(struct rocemu_port *port, uint64_t h)
 		shm_unlink(port->bell_shm_name);
 	atomic_store(&port_bell_own(port)->sleeping, 0);
 	atomic_store(&port_bell_own(port)->app_waiting_tsc, 0);
+	atomic_store(&port_bell_own(port)->app_busy, 0);
 	atomic_store(&port_bell_own(port)->pid, (unsigned)getpid());
 	port->bell_fresh_tsc = rte_get_tsc_hz() / (1000000000ull / PEER_APP_FRESH_NS);
 }
@@ -1200,6 +1201,8 @@ static bool peer_app_waiting(struct rocemu_port *port)
 	uint64_t t = atomic_load_explicit(&port_bell_peer(port)->app_waiting_tsc,
 					  memory_order_relaxed);
 
+	if (atomic_load_explicit(&port_bell_peer(port)->app_busy, memory_order_acquire))
+		return true;
 	return t != 0 && rte_rdtsc() - t < port->bell_fresh_tsc;
 }
 

@@ -131,7 +131,12 @@ struct port_bell_slot {
 	 * wakes the end's progress thread sleeping in FUTEX_WAIT on it. Both
 	 * the peer (frames sent) and the end's own threads (kicks) ring it. */
 	atomic_uint bell;
-	char pad[36];
+	/* 1 while an application thread of the end is inside a post or poll
+	 * call: it holds or is about to take the engine lock, and will look at
+	 * the ring when it comes out (a long post builds many frames: more
+	 * than app_waiting_tsc's freshness) */
+	atomic_uint app_busy;
+	char pad[32];
 };
 struct port_bell_page {
 	struct port_bell_slot slot[2];

@@ -184,6 +184,10 @@ unsigned rocemu_port_progress_locked(struct rocemu_port *port)
 		rocemu_port_flush(port);
 	}
 	port->pass_now = 0;
+	/* a pass with work can be long (a burst of 4 KiB frames): the
+	 * application's poll stamp (rocemu_port_note_app_poll) is then its end */
+	if (work && port->last_pass_tsc)
+		port->last_pass_tsc = rte_rdtsc();
 	return work;
 }
 
@@ -260,6 +264,7 @@ void rocemu_port_note_app_poll(struct rocemu_port *port, bool found)
 	atomic_store_explicit(&port->last_app_poll_ns, t, memory_order_relaxed);
 	if (!port->bell_page)
 		return;
+	atomic_store_explicit(&port_bell_own(port)->app_busy, 0, memory_order_release);
 	if (back) {
 		atomic_store_explicit(&port_bell_own(port)->app_waiting_tsc, port->last_pass_tsc,
 				      memory_order_relaxed);
@@ -279,9 +284,18 @@ void rocemu_port_note_app_post(struct rocemu_port *port)
 	uint64_t tsc, t = rocemu_now_ns_tsc(&tsc);
 
 	atomic_store_explicit(&port->last_app_poll_ns, t, memory_order_relaxed);
-	if (port->bell_page)
+	if (port->bell_page) {
 		atomic_store_explicit(&port_bell_own(port)->app_waiting_tsc, tsc,
 				      memory_order_relaxed);
+		atomic_store_explicit(&port_bell_own(port)->app_busy, 0, memory_order_release);
+	}
+}
+
+void rocemu_port_app_enter(struct rocemu_port *port)
+{
+	if (port->bell_page &&
+	    !atomic_load_explicit(&port_bell_own(port)->app_busy, memory_order_relaxed))
+		atomic_store_explicit(&port_bell_own(port)->app_busy, 1, memory_order_relaxed);
 }
 
 void rocemu_port_note_app_away(struct rocemu_port *port)

@@ -213,6 +213,9 @@ void rocemu_port_note_app_poll(struct rocemu_port *port, bool found);
 /** An application thread posted work (engine lock not held): it is busy
  * with us and will poll for the result. */
 void rocemu_port_note_app_post(struct rocemu_port *port);
+/** An application thread enters a post or poll call (before the engine
+ * lock); rocemu_port_note_app_post/_poll mark its exit. */
+void rocemu_port_app_enter(struct rocemu_port *port);
 /** An application thread stops polling to block (ibv_get_cq_event): the
  * progress thread takes over at once. */
 void rocemu_port_note_app_away(struct rocemu_port *port);

@@ -878,6 +878,7 @@ int rocemu_qp_post_send_batch(struct rocemu_qp *qp, const struct rocemu_send_wr 
 	int rc = 0;
 	unsigned i;
 
+	rocemu_port_app_enter(e->port);
 	rocemu_engine_lock(e);
 	for (i = 0; i < n; i++) {
 		rc = post_send_locked(qp, &wrs[i]);
@@ -895,9 +896,8 @@ int rocemu_qp_post_send_batch(struct rocemu_qp *qp, const struct rocemu_send_wr 
 	/* An application that posts counts as polling: it runs the passes
 	 * (timers included) itself, so the thread needs no kick; a memif peer
 	 * rings it once the application has gone quiet. */
-	if (i > 0)
-		rocemu_port_note_app_post(e->port);
-	else
+	rocemu_port_note_app_post(e->port);
+	if (i == 0)
 		rocemu_port_kick(e->port);
 	return rc;
 }

@@ -118,6 +118,11 @@ unsigned rocemu_port_progress(struct rocemu_port *port)
 	return 0;
 }
 
+void rocemu_port_app_enter(struct rocemu_port *port)
+{
+	(void)port;
+}
+
 void rocemu_port_note_app_poll(struct rocemu_port *port, bool found)
 {
 	(void)found;

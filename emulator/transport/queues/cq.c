@@ -145,6 +145,7 @@ int rocemu_cq_poll(struct rocemu_cq *cq, int n, struct rocemu_wc *wc)
 	 * the lock held here); the port learns whether this thread will be
 	 * back to poll (see rocemu_port_note_app_poll). */
 	port = rocemu_engine_port(cq->engine);
+	rocemu_port_app_enter(port);
 	rocemu_port_progress(port);
 	rocemu_engine_lock(cq->engine);
 	while (got < n && cq->count > 0) {
