@@ -462,6 +462,7 @@ static void handle_read_resp(struct rocemu_qp *qp, const struct roce_pkt *pkt,
 			comp_fail(qp, w, rocemu_comp_local_status(err));
 			return;
 		}
+		ENGINE_ADD(e, copy_rx_bytes, want);
 	}
 	w->rcvd_pkts++;
 	comp_advance(qp, roce_psn_add(psn, 1));

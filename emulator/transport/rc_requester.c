@@ -259,6 +259,7 @@ static enum req_step send_data_packet(struct rocemu_qp *qp, struct rocemu_send_w
 			return REQ_FAILED;
 		}
 	}
+	ENGINE_ADD(e, copy_tx_bytes, plen);
 	/* A full tx queue loses the frame: build it again on the next pass. */
 	if (rocemu_engine_pkt_send_crc(e, m, &pkt, crc) < 0)
 		return REQ_BLOCKED;

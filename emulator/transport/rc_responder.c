@@ -219,6 +219,7 @@ static enum resp_result place_send(struct rocemu_qp *qp, const struct roce_pkt *
 					 qp->resp.offset, payload, pkt->payload_len);
 		if (err != ROCEMU_MEM_OK)
 			return RESP_OP;
+		ENGINE_ADD(e, copy_rx_bytes, pkt->payload_len);
 	}
 	qp->resp.offset += pkt->payload_len;
 	qp->resp.in_send = !(f & ROCE_OPF_LAST);
@@ -274,6 +275,7 @@ static enum resp_result place_write(struct rocemu_qp *qp, const struct roce_pkt 
 					      pkt->payload_len);
 		if (err != ROCEMU_MEM_OK)
 			return RESP_ACCESS;
+		ENGINE_ADD(e, copy_rx_bytes, pkt->payload_len);
 	}
 	qp->resp.offset += pkt->payload_len;
 	qp->resp.in_write = !(f & ROCE_OPF_LAST);
@@ -459,6 +461,7 @@ unsigned rocemu_resp_run(struct rocemu_qp *qp, unsigned budget)
 				rocemu_engine_raise(e, IBV_EVENT_QP_ACCESS_ERR, qp->user_ctx);
 				return sent;
 			}
+			ENGINE_ADD(e, copy_tx_bytes, plen);
 			if (rocemu_engine_pkt_send_crc(e, m, &pkt, crc) < 0)
 				goto blocked; /* tx queue full: this response again next pass */
 			ENGINE_COUNT(e, tx_read_resp);

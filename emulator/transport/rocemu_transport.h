@@ -98,6 +98,8 @@
 	X(drop_dup_read_mismatch)                                                                  \
 	X(dup_requests)                                                                            \
 	X(tx_packets)                                                                              \
+	X(copy_tx_bytes)                                                                           \
+	X(copy_rx_bytes)                                                                           \
 	X(tx_acks)                                                                                 \
 	X(tx_read_resp)                                                                            \
 	X(tx_atomic_ack)                                                                           \
@@ -337,6 +339,12 @@ struct rocemu_engine {
 };
 
 #define ENGINE_COUNT(e, name) ((e)->ctr[CTR_##name]++)
+/* copy_tx_bytes: payload bytes copied from application memory into frames
+ * (the NIC's DMA reads); copy_rx_bytes: from frames into application memory
+ * (its DMA writes). With the port's frame bytes (a memif PMD in copy mode
+ * copies each frame once more on each side) they give the bytes copied per
+ * byte delivered that bench/perf_bench.py reports. */
+#define ENGINE_ADD(e, name, n) ((e)->ctr[CTR_##name] += (n))
 
 /* engine.c */
 /** Put a QP on the engine's work list (requester, responses, timers). */

@@ -86,6 +86,7 @@ static int ud_send_one(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
 			return rocemu_comp_local_status(err);
 		}
 	}
+	ENGINE_ADD(e, copy_tx_bytes, w->length);
 	if (rocemu_engine_pkt_send_crc(e, m, &pkt, crc) < 0)
 		return -EAGAIN; /* tx queue full: the datagram goes again next pass */
 	qp->req.psn = roce_psn_add(qp->req.psn, 1);
@@ -174,6 +175,8 @@ void rocemu_ud_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_pk
 	if (err == ROCEMU_MEM_OK && pkt->payload_len)
 		err = rocemu_mem_scatter(e->mem, qp->pd, wqe.sge, wqe.num_sge, UD_GRH_LEN,
 					 frame + pkt->payload_off, pkt->payload_len);
+	if (err == ROCEMU_MEM_OK)
+		ENGINE_ADD(e, copy_rx_bytes, UD_GRH_LEN + pkt->payload_len);
 	if (err != ROCEMU_MEM_OK) {
 		wc.status = IBV_WC_LOC_PROT_ERR;
 		rocemu_qp_complete(qp, false, &wc, false);
