@@ -436,9 +436,42 @@ def parse_trace_summary(out):
     return calls
 
 
+def parse_rocemu_stats(out):
+    """ROCEMU_STATS=1 lines 'rocemu: DEV LAYER NAME VALUE' -> {(layer, name): value}."""
+    ctr = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 5 and f[0] == "rocemu:" and f[4].isdigit():
+            ctr[(f[2], f[3])] = ctr.get((f[2], f[3]), 0) + int(f[4])
+    return ctr
+
+
+def copies_per_byte(cli_out, srv_out):
+    """Bytes copied per payload byte delivered, from both processes' counters
+    over the whole run: the transport's copies in and out of application
+    memory (copy_tx_bytes, copy_rx_bytes) plus every frame byte the port
+    handed to or took from the memif PMD, which in copy mode copies each
+    frame once on each side (into the shared ring on tx, out of it on rx).
+    Delivered: payload placed in the server's memory (its copy_rx_bytes)."""
+    c, s = parse_rocemu_stats(cli_out), parse_rocemu_stats(srv_out)
+    if not c or not s or not s.get(("transport", "copy_rx_bytes")):
+        return None
+    parts = {
+        "app_to_frame": c.get(("transport", "copy_tx_bytes"), 0) + s.get(("transport", "copy_tx_bytes"), 0),
+        "pmd_tx": c.get(("port", "tx_bytes"), 0) + s.get(("port", "tx_bytes"), 0),
+        "pmd_rx": c.get(("port", "rx_bytes"), 0) + s.get(("port", "rx_bytes"), 0),
+        "frame_to_app": c.get(("transport", "copy_rx_bytes"), 0) + s.get(("transport", "copy_rx_bytes"), 0),
+    }
+    delivered = s[("transport", "copy_rx_bytes")]
+    return {"delivered": delivered, "parts": {k: v / delivered for k, v in parts.items()},
+            "total": sum(parts.values()) / delivered,
+            "retransmit_packets": c.get(("transport", "retransmit_packets"), 0)}
+
+
 def account(bench, kind, secs=5):
     """One bandwidth run with a `secs`-second measurement window in its middle."""
     res = {"kind": kind, "window_s": secs, "load": loadavg()}
+    env = None
     if kind == "rocemu":
         k = bench.uniq()
         port = 18600 + k % 300
@@ -449,19 +482,20 @@ def account(bench, kind, secs=5):
         cli = bench.rocemu_cmd("client", sock, "10.91.0.2/24", common + ["127.0.0.1"])
         name = "ib_write_bw"
         msg = 65536
+        env = dict(os.environ, ROCEMU_STATS="1")  # counters at exit: bytes copied
     else:
         port = 19900 + bench.uniq() % 50
         srv = ["qperf", "-lp", str(port)]
         cli = ["qperf", "127.0.0.1", "-lp", str(port), "-t", str(secs + 5), "-m", "64K", "tcp_bw"]
         name = "qperf"
         msg = 65536
-    s = Proc(["taskset", "-c", SRV_CPU] + srv)
+    s = Proc(["taskset", "-c", SRV_CPU] + srv, env=env)
     c = None
     try:
         if not wait_listen(port, s):
             res["error"] = "server did not listen"
             return res
-        c = Proc(["taskset", "-c", CLI_CPU] + cli)
+        c = Proc(["taskset", "-c", CLI_CPU] + cli, env=env)
         spid, cpid = exe_pid(s, name), exe_pid(c, name)
         if not spid or not cpid:
             res["error"] = "no pid"
@@ -488,6 +522,8 @@ def account(bench, kind, secs=5):
         if kind == "rocemu":
             pr = parse_perftest(out)
             bps = pr.get("bw_Bps")
+            s.wait(15)  # the server prints its counters as it exits
+            res["copies"] = copies_per_byte(out, s.output())
         else:
             lats, bws = parse_qperf(out)
             bps = bws[0] if bws else None
