@@ -460,24 +460,59 @@ static void open_doorbell(struct rocemu_port *port, const char *iface)
 	port->doorbell_fd = fd;
 }
 
+/* The name shared by the two ends of the memif socket at path (FNV-1a). */
+static uint64_t memif_bell_hash(const char *path)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (const char *c = path; *c; c++) {
+		h ^= (uint8_t)*c;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static void bell_page_name(char *buf, size_t len, const char *path)
+{
+	snprintf(buf, len, "/rocemu-bell-%016llx", (unsigned long long)memif_bell_hash(path));
+}
+
 /*
  * The bell page: one shared page (POSIX shm named after the memif socket)
  * where each end's progress thread says that it is about to sleep on its
  * bell. A sender then rings only a sleeping peer, once per sleep; to a busy
  * peer a frame costs no system call. The server creates the page (a fresh
- * one, any stale page of the same name unlinked first) and unlinks it at
- * close; the client, which opens only after the server's socket exists,
- * maps it and unlinks the name at once. Each end writes its pid into its
- * slot: until the peer's pid is there (a page created after the peer
- * mapped another, a non-rocemu peer), rings stay time-based as before.
+ * one, any stale page of the same name unlinked first) once its device
+ * exists, so once the socket is bound and the path is its own, before the
+ * device starts; it unlinks the page at close. A client maps it after its
+ * device started, and so does each later client of the same server (the
+ * name stays). Each end writes its pid into its slot once its device has
+ * started: a client waits for the server's (wait_memif_server_ready), and
+ * until the peer's pid is there (a non-rocemu peer) rings stay time-based
+ * as before. A client whose server was replaced maps the new server's page
+ * when it reconnects (remap_bell_page).
  */
-static void open_bell_page(struct rocemu_port *port, uint64_t h)
+
+/* Our slot of a page just mapped: not sleeping, no application waiting; the
+ * peer's closes so far are not about us (acknowledged as seen). */
+static void bell_page_join(struct rocemu_port *port)
 {
+	struct port_bell_slot *own = port_bell_own(port), *peer = port_bell_peer(port);
+
+	atomic_store(&own->sleeping, 0);
+	atomic_store(&own->app_waiting_tsc, 0);
+	atomic_store(&own->app_busy, 0);
+	port->peer_closing_seen = atomic_load(&peer->closing);
+	atomic_store(&own->acked, port->peer_closing_seen);
+}
+
+static void open_bell_page(struct rocemu_port *port)
+{
+	struct stat st;
 	void *p;
 	int fd;
 
-	snprintf(port->bell_shm_name, sizeof(port->bell_shm_name), "/rocemu-bell-%016llx",
-		 (unsigned long long)h);
+	bell_page_name(port->bell_shm_name, sizeof(port->bell_shm_name), port->memif_path);
 	if (!port->memif_client) {
 		shm_unlink(port->bell_shm_name);
 		fd = shm_open(port->bell_shm_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -491,6 +526,11 @@ static void open_bell_page(struct rocemu_port *port, uint64_t h)
 	}
 	if (fd < 0)
 		return;
+	/* a page the server has not sized yet would fault (SIGBUS) */
+	if (fstat(fd, &st) || st.st_size < (off_t)sizeof(struct port_bell_page)) {
+		close(fd);
+		return;
+	}
 	p = mmap(NULL, sizeof(struct port_bell_page), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED) {
@@ -499,14 +539,49 @@ static void open_bell_page(struct rocemu_port *port, uint64_t h)
 		return;
 	}
 	port->bell_page = p;
+	port->bell_dev = st.st_dev;
+	port->bell_ino = st.st_ino;
 	port->bell_shm_owner = !port->memif_client;
-	if (port->memif_client)
-		shm_unlink(port->bell_shm_name);
-	atomic_store(&port_bell_own(port)->sleeping, 0);
-	atomic_store(&port_bell_own(port)->app_waiting_tsc, 0);
-	atomic_store(&port_bell_own(port)->app_busy, 0);
-	atomic_store(&port_bell_own(port)->pid, (unsigned)getpid());
+	bell_page_join(port);
 	port->bell_fresh_tsc = rte_get_tsc_hz() / (1000000000ull / PEER_APP_FRESH_NS);
+}
+
+/*
+ * A memif client about to connect again (engine lock held): if the page
+ * under the name is no longer the one we map, a new server made it; map it
+ * at the same address. MAP_FIXED replaces the mapping in one step, so the
+ * threads that read the page without the lock (the progress thread's sleep,
+ * the application's stamps, a kick) see the old page or the new one, never
+ * a hole; a sleep on the old page's futex just lasts until its timeout.
+ * Returns true when the page changed. A client that had no page keeps none.
+ */
+static bool remap_bell_page(struct rocemu_port *port)
+{
+	struct stat st;
+	bool changed = false;
+	int fd;
+
+	if (!port->bell_page)
+		return false;
+	fd = shm_open(port->bell_shm_name, O_RDWR | O_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) == 0 && (st.st_ino != port->bell_ino || st.st_dev != port->bell_dev) &&
+	    st.st_size >= (off_t)sizeof(struct port_bell_page)) {
+		atomic_store(&port_bell_own(port)->sleeping, 0);
+		atomic_store(&port_bell_own(port)->pid, 0);
+		if (mmap(port->bell_page, sizeof(struct port_bell_page), PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, fd, 0) != MAP_FAILED) {
+			port->bell_dev = st.st_dev;
+			port->bell_ino = st.st_ino;
+			bell_page_join(port);
+			atomic_store(&port_bell_own(port)->pid, (unsigned)getpid());
+			port_count_event(port, "memif_bell_page_remapped");
+			changed = true;
+		}
+	}
+	close(fd);
+	return changed;
 }
 
 static void close_bell_page(struct rocemu_port *port)
@@ -523,54 +598,37 @@ static void close_bell_page(struct rocemu_port *port)
 }
 
 /*
- * memif has no receive interrupt either (DPDK 22.11's PMD implements no
- * rx_queue_intr_* operation; the memif protocol's own interrupt eventfds are
- * private to it). The two rocemu ends of a memif link ring each other
- * instead: each binds an abstract Unix datagram socket named after the memif
- * socket path and its role, and after a transmit rings the peer's, at most
- * once per PORT_BELL_INTERVAL_NS (a peer woken by a bell spins for a while
- * after that work, so it is awake for the frames that follow). The idle
- * progress thread sleeps in poll() on its bell: a frame wakes it at once.
- * Best effort: with no bell (name taken, a non-rocemu peer) the thread
- * wakes every millisecond as before.
- */
-/* The name shared by the two ends of the memif socket at path (FNV-1a). */
-static uint64_t memif_bell_hash(const char *path)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (const char *c = path; *c; c++) {
-		h ^= (uint8_t)*c;
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
-/*
  * A memif client waits, before it connects, until a rocemu server has
- * finished starting: its bell page (made after its device started) exists.
- * DPDK's memif server listens from the moment the device is created, before
- * its queues are set up; a client that connects in that window is dropped
- * and never reconnects (seen with qperf, whose server child opens the device
- * while the client is already connecting: both links stayed down). A server
- * that is not rocemu makes no page: 1 s after its socket appears the client
- * goes ahead. The start loop below still waits for a socket that never came.
+ * finished starting: its bell page carries its pid (written after its
+ * device started). DPDK's memif server listens from the moment the device
+ * is created, before its queues are set up; a client that connects in that
+ * window is dropped, and the PMD never connects it again: the link watch
+ * (memif_watch) then reconnects, but only after 100 ms of link down, so the
+ * wait still saves that time in the usual case (a server started alongside,
+ * like qperf's server child). A server that is not rocemu makes no page:
+ * 1 s after its socket appears the client goes ahead. The start loop below
+ * still waits for a socket that never came.
  */
 static void wait_memif_server_ready(const char *path)
 {
 	char name[64];
-	uint64_t seen_socket = 0;
+	unsigned seen_socket = 0;
 	struct timespec ts = {0, 5000000};
 
-	snprintf(name, sizeof(name), "/rocemu-bell-%016llx",
-		 (unsigned long long)memif_bell_hash(path));
+	bell_page_name(name, sizeof(name), path);
 	for (int i = 0; i < MEMIF_CLIENT_WAIT_MS / 5; i++) {
 		int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
 		struct stat st;
 
 		if (fd >= 0) {
+			unsigned pid = 0;
+			ssize_t r = pread(fd, &pid, sizeof(pid),
+					  offsetof(struct port_bell_page, slot[0].pid));
+
 			close(fd);
-			return;
+			if (r == (ssize_t)sizeof(pid) && pid &&
+			    (kill((pid_t)pid, 0) == 0 || errno == EPERM))
+				return;
 		}
 		if (stat(path, &st) == 0 && ++seen_socket * 5 >= 1000)
 			return;
@@ -578,13 +636,30 @@ static void wait_memif_server_ready(const char *path)
 	}
 }
 
-static void open_memif_bell(struct rocemu_port *port, const char *path)
+/*
+ * memif has no receive interrupt either (DPDK 22.11's PMD implements no
+ * rx_queue_intr_* operation; the memif protocol's own interrupt eventfds are
+ * private to it). The two rocemu ends of a memif link ring each other
+ * instead, through the bell page when both have it. Without it (a page
+ * that could not be made or found) each binds an abstract Unix datagram
+ * socket named after the memif socket path and its role, and after a
+ * transmit rings the peer's, at most once per PORT_BELL_INTERVAL_NS (a peer
+ * woken by a bell spins for a while after that work, so it is awake for the
+ * frames that follow). Best effort: with no bell (name taken, a non-rocemu
+ * peer) the thread wakes every millisecond as before. Called once the
+ * device has started: the pid in the page says so.
+ */
+static void open_memif_bell(struct rocemu_port *port)
 {
 	struct sockaddr_un own = {.sun_family = AF_UNIX};
-	uint64_t h = memif_bell_hash(path);
+	uint64_t h = memif_bell_hash(port->memif_path);
 	socklen_t len;
 	int fd;
 
+	if (port->memif_client)
+		open_bell_page(port);
+	if (port->bell_page)
+		atomic_store(&port_bell_own(port)->pid, (unsigned)getpid());
 	/* abstract names: sun_path[0] == 0, no file to clean up */
 	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
 			  (socklen_t)snprintf(own.sun_path + 1, sizeof(own.sun_path) - 1,
@@ -602,7 +677,6 @@ static void open_memif_bell(struct rocemu_port *port, const char *path)
 	}
 	port->doorbell_fd = fd;
 	port->bell_peer_len = len;
-	open_bell_page(port, h);
 }
 
 static void choose_mac(struct rocemu_port *port)
@@ -777,29 +851,60 @@ static void run_on_intr_thread(void (*fn)(void *), void *arg)
  * rings unmapped) while our progress thread may be in the middle of an rx
  * or tx burst on them: SIGSEGV in the PMD's rx (core: progress thread in
  * eth_memif_rx, interrupt thread in munmap). Two rocemu ends therefore
- * agree first, through the bell page: the closing end bumps its `closing`
- * count, rings, and waits (200 ms at most) until the peer acknowledges;
- * the peer acknowledges from its next pass, under the engine lock, and from
- * then on does not touch the rings (frames to send are dropped, counted
- * tx_peer_closed) until the link has gone down and come up again (a new
- * connection). A non-rocemu peer has no page: the race stays possible there.
+ * agree first, through the bell page: the closing end (or a client about
+ * to reconnect, memif_restart) bumps its `closing` count, rings, and waits
+ * (200 ms at most) until the peer acknowledges; the peer acknowledges from
+ * its next pass, under the engine lock, and from then on does not touch
+ * the rings (frames to send are dropped, counted tx_peer_closed) until a
+ * new connection exists. A non-rocemu peer has no page: the race stays
+ * possible there.
+ *
+ * When is there a new connection? Sampling the link (down, then up again)
+ * misses a reconnect that falls between two samples, and DPDK 22.11's memif
+ * PMD raises no link-state interrupt. Instead:
+ * - The client makes every connection itself (the PMD never reconnects a
+ *   client; memif_restart does, with its device stopped first, which
+ *   unmaps the old connection's rings) and clears peer_closed there.
+ * - The server learns it from the client's conn_gen. Before bumping
+ *   `closing`, the client stores the conn_gen of the connection it closes
+ *   in closed_gen; the server reads it after the `closing` it acknowledges
+ *   (acquire), so it is the closed connection's number even if the server
+ *   acknowledges late. The client bumps conn_gen only once it has seen its
+ *   link up after a start of its device. Its link comes up when the server's
+ *   CONNECTED message arrives, which the server's PMD sends after setting
+ *   up its side of that connection; and a memif server has one connection
+ *   at a time: it refuses a client ("already connected") until
+ *   memif_disconnect of the previous one has finished. So once the server
+ *   sees conn_gen != closed_gen, the old connection's teardown is over on
+ *   its side, and if it then reads its link up, that is the new connection
+ *   (or a later one: each later close is announced again before its
+ *   teardown, and the fast path in port_dev_usable looks at `closing` before
+ *   every burst). conn_gen only grows, so no reconnect can be missed, however
+ *   fast. The link-sampling rule stays as a second way out (a down then an
+ *   up seen is also a new connection), for a client that is not rocemu.
  */
 bool port_peer_closed_slow(struct rocemu_port *port)
 {
-	unsigned c = atomic_load_explicit(&port_bell_peer(port)->closing, memory_order_acquire);
+	struct port_bell_slot *peer = port_bell_peer(port);
+	unsigned c = atomic_load_explicit(&peer->closing, memory_order_acquire);
 
 	if (c != port->peer_closing_seen) {
 		port->peer_closing_seen = c;
 		port->peer_closed = true;
 		port->peer_down_seen = false;
+		port->peer_closed_gen = atomic_load_explicit(&peer->closed_gen, memory_order_acquire);
 		atomic_store_explicit(&port_bell_own(port)->acked, c, memory_order_release);
 		port_count_event(port, "peer_closed");
 	}
 	if (port->peer_closed) {
+		bool newer = !port->memif_client &&
+			     atomic_load_explicit(&peer->conn_gen, memory_order_acquire) !=
+				 port->peer_closed_gen;
+
 		/* dev_link is written by the PMD; reading it touches no ring */
 		if (!rocemu_port_link_up(port))
 			port->peer_down_seen = true;
-		else if (port->peer_down_seen)
+		else if (port->peer_down_seen || newer)
 			port->peer_closed = false;
 	}
 	return port->peer_closed;
@@ -818,6 +923,7 @@ static void bell_close_handshake(struct rocemu_port *port)
 		return;
 	own = port_bell_own(port);
 	peer = port_bell_peer(port);
+	atomic_store(&own->closed_gen, atomic_load(&own->conn_gen));
 	v = atomic_fetch_add(&own->closing, 1) + 1;
 	start = now = rocemu_now_ns();
 	for (;;) {
@@ -838,10 +944,117 @@ static void bell_close_handshake(struct rocemu_port *port)
 	}
 }
 
+/*
+ * A memif client whose link is down reconnects (memif_watch, on EAL's
+ * interrupt thread, engine lock held): stop the device (memif_disconnect:
+ * the old connection's rings go) and start it again (a new connection
+ * attempt). The PMD itself never reconnects a client: after a server that
+ * refused it (it connected before the server's device started), or a
+ * server that closed or was replaced, the link would stay down for good.
+ * A rocemu server is told first, as at close, so that it lets go of the
+ * rings before they go. Not while a rocemu server is between its close
+ * handshake and the removal of its device (its pid still in the page): it
+ * would accept the new connection and tear it down with no handshake.
+ * Returns false when postponed.
+ */
+static bool memif_restart(struct rocemu_port *port)
+{
+	if (port->bell_page && port_peer_closed_slow(port)) {
+		unsigned pid = atomic_load(&port_bell_peer(port)->pid);
+
+		if (pid && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+			return false;
+	}
+	bell_close_handshake(port);
+	if (!port->dev_stopped) {
+		port->dev_stopped = true;
+		rte_eth_dev_stop(port->port_id);
+	}
+	remap_bell_page(port);
+	port_count_event(port, "memif_reconnects");
+	/* fails (the PMD logs it) while no server listens */
+	if (rte_eth_dev_start(port->port_id))
+		return true;
+	port->dev_stopped = false;
+	port->watch_announced = false;
+	/* Our stop unmapped the old connection's rings, and the server whose
+	 * close we acknowledged is gone (checked above) or replaced (new page):
+	 * the new connection is not the one it announced closing. */
+	port->peer_closed = false;
+	port->peer_down_seen = false;
+	if (port->bell_page) {
+		port->peer_closing_seen = atomic_load(&port_bell_peer(port)->closing);
+		atomic_store(&port_bell_own(port)->acked, port->peer_closing_seen);
+	}
+	return true;
+}
+
+#define MEMIF_WATCH_US	       25000
+#define MEMIF_RECONNECT_MIN_NS 100000000ull
+#define MEMIF_RECONNECT_MAX_NS 1600000000ull
+
+/*
+ * A memif client's link watch: an EAL alarm every 25 ms on the interrupt
+ * thread, where the PMD also runs its connection handling, so the two never
+ * overlap. Link down for 100 ms: reconnect (memif_restart), then wait twice
+ * as long before the next try (at most 1.6 s), back to 100 ms once the link
+ * was up; each try is counted (memif_reconnects). The engine lock is only
+ * tried: a thread holding it may be waiting for this thread (close runs the
+ * device's removal here), so a busy lock means try again at the next tick.
+ * The first time it sees the link up after a start it bumps conn_gen (see
+ * port_peer_closed_slow).
+ */
+static void memif_watch(void *arg)
+{
+	struct rocemu_port *port = arg;
+	uint64_t now = rocemu_now_ns();
+
+	if (!port->dev_stopped && rocemu_port_link_up(port)) {
+		if (!port->watch_announced && port->bell_page)
+			atomic_fetch_add_explicit(&port_bell_own(port)->conn_gen, 1,
+						  memory_order_release);
+		port->watch_announced = true;
+		port->watch_down_since_ns = 0;
+		port->watch_backoff_ns = MEMIF_RECONNECT_MIN_NS;
+	} else if (!port->watch_down_since_ns) {
+		port->watch_down_since_ns = now;
+	} else if (now - port->watch_down_since_ns >= port->watch_backoff_ns &&
+		   pthread_mutex_trylock(&port->lock) == 0) {
+		if (memif_restart(port)) {
+			port->watch_down_since_ns = rocemu_now_ns();
+			port->watch_backoff_ns = RTE_MIN(2 * port->watch_backoff_ns,
+							 MEMIF_RECONNECT_MAX_NS);
+		}
+		pthread_mutex_unlock(&port->lock);
+	}
+	if (rte_eal_alarm_set(MEMIF_WATCH_US, memif_watch, port))
+		port->watch_armed = false;
+}
+
+static void memif_watch_start(struct rocemu_port *port)
+{
+	if (port->kind != PORT_KIND_MEMIF || !port->memif_client)
+		return;
+	port->watch_backoff_ns = MEMIF_RECONNECT_MIN_NS;
+	port->watch_armed = rte_eal_alarm_set(MEMIF_WATCH_US, memif_watch, port) == 0;
+}
+
+/* Waits for a running watch to finish (it only tries the engine lock, so
+ * the caller may hold it). */
+static void memif_watch_stop(struct rocemu_port *port)
+{
+	if (!port->watch_armed)
+		return;
+	rte_eal_alarm_cancel(memif_watch, port);
+	port->watch_armed = false;
+}
+
 /* Give back the device and kernel resources (sockets, XDP program, memif
- * socket, capture file). */
+ * socket, capture file). The bell page goes after the device: a pid in the
+ * page means our device may still accept a connection (memif_restart). */
 static void release_device(struct rocemu_port *port)
 {
+	memif_watch_stop(port);
 	bell_close_handshake(port);
 	if (port->wake_fd >= 0)
 		close(port->wake_fd);
@@ -853,7 +1066,6 @@ static void release_device(struct rocemu_port *port)
 		close(port->doorbell_fd);
 	port->doorbell_fd = -1;
 	port->bell_peer_len = 0;
-	close_bell_page(port);
 	if (port->port_id != UINT16_MAX) {
 		if (port->kind == PORT_KIND_MEMIF)
 			run_on_intr_thread(remove_device, port);
@@ -861,6 +1073,7 @@ static void release_device(struct rocemu_port *port)
 			remove_device(port);
 		port->port_id = UINT16_MAX;
 	}
+	close_bell_page(port);
 	if (port->ring_pair)
 		ring_pair_put(port->ring_pair, port->ring_side == 'b');
 	port->ring_pair = NULL;
@@ -930,6 +1143,7 @@ static void close_drain(struct rocemu_port *port)
  */
 void port_close_at_exit(struct rocemu_port *port)
 {
+	memif_watch_stop(port);
 	rocemu_port_progress_thread_stop(port);
 	rocemu_port_lock(port);
 	if (!port->closed_at_exit && port->port_id != UINT16_MAX)
@@ -970,8 +1184,13 @@ int rocemu_port_open(const struct rocemu_port_config *cfg, struct rocemu_port **
 	rc = choose_mtu(port, arg, err, errlen);
 	rc = rc ?: create_pool(port, err, errlen);
 	rc = rc ?: create_device(port, arg, err, errlen);
-	if (!rc && port->kind == PORT_KIND_MEMIF && port->memif_client)
-		wait_memif_server_ready(arg + 7);
+	if (!rc && port->kind == PORT_KIND_MEMIF) {
+		snprintf(port->memif_path, sizeof(port->memif_path), "%s", arg + 7);
+		if (port->memif_client)
+			wait_memif_server_ready(port->memif_path);
+		else
+			open_bell_page(port); /* before clients can start to connect */
+	}
 	rc = rc ?: start_device(port, err, errlen);
 	if (rc)
 		goto fail;
@@ -983,7 +1202,7 @@ int rocemu_port_open(const struct rocemu_port_config *cfg, struct rocemu_port **
 	if (port->kind == PORT_KIND_AF_PACKET)
 		open_doorbell(port, arg);
 	if (port->kind == PORT_KIND_MEMIF)
-		open_memif_bell(port, arg + 7);
+		open_memif_bell(port);
 	rc = port_capture_open(port, err, errlen);
 	if (rc)
 		goto fail;
@@ -1006,6 +1225,7 @@ int rocemu_port_open(const struct rocemu_port_config *cfg, struct rocemu_port **
 		port_fail(err, errlen, rc, "cannot start the progress thread: %s", strerror(-rc));
 		goto fail;
 	}
+	memif_watch_start(port);
 	*out = port;
 	return 0;
 fail:
@@ -1022,6 +1242,7 @@ void rocemu_port_close(struct rocemu_port *port)
 		free(port); /* the pool may still be referenced; the process is ending */
 		return;
 	}
+	memif_watch_stop(port);
 	rocemu_port_progress_thread_stop(port);
 	port_eal_unregister(port);
 	rocemu_port_lock(port);
@@ -1216,7 +1437,7 @@ void rocemu_port_flush(struct rocemu_port *port)
 	if (unlikely(!port_dev_usable(port))) {
 		for (unsigned i = 0; i < port->tx_n; i++) {
 			rte_pktmbuf_free(port->tx_buf[i]);
-			port_count_drop(port, "tx_peer_closed");
+			port_count_drop(port, port->dev_stopped ? "tx_reconnecting" : "tx_peer_closed");
 		}
 		port->fixed[PC_TX_DROPS] += port->tx_n;
 		port->tx_n = 0;

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <sys/un.h>
 #include <stdatomic.h>
 
@@ -136,7 +137,13 @@ struct port_bell_slot {
 	 * the ring when it comes out (a long post builds many frames: more
 	 * than app_waiting_tsc's freshness) */
 	atomic_uint app_busy;
-	char pad[32];
+	/* connections (see port_peer_closed_slow): a client bumps conn_gen
+	 * when it first sees its link up after each start of its device;
+	 * before bumping `closing`, an end stores there in closed_gen the
+	 * conn_gen of the connection it is about to close */
+	atomic_uint conn_gen;
+	atomic_uint closed_gen;
+	char pad[24];
 };
 struct port_bell_page {
 	struct port_bell_slot slot[2];
@@ -194,8 +201,21 @@ struct rocemu_port {
 	char bell_shm_name[48];
 	bool bell_shm_owner; /* the server end created the page and unlinks it */
 	unsigned peer_closing_seen; /* the peer's `closing` we last acknowledged */
-	bool peer_closed;	    /* the peer is closing: no rx/tx bursts until the link was down and is up again */
+	bool peer_closed;	    /* the peer is closing: no rx/tx bursts until a new connection */
 	bool peer_down_seen;
+	unsigned peer_closed_gen; /* the closed connection's conn_gen (server end) */
+	dev_t bell_dev;		  /* the bell page's file, to see a new server's page */
+	ino_t bell_ino;
+	/* memif client: the device is stopped for a reconnect (no rx/tx bursts);
+	 * written under the engine lock by the link watch (port_dev.c) */
+	bool dev_stopped;
+	/* memif client's link watch, an EAL alarm on the interrupt thread (only
+	 * that thread touches these once it runs) */
+	bool watch_armed;
+	bool watch_announced;	 /* conn_gen bumped for the current connection */
+	uint64_t watch_down_since_ns; /* link seen down since (0: up) */
+	uint64_t watch_backoff_ns;    /* how long down before the next restart */
+	char memif_path[ROCEMU_PORT_SPEC_MAX]; /* the memif socket */
 	uint64_t doorbell_grace_until_ns; /* progress thread only */
 	atomic_bool upper_has_work;	  /* has_work() at the end of the last pass */
 
@@ -269,10 +289,13 @@ bool port_peer_closed_slow(struct rocemu_port *port);
 void port_bell_ring(struct port_bell_slot *slot);
 /* Wake our own sleeping progress thread: its bell, or its eventfd. */
 void port_wake_thread(struct rocemu_port *port);
-/* Whether the device's rings may be used (engine lock held): false once a
- * rocemu memif peer announced its close, see port_peer_closed_slow. */
+/* Whether the device's rings may be used (engine lock held): false while a
+ * memif client's device is stopped for a reconnect, and once a rocemu memif
+ * peer announced its close until a new connection, see port_peer_closed_slow. */
 static inline bool port_dev_usable(struct rocemu_port *port)
 {
+	if (unlikely(port->dev_stopped))
+		return false;
 	if (likely(port->bell_page == NULL))
 		return true;
 	if (likely(!port->peer_closed &&
