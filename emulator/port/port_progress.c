@@ -32,6 +32,8 @@
 #define DOORBELL_SLEEP_NS 20000000ull
 #define DOORBELL_GRACE_NS 20000000ull
 #define LINK_CHECK_NS	  100000000ull
+/* The sleep while an application polls, when frames ring a bell. */
+#define APP_POLL_BELL_SLEEP_NS 10000000ull
 /* The shortest sleep: below it a timer is served by spinning instead. */
 #define MIN_SLEEP_NS 20000ull
 
@@ -321,8 +323,11 @@ static uint64_t sleep_length(struct rocemu_port *port, bool app_polling, bool do
 {
 	uint64_t sleep_ns, due;
 
+	/* With a bell or doorbell, frames for an application that stopped
+	 * polling wake the thread; only timers wait for the timeout then, and
+	 * they are milliseconds (the transport timer, 4.096 us << timeout). */
 	if (app_polling)
-		return APP_POLL_WINDOW_NS;
+		return doorbell ? APP_POLL_BELL_SLEEP_NS : APP_POLL_WINDOW_NS;
 	sleep_ns = doorbell && !__atomic_load_n(&port->has_upper, __ATOMIC_RELAXED)
 			   ? DOORBELL_SLEEP_NS
 			   : IDLE_SLEEP_NS;
