@@ -193,6 +193,14 @@ unsigned rocemu_port_progress_locked(struct rocemu_port *port)
 	return work;
 }
 
+void rocemu_port_progress_and_lock(struct rocemu_port *port)
+{
+	if (pthread_mutex_trylock(&port->lock) == 0)
+		rocemu_port_progress_locked(port);
+	else
+		pthread_mutex_lock(&port->lock);
+}
+
 unsigned rocemu_port_progress(struct rocemu_port *port)
 {
 	unsigned work;

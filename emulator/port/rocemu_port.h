@@ -213,6 +213,13 @@ void rocemu_port_note_app_poll(struct rocemu_port *port, bool found);
 /** An application thread posted work (engine lock not held): it is busy
  * with us and will poll for the result. */
 void rocemu_port_note_app_post(struct rocemu_port *port);
+/**
+ * For a poll: run a pass if the engine lock is free, and return with the lock
+ * held either way (if another thread holds it, that one is running a pass:
+ * wait for it). One lock round trip instead of a try-locked pass and then
+ * the lock again.
+ */
+void rocemu_port_progress_and_lock(struct rocemu_port *port);
 /** An application thread enters a post or poll call (before the engine
  * lock); rocemu_port_note_app_post/_poll mark its exit. */
 void rocemu_port_app_enter(struct rocemu_port *port);

@@ -118,6 +118,12 @@ unsigned rocemu_port_progress(struct rocemu_port *port)
 	return 0;
 }
 
+void rocemu_port_progress_and_lock(struct rocemu_port *port)
+{
+	rocemu_port_progress(port);
+	rocemu_engine_lock((struct rocemu_engine *)(void *)port);
+}
+
 void rocemu_port_app_enter(struct rocemu_port *port)
 {
 	(void)port;

@@ -141,13 +141,12 @@ int rocemu_cq_poll(struct rocemu_cq *cq, int n, struct rocemu_wc *wc)
 
 	if (!cq || n < 0 || (n > 0 && !wc))
 		return -EINVAL;
-	/* Progress runs in the polling thread too (try-lock, so never with
-	 * the lock held here); the port learns whether this thread will be
-	 * back to poll (see rocemu_port_note_app_poll). */
+	/* Progress runs in the polling thread too: a pass if the lock is free,
+	 * and the CQ is read under the same lock; the port learns whether this
+	 * thread will be back to poll (see rocemu_port_note_app_poll). */
 	port = rocemu_engine_port(cq->engine);
 	rocemu_port_app_enter(port);
-	rocemu_port_progress(port);
-	rocemu_engine_lock(cq->engine);
+	rocemu_port_progress_and_lock(port); /* = rocemu_engine_lock() + a pass */
 	while (got < n && cq->count > 0) {
 		wc[got++] = cq->ring[cq->head];
 		cq->head = (cq->head + 1) % cq->cap;
