@@ -289,13 +289,28 @@ void rocemu_port_note_app_poll(struct rocemu_port *port, bool found)
 		rocemu_port_progress_locked(port);
 }
 
+bool rocemu_port_hold_now(struct rocemu_port *port)
+{
+	if (port->pass_now)
+		return false;
+	port->pass_now = rocemu_now_ns_tsc(&port->last_pass_tsc);
+	__atomic_store_n(&port->last_pass_ns, port->pass_now, __ATOMIC_RELAXED);
+	return true;
+}
+
+void rocemu_port_drop_now(struct rocemu_port *port, bool held)
+{
+	if (held)
+		port->pass_now = 0;
+}
+
 void rocemu_port_note_app_post(struct rocemu_port *port)
 {
-	uint64_t tsc, t = rocemu_now_ns_tsc(&tsc);
-
-	atomic_store_explicit(&port->last_app_poll_ns, t, memory_order_relaxed);
+	/* the time rocemu_port_hold_now read: no clock read of our own */
+	atomic_store_explicit(&port->last_app_poll_ns, rocemu_port_pass_now(port),
+			      memory_order_relaxed);
 	if (port->bell_page) {
-		atomic_store_explicit(&port_bell_own(port)->app_waiting_tsc, tsc,
+		atomic_store_explicit(&port_bell_own(port)->app_waiting_tsc, port->last_pass_tsc,
 				      memory_order_relaxed);
 		atomic_store_explicit(&port_bell_own(port)->app_busy, 0, memory_order_release);
 	}

@@ -210,9 +210,18 @@ uint64_t rocemu_port_pass_now(const struct rocemu_port *port);
  * buffer): then frames must wake the thread again.
  */
 void rocemu_port_note_app_poll(struct rocemu_port *port, bool found);
-/** An application thread posted work (engine lock not held): it is busy
- * with us and will poll for the result. */
+/** An application thread posted work (engine lock held, inside
+ * rocemu_port_hold_now): it is busy with us and will poll for the result. */
 void rocemu_port_note_app_post(struct rocemu_port *port);
+/**
+ * Outside a pass, with the engine lock held (a post): read the clock once
+ * and let rocemu_port_pass_now() return that reading until
+ * rocemu_port_drop_now(port, true), so that the transport's timestamps (RTT,
+ * timers, completions) cost no further clock read. Returns false (and does
+ * nothing) inside a pass, which has its time already.
+ */
+bool rocemu_port_hold_now(struct rocemu_port *port);
+void rocemu_port_drop_now(struct rocemu_port *port, bool held);
 /**
  * For a poll: run a pass if the engine lock is free, and return with the lock
  * held either way (if another thread holds it, that one is running a pass:

@@ -186,7 +186,7 @@ void rocemu_qp_send_wc(struct rocemu_qp *qp, const struct rocemu_send_wqe *w)
 	wc.status = w->status;
 	wc.opcode = send_wc_opcode(w->opcode);
 	wc.qp_num = qp->qpn;
-	wc.timestamp_ns = rocemu_now_ns();
+	wc.timestamp_ns = rocemu_port_pass_now(qp->engine->port);
 	if (w->status == IBV_WC_SUCCESS) {
 		switch (w->opcode) {
 		case IBV_WR_RDMA_READ:
@@ -211,7 +211,7 @@ static void flush_recv_wqe(struct rocemu_qp *qp, uint64_t wr_id)
 	    .status = IBV_WC_WR_FLUSH_ERR,
 	    .opcode = IBV_WC_RECV,
 	    .qp_num = qp->qpn,
-	    .timestamp_ns = rocemu_now_ns(),
+	    .timestamp_ns = rocemu_port_pass_now(qp->engine->port),
 	};
 
 	rocemu_qp_complete(qp, false, &wc, false);
@@ -875,11 +875,13 @@ int rocemu_qp_post_send_batch(struct rocemu_qp *qp, const struct rocemu_send_wr 
 			      unsigned *bad)
 {
 	struct rocemu_engine *e = qp->engine;
+	bool held_now;
 	int rc = 0;
 	unsigned i;
 
 	rocemu_port_app_enter(e->port);
 	rocemu_engine_lock(e);
+	held_now = rocemu_port_hold_now(e->port); /* one clock read per post */
 	for (i = 0; i < n; i++) {
 		rc = post_send_locked(qp, &wrs[i]);
 		if (rc < 0)
@@ -892,11 +894,12 @@ int rocemu_qp_post_send_batch(struct rocemu_qp *qp, const struct rocemu_send_wr 
 		transmit_now(qp);
 	}
 	rocemu_engine_timer_sync(qp);
-	rocemu_engine_unlock(e);
 	/* An application that posts counts as polling: it runs the passes
 	 * (timers included) itself, so the thread needs no kick; a memif peer
 	 * rings it once the application has gone quiet. */
 	rocemu_port_note_app_post(e->port);
+	rocemu_port_drop_now(e->port, held_now);
+	rocemu_engine_unlock(e);
 	if (i == 0)
 		rocemu_port_kick(e->port);
 	return rc;

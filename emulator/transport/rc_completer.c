@@ -162,7 +162,7 @@ static void progress_made(struct rocemu_qp *qp)
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.nak_retry_left = 8 * (qp->attr.retry_cnt + 1);
 	qp->comp.rnr_left = qp->attr.rnr_retry;
-	rocemu_comp_rearm(qp, rocemu_now_ns());
+	rocemu_comp_rearm(qp, rocemu_port_pass_now(qp->engine->port));
 }
 
 /** The oldest unacknowledged PSN moves forward to psn: the send window grows. */
@@ -171,7 +171,7 @@ static void comp_advance(struct rocemu_qp *qp, uint32_t psn)
 	uint32_t acked = (uint32_t)roce_psn_diff(psn, qp->comp.psn);
 
 	qp->comp.psn = psn;
-	rocemu_req_window_progress(qp, acked, rocemu_now_ns());
+	rocemu_req_window_progress(qp, acked, rocemu_port_pass_now(qp->engine->port));
 }
 
 /**
@@ -244,7 +244,7 @@ static void go_back_nak(struct rocemu_qp *qp, uint32_t psn)
 	qp->comp.probe_answer = false;
 	rocemu_req_window_loss(qp, false);
 	rocemu_req_rewind(qp, psn);
-	rocemu_comp_rearm(qp, rocemu_now_ns());
+	rocemu_comp_rearm(qp, rocemu_port_pass_now(qp->engine->port));
 }
 
 static void go_back(struct rocemu_qp *qp, uint32_t psn)
@@ -258,7 +258,7 @@ static void go_back(struct rocemu_qp *qp, uint32_t psn)
 	qp->comp.probe_answer = false;
 	rocemu_req_window_loss(qp, true);
 	rocemu_req_rewind(qp, psn);
-	rocemu_comp_rearm(qp, rocemu_now_ns());
+	rocemu_comp_rearm(qp, rocemu_port_pass_now(qp->engine->port));
 }
 
 /**
@@ -386,7 +386,7 @@ static void handle_ack(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 			qp->comp.rnr_left--;
 		/* Wait, then resend from the NAKed PSN; the transport timer pauses meanwhile. */
 		qp->comp.rnr_until_ns =
-		    rocemu_now_ns() + (uint64_t)rnr_delay_10us[ROCE_AETH_VALUE(syn)] * 10000;
+		    rocemu_port_pass_now(e->port) + (uint64_t)rnr_delay_10us[ROCE_AETH_VALUE(syn)] * 10000;
 		qp->comp.rnr_psn = psn;
 		qp->comp.deadline_ns = 0;
 		qp->comp.probe_ns = 0;

@@ -175,7 +175,7 @@ static void rtt_start(struct rocemu_qp *qp, uint32_t psn, bool ackreq)
 		return;
 	qp->req.rtt_timing = true;
 	qp->req.rtt_psn = psn;
-	qp->req.rtt_sent_ns = rocemu_now_ns();
+	qp->req.rtt_sent_ns = rocemu_port_pass_now(qp->engine->port);
 }
 
 static bool window_full(const struct rocemu_qp *qp, uint32_t psn)
@@ -388,7 +388,7 @@ unsigned rocemu_req_run(struct rocemu_qp *qp, unsigned budget)
 			sent++;
 			w->state = WQE_SENT;
 			qp->sq_cur++;
-			rocemu_comp_rearm(qp, rocemu_now_ns());
+			rocemu_comp_rearm(qp, rocemu_port_pass_now(qp->engine->port));
 			continue;
 		}
 		while (w->sent_pkts < w->npkts && sent < budget) {
@@ -413,7 +413,7 @@ unsigned rocemu_req_run(struct rocemu_qp *qp, unsigned budget)
 	}
 out:
 	if (sent && qp->type == IBV_QPT_RC)
-		rocemu_comp_rearm(qp, rocemu_now_ns());
+		rocemu_comp_rearm(qp, rocemu_port_pass_now(qp->engine->port));
 	return sent;
 }
 

@@ -163,7 +163,7 @@ static void recv_complete(struct rocemu_qp *qp, enum ibv_wc_status st, enum ibv_
 	    .byte_len = byte_len,
 	    .qp_num = qp->qpn,
 	    .src_qp = qp->attr.dest_qp_num,
-	    .timestamp_ns = rocemu_now_ns(),
+	    .timestamp_ns = rocemu_port_pass_now(qp->engine->port),
 	};
 
 	if (st == IBV_WC_SUCCESS && pkt) {

@@ -165,7 +165,7 @@ void rocemu_ud_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_pk
 	wc.src_qp = pkt->deth.src_qp;
 	/* LID-only extension: a sender in our /16 has a LID (ibv_init_ah_from_wc). */
 	wc.slid = rocemu_lid_of_gid(e->port, pkt->path.src_gid);
-	wc.timestamp_ns = rocemu_now_ns();
+	wc.timestamp_ns = rocemu_port_pass_now(e->port);
 	if ((uint64_t)UD_GRH_LEN + pkt->payload_len > wqe.total_len) {
 		wc.status = IBV_WC_LOC_LEN_ERR;
 		rocemu_qp_complete(qp, false, &wc, false);
