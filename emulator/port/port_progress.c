@@ -232,7 +232,9 @@ static bool app_is_polling(struct rocemu_port *port, uint64_t now)
 {
 	uint64_t app = atomic_load_explicit(&port->last_app_poll_ns, memory_order_relaxed);
 
-	return app && now - app < APP_POLL_WINDOW_NS;
+	/* signed: the application's stamp may be newer than `now` (a pass of
+	 * its own, or a post, read the clock after the caller's reading) */
+	return app && (int64_t)(now - app) < (int64_t)APP_POLL_WINDOW_NS;
 }
 
 void rocemu_port_kick(struct rocemu_port *port)
