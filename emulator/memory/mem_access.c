@@ -160,8 +160,10 @@ enum rocemu_mem_err rocemu_mem_remote_write(struct rocemu_mem_table *t, const st
 	return copy_to_region(mr, p, src, len) ? ROCEMU_MEM_OK : ROCEMU_MEM_FAULT;
 }
 
-enum rocemu_mem_err rocemu_mem_remote_read(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
-					   uint32_t rkey, uint64_t iova, void *dst, uint32_t len)
+/* crc: NULL, or continued over the bytes (in the copy's pass unless ODP) */
+static enum rocemu_mem_err remote_read(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+				       uint32_t rkey, uint64_t iova, void *dst, uint32_t len,
+				       uint32_t *crc)
 {
 	enum rocemu_mem_err err;
 	struct rocemu_mr *mr;
@@ -170,30 +172,28 @@ enum rocemu_mem_err rocemu_mem_remote_read(struct rocemu_mem_table *t, const str
 	err = mem_check(t, pd, rkey, iova, len, ROCEMU_RIGHT_REMOTE_READ, &mr, &p);
 	if (err != ROCEMU_MEM_OK)
 		return err;
-	return copy_from_region(mr, dst, p, len) ? ROCEMU_MEM_OK : ROCEMU_MEM_FAULT;
+	if (crc && len && !mr->odp) {
+		*crc = roce_crc32_copy(*crc, dst, p, len);
+		return ROCEMU_MEM_OK;
+	}
+	if (!copy_from_region(mr, dst, p, len))
+		return ROCEMU_MEM_FAULT;
+	if (crc)
+		*crc = roce_crc32(*crc, dst, len);
+	return ROCEMU_MEM_OK;
+}
+
+enum rocemu_mem_err rocemu_mem_remote_read(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+					   uint32_t rkey, uint64_t iova, void *dst, uint32_t len)
+{
+	return remote_read(t, pd, rkey, iova, dst, len, NULL);
 }
 
 enum rocemu_mem_err rocemu_mem_remote_read_crc(struct rocemu_mem_table *t,
 					       const struct rocemu_pd *pd, uint32_t rkey,
 					       uint64_t iova, void *dst, uint32_t len, uint32_t *crc)
 {
-	enum rocemu_mem_err err;
-	struct rocemu_mr *mr;
-	uint8_t *p;
-
-	err = mem_check(t, pd, rkey, iova, len, ROCEMU_RIGHT_REMOTE_READ, &mr, &p);
-	if (err != ROCEMU_MEM_OK)
-		return err;
-	if (len == 0)
-		return ROCEMU_MEM_OK;
-	if (!mr->odp) {
-		*crc = roce_crc32_copy(*crc, dst, p, len);
-		return ROCEMU_MEM_OK;
-	}
-	if (!copy_from_region(mr, dst, p, len))
-		return ROCEMU_MEM_FAULT;
-	*crc = roce_crc32(*crc, dst, len);
-	return ROCEMU_MEM_OK;
+	return remote_read(t, pd, rkey, iova, dst, len, crc);
 }
 
 /*
