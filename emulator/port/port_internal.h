@@ -115,36 +115,41 @@ struct ring_pair;
 
 /* The shared bell page (memif): slot 0 = server end, 1 = client end. */
 struct port_bell_slot {
-	atomic_uint pid;      /* the end's process, set once mapped */
-	atomic_uint sleeping; /* 1: its thread sleeps and wants the bell */
+	/* Cache line 1: control, written rarely, read by the peer on every
+	 * transmit (sleeping) and every pass (closing). */
+	_Alignas(64) atomic_uint pid; /* the end's process, set once mapped */
+	atomic_uint sleeping;	      /* 1: its thread sleeps and wants the bell */
 	/* close handshake: an end about to close its device increments
 	 * `closing` and waits until the peer's `acked` equals it; the peer
 	 * acknowledges only once it no longer touches the rings */
 	atomic_uint closing;
 	atomic_uint acked;
-	/* TSC at the end's last ibv_poll_cq or post while its application
-	 * waits for something (it will poll again and run progress itself), 0
-	 * once a poll found all it waited for (it may go elsewhere now) or
-	 * when the end's clock is not the TSC. The raw TSC, not nanoseconds:
-	 * the two processes share the counter, not their calibrations. */
-	atomic_uint_fast64_t app_waiting_tsc;
 	/* the bell: a futex word in this shared page. A ring increments it and
 	 * wakes the end's progress thread sleeping in FUTEX_WAIT on it. Both
 	 * the peer (frames sent) and the end's own threads (kicks) ring it. */
 	atomic_uint bell;
-	/* 1 while an application thread of the end is inside a post or poll
-	 * call: it holds or is about to take the engine lock, and will look at
-	 * the ring when it comes out (a long post builds many frames: more
-	 * than app_waiting_tsc's freshness) */
-	atomic_uint app_busy;
 	/* connections (see port_peer_closed_slow): a client bumps conn_gen
 	 * when it first sees its link up after each start of its device;
 	 * before bumping `closing`, an end stores there in closed_gen the
 	 * conn_gen of the connection it is about to close */
 	atomic_uint conn_gen;
 	atomic_uint closed_gen;
-	char pad[24];
+	/* Cache line 2: the application's state, written by the end on every
+	 * post and poll, read by the peer only while `sleeping` is set: kept
+	 * apart so those writes do not pull line 1 away from the peer's CPU. */
+	/* TSC at the end's last ibv_poll_cq or post while its application
+	 * waits for something (it will poll again and run progress itself), 0
+	 * once a poll found all it waited for (it may go elsewhere now) or
+	 * when the end's clock is not the TSC. The raw TSC, not nanoseconds:
+	 * the two processes share the counter, not their calibrations. */
+	_Alignas(64) atomic_uint_fast64_t app_waiting_tsc;
+	/* 1 while an application thread of the end is inside a post or poll
+	 * call: it holds or is about to take the engine lock, and will look at
+	 * the ring when it comes out (a long post builds many frames: more
+	 * than app_waiting_tsc's freshness) */
+	atomic_uint app_busy;
 };
+_Static_assert(sizeof(struct port_bell_slot) == 128, "two cache lines per end");
 struct port_bell_page {
 	struct port_bell_slot slot[2];
 };
