@@ -855,6 +855,13 @@ static void transmit_now(struct rocemu_qp *qp)
 
 	if (qp->state != IBV_QPS_RTS)
 		return;
+	/* The device takes no more frames now: building one (payload copy and
+	 * CRC) would only see it refused. The QP is on the work list (kick),
+	 * so the next pass, which receives first, sends it. */
+	if (unlikely(rocemu_port_tx_room(e->port) == 0)) {
+		ENGINE_COUNT(e, tx_credit_waits);
+		return;
+	}
 	if (qp->type == IBV_QPT_UD)
 		rocemu_ud_send(qp, ROCEMU_TX_BUDGET);
 	else
