@@ -575,6 +575,10 @@ static bool remap_bell_page(struct rocemu_port *port)
 			port->bell_dev = st.st_dev;
 			port->bell_ino = st.st_ino;
 			bell_page_join(port);
+			/* the device is stopped; the close we acknowledged was
+			 * the old server's, announced in the old page */
+			port->peer_closed = false;
+			port->peer_down_seen = false;
 			atomic_store(&port_bell_own(port)->pid, (unsigned)getpid());
 			port_count_event(port, "memif_bell_page_remapped");
 			changed = true;
@@ -606,8 +610,9 @@ static void close_bell_page(struct rocemu_port *port)
  * (memif_watch) then reconnects, but only after 100 ms of link down, so the
  * wait still saves that time in the usual case (a server started alongside,
  * like qperf's server child). A server that is not rocemu makes no page:
- * 1 s after its socket appears the client goes ahead. The start loop below
- * still waits for a socket that never came.
+ * 1 s after its socket file appears the client goes ahead (DPDK 22.11's
+ * sockets are abstract by default: no file, the client waits the 10 s).
+ * The start loop below still waits for a socket that never came.
  */
 static void wait_memif_server_ready(const char *path)
 {
@@ -979,13 +984,11 @@ static bool memif_restart(struct rocemu_port *port)
 	port->watch_announced = false;
 	/* Our stop unmapped the old connection's rings, and the server whose
 	 * close we acknowledged is gone (checked above) or replaced (new page):
-	 * the new connection is not the one it announced closing. */
+	 * the new connection is not the one it announced closing. A close
+	 * announced since (`closing` moved past peer_closing_seen) is still
+	 * taken up by the next port_dev_usable. */
 	port->peer_closed = false;
 	port->peer_down_seen = false;
-	if (port->bell_page) {
-		port->peer_closing_seen = atomic_load(&port_bell_peer(port)->closing);
-		atomic_store(&port_bell_own(port)->acked, port->peer_closing_seen);
-	}
 	return true;
 }
 

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * memif reconnects in one process, faster than the other end's progress
+ * passes can sample the link: a client closes and a new one connects to the
+ * same server at once. The server acknowledged the first client's close
+ * (peer_closed) and must take the new connection: it learns it from the
+ * client's connection number in the bell page, not from seeing the link go
+ * down and up (it may never see that: when this was written, in 1 to 4 of
+ * the 5 rounds its passes saw the link up throughout). Checked by pinging
+ * from the server to each new client; cmocka.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "port_test_util.h"
+
+#define ROUNDS 5
+
+static char sock_spec[2][128];
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static uint64_t counter(struct rocemu_port *port, const char *name)
+{
+	struct rocemu_counter c[128];
+	unsigned n = rocemu_port_counters(port, c, 128);
+
+	return ptu_counter_in(c, n < 128 ? n : 128, name);
+}
+
+static struct rocemu_port *open_port(int client, const char *ip, const char *mac)
+{
+	struct rocemu_port_config cfg;
+	struct rocemu_port *port = NULL;
+	char err[256];
+
+	assert_int_equal(ptu_config(&cfg, sock_spec[client], ip, mac, err, sizeof(err)), 0);
+	if (rocemu_port_open(&cfg, &port, err, sizeof(err)))
+		fail_msg("open %s: %s", sock_spec[client], err);
+	return port;
+}
+
+static bool wait_link(struct rocemu_port *port)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (rocemu_port_link_up(port))
+			return true;
+		sleep_ms(10);
+	}
+	return false;
+}
+
+/* from pings to, within 10 s (resolution included); true when answered */
+static bool ping(struct rocemu_port *from, const char *to, uint16_t seq)
+{
+	uint64_t before = rocemu_port_ping_replies(from);
+	uint8_t dst[16];
+	int rc = -EAGAIN;
+
+	assert_int_equal(rocemu_gid_parse(to, dst), 0);
+	for (int i = 0; i < 10000; i++) {
+		if (rc != 0) {
+			rc = rocemu_port_ping(from, dst, 7, seq);
+			if (rc && rc != -EAGAIN && rc != -EHOSTUNREACH)
+				return false;
+		}
+		if (rc == 0 && rocemu_port_ping_replies(from) > before)
+			return true;
+		/* a lost request (link not carrying yet): ask again */
+		if (rc == 0 && i % 1000 == 999)
+			rc = -EAGAIN;
+		sleep_ms(1);
+	}
+	return false;
+}
+
+static void test_client_reopened_at_once(void **state)
+{
+	struct rocemu_port *srv, *cli;
+	(void)state;
+
+	srv = open_port(0, "10.76.0.1/24", "02:00:00:76:00:01");
+	cli = open_port(1, "10.76.0.2/24", "02:00:00:76:00:02");
+	assert_true(wait_link(srv));
+	assert_true(wait_link(cli));
+	assert_true(ping(srv, "10.76.0.2", 1));
+	for (unsigned r = 0; r < ROUNDS; r++) {
+		/* the new client connects right after the old one's close: the
+		 * server's thread sleeps meanwhile (up to 20 ms, no upper layer) */
+		rocemu_port_close(cli);
+		cli = open_port(1, "10.76.0.2/24", "02:00:00:76:00:02");
+		assert_true(wait_link(cli));
+		if (!ping(srv, "10.76.0.2", (uint16_t)(2 + r)))
+			fail_msg("round %u: the server cannot reach the new client "
+				 "(peer_closed %llu, drop_tx_peer_closed %llu)",
+				 r, (unsigned long long)counter(srv, "peer_closed"),
+				 (unsigned long long)counter(srv, "drop_tx_peer_closed"));
+	}
+	/* every close was announced and acknowledged */
+	assert_int_equal(counter(srv, "peer_closed"), ROUNDS);
+	rocemu_port_close(cli);
+	rocemu_port_close(srv);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_client_reopened_at_once),
+	};
+	char dir[] = "/tmp/rocemu-memif-reconn-XXXXXX";
+	char path[96];
+	int rc;
+
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/m.sock", dir);
+	snprintf(sock_spec[0], sizeof(sock_spec[0]), "memif:server:%s", path);
+	snprintf(sock_spec[1], sizeof(sock_spec[1]), "memif:client:%s", path);
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	unlink(path);
+	rmdir(dir);
+	return rc;
+}
