@@ -548,6 +548,8 @@ def values(data):
     v["memif_mpps"] = "%.2f" % (pmd / 1e6) if pmd else "?"
     v["write64_memif_ratio"] = "%.3f" % (w64 * 1e6 / pmd) if w64 and pmd else "?"
     acc = {a["kind"]: a for a in d.get("accounting", [])}
+    cp = (acc.get("rocemu") or {}).get("copies")
+    v["copies_per_byte"] = "%.2f" % cp["total"] if cp else "4 (by the code path)"
     for kind in ("tcp", "rocemu"):
         for side in ("client", "server"):
             x = (acc.get(kind) or {}).get(side) or {}
