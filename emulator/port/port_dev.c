@@ -897,7 +897,8 @@ bool port_peer_closed_slow(struct rocemu_port *port)
 		port->peer_closing_seen = c;
 		port->peer_closed = true;
 		port->peer_down_seen = false;
-		port->peer_closed_gen = atomic_load_explicit(&peer->closed_gen, memory_order_acquire);
+		port->peer_closed_gen =
+		    atomic_load_explicit(&peer->closed_gen, memory_order_acquire);
 		atomic_store_explicit(&port_bell_own(port)->acked, c, memory_order_release);
 		port_count_event(port, "peer_closed");
 	}
@@ -993,15 +994,18 @@ static bool memif_restart(struct rocemu_port *port)
 }
 
 #define MEMIF_WATCH_US	       25000
+#define MEMIF_WATCH_UP_US      250000
 #define MEMIF_RECONNECT_MIN_NS 100000000ull
 #define MEMIF_RECONNECT_MAX_NS 1600000000ull
 
 /*
- * A memif client's link watch: an EAL alarm every 25 ms on the interrupt
- * thread, where the PMD also runs its connection handling, so the two never
- * overlap. Link down for 100 ms: reconnect (memif_restart), then wait twice
- * as long before the next try (at most 1.6 s), back to 100 ms once the link
- * was up; each try is counted (memif_reconnects). The engine lock is only
+ * A memif client's link watch: an EAL alarm on the interrupt thread, where
+ * the PMD also runs its connection handling, so the two never overlap; every
+ * 25 ms while the link is down, every 250 ms while it is up (a few system
+ * calls per tick, nothing per message). Link down for 100 ms: reconnect
+ * (memif_restart), then wait twice as long before the next try (at most
+ * 1.6 s), back to 100 ms once the link was up; each try is counted
+ * (memif_reconnects). The engine lock is only
  * tried: a thread holding it may be waiting for this thread (close runs the
  * device's removal here), so a busy lock means try again at the next tick.
  * The first time it sees the link up after a start it bumps conn_gen (see
@@ -1010,7 +1014,7 @@ static bool memif_restart(struct rocemu_port *port)
 static void memif_watch(void *arg)
 {
 	struct rocemu_port *port = arg;
-	uint64_t now = rocemu_now_ns();
+	uint64_t now = rocemu_now_ns(), us;
 
 	if (!port->dev_stopped && rocemu_port_link_up(port)) {
 		if (!port->watch_announced && port->bell_page)
@@ -1025,12 +1029,13 @@ static void memif_watch(void *arg)
 		   pthread_mutex_trylock(&port->lock) == 0) {
 		if (memif_restart(port)) {
 			port->watch_down_since_ns = rocemu_now_ns();
-			port->watch_backoff_ns = RTE_MIN(2 * port->watch_backoff_ns,
-							 MEMIF_RECONNECT_MAX_NS);
+			port->watch_backoff_ns =
+			    RTE_MIN(2 * port->watch_backoff_ns, MEMIF_RECONNECT_MAX_NS);
 		}
 		pthread_mutex_unlock(&port->lock);
 	}
-	if (rte_eal_alarm_set(MEMIF_WATCH_US, memif_watch, port))
+	us = port->watch_down_since_ns || port->dev_stopped ? MEMIF_WATCH_US : MEMIF_WATCH_UP_US;
+	if (rte_eal_alarm_set(us, memif_watch, port))
 		port->watch_armed = false;
 }
 
@@ -1440,7 +1445,8 @@ void rocemu_port_flush(struct rocemu_port *port)
 	if (unlikely(!port_dev_usable(port))) {
 		for (unsigned i = 0; i < port->tx_n; i++) {
 			rte_pktmbuf_free(port->tx_buf[i]);
-			port_count_drop(port, port->dev_stopped ? "tx_reconnecting" : "tx_peer_closed");
+			port_count_drop(port,
+					port->dev_stopped ? "tx_reconnecting" : "tx_peer_closed");
 		}
 		port->fixed[PC_TX_DROPS] += port->tx_n;
 		port->tx_n = 0;

@@ -206,10 +206,13 @@ struct rocemu_port {
 	char bell_shm_name[48];
 	bool bell_shm_owner; /* the server end created the page and unlinks it */
 	unsigned peer_closing_seen; /* the peer's `closing` we last acknowledged */
-	bool peer_closed;	    /* the peer is closing: no rx/tx bursts until a new connection */
+	/* the peer is closing: no rx/tx bursts until a new connection */
+	bool peer_closed;
 	bool peer_down_seen;
-	unsigned peer_closed_gen; /* the closed connection's conn_gen (server end) */
-	dev_t bell_dev;		  /* the bell page's file, to see a new server's page */
+	/* the closed connection's conn_gen (server end) */
+	unsigned peer_closed_gen;
+	/* the bell page's file, to see a new server's page */
+	dev_t bell_dev;
 	ino_t bell_ino;
 	/* memif client: the device is stopped for a reconnect (no rx/tx bursts);
 	 * written under the engine lock by the link watch (port_dev.c) */
@@ -217,9 +220,10 @@ struct rocemu_port {
 	/* memif client's link watch, an EAL alarm on the interrupt thread (only
 	 * that thread touches these once it runs) */
 	bool watch_armed;
-	bool watch_announced;	 /* conn_gen bumped for the current connection */
-	uint64_t watch_down_since_ns; /* link seen down since (0: up) */
-	uint64_t watch_backoff_ns;    /* how long down before the next restart */
+	bool watch_announced; /* conn_gen bumped for the current connection */
+	/* link seen down since (0: up); how long down before the next restart */
+	uint64_t watch_down_since_ns;
+	uint64_t watch_backoff_ns;
 	char memif_path[ROCEMU_PORT_SPEC_MAX]; /* the memif socket */
 	uint64_t doorbell_grace_until_ns; /* progress thread only */
 	atomic_bool upper_has_work;	  /* has_work() at the end of the last pass */
