@@ -296,8 +296,12 @@ bool rocemu_port_hold_now(struct rocemu_port *port)
 	if (port->pass_now)
 		return false;
 	port->pass_now = rocemu_now_ns_tsc(&port->last_pass_tsc);
-	__atomic_store_n(&port->last_pass_ns, port->pass_now, __ATOMIC_RELAXED);
 	return true;
+}
+
+uint64_t rocemu_port_last_pass(const struct rocemu_port *port)
+{
+	return __atomic_load_n(&port->last_pass_ns, __ATOMIC_RELAXED);
 }
 
 void rocemu_port_drop_now(struct rocemu_port *port, bool held)

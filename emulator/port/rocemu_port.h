@@ -221,6 +221,8 @@ void rocemu_port_note_app_post(struct rocemu_port *port);
  * nothing) inside a pass, which has its time already.
  */
 bool rocemu_port_hold_now(struct rocemu_port *port);
+/** When the last progress pass started (rocemu_now_ns() clock). */
+uint64_t rocemu_port_last_pass(const struct rocemu_port *port);
 void rocemu_port_drop_now(struct rocemu_port *port, bool held);
 /**
  * For a poll: run a pass if the engine lock is free, and return with the lock

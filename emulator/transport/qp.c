@@ -849,6 +849,9 @@ static int post_send_locked(struct rocemu_qp *qp, const struct rocemu_send_wr *w
 	return 0;
 }
 
+/* A post runs a progress pass when none ran for this long (see below). */
+#define POST_PASS_NS 20000ull
+
 static void transmit_now(struct rocemu_qp *qp)
 {
 	struct rocemu_engine *e = qp->engine;
@@ -889,6 +892,13 @@ int rocemu_qp_post_send_batch(struct rocemu_qp *qp, const struct rocemu_send_wr 
 	rocemu_port_app_enter(e->port);
 	rocemu_engine_lock(e);
 	held_now = rocemu_port_hold_now(e->port); /* one clock read per post */
+	/* An application that posts for long without polling (many QPs, deep
+	 * queues) must still receive: its progress thread naps while it is
+	 * busy with us, and the peer does not ring a busy application. Without
+	 * a pass the peer's ACKs pile up unread, its ring fills, and our
+	 * transport timers expire (RETRY_EXC with 1024 QPs). */
+	if (rocemu_port_pass_now(e->port) - rocemu_port_last_pass(e->port) > POST_PASS_NS)
+		rocemu_port_progress_locked(e->port);
 	for (i = 0; i < n; i++) {
 		rc = post_send_locked(qp, &wrs[i]);
 		if (rc < 0)
