@@ -18,15 +18,8 @@
 set -u
 rocemu=${1:?usage: $0 ROCEMU}
 
-work=$(mktemp -d /tmp/rocemu-port-mreconn-XXXXXX)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done
-	sleep 0.3
-	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	[ -n "${KEEP:-}" ] || rm -rf "$work"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/port_lib.sh"
+port_workdir mreconn
 
 sock="$work/memif.sock"
 srv_ip=10.75.0.1
@@ -34,24 +27,18 @@ cli_ip=10.75.0.2
 status=0
 fail() { echo "FAIL: $*"; status=1; }
 
-# server NAME [ARGS...]: a rocemu memif server in the background, output in
-# $work/NAME.out; its PID in $last
-server() {
-	local name=$1
-	shift
-	timeout 60 "$rocemu" port --name srv --port "memif:server:$sock" --ip "$srv_ip/24" "$@" \
+# end ROLE IP NAME [ARGS...]: a rocemu memif ROLE (server/client) in the
+# background, output in $work/NAME.out; its PID in $last
+end() {
+	local role=$1 ip=$2 name=$3
+	shift 3
+	timeout 60 "$rocemu" port --name "${role:0:3}" --port "memif:$role:$sock" --ip "$ip/24" "$@" \
 		>"$work/$name.out" 2>&1 &
 	last=$!
 	pids+=("$last")
 }
-client() {
-	local name=$1
-	shift
-	timeout 60 "$rocemu" port --name cli --port "memif:client:$sock" --ip "$cli_ip/24" "$@" \
-		>"$work/$name.out" 2>&1 &
-	last=$!
-	pids+=("$last")
-}
+server() { end server "$srv_ip" "$@"; }
+client() { end client "$cli_ip" "$@"; }
 # stop PID: SIGINT, then wait for it; its exit status
 stop() {
 	kill -INT "$1" 2>/dev/null

@@ -11,18 +11,10 @@
 set -u
 rocemu=${1:?usage: $0 ROCEMU}
 
-skip() { echo "SKIP: $*"; exit 77; }
+. "$(dirname "$0")/port_lib.sh"
 command -v tshark >/dev/null || skip "tshark not installed"
 
-work=$(mktemp -d /tmp/rocemu-port-memif-XXXXXX)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done
-	sleep 0.3
-	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	[ -n "${KEEP:-}" ] || rm -rf "$work"
-}
-trap cleanup EXIT
+port_workdir memif
 
 sock="$work/memif.sock"
 "$rocemu" port --name srv --port "memif:server:$sock" --ip 10.72.0.1/24 --ip fd00:72::1/64 \

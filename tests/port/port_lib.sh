@@ -1,9 +1,26 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# Sourced by the port's namespace tests (idle_cpu.sh, veth_kernel_peer.sh):
-# rocemu in one network namespace, the Linux kernel in another, joined by a
-# veth pair. bash.
+# Sourced by the port's shell tests. The namespace tests (idle_cpu.sh,
+# veth_kernel_peer.sh): rocemu in one network namespace, the Linux kernel in
+# another, joined by a veth pair. The memif tests (memif_two_ports.sh,
+# memif_reconnect.sh): rocemu processes in the background (port_workdir).
+# bash.
 
 skip() { echo "SKIP: $*"; exit 77; }
+
+# port_workdir NAME: a work directory $work (/tmp/rocemu-port-NAME-*) and an
+# array pids; at exit every PID in pids gets SIGINT, then SIGKILL, and the
+# directory goes unless KEEP is set.
+port_workdir() {
+	work=$(mktemp -d /tmp/rocemu-port-$1-XXXXXX)
+	pids=()
+	trap port_workdir_cleanup EXIT
+}
+port_workdir_cleanup() {
+	for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done
+	sleep 0.3
+	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	[ -n "${KEEP:-}" ] || rm -rf "$work"
+}
 
 # port_cleanup: stop the rocemu port ($pid), delete both namespaces, and the
 # work directory unless KEEP is set.
