@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../emulator/port/rocemu_port.h"
 
@@ -34,6 +35,22 @@ static inline uint64_t ptu_counter_in(const struct rocemu_counter *c, unsigned n
 		if (!strcmp(c[i].name, name))
 			return c[i].value;
 	return 0;
+}
+
+/* A port's counter by name (0 when absent). */
+static inline uint64_t ptu_counter(struct rocemu_port *port, const char *name)
+{
+	struct rocemu_counter c[256];
+	unsigned n = rocemu_port_counters(port, c, 256);
+
+	return ptu_counter_in(c, n < 256 ? n : 256, name);
+}
+
+static inline void ptu_sleep_ms(unsigned ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
 }
 
 #endif

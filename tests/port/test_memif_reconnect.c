@@ -28,20 +28,6 @@
 
 static char sock_spec[2][128];
 
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
-
-static uint64_t counter(struct rocemu_port *port, const char *name)
-{
-	struct rocemu_counter c[128];
-	unsigned n = rocemu_port_counters(port, c, 128);
-
-	return ptu_counter_in(c, n < 128 ? n : 128, name);
-}
 
 static struct rocemu_port *open_port(int client, const char *ip, const char *mac)
 {
@@ -60,7 +46,7 @@ static bool wait_link(struct rocemu_port *port)
 	for (int i = 0; i < 1000; i++) {
 		if (rocemu_port_link_up(port))
 			return true;
-		sleep_ms(10);
+		ptu_sleep_ms(10);
 	}
 	return false;
 }
@@ -84,7 +70,7 @@ static bool ping(struct rocemu_port *from, const char *to, uint16_t seq)
 		/* a lost request (link not carrying yet): ask again */
 		if (rc == 0 && i % 1000 == 999)
 			rc = -EAGAIN;
-		sleep_ms(1);
+		ptu_sleep_ms(1);
 	}
 	return false;
 }
@@ -108,11 +94,11 @@ static void test_client_reopened_at_once(void **state)
 		if (!ping(srv, "10.76.0.2", (uint16_t)(2 + r)))
 			fail_msg("round %u: the server cannot reach the new client "
 				 "(peer_closed %llu, drop_tx_peer_closed %llu)",
-				 r, (unsigned long long)counter(srv, "peer_closed"),
-				 (unsigned long long)counter(srv, "drop_tx_peer_closed"));
+				 r, (unsigned long long)ptu_counter(srv, "peer_closed"),
+				 (unsigned long long)ptu_counter(srv, "drop_tx_peer_closed"));
 	}
 	/* every close was announced and acknowledged */
-	assert_int_equal(counter(srv, "peer_closed"), ROUNDS);
+	assert_int_equal(ptu_counter(srv, "peer_closed"), ROUNDS);
 	rocemu_port_close(cli);
 	rocemu_port_close(srv);
 }

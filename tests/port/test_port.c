@@ -44,20 +44,6 @@ static void on_sigusr1(int sig)
 	(void)sig;
 }
 
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
-
-static uint64_t counter(struct rocemu_port *port, const char *name)
-{
-	struct rocemu_counter c[256];
-	unsigned n = rocemu_port_counters(port, c, 256);
-
-	return ptu_counter_in(c, n < 256 ? n : 256, name);
-}
 
 static void set(struct rocemu_port_config *cfg, const char *opt, const char *val)
 {
@@ -297,27 +283,27 @@ static void test_arp_resolution(void **state)
 	pair_config(&p, NULL, NULL);
 	pair_open(&p);
 	pump(&p, 2); /* link up: gratuitous ARPs go out */
-	assert_true(counter(p.a, "gratuitous_arp_tx") >= 1);
+	assert_true(ptu_counter(p.a, "gratuitous_arp_tx") >= 1);
 	rocemu_port_mac(p.b, bmac);
 	rocemu_port_mac(p.a, amac);
 	assert_int_equal(resolve(p.a, "10.9.0.2", mac), -EAGAIN);
-	assert_int_equal(counter(p.a, "arp_requests_tx"), 1);
+	assert_int_equal(ptu_counter(p.a, "arp_requests_tx"), 1);
 	assert_int_equal(resolve(p.a, "10.9.0.2", mac), -EAGAIN); /* no second request yet */
-	assert_int_equal(counter(p.a, "arp_requests_tx"), 1);
+	assert_int_equal(ptu_counter(p.a, "arp_requests_tx"), 1);
 	pump(&p, 3);
-	assert_int_equal(counter(p.b, "arp_replies_tx"), 1);
+	assert_int_equal(ptu_counter(p.b, "arp_replies_tx"), 1);
 	assert_int_equal(resolve(p.a, "10.9.0.2", mac), 0);
 	assert_memory_equal(mac, bmac, 6);
 	/* b learnt a from the request: resolves without asking */
 	assert_int_equal(resolve(p.b, "10.9.0.1", mac), 0);
 	assert_memory_equal(mac, amac, 6);
-	assert_int_equal(counter(p.b, "arp_requests_tx"), 0);
+	assert_int_equal(ptu_counter(p.b, "arp_requests_tx"), 0);
 	/* our own address resolves to our MAC (loopback) */
 	assert_int_equal(resolve(p.a, "10.9.0.1", mac), 0);
 	assert_memory_equal(mac, amac, 6);
 	/* IPv6: neighbour solicitation / advertisement */
 	assert_int_equal(resolve(p.a, "fd00:9::2", mac), -EAGAIN);
-	assert_int_equal(counter(p.a, "nd_solicits_tx"), 1);
+	assert_int_equal(ptu_counter(p.a, "nd_solicits_tx"), 1);
 	pump(&p, 3);
 	assert_int_equal(resolve(p.a, "fd00:9::2", mac), 0);
 	assert_memory_equal(mac, bmac, 6);
@@ -341,16 +327,16 @@ static void test_arp_retry_and_failure(void **state)
 		rc = resolve(p.a, "10.9.0.77", mac);
 		if (rc != -EAGAIN)
 			break;
-		sleep_ms(1);
+		ptu_sleep_ms(1);
 	}
 	assert_int_equal(rc, -EHOSTUNREACH);
-	if (counter(p.a, "arp_requests_tx") != 3)
+	if (ptu_counter(p.a, "arp_requests_tx") != 3)
 		rocemu_port_counters_print(p.a, stderr);
-	assert_int_equal(counter(p.a, "arp_requests_tx"), 3);
-	assert_int_equal(counter(p.a, "neigh_failed"), 1);
+	assert_int_equal(ptu_counter(p.a, "arp_requests_tx"), 3);
+	assert_int_equal(ptu_counter(p.a, "neigh_failed"), 1);
 	/* b saw every request and counted them as not for it */
 	pump(&p, 2);
-	assert_int_equal(counter(p.b, "drop_arp_not_for_us"), 3);
+	assert_int_equal(ptu_counter(p.b, "drop_arp_not_for_us"), 3);
 	/* the failure sticks for a while rather than flooding ARP */
 	assert_int_equal(resolve(p.a, "10.9.0.77", mac), -EHOSTUNREACH);
 	pair_close(&p);
@@ -370,26 +356,26 @@ static void test_arp_expiry(void **state)
 	assert_int_equal(resolve(p.a, "10.9.0.2", mac), -EAGAIN);
 	pump(&p, 3);
 	assert_int_equal(resolve(p.a, "10.9.0.2", mac), 0);
-	req = counter(p.a, "arp_requests_tx");
+	req = ptu_counter(p.a, "arp_requests_tx");
 	/* within the expiry time: no new request */
 	assert_int_equal(resolve(p.a, "10.9.0.2", mac), 0);
-	assert_int_equal(counter(p.a, "arp_requests_tx"), req);
-	sleep_ms(40);
+	assert_int_equal(ptu_counter(p.a, "arp_requests_tx"), req);
+	ptu_sleep_ms(40);
 	/* expired: still usable, and re-confirmed by a new request */
 	assert_int_equal(resolve(p.a, "10.9.0.2", mac), 0);
-	assert_int_equal(counter(p.a, "arp_requests_tx"), req + 1);
+	assert_int_equal(ptu_counter(p.a, "arp_requests_tx"), req + 1);
 	pump(&p, 3);
-	assert_int_equal(counter(p.b, "arp_replies_tx"), 2);
+	assert_int_equal(ptu_counter(p.b, "arp_replies_tx"), 2);
 	/* now the peer goes away: after expiry the entry fails */
 	rocemu_port_close(p.b);
 	p.b = NULL;
-	sleep_ms(40);
+	ptu_sleep_ms(40);
 	for (int i = 0; i < 2000; i++) {
 		rocemu_port_progress(p.a);
 		rc = resolve(p.a, "10.9.0.2", mac);
 		if (rc == -EHOSTUNREACH)
 			break;
-		sleep_ms(1);
+		ptu_sleep_ms(1);
 	}
 	assert_int_equal(rc, -EHOSTUNREACH);
 	rocemu_port_close(p.a);
@@ -499,11 +485,11 @@ static void test_loopback(void **state)
 	assert_int_equal(ra.last.dqpn, 0x12);
 	assert_int_equal(ra.last.opcode, ROCE_OP_SEND_ONLY);
 	assert_memory_equal(ra.payload, "hello, loopback", 16);
-	assert_int_equal(counter(p.a, "loopback_frames"), 1);
+	assert_int_equal(ptu_counter(p.a, "loopback_frames"), 1);
 	pump(&p, 2);
 	assert_int_equal(rb.n, 0); /* nothing left the port */
-	assert_int_equal(counter(p.a, "tx_frames") - counter(p.a, "gratuitous_arp_tx") -
-			     counter(p.a, "nd_adverts_tx"),
+	assert_int_equal(ptu_counter(p.a, "tx_frames") - ptu_counter(p.a, "gratuitous_arp_tx") -
+			     ptu_counter(p.a, "nd_adverts_tx"),
 			 0);
 	pair_close(&p);
 }
@@ -525,7 +511,7 @@ static void test_roce_delivery_and_drops(void **state)
 	rocemu_port_tx(p.a, roce_frame(p.a, "10.9.0.2", bmac, 1));
 	rocemu_port_unlock(p.a);
 	pump(&p, 2);
-	assert_int_equal(counter(p.b, "drop_no_upper"), 1);
+	assert_int_equal(ptu_counter(p.b, "drop_no_upper"), 1);
 	rocemu_port_set_upper(p.b, &ub);
 	/* good frame */
 	rocemu_port_lock(p.a);
@@ -544,21 +530,21 @@ static void test_roce_delivery_and_drops(void **state)
 	pump(&p, 2);
 	assert_int_equal(rb.n, 1);
 	assert_int_equal(rb.last.dqpn, 2);
-	assert_int_equal(counter(p.b, "rx_roce_frames"), 1);
-	assert_int_equal(counter(p.b, "drop_not_our_address"), 1);
+	assert_int_equal(ptu_counter(p.b, "rx_roce_frames"), 1);
+	assert_int_equal(ptu_counter(p.b, "drop_not_our_address"), 1);
 	{
 		char name[64];
 		snprintf(name, sizeof(name), "drop_%s",
 			 roce_parse_status_name(ROCE_PARSE_BAD_ICRC));
-		assert_int_equal(counter(p.b, name), 1);
+		assert_int_equal(ptu_counter(p.b, name), 1);
 	}
-	assert_true(counter(p.b, "rx_drops") >= 4);
+	assert_true(ptu_counter(p.b, "rx_drops") >= 4);
 	/* upper layer drops land in the same table */
 	rocemu_port_lock(p.b);
 	rocemu_port_count(p.b, "psn_out_of_window");
 	rocemu_port_count(p.b, "psn_out_of_window");
 	rocemu_port_unlock(p.b);
-	assert_int_equal(counter(p.b, "drop_psn_out_of_window"), 2);
+	assert_int_equal(ptu_counter(p.b, "drop_psn_out_of_window"), 2);
 	pair_close(&p);
 }
 
@@ -577,7 +563,7 @@ static void test_ping(void **state)
 	assert_int_equal(rocemu_port_ping(p.a, dst, 1, 2), 0);
 	pump(&p, 3);
 	assert_int_equal(rocemu_port_ping_replies(p.a), 1);
-	assert_int_equal(counter(p.b, "icmp_echo_replies_tx"), 1);
+	assert_int_equal(ptu_counter(p.b, "icmp_echo_replies_tx"), 1);
 	assert_true(rocemu_port_ping_last_rtt_ns(p.a) > 0);
 	/* IPv6 global and link-local */
 	assert_int_equal(rocemu_gid_parse("fd00:9::2", dst), 0);
@@ -611,11 +597,11 @@ static void ping_b_threaded(struct pair *p)
 	for (int i = 0; i < 5000 && rc == -EAGAIN; i++) {
 		rc = rocemu_port_ping(p->a, dst, 9, 1);
 		if (rc == -EAGAIN)
-			sleep_ms(1);
+			ptu_sleep_ms(1);
 	}
 	assert_int_equal(rc, 0);
 	for (int i = 0; i < 5000 && rocemu_port_ping_replies(p->a) == 0; i++)
-		sleep_ms(1);
+		ptu_sleep_ms(1);
 	assert_int_equal(rocemu_port_ping_replies(p->a), 1);
 }
 
@@ -745,8 +731,8 @@ static void test_capture_rotation(void **state)
 	for (int i = 0; i < 40; i++)
 		ping_until_answered(&p, "10.9.0.1",
 				    (uint16_t)i); /* loopback: captured once each way */
-	uint64_t captured = counter(p.a, "capture_frames");
-	uint64_t nfiles = counter(p.a, "capture_files");
+	uint64_t captured = ptu_counter(p.a, "capture_frames");
+	uint64_t nfiles = ptu_counter(p.a, "capture_files");
 	pair_close(&p);
 	for (unsigned i = 0; i < 100; i++) {
 		if (i == 0)
@@ -778,10 +764,10 @@ static void test_fault_drop_list(void **state)
 	assert_int_equal(rocemu_gid_parse("10.9.0.2", dst), 0);
 	for (int i = 0; i < 20 && rocemu_port_ping(p.a, dst, 1, 1) == -EAGAIN; i++) {
 		pump(&p, 2);
-		sleep_ms(2);
+		ptu_sleep_ms(2);
 	}
 	pump(&p, 3);
-	assert_int_equal(counter(p.a, "drop_fault_tx_drop"), 1);
+	assert_int_equal(ptu_counter(p.a, "drop_fault_tx_drop"), 1);
 	pair_close(&p);
 }
 
@@ -875,7 +861,7 @@ static void test_last_frame_survives_close(void **state)
 	pump(&p, 2);
 	assert_int_equal(rocemu_port_progress_thread_start(p.b), 0);
 	/* let b's thread go idle (it sleeps when there is no work) */
-	sleep_ms(20);
+	ptu_sleep_ms(20);
 	rocemu_port_lock(p.a);
 	assert_int_equal(rocemu_port_tx(p.a, roce_frame(p.a, "10.9.0.2", bmac, 0x44)), 0);
 	rocemu_port_flush(p.a);
@@ -886,7 +872,7 @@ static void test_last_frame_survives_close(void **state)
 		got = rb.n;
 		rocemu_port_unlock(p.b);
 		if (!got)
-			sleep_ms(1);
+			ptu_sleep_ms(1);
 	}
 	assert_int_equal(got, 1);
 	assert_int_equal(rb.last.dqpn, 0x44);
@@ -910,7 +896,7 @@ static void test_foreign_mac_dropped(void **state)
 	rocemu_port_unlock(p.a);
 	pump(&p, 2);
 	assert_int_equal(rb.n, 0);
-	assert_int_equal(counter(p.b, "drop_not_our_mac"), 1);
+	assert_int_equal(ptu_counter(p.b, "drop_not_our_mac"), 1);
 	pair_close(&p);
 }
 
@@ -953,7 +939,7 @@ static void test_tx_room(void **state)
 	/* outside a pass the pass time falls back to the clock */
 	assert_true(rocemu_port_pass_now(p.a) > 0);
 	rocemu_port_unlock(p.a);
-	assert_int_equal(counter(p.a, "drop_tx_full"), 0);
+	assert_int_equal(ptu_counter(p.a, "drop_tx_full"), 0);
 	pair_close(&p);
 }
 
@@ -1003,7 +989,7 @@ static void test_fault_dup_reorder_delay(void **state)
 		if (rb.psns[i] < rb.psns[i - 1])
 			out_of_order = true;
 	assert_true(out_of_order);
-	assert_true(counter(p.b, "fault_rx_reordered") > 0);
+	assert_true(ptu_counter(p.b, "fault_rx_reordered") > 0);
 	pair_close(&p);
 
 	/* every frame delayed: nothing on the first pass, all after the delay */
@@ -1014,14 +1000,14 @@ static void test_fault_dup_reorder_delay(void **state)
 	pair_open(&p);
 	rocemu_port_set_upper(p.b, &ub);
 	pump(&p, 2); /* a's announcements: delayed too */
-	uint64_t delayed_before = counter(p.b, "fault_rx_delayed");
+	uint64_t delayed_before = ptu_counter(p.b, "fault_rx_delayed");
 	send_psns(&p, 3);
 	rocemu_port_progress(p.a);
 	rocemu_port_progress(p.b);
 	assert_int_equal(rb.n, 0);
-	assert_int_equal(counter(p.b, "fault_rx_delayed") - delayed_before, 3);
+	assert_int_equal(ptu_counter(p.b, "fault_rx_delayed") - delayed_before, 3);
 	for (int i = 0; i < 2000 && rb.n < 3; i++) {
-		sleep_ms(1);
+		ptu_sleep_ms(1);
 		rocemu_port_progress(p.b);
 	}
 	assert_int_equal(rb.n, 3);
@@ -1034,11 +1020,11 @@ static void test_fault_dup_reorder_delay(void **state)
 	pair_open(&p);
 	rocemu_port_set_upper(p.b, &ub);
 	pump(&p, 2);
-	uint64_t drops_before = counter(p.b, "rx_drops");
+	uint64_t drops_before = ptu_counter(p.b, "rx_drops");
 	send_psns(&p, 16);
 	pump(&p, 3);
 	assert_int_equal(rb.n, 0);
-	assert_int_equal(counter(p.b, "rx_drops") - drops_before, 16);
+	assert_int_equal(ptu_counter(p.b, "rx_drops") - drops_before, 16);
 	pair_close(&p);
 }
 
@@ -1062,7 +1048,7 @@ static void test_random_frames(void **state)
 	rocemu_port_mac(p.b, bmac);
 	rocemu_port_mac(p.a, amac);
 	pump(&p, 2);
-	rx_before = counter(p.b, "rx_frames");
+	rx_before = ptu_counter(p.b, "rx_frames");
 	for (unsigned i = 0; i < n; i++) {
 		struct rte_mbuf *m = rocemu_port_alloc_mbuf(p.a);
 		uint16_t len, type;
@@ -1100,7 +1086,7 @@ static void test_random_frames(void **state)
 			pump(&p, 2);
 	}
 	pump(&p, 4);
-	assert_int_equal(counter(p.b, "rx_frames") - rx_before, n);
+	assert_int_equal(ptu_counter(p.b, "rx_frames") - rx_before, n);
 	/* still alive and answering */
 	assert_int_equal(rocemu_gid_parse("10.9.0.2", dst), 0);
 	for (int i = 0; i < 5 && rocemu_port_ping(p.a, dst, 1, 1) == -EAGAIN; i++)
@@ -1129,8 +1115,8 @@ static void test_dpdk_spec(void **state)
 	assert_int_equal(rocemu_port_eth_mtu(port), 1500);
 	for (int i = 0; i < 4; i++)
 		rocemu_port_progress(port);
-	assert_true(counter(port, "gratuitous_arp_tx") >= 1);
-	assert_true(counter(port, "drop_own_source_mac") >= 1);
+	assert_true(ptu_counter(port, "gratuitous_arp_tx") >= 1);
+	assert_true(ptu_counter(port, "drop_own_source_mac") >= 1);
 	rocemu_port_close(port);
 	/* a device that does not exist fails with a one-line reason */
 	rocemu_port_config_init(&cfg);
@@ -1161,7 +1147,7 @@ static void test_fork_child_exit(void **state)
 	for (int i = 0; i < 10000; i++) {
 		if (waitpid(pid, &status, WNOHANG) == pid)
 			break;
-		sleep_ms(1);
+		ptu_sleep_ms(1);
 	}
 	if (!WIFEXITED(status)) {
 		kill(pid, SIGKILL);
