@@ -1427,12 +1427,8 @@ uint64_t rocemu_port_pass_now(const struct rocemu_port *port)
  * be woken. A stamp from the future counts as stale: we ring. */
 static bool peer_app_waiting(struct rocemu_port *port)
 {
-	uint64_t t = atomic_load_explicit(&port_bell_peer(port)->app_waiting_tsc,
-					  memory_order_relaxed);
-
-	if (atomic_load_explicit(&port_bell_peer(port)->app_busy, memory_order_acquire))
-		return true;
-	return t != 0 && rte_rdtsc() - t < port->bell_fresh_tsc;
+	return atomic_load_explicit(&port_bell_peer(port)->app_busy, memory_order_acquire) ||
+	       port_bell_app_waiting(port, port_bell_peer(port));
 }
 
 void rocemu_port_flush(struct rocemu_port *port)

@@ -294,6 +294,15 @@ static inline struct port_bell_slot *port_bell_peer(struct rocemu_port *port)
 	return &port->bell_page->slot[!port->memif_client];
 }
 bool port_peer_closed_slow(struct rocemu_port *port);
+/* The end of `slot` is in a polling loop: its app_waiting_tsc is set and
+ * younger than bell_fresh_tsc (a stamp from the future counts as stale). */
+static inline bool port_bell_app_waiting(const struct rocemu_port *port,
+					 struct port_bell_slot *slot)
+{
+	uint64_t t = atomic_load_explicit(&slot->app_waiting_tsc, memory_order_seq_cst);
+
+	return t != 0 && rte_rdtsc() - t < port->bell_fresh_tsc;
+}
 /* Ring a bell slot (ours to wake our thread, the peer's to wake its). */
 void port_bell_ring(struct port_bell_slot *slot);
 /* Wake our own sleeping progress thread: its bell, or its eventfd. */

@@ -376,26 +376,15 @@ static uint64_t sleep_length(struct rocemu_port *port, bool app_polling, bool do
 	return sleep_ns;
 }
 
-/* Our application is in a polling loop (its app_waiting_tsc is fresh). */
-static bool own_app_waiting(struct rocemu_port *port)
-{
-	uint64_t t = atomic_load_explicit(&port_bell_own(port)->app_waiting_tsc,
-					  memory_order_seq_cst);
-
-	return t != 0 && rte_rdtsc() - t < port->bell_fresh_tsc;
-}
-
 /*
  * memif with a rocemu peer: sleep on our bell (a futex in the shared page)
  * until the peer rings it for a frame, our own threads ring it for a kick,
  * or the timeout. One system call to sleep, one for the ringer, nothing to
  * drain. Returns true when rung.
  */
-static bool bell_sleep(struct rocemu_port *port, uint64_t sleep_ns)
+static bool bell_sleep(struct rocemu_port *port, const struct timespec *ts)
 {
 	struct port_bell_slot *own = port_bell_own(port);
-	struct timespec ts = {.tv_sec = (time_t)(sleep_ns / 1000000000ull),
-			      .tv_nsec = (long)(sleep_ns % 1000000000ull)};
 	unsigned seq = atomic_load_explicit(&own->bell, memory_order_seq_cst);
 
 	/* Ask the peer for a ring. Even while an application thread here
@@ -410,13 +399,13 @@ static bool bell_sleep(struct rocemu_port *port, uint64_t sleep_ns)
 	 * rocemu_port_note_app_poll); a pass here would only take the CPU from
 	 * it, and with frames streaming in, never let this thread sleep. */
 	atomic_store_explicit(&own->sleeping, 1, memory_order_seq_cst);
-	if (!own_app_waiting(port) && rocemu_port_progress(port)) {
+	if (!port_bell_app_waiting(port, own) && rocemu_port_progress(port)) {
 		atomic_store_explicit(&own->sleeping, 0, memory_order_relaxed);
 		return true;
 	}
 	if (!atomic_load(&port->thread_stop) &&
 	    !atomic_load_explicit(&port->kicked, memory_order_seq_cst))
-		syscall(SYS_futex, &own->bell, FUTEX_WAIT, seq, &ts, NULL, 0);
+		syscall(SYS_futex, &own->bell, FUTEX_WAIT, seq, ts, NULL, 0);
 	atomic_store_explicit(&own->sleeping, 0, memory_order_relaxed);
 	return atomic_load_explicit(&own->bell, memory_order_relaxed) != seq;
 }
@@ -428,19 +417,17 @@ static bool bell_sleep(struct rocemu_port *port, uint64_t sleep_ns)
  * spins a little, because the doorbell may ring before the PMD's own socket
  * has the frame.
  */
-static bool fd_sleep(struct rocemu_port *port, uint64_t sleep_ns)
+static bool fd_sleep(struct rocemu_port *port, const struct timespec *ts)
 {
 	struct pollfd pfd[2] = {{.fd = port->wake_fd, .events = POLLIN},
 				{.fd = port->doorbell_fd, .events = POLLIN}};
 	nfds_t nfds = port->doorbell_fd >= 0 ? 2 : 1;
-	struct timespec ts = {.tv_sec = (time_t)(sleep_ns / 1000000000ull),
-			      .tv_nsec = (long)(sleep_ns % 1000000000ull)};
 	uint64_t drain;
 	bool frame = false;
 
 	if (!atomic_load(&port->thread_stop) &&
 	    !atomic_load_explicit(&port->kicked, memory_order_seq_cst))
-		ppoll(pfd, nfds, &ts, NULL);
+		ppoll(pfd, nfds, ts, NULL);
 	if (pfd[0].revents & POLLIN) {
 		ssize_t r = read(port->wake_fd, &drain, sizeof(drain));
 		(void)r;
@@ -464,11 +451,13 @@ static bool idle_sleep(struct rocemu_port *port, bool app_polling)
 	bool bell = port->bell_page != NULL;
 	uint64_t now = rocemu_now_ns();
 	uint64_t sleep_ns = sleep_length(port, app_polling, bell || port->doorbell_fd >= 0, now);
+	struct timespec ts = {.tv_sec = (time_t)(sleep_ns / 1000000000ull),
+			      .tv_nsec = (long)(sleep_ns % 1000000000ull)};
 	bool frame;
 
 	atomic_store_explicit(&port->sleep_until_ns, now + sleep_ns, memory_order_relaxed);
 	atomic_store_explicit(&port->thread_sleeping, true, memory_order_seq_cst);
-	frame = bell ? bell_sleep(port, sleep_ns) : fd_sleep(port, sleep_ns);
+	frame = bell ? bell_sleep(port, &ts) : fd_sleep(port, &ts);
 	atomic_store_explicit(&port->thread_sleeping, false, memory_order_seq_cst);
 	return frame;
 }

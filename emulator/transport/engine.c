@@ -459,19 +459,6 @@ static unsigned engine_poll(void *ctx, uint64_t now_ns)
 	return run_work(ctx, now_ns);
 }
 
-/* The progress thread spins only while something is due soon: queued sends,
- * responses to stream, or a timer within a millisecond. Longer timers are
- * served by its periodic wake-ups. */
-static uint64_t engine_next_due(void *ctx);
-
-static bool engine_has_work(void *ctx)
-{
-	struct rocemu_engine *e = ctx;
-	uint64_t due = engine_next_due(ctx);
-
-	return due <= rocemu_port_pass_now(e->port) + 1000000;
-}
-
 /* When a pass must run next: now for queued work, else the earliest timer. */
 static uint64_t engine_next_due(void *ctx)
 {
@@ -481,6 +468,16 @@ static uint64_t engine_next_due(void *ctx)
 		if (rocemu_req_pending(qp) || qp->resp.res_active || qp->resp.ack_pending)
 			return 0;
 	return e->n_timers ? e->timer_heap[0]->timer_at : UINT64_MAX;
+}
+
+/* The progress thread spins only while something is due soon: queued sends,
+ * responses to stream, or a timer within a millisecond. Longer timers are
+ * served by its periodic wake-ups. */
+static bool engine_has_work(void *ctx)
+{
+	struct rocemu_engine *e = ctx;
+
+	return engine_next_due(ctx) <= rocemu_port_pass_now(e->port) + 1000000;
 }
 
 /* ------------------------------------------------------------------------ */
