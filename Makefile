@@ -6,7 +6,9 @@ ASAN_BUILD ?= build-asan
 MESON_OPTS ?=
 
 # Debian 12 packages: build tools and libraries, then what tests and the demo run.
-DEB_BUILD = build-essential pkg-config meson ninja-build clang \
+# libclang-rt-14-dev holds clang's ASan/UBSan runtime: clang only Recommends it and
+# install-deps.sh installs without Recommends.
+DEB_BUILD = build-essential pkg-config meson ninja-build clang libclang-rt-14-dev \
             dpdk-dev libdpdk-dev libpcap-dev libcmocka-dev libibverbs-dev librdmacm-dev
 DEB_RUN   = ibverbs-utils perftest qperf python3-pyverbs tshark python3-scapy rdmacm-utils \
             iproute2 iputils-ping iputils-arping procps nftables
