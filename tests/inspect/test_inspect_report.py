@@ -122,7 +122,7 @@ def svg_root(text, what):
         return None
 
 
-def pictures(tmp, shared):
+def pictures(tmp, rxe):
     drop = drop_capture(os.path.join(tmp, "drop.pcap"))
     code, out, err = inspect("--ladder", "0x202", drop)
     check(code == 0, "ladder: exit %d %s" % (code, err))
@@ -148,7 +148,7 @@ def pictures(tmp, shared):
     code, _, err = inspect("--ladder", "0x999", drop)
     check(code == 2 and "no conversation" in err, "ladder: unknown QP exit %d" % code)
     svg = os.path.join(tmp, "plot.svg")
-    src = os.path.join(shared, "rxe-rc-pingpong.pcap") if shared else drop
+    src = os.path.join(rxe, "rxe-rc-pingpong.pcap")
     code, _, err = inspect("--plot", "--svg", svg, src)
     check(code == 0, "plot: exit %d %s" % (code, err))
     root = svg_root(open(svg).read(), "plot") if os.path.exists(svg) else None
@@ -208,17 +208,15 @@ def bad_input(tmp):
 def main():
     rocemu()
     src = os.environ.get("ROCEMU_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-    shared = os.path.join(src, "..", "shared", "pcaps")
-    caps = sorted(glob.glob(os.path.join(shared, "*.pcap")))
-    if not caps:
-        print("note: no shared captures; crafted ones only")
-        shared = None
+    # the Linux Soft-RoCE captures shipped in the repository (pcaps/README.md)
+    rxe = os.path.join(src, "pcaps", "rxe")
+    caps = sorted(glob.glob(os.path.join(rxe, "*.pcap")))
+    check(len(caps) >= 5, "only %d captures in %s" % (len(caps), rxe))
     with tempfile.TemporaryDirectory(prefix="inspect-report-") as tmp:
         for path in caps + [drop_capture(os.path.join(tmp, "drop.pcap"))]:
             text_matches_json(path)
-        if shared:
-            packets_and_filter(os.path.join(shared, "rxe-rc-pingpong.pcap"))
-        pictures(tmp, shared)
+        packets_and_filter(os.path.join(rxe, "rxe-rc-pingpong.pcap"))
+        pictures(tmp, rxe)
         rotated_files(tmp)
         bad_input(tmp)
     return verdict("report, JSON, packets, filter, pictures and bad input: ok")

@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""rocemu inspect on the reference captures in shared/pcaps (Linux rxe).
+"""rocemu inspect on the Linux Soft-RoCE captures shipped in pcaps/rxe.
 
 For every capture:
  - per-opcode packet counts equal tshark's (infiniband.bth.opcode);
  - the ICRC verdict of every frame equals an independent check (scapy's
    RoCE layer recomputes the ICRC);
  - the messages equal what the program that made the capture did
-   (shared/pcaps/README.md), and equal what tshark's opcodes imply;
+   (pcaps/README.md), and equal what tshark's opcodes imply;
  - --check passes (the README says every ICRC is right and nothing is lost).
-Skips (77) when the captures, tshark or scapy are missing.
+Fails when the captures are missing (they are part of the repository);
+skips (77) when tshark or scapy are missing.
 """
 import collections
 import glob
@@ -23,7 +24,7 @@ from inspect_testlib import check, rocemu, skip, verdict  # noqa: E402
 
 CLIENT, SERVER = "10.99.0.12", "10.99.0.11"
 
-# What each program did (shared/pcaps/README.md), per sending host:
+# What each program did (pcaps/README.md), per sending host:
 # {kind: (messages, bytes in all)}. The reasoning, from the perftest and
 # ibverbs-utils sources' behaviour:
 #  - ibv_rc_pingpong -n 10: both sides post 10 SENDs of the default 4096
@@ -50,9 +51,12 @@ MESSAGE_END = {0x02: "SEND", 0x03: "SEND", 0x04: "SEND", 0x05: "SEND", 0x16: "SE
 
 def pcaps_dir():
     src = os.environ.get("ROCEMU_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-    d = os.path.join(src, "..", "shared", "pcaps")
-    if not glob.glob(os.path.join(d, "*.pcap")):
-        skip("no reference captures in %s" % os.path.abspath(d))
+    d = os.path.join(src, "pcaps", "rxe")
+    found = glob.glob(os.path.join(d, "*.pcap"))
+    if len(found) < len(EXPECTED):
+        print("FAIL: %d of the %d Soft-RoCE captures in %s" % (len(found), len(EXPECTED),
+                                                             os.path.abspath(d)))
+        sys.exit(1)
     return d
 
 

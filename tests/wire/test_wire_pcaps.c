@@ -2,11 +2,12 @@
 /**
  * @file
  * Ground truth from another implementation: every RoCEv2 packet in the
- * reference captures of Linux Soft-RoCE (ROCEMU_SOURCE_DIR/../shared/pcaps)
+ * captures of Linux Soft-RoCE shipped in the repository (pcaps/rxe, pcaps/README.md)
  * parses, its ICRC verifies (with every CRC implementation available here:
  * table, DPDK, pclmul-4x, vpclmul-avx2),
  * and rebuilding it from the parsed descriptor gives the same bytes.
- * Captures are read with libpcap. Skips (77) when the captures are absent.
+ * Captures are read with libpcap. Their absence is a failure: they are part
+ * of the repository.
  */
 #define ALLOW_EXPERIMENTAL_API 1
 
@@ -161,13 +162,12 @@ int main(void)
 	};
 	struct stat st;
 
-	wt_shared_pcap_dir(pcap_dir, sizeof(pcap_dir));
+	wt_rxe_pcap_dir(pcap_dir, sizeof(pcap_dir));
 	if (stat(pcap_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		printf("SKIP: reference captures not found at %s "
-		       "(set ROCEMU_SOURCE_DIR to the repo; they live next to it in "
-		       "../shared/pcaps)\n",
+		printf("FAIL: no Soft-RoCE captures at %s (set ROCEMU_SOURCE_DIR to the "
+		       "repository; they are in its pcaps/rxe)\n",
 		       pcap_dir);
-		return 77;
+		return 1;
 	}
 	return cmocka_run_group_tests_name("wire_pcaps", tests, NULL, NULL);
 }

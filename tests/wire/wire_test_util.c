@@ -185,11 +185,11 @@ const char *wt_pkt_diff(const struct roce_pkt *a, const struct roce_pkt *b)
 	return NULL;
 }
 
-const char *wt_shared_pcap_dir(char *buf, unsigned len)
+const char *wt_rxe_pcap_dir(char *buf, unsigned len)
 {
 	const char *src = getenv("ROCEMU_SOURCE_DIR");
 
-	snprintf(buf, len, "%s/../shared/pcaps", src != NULL ? src : ".");
+	snprintf(buf, len, "%s/pcaps/rxe", src != NULL ? src : ".");
 	return buf;
 }
 

@@ -42,8 +42,9 @@ int wt_rebuild(const struct roce_pkt *parsed, const uint8_t *frame, uint8_t *buf
  */
 const char *wt_pkt_diff(const struct roce_pkt *a, const struct roce_pkt *b);
 
-/** Directory of the shared reference captures (ROCEMU_SOURCE_DIR/../shared/pcaps). */
-const char *wt_shared_pcap_dir(char *buf, unsigned len);
+/** Directory of the Linux Soft-RoCE captures shipped in the repository
+ * (ROCEMU_SOURCE_DIR/pcaps/rxe). */
+const char *wt_rxe_pcap_dir(char *buf, unsigned len);
 
 /** Remove a directory and the files in it (an EAL runtime dir after rte_eal_cleanup). */
 void wt_remove_dir(const char *dir);
