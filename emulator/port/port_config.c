@@ -138,7 +138,7 @@ static int set_ip(struct rocemu_port_config *cfg, const char *val, char *err, si
 		return port_fail(err, errlen, -EINVAL, "--ip %s: at most %d addresses per port",
 				 val, ROCEMU_PORT_MAX_IPS);
 	if (alen == 0 || alen >= sizeof(addr))
-		return port_fail(err, errlen, -EINVAL, "--ip '%s': expected ADDR/PREFIX", val);
+		return port_fail(err, errlen, -EINVAL, "--ip '%s': expected ADDR[/PREFIX]", val);
 	memcpy(addr, val, alen);
 	addr[alen] = 0;
 	if (rocemu_gid_parse(addr, ip.gid))
@@ -150,7 +150,9 @@ static int set_ip(struct rocemu_port_config *cfg, const char *val, char *err, si
 				 "--ip '%s': write IPv4 addresses in dotted form, not IPv4-mapped",
 				 val);
 	if (!slash) {
-		ip.prefix = ip.is_v6 ? 64 : 24;
+		/* the one rule for --ip, `rocemu run`, `rocemu port` and the config
+		 * file (documented in their help): /24 for IPv4, /64 for IPv6 */
+		ip.prefix = ip.is_v6 ? ROCEMU_IP_DEFAULT_PREFIX6 : ROCEMU_IP_DEFAULT_PREFIX4;
 	} else {
 		if (parse_u64(slash + 1, ip.is_v6 ? 128 : 32, &prefix))
 			return port_fail(err, errlen, -EINVAL,

@@ -33,6 +33,14 @@
 /* ------------------------------------------------------------------------ */
 /* Configuration: what a user types (rocemu port/run options, config file). */
 
+/**
+ * Prefix length of an `--ip ADDR` given without one. The prefix only picks
+ * the source address toward a destination when a port has several (rocemu
+ * does not route: every destination is resolved on the link).
+ */
+#define ROCEMU_IP_DEFAULT_PREFIX4 24
+#define ROCEMU_IP_DEFAULT_PREFIX6 64
+
 struct rocemu_ip_addr {
 	uint8_t gid[16];  /**< IPv4 as IPv4-mapped, IPv6 as is */
 	uint8_t prefix;   /**< prefix length (IPv4: 0..32, IPv6: 0..128) */

@@ -4,7 +4,8 @@
 # `rocemu port` as a user meets it: bad options fail with status 2 and one
 # clear line naming the option; --help succeeds; a ping to an address nobody
 # answers ends with "address resolution failed" and status 1 instead of
-# hanging; a ping to our own address is answered through loopback.
+# hanging; a ping to our own address is answered through loopback; --ip
+# without a prefix takes the documented default.
 # Uses a ring port (in-process), so it needs neither root nor a network.
 #
 # usage: cmd_port_errors.sh ROCEMU
@@ -60,6 +61,17 @@ expect_run() {
 expect_run "unanswered ping ends with 'address resolution failed' after 2 ARP requests" 1 \
 	"address resolution failed" "^arp_requests_tx +2$" -- \
 	--port ring:e2:a --ip 10.0.0.1/24 --arp-timeout 50 --arp-retries 2 --ping 10.0.0.9 --count 1
+# --ip without a prefix: one rule for `port`, `run` and the config file
+# (/24 for IPv4, /64 for IPv6), said in both commands' --help
+expect_run "--ip without a prefix takes /24 (IPv4) and /64 (IPv6)" 0 \
+	"gid\[1\] 10\.0\.0\.1/24 " "gid\[2\] fd00::1/64 " "gid\[3\] 10\.0\.1\.1/16 " -- \
+	--port ring:e4:a --ip 10.0.0.1 --ip fd00::1 --ip 10.0.1.1/16 --duration 1
+for cmd in port run; do
+	"$rocemu" $cmd --help | grep -q -- "--ip ADDR\[/PREFIX\]" &&
+		"$rocemu" $cmd --help | grep -q "PREFIX defaults to 24 for IPv4, 64 for IPv6" &&
+		echo "ok: rocemu $cmd --help says ADDR[/PREFIX] and the default" ||
+		{ echo "FAIL: rocemu $cmd --help on --ip"; status=1; }
+done
 expect_run "ping to our own address answered through loopback" 0 \
 	"2/2 echo requests to 10.0.0.1 answered" "^loopback_frames +4$" -- \
 	--port ring:e3:a --ip 10.0.0.1/24 --ping 10.0.0.1 --count 2

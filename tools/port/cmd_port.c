@@ -39,7 +39,8 @@ static void usage(FILE *f)
 	       "  --name NAME            device name (rocemu0)\n"
 	       "  --mac MAC              station address (default: the interface's, or a stable\n"
 	       "                         generated locally administered one)\n"
-	       "  --ip ADDR[/PREFIX]     IPv4 or IPv6 address, repeatable; each adds a GID\n"
+	       "  --ip ADDR[/PREFIX]     IPv4 or IPv6 address, repeatable; each adds a GID;\n"
+	       "                         PREFIX defaults to 24 for IPv4, 64 for IPv6\n"
 	       "  --mtu N                Ethernet MTU (default: the interface's; 4200 for memif)\n"
 	       "  --capture FILE         write every frame to FILE (pcap, ns timestamps)\n"
 	       "  --capture-filter EXPR  BPF filter for the capture (libpcap syntax)\n"
@@ -73,7 +74,10 @@ static void print_port(struct rocemu_port *port)
 	       rocemu_port_active_mtu(port), rocemu_port_link_up(port) ? "up" : "down");
 	for (unsigned i = 0; i < rocemu_port_gid_count(port); i++) {
 		rocemu_port_gid(port, i, gid);
-		printf("  gid[%u] %s (RoCE v2)\n", i, roce_gid_str(gid, text, sizeof(text)));
+		printf("  gid[%u] %s", i, roce_gid_str(gid, text, sizeof(text)));
+		if (i > 0 && i <= cfg->n_ips) /* GID i is --ip i */
+			printf("/%u", cfg->ips[i - 1].prefix);
+		printf(" (RoCE v2)\n");
 	}
 	printf("  EAL: %s\n", rocemu_eal_args());
 	fflush(stdout);

@@ -36,7 +36,8 @@ static void usage(FILE *f)
 	    "Port options (the same as 'rocemu port'; --opt VALUE or --opt=VALUE):\n"
 	    "  --port SPEC        memif:server:SOCK, memif:client:SOCK, af_packet:IFACE, "
 	    "af_xdp:IFACE, ...\n"
-	    "  --ip ADDR/PREFIX   an address of the port (repeatable; GID 1, 2, ... in order)\n"
+	    "  --ip ADDR[/PREFIX] an address of the port (repeatable; GID 1, 2, ... in order);\n"
+	    "                     PREFIX defaults to 24 for IPv4, 64 for IPv6\n"
 	    "  --mac MAC  --mtu N  --capture FILE.pcap  --capture-filter BPF  --capture-rotate "
 	    "BYTES\n"
 	    "  --name NAME        device name (default rocemu0)\n"
@@ -215,7 +216,7 @@ int rocemu_cmd_run(int argc, char **argv)
 			config = getenv(ROCEMU_ENV_CONFIG);
 		if (!config || !*config) {
 			fprintf(stderr, "rocemu run: no device: give --port SPEC (with --ip "
-					"ADDR/PREFIX) or --config FILE\n");
+					"ADDR[/PREFIX]) or --config FILE\n");
 			return 2;
 		}
 		unsigned n;
