@@ -147,6 +147,16 @@ def pictures(tmp, rxe):
         check(len(arrows) == 3, "ladder range: %d arrows, expected 3" % len(arrows))
     code, _, err = inspect("--ladder", "0x999", drop)
     check(code == 2 and "no conversation" in err, "ladder: unknown QP exit %d" % code)
+    # the QPN is hex as the reports print it, with or without 0x: never octal
+    # ("000202") or decimal ("202")
+    ref = inspect("--ladder", "0x202", drop)[1]
+    for spelling in ("000202", "202", "0X000202", "0x000202"):
+        code, out, err = inspect("--ladder", spelling, drop)
+        check(code == 0 and out == ref, "ladder %s: exit %d %s" % (spelling, code, err.strip()))
+    for bad in ("0x1000000", "20g", "", "0x", "-1"):
+        code, _, err = inspect("--ladder", bad, drop)
+        check(code == 2 and "expected a QPN in hex" in err,
+              "ladder %r: exit %d %s" % (bad, code, err.strip()))
     svg = os.path.join(tmp, "plot.svg")
     src = os.path.join(rxe, "rxe-rc-pingpong.pcap")
     code, _, err = inspect("--plot", "--svg", svg, src)

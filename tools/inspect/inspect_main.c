@@ -53,8 +53,8 @@ static void usage(FILE *f)
 		"                      retransmitted, response with no request), listing each\n"
 		"  -q, --quiet         with --check: print only the violations\n"
 		"  -f, --filter EXPR   only frames matching this BPF filter (tcpdump syntax)\n"
-		"  -l, --ladder QPN    draw the conversation of QP QPN (hex with 0x) as an SVG\n"
-		"                      sequence diagram\n"
+		"  -l, --ladder QPN    draw the conversation of QP QPN as an SVG sequence\n"
+		"                      diagram; QPN in hex as reports print it, 0x optional\n"
 		"      --from T        ladder: start at T seconds after the first frame\n"
 		"      --to T          ladder: end at T (suffixes s, ms, us, ns accepted)\n"
 		"      --max N         ladder: draw at most N packets (default %d)\n"
@@ -85,6 +85,38 @@ static int parse_time(const char *s, uint64_t *ns)
 	else if (*end && strcmp(end, "s"))
 		return -1;
 	*ns = (uint64_t)(v * mul + 0.5);
+	return 0;
+}
+
+/*
+ * A QPN as every report prints it: hexadecimal, with or without 0x
+ * ("0x000011", "000011", "11" are all QP 0x11). Never octal or decimal.
+ */
+static int parse_qpn(const char *s, uint32_t *qpn)
+{
+	const char *p = s;
+	uint32_t v = 0;
+
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+		p += 2;
+	if (!*p || strlen(p) > 8)
+		return -EINVAL;
+	for (; *p; p++) {
+		int d;
+
+		if (*p >= '0' && *p <= '9')
+			d = *p - '0';
+		else if (*p >= 'a' && *p <= 'f')
+			d = *p - 'a' + 10;
+		else if (*p >= 'A' && *p <= 'F')
+			d = *p - 'A' + 10;
+		else
+			return -EINVAL;
+		v = v << 4 | (uint32_t)d;
+	}
+	if (v > ROCE_PSN_MASK) /* QPNs are 24 bits, like PSNs */
+		return -EINVAL;
+	*qpn = v;
 	return 0;
 }
 
@@ -133,14 +165,14 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->filter = optarg;
 			break;
 		case 'l':
-			errno = 0;
-			v = strtoul(optarg, &end, 0);
-			if (errno || *end || v > ROCE_PSN_MASK) {
-				fprintf(stderr, "rocemu inspect: bad QPN '%s'\n", optarg);
+			if (parse_qpn(optarg, &o->ladder_qpn) < 0) {
+				fprintf(stderr,
+					"rocemu inspect: --ladder '%s': expected a QPN in hex as "
+					"reports print it (0x000011 or 000011), at most 0xffffff\n",
+					optarg);
 				return -EINVAL;
 			}
 			o->ladder = true;
-			o->ladder_qpn = (uint32_t)v;
 			break;
 		case OPT_FROM:
 		case OPT_TO:
