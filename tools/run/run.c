@@ -8,6 +8,8 @@
  * key=value lines, from the port options given here) or $ROCEMU_CONFIG (a
  * config file). The port options are those of `rocemu port`, parsed by
  * rocemu_port_config_set(), so a bad one is reported before anything runs.
+ * Any program runs; one in which libibverbs cannot be seen gets a one-line
+ * note.
  */
 #include <errno.h>
 #include <limits.h>
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../rocemu.h"
@@ -45,8 +48,8 @@ static void usage(FILE *f)
 	    "Other options:\n"
 	    "  --config FILE      take the device(s) from a config file ([name] sections, key = "
 	    "value)\n"
-	    "  --no-check         start PROGRAM even if it does not link libibverbs (e.g. "
-	    "python3)\n"
+	    "  --no-check         do not look for libibverbs in PROGRAM (no note when it has\n"
+	    "                     none, as python3 or a script)\n"
 	    "\n"
 	    "Example: rocemu run --port memif:server:/tmp/r.sock --ip 10.88.0.1/24 -- "
 	    "ibv_rc_pingpong -g 1\n");
@@ -102,24 +105,96 @@ int run_find_provider_dir(char *out, size_t len)
 	return -ENOENT;
 }
 
-/* PROGRAM as execv wants it: a path, searched in $PATH when it has no slash. */
-static bool resolve_program(const char *prog, char *out, size_t len)
+/* 0 if path is a file execv can start, else why not (-ENOENT, -EISDIR, -EACCES). */
+static int executable_file(const char *path)
 {
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (!S_ISREG(st.st_mode) || access(path, X_OK) < 0)
+		return -EACCES;
+	return 0;
+}
+
+/*
+ * PROGRAM as execv wants it: a path, searched in $PATH when it has no slash,
+ * as a shell does. 0, or -ENOENT (nothing of that name) or the reason the
+ * file found is not executable (-EACCES, -EISDIR); out then names that file.
+ */
+static int resolve_program(const char *prog, char *out, size_t len)
+{
+	char cand[PATH_MAX];
+	int first_err = -ENOENT;
+
 	if (strchr(prog, '/')) {
 		snprintf(out, len, "%s", prog);
-		return access(out, X_OK) == 0;
+		return executable_file(out);
 	}
 	const char *path = getenv("PATH");
 	if (!path)
 		path = "/usr/local/bin:/usr/bin:/bin";
 	while (*path) {
 		size_t n = strcspn(path, ":");
-		snprintf(out, len, "%.*s/%s", (int)n, n ? path : ".", prog);
-		if (access(out, X_OK) == 0)
-			return true;
+		int rc;
+
+		snprintf(cand, sizeof(cand), "%.*s/%s", (int)n, n ? path : ".", prog);
+		rc = executable_file(cand);
+		if (rc == 0 || (rc != -ENOENT && first_err == -ENOENT)) {
+			snprintf(out, len, "%s", cand);
+			if (rc == 0)
+				return 0;
+			first_err = rc;
+		}
 		path += n + (path[n] == ':');
 	}
-	return false;
+	return first_err;
+}
+
+/* A "#!" script: its interpreter line (up to the end of the line) in out. 0 or -ENOEXEC. */
+static int run_script_interpreter(const char *path, char *out, size_t len)
+{
+	char line[256];
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (!f)
+		return -errno;
+	n = fread(line, 1, sizeof(line) - 1, f);
+	fclose(f);
+	line[n] = '\0';
+	if (n < 3 || line[0] != '#' || line[1] != '!')
+		return -ENOEXEC;
+	line[strcspn(line, "\n")] = '\0';
+	snprintf(out, len, "%s", line + 2 + strspn(line + 2, " \t"));
+	return 0;
+}
+
+/* One line on stderr when PROGRAM shows no sign of libibverbs; it runs all the same. */
+static void warn_without_ibverbs(const char *prog)
+{
+	char interp[PATH_MAX];
+	int r = run_program_uses_ibverbs(prog);
+
+	if (r == 1)
+		return;
+	if (run_script_interpreter(prog, interp, sizeof(interp)) == 0)
+		fprintf(stderr,
+			"rocemu run: note: %s is a script (%s): cannot see whether what it runs "
+			"uses libibverbs; every program it starts gets rocemu's\n",
+			prog, interp);
+	else if (r == 0)
+		fprintf(stderr,
+			"rocemu run: note: %s does not link libibverbs; starting it anyway (a "
+			"library it loads later, e.g. pyverbs, gets rocemu's)\n",
+			prog);
+	else
+		fprintf(stderr,
+			"rocemu run: note: %s: %s, cannot see whether it uses libibverbs; "
+			"starting it anyway\n",
+			prog, r == -ENOEXEC ? "not a 64-bit ELF program" : strerror(-r));
 }
 
 static int append(char *buf, size_t cap, size_t *len, const char *key, const char *val)
@@ -230,26 +305,22 @@ int rocemu_cmd_run(int argc, char **argv)
 		unsetenv(ROCEMU_ENV_DEVICE);
 	}
 
-	if (!resolve_program(argv[i], prog, sizeof(prog))) {
-		fprintf(stderr, "rocemu run: %s: command not found\n", argv[i]);
+	int found = resolve_program(argv[i], prog, sizeof(prog));
+	if (found == -ENOENT) {
+		fprintf(stderr, "rocemu run: %s: %s\n", argv[i],
+			strchr(argv[i], '/') ? "no such file" : "command not found");
 		return 127;
 	}
-	if (!no_check) {
-		int r = run_program_uses_ibverbs(prog);
-		if (r == 0) {
-			fprintf(stderr,
-				"rocemu run: %s is not linked against libibverbs (no "
-				"libibverbs.so.1 among its "
-				"DT_NEEDED libraries); --no-check starts it anyway\n",
-				prog);
-			return 2;
-		}
-		if (r < 0) {
-			fprintf(stderr, "rocemu run: %s: %s; --no-check starts it anyway\n", prog,
-				r == -ENOEXEC ? "not a 64-bit ELF program" : strerror(-r));
-			return 2;
-		}
+	if (found < 0) {
+		/* the exit statuses of a shell: 127 not found, 126 found but not runnable */
+		fprintf(stderr, "rocemu run: %s: %s\n", prog,
+			found == -EISDIR ? "is a directory"
+					 : "not executable (chmod +x it, or name its interpreter: "
+					   "rocemu run ... -- sh FILE)");
+		return 126;
 	}
+	if (!no_check)
+		warn_without_ibverbs(prog);
 	if (run_find_provider_dir(libdir, sizeof(libdir)) < 0) {
 		fprintf(stderr,
 			"rocemu run: cannot find rocemu's libibverbs.so.1 (looked next to the "
