@@ -220,10 +220,20 @@ static void engine_report_stats(const struct rocemu_vdevice *d, struct rocemu_en
 
 	if (!env || !*env || !strcmp(env, "0"))
 		return;
+	rocemu_port_capture_sync(rocemu_engine_port(e)); /* capture_frames: what is in the file */
 	n = rocemu_port_counters(rocemu_engine_port(e), c, 256);
 	print_counter_set(d->cfg.name, "port", c, n < 256 ? n : 256);
 	n = rocemu_engine_counters(e, c, 256);
 	print_counter_set(d->cfg.name, "transport", c, n < 256 ? n : 256);
+}
+
+/* A capture that could not write every frame says so when its port closes, always. */
+static void report_capture_failures(void)
+{
+	char msg[ROCEMU_CAPTURE_MSG_MAX];
+
+	while (rocemu_capture_take_failure(msg, sizeof(msg)))
+		fprintf(stderr, "rocemu: %s\n", msg);
 }
 
 /* The last close destroys the engine: that stops progress and flushes the capture. */
@@ -241,6 +251,7 @@ static void engine_release(struct rocemu_vdevice *d)
 		engine_drain(dead);
 		engine_report_stats(d, dead);
 		rocemu_engine_destroy(dead);
+		report_capture_failures();
 	}
 }
 
@@ -260,6 +271,7 @@ __attribute__((destructor)) static void close_engines_at_exit(void)
 			rocemu_engine_destroy(e);
 		}
 	}
+	report_capture_failures();
 }
 
 __be64 ibv_get_device_guid(struct ibv_device *device)

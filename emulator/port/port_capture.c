@@ -1,42 +1,311 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Capture tap (ARCHITECTURE §5): every frame sent, received or looped back
- * goes to a pcap file written by libpcap, with nanosecond timestamps, an
- * optional BPF filter compiled by libpcap and applied with
- * pcap_offline_filter, and size-bounded rotation: FILE, then FILE.1, FILE.2,
- * ... each at most capture_rotate_bytes (one frame over, at most). With
- * capture off the data path tests one pointer.
+ * goes to a pcap file (nanosecond timestamps), through an optional BPF
+ * filter compiled by libpcap and applied with pcap_offline_filter, with
+ * size-bounded rotation: FILE, then FILE.1, FILE.2, ... each at most
+ * capture_rotate_bytes (one frame over, at most). With capture off the data
+ * path tests one pointer.
+ *
+ * A capture never fails silently. The file is checked before a program runs
+ * (rocemu_capture_check, by `rocemu run` and `rocemu port`) and again when
+ * it is opened: a regular file on a real file system, locked (flock) so
+ * that a second rocemu cannot interleave its records with ours. Records are
+ * written by this file, not by libpcap's stdio dumper, so that a failed
+ * write (full disk, I/O error) is seen with the exact number of whole
+ * records that reached the file: the file is cut back to the last whole
+ * record (it stays readable), the capture stops, `capture_frames` counts
+ * only frames in the file and `capture_frames_not_written` the others, and
+ * the failure is kept for the layer above to print at exit
+ * (rocemu_capture_take_failure): the engine itself prints nothing.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <rte_mbuf.h>
 
 #include "port_internal.h"
 
 #define SNAPLEN	      65535
 #define PCAP_FILE_HDR 24
 #define PCAP_REC_HDR  16
+/* pcap savefile magic for nanosecond timestamps (pcap-savefile(5)) */
+#define PCAP_MAGIC_NSEC 0xa1b23c4du
 
+/* Failures kept for the report at exit: a process rarely has more ports. */
+#define FAILURES_MAX 16
+static pthread_mutex_t failures_lock = PTHREAD_MUTEX_INITIALIZER;
+static char failures[FAILURES_MAX][ROCEMU_CAPTURE_MSG_MAX];
+static unsigned n_failures;
+
+/* ------------------------------------------------------------------------ */
+/* Is this a file a capture may go to?                                       */
+
+/* Kernel pseudo file systems: their "files" are interfaces, never data. */
+static const char *pseudo_fs_name(long type)
+{
+	switch (type) {
+	case PROC_SUPER_MAGIC:
+		return "proc";
+	case SYSFS_MAGIC:
+		return "sysfs";
+	case DEBUGFS_MAGIC:
+		return "debugfs";
+	case TRACEFS_MAGIC:
+		return "tracefs";
+	case CGROUP_SUPER_MAGIC:
+	case CGROUP2_SUPER_MAGIC:
+		return "cgroup";
+	case SECURITYFS_MAGIC:
+		return "securityfs";
+	case BPF_FS_MAGIC:
+		return "bpf";
+	case DEVPTS_SUPER_MAGIC:
+		return "devpts";
+	case PSTOREFS_MAGIC:
+		return "pstore";
+	case EFIVARFS_MAGIC:
+		return "efivarfs";
+	default:
+		return NULL;
+	}
+}
+
+/* The verdict on a file that exists (st, fs of the file itself). */
+static int refuse_existing(const char *path, const struct stat *st, const struct statfs *fs,
+			   char *err, size_t errlen)
+{
+	const char *pseudo = pseudo_fs_name((long)fs->f_type);
+
+	if (S_ISDIR(st->st_mode))
+		return port_fail(err, errlen, -EISDIR, "--capture %s: is a directory", path);
+	if (pseudo)
+		return port_fail(err, errlen, -EINVAL,
+				 "--capture %s: a file of the kernel's %s file system, not a "
+				 "place for a capture",
+				 path, pseudo);
+	if (!S_ISREG(st->st_mode))
+		return port_fail(err, errlen, -EINVAL,
+				 "--capture %s: not a regular file (a capture is a pcap file, "
+				 "rotated and locked)",
+				 path);
+	return 0;
+}
+
+static int refuse_busy(const char *path, char *err, size_t errlen)
+{
+	return port_fail(err, errlen, -EBUSY,
+			 "--capture %s: another rocemu is writing it (give each port a file "
+			 "of its own)",
+			 path);
+}
+
+int rocemu_capture_check(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	struct statfs fs;
+	char copy[ROCEMU_PATH_MAX + 16], dir[ROCEMU_PATH_MAX + 16];
+	int rc, fd;
+
+	if (!path || !*path)
+		return port_fail(err, errlen, -EINVAL, "--capture: empty path");
+	if (stat(path, &st) == 0) {
+		if (statfs(path, &fs) < 0)
+			return port_fail(err, errlen, -errno, "--capture %s: %s", path,
+					 strerror(errno));
+		rc = refuse_existing(path, &st, &fs, err, errlen);
+		if (rc)
+			return rc;
+		if (access(path, W_OK) < 0)
+			return port_fail(err, errlen, -errno, "--capture %s: %s", path,
+					 strerror(errno));
+		/* a writer holds an exclusive lock: a shared one is refused */
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		if (fd >= 0) {
+			rc = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+			close(fd);
+			if (rc)
+				return refuse_busy(path, err, errlen);
+		}
+		return 0;
+	}
+	if (errno != ENOENT)
+		return port_fail(err, errlen, -errno, "--capture %s: %s", path, strerror(errno));
+	snprintf(copy, sizeof(copy), "%s", path);
+	snprintf(dir, sizeof(dir), "%s", dirname(copy)); /* dirname may write into copy */
+	if (stat(dir, &st) < 0)
+		return port_fail(err, errlen, -errno, "--capture %s: directory %s: %s", path, dir,
+				 strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return port_fail(err, errlen, -ENOTDIR, "--capture %s: %s is not a directory", path,
+				 dir);
+	if (statfs(dir, &fs) == 0 && pseudo_fs_name((long)fs.f_type))
+		return port_fail(err, errlen, -EINVAL,
+				 "--capture %s: %s belongs to the kernel's %s file system, not a "
+				 "place for a capture",
+				 path, dir, pseudo_fs_name((long)fs.f_type));
+	if (access(dir, W_OK | X_OK) < 0)
+		return port_fail(err, errlen, -errno, "--capture %s: cannot create it in %s: %s",
+				 path, dir, strerror(errno));
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Writing                                                                   */
+
+/* Write all of buf; the bytes written in *done. 0 or -errno. */
+static int write_all(int fd, const uint8_t *buf, size_t len, size_t *done)
+{
+	*done = 0;
+	while (*done < len) {
+		ssize_t n = write(fd, buf + *done, len - *done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ENOSPC;
+		*done += (size_t)n;
+	}
+	return 0;
+}
+
+/* The capture stops: remember why, count what could not be written. */
+static void capture_fail(struct rocemu_port *port, int rc, uint64_t lost)
+{
+	struct port_capture *c = port->capture;
+
+	if (!c->error)
+		c->error = rc;
+	c->lost += lost;
+	port->fixed[PC_CAPTURE_NOT_WRITTEN] += lost;
+	if (c->fd >= 0) {
+		close(c->fd);
+		c->fd = -1;
+	}
+}
+
+/*
+ * Write the buffered records. On a failure, the whole records that made it
+ * count as captured, the file is cut back to the last of them (a reader
+ * sees a clean end instead of half a record), and the capture stops.
+ */
+static void flush_buffer(struct rocemu_port *port)
+{
+	struct port_capture *c = port->capture;
+	size_t done, off = 0;
+	uint64_t whole = 0;
+	int rc;
+
+	if (c->fd < 0 || c->buf_len == 0)
+		return;
+	rc = write_all(c->fd, c->buf, c->buf_len, &done);
+	if (rc == 0) {
+		port->fixed[PC_CAPTURE_FRAMES] += c->buf_frames;
+		c->written_frames += c->buf_frames;
+		c->file_written += c->buf_len;
+		c->buf_len = 0;
+		c->buf_frames = 0;
+		return;
+	}
+	/* walk the records: each header holds its captured length at offset 8 */
+	while (off + PCAP_REC_HDR <= c->buf_len) {
+		uint32_t caplen;
+
+		memcpy(&caplen, c->buf + off + 8, 4);
+		if (off + PCAP_REC_HDR + caplen > done)
+			break;
+		off += PCAP_REC_HDR + caplen;
+		whole++;
+	}
+	port->fixed[PC_CAPTURE_FRAMES] += whole;
+	c->written_frames += whole;
+	c->file_written += off;
+	if (off < done && ftruncate(c->fd, (off_t)c->file_written) < 0)
+		c->cut_failed = true;
+	capture_fail(port, rc, c->buf_frames - whole);
+	c->buf_len = 0;
+	c->buf_frames = 0;
+}
+
+static int write_file_header(int fd)
+{
+	struct {
+		uint32_t magic;
+		uint16_t major, minor;
+		int32_t thiszone;
+		uint32_t sigfigs, snaplen, linktype;
+	} h = {PCAP_MAGIC_NSEC, 2, 4, 0, 0, SNAPLEN, DLT_EN10MB};
+	size_t done;
+
+	_Static_assert(sizeof(h) == PCAP_FILE_HDR, "pcap file header is 24 bytes");
+	return write_all(fd, (const uint8_t *)&h, sizeof(h), &done);
+}
+
+/* Open FILE or FILE.n: a regular file, locked, emptied, with its pcap header. */
 static int open_file(struct rocemu_port *port, char *err, size_t errlen)
 {
 	struct port_capture *c = port->capture;
-	char path[ROCEMU_PATH_MAX + 16];
+	char *path = c->path;
+	struct stat st;
+	struct statfs fs;
+	int fd, rc;
 
 	if (c->file_index == 0)
-		snprintf(path, sizeof(path), "%s", port->cfg.capture_path);
+		snprintf(path, sizeof(c->path), "%s", port->cfg.capture_path);
 	else
-		snprintf(path, sizeof(path), "%s.%u", port->cfg.capture_path, c->file_index);
-	c->dumper = pcap_dump_open(c->dead, path);
-	if (!c->dumper) {
-		if (err)
-			snprintf(err, errlen, "--capture %s: %s", path, pcap_geterr(c->dead));
-		return -EIO;
+		snprintf(path, sizeof(c->path), "%s.%u", port->cfg.capture_path, c->file_index);
+	/* no O_TRUNC before the lock: the file may be another rocemu's */
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
+	if (fd < 0)
+		return port_fail(err, errlen, -errno, "--capture %s: %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0 || fstatfs(fd, &fs) < 0) {
+		rc = port_fail(err, errlen, -errno, "--capture %s: %s", path, strerror(errno));
+		goto fail;
 	}
+	rc = refuse_existing(path, &st, &fs, err, errlen);
+	if (rc)
+		goto fail;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		rc = errno == EWOULDBLOCK ? refuse_busy(path, err, errlen)
+					  : port_fail(err, errlen, -errno, "--capture %s: lock: %s",
+						      path, strerror(errno));
+		goto fail;
+	}
+	if (ftruncate(fd, 0) < 0 || (rc = write_file_header(fd)) < 0) {
+		rc = port_fail(err, errlen, rc < 0 ? rc : -errno, "--capture %s: %s", path,
+			       strerror(rc < 0 ? -rc : errno));
+		goto fail;
+	}
+	/* the first file's lock lasts as long as the capture: FILE names it */
+	if (c->file_index == 0) {
+		c->lock_fd = dup(fd);
+		if (c->lock_fd < 0) {
+			rc = port_fail(err, errlen, -errno, "--capture %s: %s", path,
+				       strerror(errno));
+			goto fail;
+		}
+	}
+	c->fd = fd;
 	c->file_bytes = PCAP_FILE_HDR;
+	c->file_written = PCAP_FILE_HDR;
 	port_count(port, PC_CAPTURE_FILES);
 	return 0;
+fail:
+	close(fd);
+	return rc;
 }
 
 int port_capture_open(struct rocemu_port *port, char *err, size_t errlen)
@@ -47,26 +316,27 @@ int port_capture_open(struct rocemu_port *port, char *err, size_t errlen)
 	if (!port->cfg.capture_path[0])
 		return 0;
 	c = calloc(1, sizeof(*c));
-	if (!c) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	c->dead =
-	    pcap_open_dead_with_tstamp_precision(DLT_EN10MB, SNAPLEN, PCAP_TSTAMP_PRECISION_NANO);
-	if (!c->dead) {
-		free(c);
-		snprintf(err, errlen, "libpcap: cannot open a capture handle");
-		return -ENOMEM;
-	}
+	if (!c)
+		return port_fail(err, errlen, -ENOMEM, "out of memory");
+	c->fd = -1;
+	c->lock_fd = -1;
 	if (port->cfg.capture_filter[0]) {
-		if (pcap_compile(c->dead, &c->prog, port->cfg.capture_filter, 1,
-				 PCAP_NETMASK_UNKNOWN)) {
-			snprintf(err, errlen, "--capture-filter '%s': %s", port->cfg.capture_filter,
-				 pcap_geterr(c->dead));
-			pcap_close(c->dead);
+		pcap_t *dead = pcap_open_dead(DLT_EN10MB, SNAPLEN);
+
+		if (!dead) {
 			free(c);
-			return -EINVAL;
+			return port_fail(err, errlen, -ENOMEM,
+					 "libpcap: cannot open a capture handle");
 		}
+		if (pcap_compile(dead, &c->prog, port->cfg.capture_filter, 1,
+				 PCAP_NETMASK_UNKNOWN)) {
+			rc = port_fail(err, errlen, -EINVAL, "--capture-filter '%s': %s",
+				       port->cfg.capture_filter, pcap_geterr(dead));
+			pcap_close(dead);
+			free(c);
+			return rc;
+		}
+		pcap_close(dead);
 		c->has_filter = true;
 	}
 	port->capture = c;
@@ -75,7 +345,6 @@ int port_capture_open(struct rocemu_port *port, char *err, size_t errlen)
 		port->capture = NULL;
 		if (c->has_filter)
 			pcap_freecode(&c->prog);
-		pcap_close(c->dead);
 		free(c);
 	}
 	return rc;
@@ -84,58 +353,125 @@ int port_capture_open(struct rocemu_port *port, char *err, size_t errlen)
 static void rotate(struct rocemu_port *port)
 {
 	struct port_capture *c = port->capture;
+	char err[ROCEMU_CAPTURE_MSG_MAX];
+	int rc;
 
-	pcap_dump_close(c->dumper);
-	c->dumper = NULL;
+	flush_buffer(port);
+	if (c->fd < 0)
+		return;
+	close(c->fd);
+	c->fd = -1;
 	c->file_index++;
-	if (open_file(port, NULL, 0))
-		port_count_drop(port, "capture_open_failed");
+	rc = open_file(port, err, sizeof(err));
+	if (rc)
+		capture_fail(port, rc, 0);
 }
 
-void port_capture_frame(struct rocemu_port *port, const struct rte_mbuf *m)
+/*
+ * One record into the buffer: 16-byte header, then the first caplen bytes
+ * of the frame (gathered from every segment). The filter looks at the copy.
+ */
+static void capture_record(struct rocemu_port *port, const struct rte_mbuf *m, const uint8_t *pre,
+			   uint32_t pre_len)
 {
 	struct port_capture *c = port->capture;
-	struct pcap_pkthdr hdr;
+	struct pcap_pkthdr ph;
 	struct timespec ts;
-	const uint8_t *data;
-	uint32_t caplen;
+	uint32_t wire = pre_len + m->pkt_len;
+	uint32_t caplen = wire < SNAPLEN ? wire : SNAPLEN;
+	uint32_t rec[4];
+	uint8_t *data;
+	const void *got;
 
-	if (!c->dumper)
-		return;
-	caplen = m->pkt_len < SNAPLEN ? m->pkt_len : SNAPLEN;
-	if (m->nb_segs == 1) {
-		data = rte_pktmbuf_mtod(m, const uint8_t *);
-	} else {
-		if (caplen > sizeof(c->scratch))
-			caplen = sizeof(c->scratch);
-		data = rte_pktmbuf_read(m, 0, caplen, c->scratch);
-		if (!data)
-			return;
-	}
-	clock_gettime(CLOCK_REALTIME, &ts);
-	hdr.ts.tv_sec = ts.tv_sec;
-	hdr.ts.tv_usec = ts.tv_nsec; /* nanoseconds: the dead handle has nano precision */
-	hdr.caplen = caplen;
-	hdr.len = m->pkt_len;
-	if (c->has_filter && !pcap_offline_filter(&c->prog, &hdr, data)) {
-		port_count(port, PC_CAPTURE_FILTERED);
+	if (c->fd < 0) {
+		if (c->error) {
+			c->lost++;
+			port->fixed[PC_CAPTURE_NOT_WRITTEN]++;
+		}
 		return;
 	}
 	if (port->cfg.capture_rotate_bytes && c->file_bytes > PCAP_FILE_HDR &&
 	    c->file_bytes + PCAP_REC_HDR + caplen > port->cfg.capture_rotate_bytes) {
 		rotate(port);
-		if (!c->dumper)
+		if (c->fd < 0) {
+			c->lost++;
+			port->fixed[PC_CAPTURE_NOT_WRITTEN]++;
 			return;
+		}
 	}
-	pcap_dump((u_char *)c->dumper, &hdr, data);
+	if (c->buf_len + PCAP_REC_HDR + caplen > sizeof(c->buf)) {
+		flush_buffer(port);
+		if (c->fd < 0) {
+			c->lost++;
+			port->fixed[PC_CAPTURE_NOT_WRITTEN]++;
+			return;
+		}
+	}
+	data = c->buf + c->buf_len + PCAP_REC_HDR;
+	memcpy(data, pre, pre_len);
+	got = rte_pktmbuf_read(m, 0, caplen - pre_len, data + pre_len);
+	if (!got)
+		return;
+	if (got != data + pre_len)
+		memcpy(data + pre_len, got, caplen - pre_len);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (c->has_filter) {
+		ph.ts.tv_sec = ts.tv_sec;
+		ph.ts.tv_usec = ts.tv_nsec / 1000;
+		ph.caplen = caplen;
+		ph.len = wire;
+		if (!pcap_offline_filter(&c->prog, &ph, data)) {
+			port_count(port, PC_CAPTURE_FILTERED);
+			return;
+		}
+	}
+	rec[0] = (uint32_t)ts.tv_sec;
+	rec[1] = (uint32_t)ts.tv_nsec;
+	rec[2] = caplen;
+	rec[3] = wire;
+	memcpy(c->buf + c->buf_len, rec, sizeof(rec));
+	c->buf_len += PCAP_REC_HDR + caplen;
+	c->buf_frames++;
 	c->file_bytes += PCAP_REC_HDR + caplen;
-	port_count(port, PC_CAPTURE_FRAMES);
+}
+
+void port_capture_frame(struct rocemu_port *port, const struct rte_mbuf *m)
+{
+	capture_record(port, m, NULL, 0);
 }
 
 void port_capture_flush(struct rocemu_port *port)
 {
-	if (port->capture && port->capture->dumper)
-		pcap_dump_flush(port->capture->dumper);
+	if (port->capture)
+		flush_buffer(port);
+}
+
+int rocemu_port_capture_sync(struct rocemu_port *port)
+{
+	int rc = 0;
+
+	rocemu_port_lock(port);
+	if (port->capture) {
+		flush_buffer(port);
+		rc = port->capture->error;
+	}
+	rocemu_port_unlock(port);
+	return rc;
+}
+
+/* A failed capture leaves one line for the report at exit. */
+static void keep_failure(const struct rocemu_port *port, const struct port_capture *c)
+{
+	pthread_mutex_lock(&failures_lock);
+	if (n_failures < FAILURES_MAX) {
+		snprintf(failures[n_failures], ROCEMU_CAPTURE_MSG_MAX,
+			 "%s: capture %s FAILED: %s; %" PRIu64 " frames written, %" PRIu64
+			 " NOT written%s",
+			 port->cfg.name, c->path, strerror(-c->error), c->written_frames, c->lost,
+			 c->cut_failed ? " (and the file ends in part of a frame)" : "");
+		n_failures++;
+	}
+	pthread_mutex_unlock(&failures_lock);
 }
 
 void port_capture_close(struct rocemu_port *port)
@@ -144,13 +480,30 @@ void port_capture_close(struct rocemu_port *port)
 
 	if (!c)
 		return;
+	flush_buffer(port);
 	port->capture = NULL;
-	if (c->dumper) {
-		pcap_dump_flush(c->dumper);
-		pcap_dump_close(c->dumper);
-	}
+	if (c->error)
+		keep_failure(port, c);
+	if (c->fd >= 0)
+		close(c->fd);
+	if (c->lock_fd >= 0)
+		close(c->lock_fd);
 	if (c->has_filter)
 		pcap_freecode(&c->prog);
-	pcap_close(c->dead);
 	free(c);
+}
+
+int rocemu_capture_take_failure(char *msg, size_t len)
+{
+	int taken = 0;
+
+	pthread_mutex_lock(&failures_lock);
+	if (n_failures) {
+		snprintf(msg, len, "%s", failures[0]);
+		memmove(failures[0], failures[1], (size_t)(n_failures - 1) * sizeof(failures[0]));
+		n_failures--;
+		taken = 1;
+	}
+	pthread_mutex_unlock(&failures_lock);
+	return taken;
 }

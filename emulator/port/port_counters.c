@@ -34,6 +34,7 @@ static const char *const fixed_names[PC_FIXED_COUNT] = {
     [PC_CAPTURE_FRAMES] = "capture_frames",
     [PC_CAPTURE_FILTERED] = "capture_filtered_out",
     [PC_CAPTURE_FILES] = "capture_files",
+    [PC_CAPTURE_NOT_WRITTEN] = "capture_frames_not_written",
     [PC_LINK_CHANGES] = "link_changes",
 };
 

@@ -52,6 +52,7 @@ enum port_counter {
 	PC_CAPTURE_FRAMES,
 	PC_CAPTURE_FILTERED,
 	PC_CAPTURE_FILES,
+	PC_CAPTURE_NOT_WRITTEN,
 	PC_LINK_CHANGES,
 	PC_FIXED_COUNT,
 };
@@ -82,13 +83,20 @@ struct port_neigh {
 };
 
 struct port_capture {
-	pcap_t *dead;
-	pcap_dumper_t *dumper;
 	struct bpf_program prog;
 	bool has_filter;
-	uint64_t file_bytes;	/* bytes in the current file */
-	unsigned file_index;	/* 0 = FILE, n = FILE.n */
-	uint8_t scratch[16384]; /* for multi-segment frames */
+	int fd;			 /* current file, -1 once the capture stopped */
+	int lock_fd;		 /* FILE's lock, held until the capture closes */
+	int error;		 /* -errno of the failure that stopped it, 0 = none */
+	bool cut_failed;	 /* could not cut a failed file back to a whole record */
+	unsigned file_index;	 /* 0 = FILE, n = FILE.n */
+	uint64_t file_bytes;	 /* bytes of the current file, buffered ones included */
+	uint64_t file_written;	 /* bytes of the current file known to be in it */
+	uint64_t written_frames; /* records known to be in the files */
+	uint64_t lost;		 /* frames offered after or in a failed write */
+	uint32_t buf_len, buf_frames;
+	char path[ROCEMU_PATH_MAX + 16]; /* the current file */
+	uint8_t buf[128 * 1024];	 /* records not written yet (one is at most 65551) */
 };
 
 struct port_fault_dir {

@@ -134,6 +134,31 @@ struct rocemu_port_upper {
 	uint64_t (*next_due)(void *ctx);
 };
 
+/* Capture files */
+#define ROCEMU_CAPTURE_MSG_MAX (ROCEMU_PATH_MAX + 256)
+/**
+ * Can a capture go to path? Before anything runs (`rocemu run`, `rocemu
+ * port`): its directory exists and is writable, it is not a directory, a
+ * device, a FIFO or a file of a kernel pseudo file system (/proc, /sys),
+ * and no other rocemu is writing it. 0, or -errno with one line in err
+ * ("--capture PATH: why").
+ */
+int rocemu_capture_check(const char *path, char *err, size_t errlen);
+/**
+ * Write the frames the capture still buffers (takes the engine lock): the
+ * `capture_frames` counter then counts every frame offered so far that is
+ * in the file. 0, or the -errno that stopped the capture (full disk, I/O
+ * error; the counter `capture_frames_not_written` counts what was lost).
+ */
+int rocemu_port_capture_sync(struct rocemu_port *port);
+/**
+ * A capture of this process that stopped on a write failure leaves one line
+ * ("NAME: capture PATH FAILED: why; N frames written, M NOT written") when
+ * its port closes. Takes the oldest into msg: 1, or 0 when there is none.
+ * The engine prints nothing: the program's layer prints these at exit.
+ */
+int rocemu_capture_take_failure(char *msg, size_t len);
+
 /** Bring the port up (EAL init if needed). 0 or -errno with err filled. */
 int rocemu_port_open(const struct rocemu_port_config *cfg, struct rocemu_port **out, char *err,
 		     size_t errlen);

@@ -3,7 +3,8 @@
  * `rocemu port`: bring one emulated RoCE port up alone, with no program on
  * top: it answers ARP/ND and ping, captures, and can ping a peer. Runs until
  * SIGINT/SIGTERM (or --duration, or until the --ping run is over) and
- * prints its counters on exit.
+ * prints its counters on exit; a capture that could not write every frame
+ * makes it fail (status 1) with one line saying so.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -172,7 +173,7 @@ int rocemu_cmd_port(int argc, char **argv)
 	struct rocemu_port *port;
 	const char *ping = NULL;
 	unsigned count = 3, interval = 200, duration = 0;
-	char err[512];
+	char err[ROCEMU_CAPTURE_MSG_MAX];
 	struct sigaction sa;
 	int status = 0;
 	bool stay = false;
@@ -223,7 +224,8 @@ int rocemu_cmd_port(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (rocemu_port_config_validate(&cfg, err, sizeof(err))) {
+	if (rocemu_port_config_validate(&cfg, err, sizeof(err)) ||
+	    (cfg.capture_path[0] && rocemu_capture_check(cfg.capture_path, err, sizeof(err)))) {
 		fprintf(stderr, "rocemu port: %s\n", err);
 		return 2;
 	}
@@ -249,9 +251,15 @@ int rocemu_cmd_port(int argc, char **argv)
 		while (!stop_requested && (!end || rocemu_now_ns() < end))
 			sleep_ms(20);
 	}
+	rocemu_port_capture_sync(port); /* capture_frames counts what is in the file */
 	printf("counters:\n");
 	rocemu_port_counters_print(port, stdout);
 	fflush(stdout);
 	rocemu_port_close(port);
+	/* a capture that lost frames is an error of this run, said last and loudly */
+	while (rocemu_capture_take_failure(err, sizeof(err))) {
+		fprintf(stderr, "rocemu port: %s\n", err);
+		status = 1;
+	}
 	return status;
 }

@@ -7,9 +7,9 @@
  * the device described in the environment: $ROCEMU_DEVICE (newline-separated
  * key=value lines, from the port options given here) or $ROCEMU_CONFIG (a
  * config file). The port options are those of `rocemu port`, parsed by
- * rocemu_port_config_set(), so a bad one is reported before anything runs.
- * Any program runs; one in which libibverbs cannot be seen gets a one-line
- * note.
+ * rocemu_port_config_set(), so a bad one is reported before anything runs,
+ * as is a capture file that cannot be written. Any program runs; one in
+ * which libibverbs cannot be seen gets a one-line note.
  */
 #include <errno.h>
 #include <limits.h>
@@ -197,6 +197,29 @@ static void warn_without_ibverbs(const char *prog)
 			prog, r == -ENOEXEC ? "not a 64-bit ELF program" : strerror(-r));
 }
 
+/*
+ * Every device's capture file can be written, and no two devices write the
+ * same one: found now, before the program runs, instead of as an error of
+ * its first ibv_open_device.
+ */
+static int check_captures(const struct rocemu_port_config *cfg, unsigned n, char *err,
+			  size_t errlen)
+{
+	for (unsigned k = 0; k < n; k++) {
+		if (!cfg[k].capture_path[0])
+			continue;
+		if (rocemu_capture_check(cfg[k].capture_path, err, errlen) < 0)
+			return -EINVAL;
+		for (unsigned j = 0; j < k; j++)
+			if (!strcmp(cfg[j].capture_path, cfg[k].capture_path)) {
+				snprintf(err, errlen, "devices %s and %s both capture to %s",
+					 cfg[j].name, cfg[k].name, cfg[k].capture_path);
+				return -EINVAL;
+			}
+	}
+	return 0;
+}
+
 static int append(char *buf, size_t cap, size_t *len, const char *key, const char *val)
 {
 	int n = snprintf(buf + *len, cap - *len, "%s=%s\n", key, val);
@@ -280,7 +303,8 @@ int rocemu_cmd_run(int argc, char **argv)
 		return 2;
 	}
 	if (port_opts) {
-		if (rocemu_port_config_validate(&cfg, err, sizeof(err)) < 0) {
+		if (rocemu_port_config_validate(&cfg, err, sizeof(err)) < 0 ||
+		    check_captures(&cfg, 1, err, sizeof(err)) < 0) {
 			fprintf(stderr, "rocemu run: %s\n", err);
 			return 2;
 		}
@@ -295,7 +319,8 @@ int rocemu_cmd_run(int argc, char **argv)
 			return 2;
 		}
 		unsigned n;
-		if (rocemu_config_parse_file(config, cfgs, 16, &n, err, sizeof(err)) < 0) {
+		if (rocemu_config_parse_file(config, cfgs, 16, &n, err, sizeof(err)) < 0 ||
+		    check_captures(cfgs, n, err, sizeof(err)) < 0) {
 			fprintf(stderr, "rocemu run: %s\n", err);
 			return 2;
 		}
