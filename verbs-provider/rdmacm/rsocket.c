@@ -31,6 +31,8 @@
 #define RS_MAX_MEM    (1u << 30)
 #define RS_QP_MIN     16
 #define RS_QP_MAX     0xfffe
+/* rshutdown waits this long for the send queue to drain. */
+#define RS_SHUTDOWN_WAIT_MS 10000
 
 /* ------------------------------------------------------------------------ */
 /* The socket table: index (an fd number) -> rsocket. Two levels, pages made
@@ -501,11 +503,20 @@ int rshutdown(int socket, int how)
 				ctrl = RS_CTRL_DISCONNECT;
 		}
 		/* Graceful: the message goes after everything sent, and we wait
-		 * for the send queue to drain (as rdma-core does, blocking). */
+		 * for the send queue to drain (as rdma-core does, blocking) --
+		 * but not forever: a peer that never posts a receive leaves our
+		 * sends in RNR retries. */
 		if (ctrl >= 0 && rs->state == RS_CONNECTED)
-			rc = rs_send_ctrl(rs, (enum rs_ctrl)ctrl, false);
-		if (rs->state == RS_CONNECTED)
-			rs_drain_sends(rs);
+			rc = rs_send_ctrl(rs, (enum rs_ctrl)ctrl, RS_SHUTDOWN_WAIT_MS);
+		if (rs->state == RS_CONNECTED &&
+		    rs_drain_sends(rs, RS_SHUTDOWN_WAIT_MS) == -ETIMEDOUT && how == SHUT_RDWR) {
+			rs->state = RS_DISCONNECTED;
+			rc = 0;
+		}
+		if (rc == -ETIMEDOUT && how == SHUT_RDWR) {
+			rs->state = RS_DISCONNECTED;
+			rc = 0;
+		}
 	}
 	if (rs->state == RS_DISCONNECTED && rs->id)
 		rdma_disconnect(rs->id); /* QP to error, DREQ */

@@ -102,9 +102,11 @@ int rs_block(struct rsocket *rs, int timeout_ms);
 /** The descriptors a blocked thread watches for rs, and arming its CQ. */
 int rs_wait_fds(struct rsocket *rs, struct pollfd *fds);
 void rs_wait_done(struct rsocket *rs, const struct pollfd *fds, int n);
-/** Send a control message and wait for the send queue to drain (lock held). */
-int rs_send_ctrl(struct rsocket *rs, enum rs_ctrl ctrl, bool nonblock);
-int rs_drain_sends(struct rsocket *rs);
+/** Send a control message, waiting at most timeout_ms for a control slot
+ * (lock held); -ETIMEDOUT. */
+int rs_send_ctrl(struct rsocket *rs, enum rs_ctrl ctrl, int timeout_ms);
+/** Wait at most timeout_ms until every send has completed (lock held). */
+int rs_drain_sends(struct rsocket *rs, int timeout_ms);
 void rs_set_error(struct rsocket *rs, int err);
 void rs_post_keepalive(struct rsocket *rs);
 

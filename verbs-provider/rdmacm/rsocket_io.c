@@ -285,15 +285,34 @@ static void send_credits(struct rsocket *rs)
 	}
 }
 
-int rs_send_ctrl(struct rsocket *rs, enum rs_ctrl ctrl, bool nonblock)
+static uint64_t mono_ms(void)
 {
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/* Block until deadline (CLOCK_MONOTONIC ms); -ETIMEDOUT after it. */
+static int block_until(struct rsocket *rs, uint64_t deadline)
+{
+	uint64_t now = mono_ms();
+
+	if (now >= deadline)
+		return -ETIMEDOUT;
+	rs_block(rs, (int)(deadline - now));
+	return 0;
+}
+
+int rs_send_ctrl(struct rsocket *rs, enum rs_ctrl ctrl, int timeout_ms)
+{
+	uint64_t deadline = mono_ms() + (uint64_t)timeout_ms;
+
 	while (!rs_stream_ctrl_avail(&rs->s)) {
 		if (rs->state != RS_CONNECTED)
 			return 0;
-		if (nonblock)
-			return -EAGAIN;
-		if (!rs_progress(rs))
-			rs_block(rs, -1);
+		if (!rs_progress(rs) && block_until(rs, deadline))
+			return -ETIMEDOUT;
 	}
 	if (rs->state != RS_CONNECTED)
 		return 0;
@@ -315,11 +334,13 @@ void rs_post_keepalive(struct rsocket *rs)
 		rs_stream_send_done(&rs->s, RS_SEND_CTRL, 0);
 }
 
-int rs_drain_sends(struct rsocket *rs)
+int rs_drain_sends(struct rsocket *rs, int timeout_ms)
 {
+	uint64_t deadline = mono_ms() + (uint64_t)timeout_ms;
+
 	while (rs->state == RS_CONNECTED && !rs_stream_sends_done(&rs->s))
-		if (!rs_progress(rs))
-			rs_block(rs, -1);
+		if (!rs_progress(rs) && block_until(rs, deadline))
+			return -ETIMEDOUT;
 	return 0;
 }
 
@@ -726,6 +747,13 @@ static ssize_t rs_recvv(int socket, const struct iovec *iov, int iovcnt, int fla
 			continue;
 		}
 		if (peek) { /* into the first vector only, as rdma-core */
+			if ((flags & MSG_WAITALL) && rs->s.readable && !nb &&
+			    rs_stream_unread(&rs->s) < iov[0].iov_len) {
+				rs_progress(rs);
+				if (rs_stream_unread(&rs->s) < iov[0].iov_len && rs->s.readable)
+					rs_block(rs, -1);
+				continue;
+			}
 			got = rs_stream_read(&rs->s, iov[0].iov_base, iov[0].iov_len, true);
 			break;
 		}

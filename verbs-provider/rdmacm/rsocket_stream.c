@@ -180,6 +180,15 @@ int rs_stream_rx(struct rs_stream *s, uint32_t imm, uint32_t byte_len)
 	}
 }
 
+size_t rs_stream_unread(const struct rs_stream *s)
+{
+	size_t n = 0;
+
+	for (unsigned i = 0; i < s->rmsg_count; i++)
+		n += s->rmsg[(s->rmsg_head + i) % s->cfg.rq_size];
+	return n;
+}
+
 size_t rs_stream_read(struct rs_stream *s, void *buf, size_t len, bool peek)
 {
 	uint8_t *out = buf;

@@ -137,6 +137,8 @@ static inline bool rs_stream_have_data(const struct rs_stream *s)
 {
 	return s->rmsg_count != 0;
 }
+/** Bytes received and not yet read. */
+size_t rs_stream_unread(const struct rs_stream *s);
 /** Copy up to len received bytes to buf; without peek they are consumed. */
 size_t rs_stream_read(struct rs_stream *s, void *buf, size_t len, bool peek);
 
