@@ -387,12 +387,27 @@ static void rs_active_event(struct rsocket *rs, struct rdma_cm_event *ev)
 	}
 }
 
+/* Whether an event waits on ch: a look at the queue (cma.h) instead of an
+ * rdma_get_cm_event that finds none, which costs an fcntl each time (a
+ * non-blocking rrecv loop asks on every call). */
+bool rs_channel_has_event(struct rdma_event_channel *ch)
+{
+	struct cma_channel *c = (struct cma_channel *)ch;
+
+	pthread_mutex_lock(&cma_lock);
+	bool any = c->head != NULL;
+	pthread_mutex_unlock(&cma_lock);
+	return any;
+}
+
 void rs_cm_events(struct rsocket *rs)
 {
 	struct rdma_cm_event *ev;
 
 	if (rs->state == RS_LISTENING)
 		return; /* its events are requests, taken by raccept */
+	if (!rs_channel_has_event(rs->ch))
+		return;
 	while (rdma_get_cm_event(rs->ch, &ev) == 0) {
 		switch (rs->state) {
 		case RS_RESOLVING:

@@ -89,6 +89,8 @@ struct rsocket *rs_lookup(int index);
 /** Connection set-up steps driven by CM events (lock held). */
 void rs_cm_events(struct rsocket *rs);
 int rs_fail(int err); /* errno = err, return -1 */
+/** An event is queued on ch (no system call). */
+bool rs_channel_has_event(struct rdma_event_channel *ch);
 
 /* rsocket_io.c */
 int rs_create_ep(struct rsocket *rs);

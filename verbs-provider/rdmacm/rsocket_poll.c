@@ -38,13 +38,9 @@ static short rs_revents(struct rsocket *rs, short events)
 	short r = 0;
 
 	switch (rs->state) {
-	case RS_LISTENING: {
-		/* a queued connection request makes the channel readable */
-		struct pollfd p = {.fd = rs->ch->fd, .events = POLLIN};
-		if (poll(&p, 1, 0) > 0 && (p.revents & POLLIN))
-			r |= events & POLLIN;
-		return r;
-	}
+	case RS_LISTENING:
+		/* a connection request is queued */
+		return rs_channel_has_event(rs->ch) ? events & POLLIN : 0;
 	case RS_CONNECTED:
 	case RS_DISCONNECTED:
 		if ((events & POLLIN) && (rs_stream_have_data(&rs->s) || !rs->s.readable))
