@@ -117,8 +117,6 @@ int rs_signal_fd(void);
 void rs_blocked_enter(void);
 void rs_blocked_exit(void);
 void rs_signal_blocked(void);
-/** Tell the engine of rs's device that this thread stops polling to block. */
-void rs_hint_blocking(struct rsocket *rs);
 
 /* rsocket_keepalive.c */
 int rs_keepalive_update(struct rsocket *rs);

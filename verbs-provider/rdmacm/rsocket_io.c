@@ -88,11 +88,6 @@ void rs_signal_blocked(void)
 	pthread_mutex_unlock(&sig_lock);
 }
 
-void rs_hint_blocking(struct rsocket *rs)
-{
-	(void)rs;
-}
-
 /* ------------------------------------------------------------------------ */
 /* The endpoint: CQ, QP, buffers                                              */
 
@@ -461,7 +456,6 @@ int rs_block(struct rsocket *rs, int timeout_ms)
 	fds[n++] = (struct pollfd){.fd = rs_signal_fd(), .events = POLLIN};
 	pthread_mutex_unlock(&rs->lock);
 	rs_blocked_enter();
-	rs_hint_blocking(rs);
 	int r = poll(fds, (nfds_t)n, timeout_ms);
 	rs_blocked_exit();
 	pthread_mutex_lock(&rs->lock);

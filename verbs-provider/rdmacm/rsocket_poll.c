@@ -136,11 +136,6 @@ int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 			uint64_t ms = (now_ns() - start) / 1000000ull;
 			left = ms >= (uint64_t)timeout ? 0 : timeout - (int)ms;
 		}
-		for (nfds_t i = 0; i < nfds; i++) {
-			struct rsocket *rs = rs_lookup(fds[i].fd);
-			if (rs)
-				rs_hint_blocking(rs);
-		}
 		rs_blocked_enter();
 		int r = poll(w, n + 1, left);
 		rs_blocked_exit();
