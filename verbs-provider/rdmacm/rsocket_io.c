@@ -351,7 +351,9 @@ static void on_recv(struct rsocket *rs, const struct ibv_wc *wc)
 		RS_COUNT(rx_no_imm);
 		return;
 	}
-	if (rs->state != RS_CONNECTED && rs->state != RS_ACCEPTING && rs->state != RS_DISCONNECTED)
+	/* Before our ESTABLISHED is taken (RESOLVING, ACCEPTING) the peer may
+	 * already send: its messages count as well. */
+	if (rs->state == RS_ERROR)
 		return;
 	int r = rs_stream_rx(&rs->s, be32toh(wc->imm_data), wc->byte_len);
 	if (r < 0) {
