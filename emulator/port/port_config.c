@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "port_internal.h"
+#include "port_link.h"
 
 /* Fill err with a one-line message (when given) and return rc. */
 int port_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -305,14 +305,13 @@ int rocemu_port_config_set(struct rocemu_port_config *cfg, const char *opt, cons
 		return port_fail(err, errlen, -EINVAL, "--%s needs a value", opt);
 
 	if (!strcmp(opt, "port")) {
-		enum port_kind kind;
 		char arg[ROCEMU_PORT_SPEC_MAX];
 
 		if (strlen(val) >= sizeof(cfg->spec))
 			return port_fail(err, errlen, -EINVAL,
 					 "--port: specification longer than %d bytes",
 					 ROCEMU_PORT_SPEC_MAX - 1);
-		if (port_parse_spec(val, &kind, arg, sizeof(arg), spec_err, sizeof(spec_err)))
+		if (!port_link_parse(val, arg, sizeof(arg), spec_err, sizeof(spec_err)))
 			return port_fail(err, errlen, -EINVAL, "--port '%s': %s", val, spec_err);
 		snprintf(cfg->spec, sizeof(cfg->spec), "%s", val);
 		return 0;
@@ -378,95 +377,25 @@ int rocemu_port_config_set(struct rocemu_port_config *cfg, const char *opt, cons
 		return set_ms(&cfg->arp_expire_ms, opt, val, 1, 86400000, err, errlen);
 	if (!strcmp(opt, "mbufs"))
 		return set_ms(&cfg->n_mbufs, opt, val, 512, 1u << 20, err, errlen);
+	if (!strcmp(opt, "memif-wait")) {
+		int rc = set_ms(&cfg->memif_wait_ms, opt, val, 0, 3600000, err, errlen);
+
+		cfg->memif_wait_set |= rc == 0;
+		return rc;
+	}
 	if (!strncmp(opt, "fault-", 6))
 		return set_fault(cfg, opt, val, err, errlen);
 	return port_fail(err, errlen, -ENOENT, "unknown option --%s", opt);
 }
 
-static int check_iface(const char *what, const char *iface, char *err, size_t errlen)
-{
-	size_t n = strlen(iface);
-
-	if (n == 0 || n >= 16)
-		return port_fail(err, errlen, -EINVAL,
-				 "%s needs an interface name of 1..15 characters", what);
-	for (size_t i = 0; i < n; i++)
-		if (iface[i] == '/' || iface[i] == ',' || isspace((unsigned char)iface[i]))
-			return port_fail(err, errlen, -EINVAL, "%s: bad interface name '%s'", what,
-					 iface);
-	return 0;
-}
-
-int port_parse_spec(const char *spec, enum port_kind *kind, char *arg, size_t arglen, char *err,
-		    size_t errlen)
-{
-	const char *rest;
-
-	if (!spec || !*spec)
-		return port_fail(err, errlen, -EINVAL, "empty port specification");
-	if (!strncmp(spec, "memif:", 6)) {
-		rest = spec + 6;
-		if (strncmp(rest, "server:", 7) && strncmp(rest, "client:", 7))
-			return port_fail(err, errlen, -EINVAL,
-					 "expected memif:server:SOCKET or memif:client:SOCKET");
-		if (!rest[7] || strchr(rest + 7, ','))
-			return port_fail(err, errlen, -EINVAL,
-					 "memif needs a socket path without ','");
-		*kind = PORT_KIND_MEMIF;
-	} else if (!strncmp(spec, "af_packet:", 10)) {
-		rest = spec + 10;
-		if (check_iface("af_packet", rest, err, errlen))
-			return -EINVAL;
-		*kind = PORT_KIND_AF_PACKET;
-	} else if (!strncmp(spec, "af_xdp:", 7)) {
-		rest = spec + 7;
-		if (check_iface("af_xdp", rest, err, errlen))
-			return -EINVAL;
-		*kind = PORT_KIND_AF_XDP;
-	} else if (!strncmp(spec, "ring:", 5)) {
-		size_t n;
-
-		rest = spec + 5;
-		n = strlen(rest);
-		if (n < 3 || rest[n - 2] != ':' || (rest[n - 1] != 'a' && rest[n - 1] != 'b'))
-			return port_fail(err, errlen, -EINVAL,
-					 "expected ring:PAIRNAME:a or ring:PAIRNAME:b");
-		if (n - 2 > 16)
-			return port_fail(err, errlen, -EINVAL,
-					 "ring pair name longer than 16 characters");
-		for (size_t i = 0; i < n - 2; i++)
-			if (!isalnum((unsigned char)rest[i]) && rest[i] != '_')
-				return port_fail(err, errlen, -EINVAL,
-						 "ring pair name: letters, digits and '_' only");
-		*kind = PORT_KIND_RING;
-	} else if (!strncmp(spec, "dpdk:", 5)) {
-		rest = spec + 5;
-		if (!*rest || *rest == ',')
-			return port_fail(
-			    err, errlen, -EINVAL,
-			    "dpdk: needs DPDK device arguments, e.g. dpdk:0000:03:00.0 or "
-			    "dpdk:net_pcap0,iface=eth0");
-		*kind = PORT_KIND_DPDK;
-	} else {
-		return port_fail(err, errlen, -EINVAL,
-				 "unknown port kind (memif:server:SOCK, memif:client:SOCK, "
-				 "af_packet:IFACE, af_xdp:IFACE, ring:PAIR:a|b, dpdk:DEVARGS)");
-	}
-	if (strlen(rest) >= arglen)
-		return port_fail(err, errlen, -EINVAL, "port specification too long");
-	snprintf(arg, arglen, "%s", rest);
-	return 0;
-}
-
 int rocemu_port_config_validate(const struct rocemu_port_config *cfg, char *err, size_t errlen)
 {
-	enum port_kind kind;
 	char arg[ROCEMU_PORT_SPEC_MAX];
 	char spec_err[256];
 
 	if (!cfg->spec[0])
 		return port_fail(err, errlen, -EINVAL, "no port given (--port SPEC)");
-	if (port_parse_spec(cfg->spec, &kind, arg, sizeof(arg), spec_err, sizeof(spec_err)))
+	if (!port_link_parse(cfg->spec, arg, sizeof(arg), spec_err, sizeof(spec_err)))
 		return port_fail(err, errlen, -EINVAL, "--port '%s': %s", cfg->spec, spec_err);
 	if (!cfg->name[0])
 		return port_fail(err, errlen, -EINVAL, "empty device name");

@@ -81,7 +81,8 @@ uint64_t rocemu_now_ns_tsc(uint64_t *tsc)
 	if (likely(atomic_load_explicit(&tsc_clock_on, memory_order_acquire))) {
 		*tsc = rte_rdtsc();
 		return tsc_clock.ns_base +
-		       (uint64_t)(((unsigned __int128)(*tsc - tsc_clock.tsc_base) * tsc_clock.mult) >>
+		       (uint64_t)(((unsigned __int128)(*tsc - tsc_clock.tsc_base) *
+				   tsc_clock.mult) >>
 				  32);
 	}
 	*tsc = 0;

@@ -111,68 +111,18 @@ struct port_fault {
 	struct port_fault_dir dir[2]; /* 0 = tx, 1 = rx */
 };
 
-enum port_kind {
-	PORT_KIND_MEMIF,
-	PORT_KIND_AF_PACKET,
-	PORT_KIND_AF_XDP,
-	PORT_KIND_RING,
-	PORT_KIND_DPDK,
-};
-
-struct ring_pair;
-
-/* The shared bell page (memif): slot 0 = server end, 1 = client end. */
-struct port_bell_slot {
-	/* Cache line 1: control, written rarely, read by the peer on every
-	 * transmit (sleeping) and every pass (closing). */
-	_Alignas(64) atomic_uint pid; /* the end's process, set once mapped */
-	atomic_uint sleeping;	      /* 1: its thread sleeps and wants the bell */
-	/* close handshake: an end about to close its device increments
-	 * `closing` and waits until the peer's `acked` equals it; the peer
-	 * acknowledges only once it no longer touches the rings */
-	atomic_uint closing;
-	atomic_uint acked;
-	/* the bell: a futex word in this shared page. A ring increments it and
-	 * wakes the end's progress thread sleeping in FUTEX_WAIT on it. Both
-	 * the peer (frames sent) and the end's own threads (kicks) ring it. */
-	atomic_uint bell;
-	/* connections (see port_peer_closed_slow): a client bumps conn_gen
-	 * when it first sees its link up after each start of its device;
-	 * before bumping `closing`, an end stores there in closed_gen the
-	 * conn_gen of the connection it is about to close */
-	atomic_uint conn_gen;
-	atomic_uint closed_gen;
-	/* Cache line 2: the application's state, written by the end on every
-	 * post and poll, read by the peer only while `sleeping` is set: kept
-	 * apart so those writes do not pull line 1 away from the peer's CPU. */
-	/* TSC at the end's last ibv_poll_cq or post while its application
-	 * waits for something (it will poll again and run progress itself), 0
-	 * once a poll found all it waited for (it may go elsewhere now) or
-	 * when the end's clock is not the TSC. The raw TSC, not nanoseconds:
-	 * the two processes share the counter, not their calibrations. */
-	_Alignas(64) atomic_uint_fast64_t app_waiting_tsc;
-	/* 1 while an application thread of the end is inside a post or poll
-	 * call: it holds or is about to take the engine lock, and will look at
-	 * the ring when it comes out (a long post builds many frames: more
-	 * than app_waiting_tsc's freshness) */
-	atomic_uint app_busy;
-};
-_Static_assert(sizeof(struct port_bell_slot) == 128, "two cache lines per end");
-struct port_bell_page {
-	struct port_bell_slot slot[2];
-};
+struct port_link_ops;
 
 struct rocemu_port {
 	struct rocemu_port_config cfg;
-	enum port_kind kind;
+	/* the link driver (port_link.h) and its own state */
+	const struct port_link_ops *link;
+	void *link_priv;
 	uint16_t port_id;
 	char dev_name[ROCEMU_PORT_SPEC_MAX + 64];
 	bool dev_is_vdev;
-	bool memif_client;
 	bool closed_at_exit; /* device released by the exit handler */
 	struct rte_mempool *pool;
-	struct ring_pair *ring_pair;
-	char ring_side;
 
 	/* addressing */
 	struct rte_ether_addr mac;
@@ -197,42 +147,13 @@ struct rocemu_port {
 	atomic_uint_fast64_t sleep_until_ns;
 	uint64_t last_pass_ns;	/* when the last pass started */
 	uint64_t last_pass_tsc; /* the same in TSC cycles (0: no TSC clock) */
-	uint64_t bell_fresh_tsc; /* PEER_APP_FRESH_NS in TSC cycles */
 	int wake_fd;
 	int udp_hold_fd; /* UDP 4791 held open on kernel interfaces, or -1 */
-	int doorbell_fd; /* af_packet: a packet socket that wakes the idle thread, or -1;
-			  * memif: our end of the bell socket pair */
-	/* memif: the peer's bell (an abstract Unix datagram address) and when we
-	 * last rang it; bell_peer_len 0 when there is none */
-	struct sockaddr_un bell_peer;
-	socklen_t bell_peer_len;
-	uint64_t last_bell_ns;
-	/* memif: a page both ends map (NULL without): each end says there
-	 * whether its progress thread sleeps waiting for the bell, so a sender
-	 * rings only then (no system call per frame to a busy peer) */
-	struct port_bell_page *bell_page;
-	char bell_shm_name[48];
-	bool bell_shm_owner; /* the server end created the page and unlinks it */
-	unsigned peer_closing_seen; /* the peer's `closing` we last acknowledged */
-	/* the peer is closing: no rx/tx bursts until a new connection */
-	bool peer_closed;
-	bool peer_down_seen;
-	/* the closed connection's conn_gen (server end) */
-	unsigned peer_closed_gen;
-	/* the bell page's file, to see a new server's page */
-	dev_t bell_dev;
-	ino_t bell_ino;
-	/* memif client: the device is stopped for a reconnect (no rx/tx bursts);
-	 * written under the engine lock by the link watch (port_dev.c) */
-	bool dev_stopped;
-	/* memif client's link watch, an EAL alarm on the interrupt thread (only
-	 * that thread touches these once it runs) */
-	bool watch_armed;
-	bool watch_announced; /* conn_gen bumped for the current connection */
-	/* link seen down since (0: up); how long down before the next restart */
-	uint64_t watch_down_since_ns;
-	uint64_t watch_backoff_ns;
-	char memif_path[ROCEMU_PORT_SPEC_MAX]; /* the memif socket */
+	/* a descriptor that turns readable when a frame arrives (af_packet's
+	 * second packet socket, memif's datagram bell), or -1 */
+	int doorbell_fd;
+	/* frames wake the sleeping thread (a doorbell, memif's bell page) */
+	bool frames_wake;
 	uint64_t doorbell_grace_until_ns; /* progress thread only */
 	atomic_bool upper_has_work;	  /* has_work() at the end of the last pass */
 
@@ -242,7 +163,7 @@ struct rocemu_port {
 	/* transmit buffer and loopback FIFO (engine lock) */
 	struct rte_mbuf *tx_buf[PORT_TX_BUF];
 	unsigned tx_n;
-	uint64_t pass_now; /* rocemu_now_ns() at the start of the running pass */
+	uint64_t pass_now;   /* rocemu_now_ns() at the start of the running pass */
 	uint64_t last_tx_ns; /* when the device last took frames (close lingers after it) */
 	struct rte_mbuf *loop[PORT_LOOP_SLOTS];
 	unsigned loop_head, loop_tail;
@@ -292,52 +213,22 @@ bool port_in_forked_child(void);
 
 /* port_dev.c */
 void port_close_at_exit(struct rocemu_port *port);
-/* memif bell page: this end's and the peer's slot */
-static inline struct port_bell_slot *port_bell_own(struct rocemu_port *port)
-{
-	return &port->bell_page->slot[port->memif_client];
-}
-static inline struct port_bell_slot *port_bell_peer(struct rocemu_port *port)
-{
-	return &port->bell_page->slot[!port->memif_client];
-}
-bool port_peer_closed_slow(struct rocemu_port *port);
-/* The end of `slot` is in a polling loop: its app_waiting_tsc is set and
- * younger than bell_fresh_tsc (a stamp from the future counts as stale). */
-static inline bool port_bell_app_waiting(const struct rocemu_port *port,
-					 struct port_bell_slot *slot)
-{
-	uint64_t t = atomic_load_explicit(&slot->app_waiting_tsc, memory_order_seq_cst);
 
-	return t != 0 && rte_rdtsc() - t < port->bell_fresh_tsc;
-}
-/* Ring a bell slot (ours to wake our thread, the peer's to wake its). */
-void port_bell_ring(struct port_bell_slot *slot);
-/* Wake our own sleeping progress thread: its bell, or its eventfd. */
-void port_wake_thread(struct rocemu_port *port);
-/* Whether the device's rings may be used (engine lock held): false while a
- * memif client's device is stopped for a reconnect, and once a rocemu memif
- * peer announced its close until a new connection, see port_peer_closed_slow. */
-static inline bool port_dev_usable(struct rocemu_port *port)
-{
-	if (unlikely(port->dev_stopped))
-		return false;
-	if (likely(port->bell_page == NULL))
-		return true;
-	if (likely(!port->peer_closed &&
-		   atomic_load_explicit(&port_bell_peer(port)->closing, memory_order_relaxed) ==
-		       port->peer_closing_seen))
-		return true;
-	return !port_peer_closed_slow(port);
-}
-
-/* port_config.c */
-int port_parse_spec(const char *spec, enum port_kind *kind, char *arg, size_t arglen, char *err,
-		    size_t errlen);
-
-/* port_dev.c */
+/* port_tx.c */
 int port_transmit(struct rocemu_port *port, struct rte_mbuf *m);
-void port_deliver_rx(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n, uint64_t now);
+
+/* port_progress.c: wake our own sleeping progress thread (the link's way,
+ * or the eventfd) */
+void port_wake_thread(struct rocemu_port *port);
+
+/* port_trace.c: ROCEMU_TRACE=memif,... (or "all") writes one line per
+ * traced event to stderr, asked for by the user. */
+bool port_trace_on(const char *topic);
+void port_trace(const struct rocemu_port *port, const char *topic, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A line for the user while open waits (cfg.notice; nothing without it). */
+void port_notice(const struct rocemu_port *port, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* port_rx.c */
 void port_rx_frame(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now);
@@ -391,6 +282,6 @@ const char *port_gid_str(const uint8_t gid[16], char *buf, size_t len);
 
 /** Fill err (when non-NULL) with a one-line message and return rc (a negative errno). */
 int port_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -14,13 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
-#include <linux/futex.h>
 
 #include <rte_ethdev.h>
 #include <rte_pause.h>
 
-#include "port_internal.h"
+#include "port_link.h"
 
 /* The thread keeps spinning this long after the last work it saw. */
 #define SPIN_AFTER_WORK_NS 200000ull
@@ -37,26 +35,20 @@
 /* The shortest sleep: below it a timer is served by spinning instead. */
 #define MIN_SLEEP_NS 20000ull
 
-/* The bell page is a MAP_SHARED mapping of a shm file: the futex is keyed
- * by the file, not the process, so FUTEX_WAIT/WAKE without the PRIVATE flag
- * reach across the two processes. */
-void port_bell_ring(struct port_bell_slot *slot)
+void port_wake_eventfd(struct rocemu_port *port)
 {
-	atomic_fetch_add_explicit(&slot->bell, 1, memory_order_seq_cst);
-	syscall(SYS_futex, &slot->bell, FUTEX_WAKE, 1, NULL, NULL, 0);
+	uint64_t one = 1;
+	ssize_t r = write(port->wake_fd, &one, sizeof(one));
+
+	(void)r;
 }
 
 void port_wake_thread(struct rocemu_port *port)
 {
-	uint64_t one = 1;
-	ssize_t r;
-
-	if (port->bell_page) {
-		port_bell_ring(port_bell_own(port));
-		return;
-	}
-	r = write(port->wake_fd, &one, sizeof(one));
-	(void)r;
+	if (port->link->wake)
+		port->link->wake(port);
+	else
+		port_wake_eventfd(port);
 }
 
 void rocemu_port_lock(struct rocemu_port *port)
@@ -165,7 +157,7 @@ unsigned rocemu_port_progress_locked(struct rocemu_port *port)
 		port_rx_frame(port, m, now);
 	}
 	work += n_loop;
-	if (likely(port_dev_usable(port)))
+	if (likely(!port->link->blocked || !port->link->blocked(port)))
 		work += rx_device(port, now);
 	if (unlikely(port->fault != NULL))
 		work += release_delayed(port, now);
@@ -274,20 +266,8 @@ void rocemu_port_note_app_poll(struct rocemu_port *port, bool found)
 			       port->upper.next_due(port->upper.ctx) != UINT64_MAX);
 
 	atomic_store_explicit(&port->last_app_poll_ns, t, memory_order_relaxed);
-	if (!port->bell_page)
-		return;
-	atomic_store_explicit(&port_bell_own(port)->app_busy, 0, memory_order_release);
-	if (back) {
-		atomic_store_explicit(&port_bell_own(port)->app_waiting_tsc, port->last_pass_tsc,
-				      memory_order_relaxed);
-		return;
-	}
-	/* The application may now wait elsewhere. A peer that saw it waiting
-	 * just before this store did not ring for its frame, and our thread
-	 * may sleep without a last pass (bell_sleep): take such a frame now.
-	 * A frame sent after the store sees 0 and rings. */
-	if (atomic_exchange_explicit(&port_bell_own(port)->app_waiting_tsc, 0,
-				     memory_order_seq_cst) != 0)
+	if (port->link->app_note &&
+	    port->link->app_note(port, back ? PORT_APP_WAITING : PORT_APP_SATISFIED))
 		rocemu_port_progress_locked(port);
 }
 
@@ -315,26 +295,21 @@ void rocemu_port_note_app_post(struct rocemu_port *port)
 	/* the time rocemu_port_hold_now read: no clock read of our own */
 	atomic_store_explicit(&port->last_app_poll_ns, rocemu_port_pass_now(port),
 			      memory_order_relaxed);
-	if (port->bell_page) {
-		atomic_store_explicit(&port_bell_own(port)->app_waiting_tsc, port->last_pass_tsc,
-				      memory_order_relaxed);
-		atomic_store_explicit(&port_bell_own(port)->app_busy, 0, memory_order_release);
-	}
+	if (port->link->app_note)
+		port->link->app_note(port, PORT_APP_POSTED);
 }
 
 void rocemu_port_app_enter(struct rocemu_port *port)
 {
-	if (port->bell_page &&
-	    !atomic_load_explicit(&port_bell_own(port)->app_busy, memory_order_relaxed))
-		atomic_store_explicit(&port_bell_own(port)->app_busy, 1, memory_order_relaxed);
+	if (port->link->app_note)
+		port->link->app_note(port, PORT_APP_ENTER);
 }
 
 void rocemu_port_note_app_away(struct rocemu_port *port)
 {
 	atomic_store_explicit(&port->last_app_poll_ns, 0, memory_order_relaxed);
-	if (port->bell_page)
-		atomic_store_explicit(&port_bell_own(port)->app_waiting_tsc, 0,
-				      memory_order_relaxed);
+	if (port->link->app_note)
+		port->link->app_note(port, PORT_APP_AWAY);
 	/* a thread that sleeps long because we were polling takes over now */
 	atomic_store_explicit(&port->kicked, true, memory_order_seq_cst);
 	if (atomic_load_explicit(&port->thread_sleeping, memory_order_seq_cst) &&
@@ -358,8 +333,8 @@ static uint64_t sleep_length(struct rocemu_port *port, bool app_polling, bool do
 	if (app_polling)
 		return doorbell ? APP_POLL_BELL_SLEEP_NS : APP_POLL_WINDOW_NS;
 	sleep_ns = doorbell && !__atomic_load_n(&port->has_upper, __ATOMIC_RELAXED)
-			   ? DOORBELL_SLEEP_NS
-			   : IDLE_SLEEP_NS;
+		       ? DOORBELL_SLEEP_NS
+		       : IDLE_SLEEP_NS;
 	/* Shortly after a ring, sleep briefly only: the doorbell may have rung
 	 * before the PMD's socket got the frame (both are taps on the device,
 	 * ours first), and a descheduled CPU can stretch that gap. */
@@ -377,47 +352,14 @@ static uint64_t sleep_length(struct rocemu_port *port, bool app_polling, bool do
 }
 
 /*
- * memif with a rocemu peer: sleep on our bell (a futex in the shared page)
- * until the peer rings it for a frame, our own threads ring it for a kick,
- * or the timeout. One system call to sleep, one for the ringer, nothing to
- * drain. Returns true when rung.
- */
-static bool bell_sleep(struct rocemu_port *port, const struct timespec *ts)
-{
-	struct port_bell_slot *own = port_bell_own(port);
-	unsigned seq = atomic_load_explicit(&own->bell, memory_order_seq_cst);
-
-	/* Ask the peer for a ring. Even while an application thread here
-	 * polls the CQ: it may also wait without calling us (ib_write_lat
-	 * spins on its buffer), and on a CPU shared with it only a wake-up
-	 * places the peer's WRITE quickly. The peer does not ring while our
-	 * application is in a polling loop (app_waiting_tsc). Then look at the
-	 * ring once more: a frame sent before the peer could see the flag rang
-	 * no bell; one sent after it did, and then the word is no longer seq.
-	 * Not while our application waits in a polling loop: its next poll
-	 * takes that frame, or the poll that ends its wait does (see
-	 * rocemu_port_note_app_poll); a pass here would only take the CPU from
-	 * it, and with frames streaming in, never let this thread sleep. */
-	atomic_store_explicit(&own->sleeping, 1, memory_order_seq_cst);
-	if (!port_bell_app_waiting(port, own) && rocemu_port_progress(port)) {
-		atomic_store_explicit(&own->sleeping, 0, memory_order_relaxed);
-		return true;
-	}
-	if (!atomic_load(&port->thread_stop) &&
-	    !atomic_load_explicit(&port->kicked, memory_order_seq_cst))
-		syscall(SYS_futex, &own->bell, FUTEX_WAIT, seq, ts, NULL, 0);
-	atomic_store_explicit(&own->sleeping, 0, memory_order_relaxed);
-	return atomic_load_explicit(&own->bell, memory_order_relaxed) != seq;
-}
-
-/*
- * Other ports: sleep in ppoll until kicked (eventfd), a frame arrives (when
- * the port has a doorbell: af_packet's packet socket), or the timeout.
+ * The generic sleep: ppoll until kicked (eventfd), a frame arrives (when the
+ * link has a doorbell: af_packet's packet socket, memif's datagram bell), or
+ * the timeout.
  * Returns true when woken by a frame: the caller then treats it as work and
  * spins a little, because the doorbell may ring before the PMD's own socket
  * has the frame.
  */
-static bool fd_sleep(struct rocemu_port *port, const struct timespec *ts)
+bool port_fd_sleep(struct rocemu_port *port, const struct timespec *ts)
 {
 	struct pollfd pfd[2] = {{.fd = port->wake_fd, .events = POLLIN},
 				{.fd = port->doorbell_fd, .events = POLLIN}};
@@ -445,19 +387,18 @@ static bool fd_sleep(struct rocemu_port *port, const struct timespec *ts)
 	return frame;
 }
 
-/* Sleep (see bell_sleep, fd_sleep). Returns true when woken by a frame. */
+/* Sleep (the link's way, or port_fd_sleep). Returns true when woken by a frame. */
 static bool idle_sleep(struct rocemu_port *port, bool app_polling)
 {
-	bool bell = port->bell_page != NULL;
 	uint64_t now = rocemu_now_ns();
-	uint64_t sleep_ns = sleep_length(port, app_polling, bell || port->doorbell_fd >= 0, now);
+	uint64_t sleep_ns = sleep_length(port, app_polling, port->frames_wake, now);
 	struct timespec ts = {.tv_sec = (time_t)(sleep_ns / 1000000000ull),
 			      .tv_nsec = (long)(sleep_ns % 1000000000ull)};
 	bool frame;
 
 	atomic_store_explicit(&port->sleep_until_ns, now + sleep_ns, memory_order_relaxed);
 	atomic_store_explicit(&port->thread_sleeping, true, memory_order_seq_cst);
-	frame = bell ? bell_sleep(port, &ts) : fd_sleep(port, &ts);
+	frame = port->link->sleep ? port->link->sleep(port, &ts) : port_fd_sleep(port, &ts);
 	atomic_store_explicit(&port->thread_sleeping, false, memory_order_seq_cst);
 	return frame;
 }
@@ -510,16 +451,11 @@ int rocemu_port_progress_thread_start(struct rocemu_port *port)
 
 void rocemu_port_progress_thread_stop(struct rocemu_port *port)
 {
-	uint64_t one = 1;
-	ssize_t r;
-
 	if (!port->thread_running)
 		return;
 	atomic_store(&port->thread_stop, true);
-	r = write(port->wake_fd, &one, sizeof(one));
-	(void)r;
-	if (port->bell_page)
-		port_bell_ring(port_bell_own(port));
+	port_wake_eventfd(port);
+	port_wake_thread(port);
 	pthread_join(port->thread, NULL);
 	port->thread_running = false;
 }

@@ -74,6 +74,16 @@ struct rocemu_port_config {
 	uint32_t arp_retries;                 /**< requests sent before giving up (3) */
 	uint32_t arp_expire_ms;               /**< an answer stays valid this long (60000) */
 	uint32_t n_mbufs;                     /**< mbufs in the port's pool (8192) */
+	/** memif client: how long open waits for its server (ms; default
+	 * 10000 unless memif_wait_set; 0 = fail at once with ECONNREFUSED) */
+	uint32_t memif_wait_ms;
+	bool memif_wait_set;
+	/**
+	 * Optional: called with one line for the user while open waits (e.g.
+	 * "waiting for a memif server on SOCK"). The port prints nothing itself.
+	 */
+	void (*notice)(void *arg, const char *line);
+	void *notice_arg;
 };
 
 /** Defaults: everything zero/empty, name "rocemu0". */
@@ -92,6 +102,14 @@ int rocemu_port_config_set(struct rocemu_port_config *cfg, const char *opt, cons
 
 /** Check a finished config (spec present and well-formed...). 0 or -EINVAL with err. */
 int rocemu_port_config_validate(const struct rocemu_port_config *cfg, char *err, size_t errlen);
+
+/**
+ * The MAC a port opened with cfg will have, known without opening it (--mac;
+ * the generated one of memif and ring; the interface's of af_packet and
+ * af_xdp). 0, -ENODATA when only the open device can say (dpdk:), -EINVAL
+ * for a bad spec.
+ */
+int rocemu_port_config_mac(const struct rocemu_port_config *cfg, uint8_t mac[6]);
 
 /* ------------------------------------------------------------------------ */
 /* EAL: initialised lazily, once per process, suitable for a library.        */

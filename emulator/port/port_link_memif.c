@@ -1,0 +1,818 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Link kind `memif:server:SOCK` / `memif:client:SOCK`: DPDK's net_memif over
+ * an abstract Unix socket (DPDK 22.11's default), shared memory between two
+ * processes. The bell that wakes a sleeping peer is port_memif_bell.c; this
+ * file is the device and its life:
+ *  - open: a server refuses a socket path another server listens on
+ *    (EADDRINUSE, before DPDK tries); a client waits for its server
+ *    (`memif-wait`, one notice line), then fails with ECONNREFUSED/ETIMEDOUT;
+ *  - the link's states (enum memif_link_state), changed only through
+ *    memif_link_set, which checks them against legal_next[] and traces them
+ *    (ROCEMU_TRACE=memif);
+ *  - the close handshake with a rocemu peer, and how each end knows a new
+ *    connection (memif_blocked);
+ *  - a client's reconnect watch (the PMD never reconnects a client);
+ *  - close: the device goes on EAL's interrupt thread, and a server's
+ *    listening socket, which DPDK 22.11 leaves bound, is released so that the
+ *    same process can open the server again.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_alarm.h>
+#include <rte_ethdev.h>
+#include <rte_interrupts.h>
+#include <rte_log.h>
+
+#include "port_memif.h"
+
+/* how long a client waits for its server by default (`memif-wait`) */
+#define MEMIF_WAIT_DEFAULT_MS 10000u
+/* a listener that is not (yet) a started rocemu server: go after this */
+#define MEMIF_FOREIGN_GRACE_NS 1000000000ull
+/* abstract names: DPDK copies at most this much of the path */
+#define MEMIF_PATH_MAX 106
+/* the watch: ticks while the link is down, while up, when the lock is busy */
+#define MEMIF_WATCH_US	       25000
+#define MEMIF_WATCH_UP_US      250000
+#define MEMIF_WATCH_BUSY_US    1000
+#define MEMIF_RECONNECT_MIN_NS 100000000ull
+#define MEMIF_RECONNECT_MAX_NS 1600000000ull
+/* close: the PMD shows no view of the peer's progress: linger after the
+ * last transmit */
+#define MEMIF_CLOSE_LINGER_NS 20000000ull
+
+/* ------------------------------------------------------------------------ */
+/* States.                                                                    */
+
+static const char *const state_names[MEMIF_LINK_STATES] = {
+    [MEMIF_LINK_STARTED] = "STARTED",	  [MEMIF_LINK_ANNOUNCED] = "ANNOUNCED",
+    [MEMIF_LINK_CREATED] = "CREATED",	  [MEMIF_LINK_PEER_CLOSED] = "PEER_CLOSED",
+    [MEMIF_LINK_PEER_GONE] = "PEER_GONE", [MEMIF_LINK_STOPPED] = "STOPPED",
+    [MEMIF_LINK_CLOSING] = "CLOSING",
+};
+
+#define TO(s) (1u << MEMIF_LINK_##s)
+/* From each state, the states it may go to. ANNOUNCED and STOPPED are a
+ * client's only. A second close of the peer keeps PEER_CLOSED. */
+static const unsigned legal_next[MEMIF_LINK_STATES] = {
+    [MEMIF_LINK_CREATED] = TO(STARTED) | TO(CLOSING),
+    [MEMIF_LINK_STARTED] = TO(ANNOUNCED) | TO(PEER_CLOSED) | TO(STOPPED) | TO(CLOSING),
+    [MEMIF_LINK_ANNOUNCED] = TO(PEER_CLOSED) | TO(STOPPED) | TO(CLOSING),
+    [MEMIF_LINK_PEER_CLOSED] =
+	TO(PEER_CLOSED) | TO(PEER_GONE) | TO(STARTED) | TO(STOPPED) | TO(CLOSING),
+    [MEMIF_LINK_PEER_GONE] = TO(PEER_CLOSED) | TO(STARTED) | TO(STOPPED) | TO(CLOSING),
+    [MEMIF_LINK_STOPPED] = TO(STARTED) | TO(CLOSING),
+    [MEMIF_LINK_CLOSING] = 0,
+};
+
+const char *memif_link_state_name(enum memif_link_state s)
+{
+	return (unsigned)s < MEMIF_LINK_STATES && state_names[s] ? state_names[s] : "?";
+}
+
+bool memif_link_transition_legal(enum memif_link_state from, enum memif_link_state to, bool client)
+{
+	if ((unsigned)from >= MEMIF_LINK_STATES || (unsigned)to >= MEMIF_LINK_STATES)
+		return false;
+	if (!client && (to == MEMIF_LINK_ANNOUNCED || to == MEMIF_LINK_STOPPED))
+		return false;
+	return (legal_next[from] & (1u << to)) != 0;
+}
+
+/* Engine lock held (or no other thread yet: open, close). */
+void memif_link_set(struct rocemu_port *port, enum memif_link_state to, const char *why)
+{
+	struct memif_link *l = port->link_priv;
+	enum memif_link_state from = l->state;
+
+	if (!memif_link_transition_legal(from, to, l->client))
+		port_count_event(port, "memif_illegal_transitions");
+	if (port_trace_on("memif"))
+		port_trace(port, "memif", "%s %s -> %s (%s)", l->client ? "client" : "server",
+			   memif_link_state_name(from), memif_link_state_name(to), why);
+	__atomic_store_n(&l->state, to, __ATOMIC_RELAXED);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The socket as the kernel shows it, and the PMD's quiet.                   */
+
+/*
+ * Is a memif server listening on path (an abstract SOCK_SEQPACKET socket,
+ * shown as "@path" in /proc/net/unix)? 1 yes, 0 no, -errno when we cannot
+ * tell. Looking costs nothing to the server, unlike a connection attempt
+ * (which the PMD would take for a client, and log).
+ */
+static int memif_listening(const char *path)
+{
+	FILE *f = fopen("/proc/net/unix", "re");
+	char line[1024];
+	int found = 0;
+
+	if (!f)
+		return -errno;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned flags, type, st;
+		int off = 0;
+		char *p;
+
+		if (sscanf(line, "%*s %*x %*x %x %x %x %*u %n", &flags, &type, &st, &off) != 3 ||
+		    !off)
+			continue;
+		p = line + off;
+		p[strcspn(p, "\n")] = 0;
+		/* __SO_ACCEPTCON: a listening socket */
+		found = type == SOCK_SEQPACKET && (flags & 0x10000) && p[0] == '@' &&
+			!strcmp(p + 1, path);
+	}
+	fclose(f);
+	return found;
+}
+
+static pthread_mutex_t quiet_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned quiet_depth;
+static uint32_t quiet_saved;
+
+/*
+ * Around calls that may fail as expected (a client's start while its server
+ * goes, a server's probe when another one raced it), the memif PMD's log is
+ * held to critical messages: rocemu says what happened, in one line, and a
+ * reconnecting client no longer writes "Failed to connect socket" per try.
+ * ROCEMU_LOG=LEVEL keeps DPDK's own lines.
+ */
+static void memif_quiet(bool on)
+{
+	int type;
+
+	if (getenv("ROCEMU_LOG"))
+		return;
+	pthread_mutex_lock(&quiet_lock);
+	type = rte_log_register("pmd.net.memif");
+	if (type >= 0 && on && quiet_depth++ == 0) {
+		quiet_saved = rte_log_get_level(type);
+		rte_log_set_level(type, RTE_LOG_CRIT);
+	} else if (type >= 0 && !on && quiet_depth && --quiet_depth == 0) {
+		rte_log_set_level(type, quiet_saved);
+	}
+	pthread_mutex_unlock(&quiet_lock);
+}
+
+static int start_quietly(struct rocemu_port *port)
+{
+	int rc;
+
+	memif_quiet(true);
+	rc = rte_eth_dev_start(port->port_id);
+	memif_quiet(false);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* EAL's interrupt thread, and the server's listening socket.               */
+
+struct intr_call {
+	void (*fn)(void *);
+	void *arg;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+};
+
+static void intr_call_cb(void *arg)
+{
+	struct intr_call *c = arg;
+
+	c->fn(c->arg);
+	pthread_mutex_lock(&c->lock);
+	c->done = true;
+	pthread_cond_signal(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/*
+ * Run fn(arg) on EAL's interrupt thread and wait for it. The memif PMD
+ * handles its control channel there (the peer's "disconnect", or its socket
+ * closing, runs memif_disconnect: rings unmapped, queue interrupt handles
+ * closed, regions freed). Closing the device from another thread at the
+ * same moment ran the same teardown twice, concurrently: double rte_free
+ * ("EAL: Error: Invalid memory") and use after free, a SIGSEGV at exit once
+ * in ~75 program pairs. Callbacks on the interrupt thread run one at a
+ * time, so a close run there cannot overlap the PMD's handler. If the
+ * alarm cannot be set (or we are on that thread), fn runs here.
+ */
+static void run_on_intr_thread(void (*fn)(void *), void *arg)
+{
+	struct intr_call c = {.fn = fn, .arg = arg, .done = false};
+	struct timespec until;
+
+	if (rte_thread_is_intr()) {
+		fn(arg);
+		return;
+	}
+	pthread_mutex_init(&c.lock, NULL);
+	pthread_cond_init(&c.cond, NULL);
+	if (rte_eal_alarm_set(1, intr_call_cb, &c)) {
+		fn(arg);
+	} else {
+		pthread_mutex_lock(&c.lock);
+		while (!c.done) {
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += 5;
+			if (pthread_cond_timedwait(&c.cond, &c.lock, &until) == ETIMEDOUT &&
+			    rte_eal_alarm_cancel(intr_call_cb, &c) > 0) {
+				/* the interrupt thread is stuck: the alarm never ran */
+				pthread_mutex_unlock(&c.lock);
+				fn(arg);
+				pthread_mutex_lock(&c.lock);
+				break;
+			}
+		}
+		pthread_mutex_unlock(&c.lock);
+	}
+	pthread_cond_destroy(&c.cond);
+	pthread_mutex_destroy(&c.lock);
+}
+
+/* fd is a listening AF_UNIX SOCK_SEQPACKET socket bound to "\0path". */
+static bool is_listener(int fd, const char *path)
+{
+	struct sockaddr_un a;
+	socklen_t len = sizeof(a), ol;
+	int v;
+	size_t n = strlen(path);
+
+	ol = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &ol) || v != AF_UNIX)
+		return false;
+	ol = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &ol) || v != SOCK_SEQPACKET)
+		return false;
+	ol = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &ol) || !v)
+		return false;
+	if (getsockname(fd, (struct sockaddr *)&a, &len) ||
+	    len != offsetof(struct sockaddr_un, sun_path) + 1 + n)
+		return false;
+	return a.sun_path[0] == 0 && !memcmp(a.sun_path + 1, path, n);
+}
+
+/* The PMD's listening socket for path, among our descriptors, or -1. */
+static int find_listener(const char *path)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int fd = -1;
+
+	if (!d)
+		return -1;
+	while (fd < 0 && (e = readdir(d))) {
+		char *end;
+		long v = strtol(e->d_name, &end, 10);
+
+		if (*end || end == e->d_name || v == dirfd(d))
+			continue;
+		if (is_listener((int)v, path))
+			fd = (int)v;
+	}
+	closedir(d);
+	return fd;
+}
+
+static pthread_once_t placeholder_once = PTHREAD_ONCE_INIT;
+static int placeholder_fd = -1;
+
+static void placeholder_open(void)
+{
+	placeholder_fd = eventfd(0, EFD_CLOEXEC);
+}
+
+/*
+ * DPDK 22.11's memif PMD, removing the last device of a socket path, frees
+ * its bookkeeping but neither closes the server's listening socket nor
+ * unregisters its interrupt callback: the abstract name stays bound for the
+ * life of the process (a second open of the same server failed with
+ * "Address already in use", then EPERM), and a client connecting to it
+ * later made the callback run on freed memory. So before the last memif
+ * device of a path in this process goes, on the interrupt thread, the
+ * listening descriptor is made to point at an eventfd that is never
+ * written: the socket is released (its name freed, no client can connect),
+ * and the callback, still registered under that number, never fires. The
+ * number stays taken: one descriptor per server path closed in the
+ * process. (While another device of the path stays, the PMD keeps using
+ * the socket, and a new server of the path joins it.)
+ */
+static void forget_listener(void *arg)
+{
+	struct memif_link *l = arg;
+	int fd = find_listener(l->path);
+
+	pthread_once(&placeholder_once, placeholder_open);
+	if (fd >= 0 && placeholder_fd >= 0)
+		dup3(placeholder_fd, fd, O_CLOEXEC);
+}
+
+/*
+ * The memif devices of this process by socket path (the PMD keeps one
+ * socket per path for all of them): whether a path already has a server
+ * here, and whether a device is the path's last.
+ */
+static pthread_mutex_t users_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct memif_link *users[64];
+
+/* Count the users of path: servers in *servers, all in the return value. */
+static unsigned users_of(const char *path, unsigned *servers)
+{
+	unsigned n = 0;
+
+	*servers = 0;
+	for (unsigned i = 0; i < RTE_DIM(users); i++)
+		if (users[i] && !strcmp(users[i]->path, path)) {
+			n++;
+			*servers += !users[i]->client;
+		}
+	return n;
+}
+
+/* Join the path's users; -EADDRINUSE when l is a server and the path has
+ * one here already, -ENOSPC when the table is full. */
+static int users_join(struct memif_link *l)
+{
+	unsigned servers, slot = RTE_DIM(users);
+	int rc = 0;
+
+	pthread_mutex_lock(&users_lock);
+	users_of(l->path, &servers);
+	for (unsigned i = 0; i < RTE_DIM(users) && slot == RTE_DIM(users); i++)
+		if (!users[i])
+			slot = i;
+	if (!l->client && servers)
+		rc = -EADDRINUSE;
+	else if (slot == RTE_DIM(users))
+		rc = -ENOSPC;
+	else
+		users[slot] = l;
+	l->registered = rc == 0;
+	pthread_mutex_unlock(&users_lock);
+	return rc;
+}
+
+/* Leave; true when l was the path's last user in this process. */
+static bool users_leave(struct memif_link *l)
+{
+	unsigned servers, left;
+
+	if (!l->registered)
+		return false;
+	pthread_mutex_lock(&users_lock);
+	for (unsigned i = 0; i < RTE_DIM(users); i++)
+		if (users[i] == l)
+			users[i] = NULL;
+	left = users_of(l->path, &servers);
+	pthread_mutex_unlock(&users_lock);
+	l->registered = false;
+	return left == 0;
+}
+
+static void remove_device(void *arg)
+{
+	port_dev_remove(arg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Open.                                                                      */
+
+static int memif_check_arg(const char *arg, char *err, size_t errlen)
+{
+	const char *path = arg + 7;
+
+	if (strncmp(arg, "server:", 7) && strncmp(arg, "client:", 7))
+		return port_fail(err, errlen, -EINVAL,
+				 "expected memif:server:SOCKET or memif:client:SOCKET");
+	if (!*path || strchr(path, ','))
+		return port_fail(err, errlen, -EINVAL, "memif needs a socket path without ','");
+	if (strlen(path) > MEMIF_PATH_MAX)
+		return port_fail(err, errlen, -EINVAL, "memif socket path longer than %d bytes",
+				 MEMIF_PATH_MAX);
+	return 0;
+}
+
+static int memif_preview_mac(const struct rocemu_port_config *cfg, const char *arg, uint8_t mac[6])
+{
+	(void)arg;
+	port_generated_mac(cfg, mac);
+	return 0;
+}
+
+static int memif_mtu(struct rocemu_port *port, const char *arg, char *err, size_t errlen)
+{
+	(void)arg;
+	(void)err;
+	(void)errlen;
+	port->eth_mtu = port->cfg.mtu ? port->cfg.mtu : PORT_SOFT_LINK_MTU;
+	return 0;
+}
+
+static int in_use(const char *path, char *err, size_t errlen)
+{
+	return port_fail(err, errlen, -EADDRINUSE,
+			 "memif:server:%s: socket path in use by another server", path);
+}
+
+static int memif_create(struct rocemu_port *port, const char *arg, char *err, size_t errlen)
+{
+	struct memif_link *l = port->link_priv;
+	char devargs[2 * ROCEMU_PORT_SPEC_MAX + 256];
+	int rc;
+
+	l->client = strncmp(arg, "server:", 7) != 0;
+	snprintf(l->path, sizeof(l->path), "%s", arg + 7);
+	l->state = MEMIF_LINK_CREATED;
+	rc = users_join(l);
+	if (rc == -EADDRINUSE)
+		return in_use(l->path, err, errlen);
+	if (rc)
+		return port_fail(err, errlen, rc, "too many memif devices in this process");
+	/* a listener of another process (ours, kept by a device of the path
+	 * still open here, the PMD reuses) */
+	if (!l->client && memif_listening(l->path) == 1 && find_listener(l->path) < 0)
+		return in_use(l->path, err, errlen);
+	snprintf(port->dev_name, sizeof(port->dev_name), "net_memif_re%u", port_next_seq());
+	/* Buffers as large as our mbufs' data room: a frame then takes one
+	 * ring slot and the PMD copies it in one piece both ways. With smaller
+	 * buffers (2048 by default) it splits frames over chained slots, and
+	 * its chaining loses or merges frames under load (a stale "next" flag
+	 * on reused descriptors), which cut frames short at 2048/4096 bytes. */
+	snprintf(devargs, sizeof(devargs), "%s,role=%s,bsize=%u,socket=%s", port->dev_name,
+		 l->client ? "client" : "server", port->max_frame, l->path);
+	memif_quiet(true);
+	rc = port_dev_probe(port, devargs, err, errlen);
+	memif_quiet(false);
+	if (rc && !l->client && memif_listening(l->path) == 1 && find_listener(l->path) < 0)
+		return in_use(l->path, err, errlen); /* another server was quicker */
+	if (rc || l->client)
+		return rc;
+	memif_bell_page_open(port); /* before clients can start to connect */
+	return 0;
+}
+
+/* A rocemu server has started: its pid is in its bell page. */
+static bool rocemu_server_started(const char *path)
+{
+	char name[64];
+	unsigned pid = 0;
+	ssize_t r;
+	int fd;
+
+	memif_bell_page_name(name, sizeof(name), path);
+	fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	r = pread(fd, &pid, sizeof(pid), offsetof(struct memif_bell_page, slot[0].pid));
+	close(fd);
+	return r == (ssize_t)sizeof(pid) && pid && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+}
+
+/*
+ * A client starts once its server is ready, `memif-wait` ms at most
+ * (default 10 s; 0: not at all), saying once, at once, that it waits.
+ * Ready: a rocemu server whose bell page carries its pid (written after its
+ * device started; DPDK's server listens from device creation, before its
+ * queues exist, and drops a client that connects in that window, which the
+ * PMD then never connects again); a listener that is not such a server, 1 s
+ * after it appeared. Only then does the PMD try (its "Failed to connect"
+ * stays quiet). Where /proc/net/unix cannot be read, the start is simply
+ * retried. ECONNREFUSED without a wait, ETIMEDOUT after one.
+ */
+static int memif_client_start(struct rocemu_port *port, char *err, size_t errlen)
+{
+	struct memif_link *l = port->link_priv;
+	uint32_t wait_ms =
+	    port->cfg.memif_wait_set ? port->cfg.memif_wait_ms : MEMIF_WAIT_DEFAULT_MS;
+	uint64_t now = rocemu_now_ns(), end = now + (uint64_t)wait_ms * 1000000ull, since = 0;
+	struct timespec ts = {0, 5000000};
+	bool told = false;
+
+	for (;;) {
+		int listening = memif_listening(l->path);
+
+		if (listening != 1)
+			since = 0;
+		else if (!since)
+			since = now;
+		if ((listening < 0 ||
+		     (listening == 1 &&
+		      (rocemu_server_started(l->path) || now - since >= MEMIF_FOREIGN_GRACE_NS))) &&
+		    start_quietly(port) == 0) {
+			memif_link_set(port, MEMIF_LINK_STARTED, "connected to the server");
+			return 0;
+		}
+		if (now >= end)
+			break;
+		if (!told && listening == 0) {
+			port_notice(port, "waiting for a memif server on %s (%u ms at most)",
+				    l->path, wait_ms);
+			told = true;
+		}
+		nanosleep(&ts, NULL);
+		now = rocemu_now_ns();
+	}
+	if (wait_ms == 0)
+		return port_fail(err, errlen, -ECONNREFUSED,
+				 "no memif server listening on %s (memif-wait 0)", l->path);
+	return port_fail(err, errlen, -ETIMEDOUT,
+			 "no memif server on %s within %u ms (memif-wait MS to wait longer)",
+			 l->path, wait_ms);
+}
+
+static int memif_start(struct rocemu_port *port, char *err, size_t errlen)
+{
+	int rc;
+
+	if (((struct memif_link *)port->link_priv)->client)
+		return memif_client_start(port, err, errlen);
+	rc = rte_eth_dev_start(port->port_id);
+	if (rc)
+		return port_fail(err, errlen, rc, "%s: start failed: %s", port->dev_name,
+				 rte_strerror(-rc));
+	memif_link_set(port, MEMIF_LINK_STARTED, "listening");
+	return 0;
+}
+
+static void memif_attach(struct rocemu_port *port, const char *arg)
+{
+	(void)arg;
+	memif_bell_attach(port);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Connections.                                                               */
+
+/* A new close announced by the peer (engine lock held): acknowledge it; from
+ * now on the rings are not touched until there is a new connection. */
+static void take_peer_close(struct rocemu_port *port, struct memif_link *l)
+{
+	struct memif_bell_slot *peer = memif_peer(l);
+	unsigned c = atomic_load_explicit(&peer->closing, memory_order_acquire);
+
+	if (c == l->peer_closing_seen)
+		return;
+	l->peer_closing_seen = c;
+	l->peer_closed_gen = atomic_load_explicit(&peer->closed_gen, memory_order_acquire);
+	atomic_store_explicit(&memif_own(l)->acked, c, memory_order_release);
+	port_count_event(port, "peer_closed");
+	if (l->state <= MEMIF_LINK_ANNOUNCED || l->state == MEMIF_LINK_PEER_CLOSED ||
+	    l->state == MEMIF_LINK_PEER_GONE)
+		memif_link_set(port, MEMIF_LINK_PEER_CLOSED, "the peer announced its close");
+}
+
+/*
+ * Why two rocemu ends agree before one closes: when the peer closes its
+ * device, the PMD here tears the connection down on EAL's interrupt thread
+ * (memif_disconnect: rings unmapped) while our progress thread may be in an
+ * rx or tx burst on them: SIGSEGV in the PMD's rx. So the closing end (or a
+ * client about to reconnect) bumps its `closing` count, rings, and waits
+ * (200 ms at most) until the peer acknowledges (memif_close_handshake); the
+ * peer acknowledges from its next pass, under the engine lock, and from then
+ * on does not touch the rings (PEER_CLOSED: frames to send are dropped,
+ * counted tx_peer_closed) until a new connection exists. A non-rocemu peer
+ * has no page: the race stays possible there.
+ *
+ * When is there a new connection? Sampling the link (down, then up again)
+ * misses a reconnect that falls between two samples, and DPDK 22.11's memif
+ * PMD raises no link-state interrupt. Instead:
+ * - The client makes every connection itself (the PMD never reconnects a
+ *   client; memif_restart does, with its device stopped first, which unmaps
+ *   the old connection's rings: STOPPED, then STARTED).
+ * - The server learns it from the client's conn_gen. Before bumping
+ *   `closing`, the client stores the conn_gen of the connection it closes in
+ *   closed_gen; the server reads it after the `closing` it acknowledges
+ *   (acquire), so it is the closed connection's number even if the server
+ *   acknowledges late. The client bumps conn_gen only once it has seen its
+ *   link up after a start of its device (ANNOUNCED). Its link comes up when
+ *   the server's CONNECTED message arrives, which the server's PMD sends
+ *   after setting up its side of that connection; and a memif server has one
+ *   connection at a time: it refuses a client ("already connected") until
+ *   memif_disconnect of the previous one has finished. So once the server
+ *   sees conn_gen != closed_gen, the old connection's teardown is over on its
+ *   side, and if it then reads its link up, that is the new connection (or a
+ *   later one: each later close is announced again before its teardown, and
+ *   the fast path looks at `closing` before every burst). conn_gen only
+ *   grows, so no reconnect can be missed, however fast. The link-sampling
+ *   rule stays as a second way out (PEER_GONE, then up: a new connection).
+ */
+static const char *blocked_slow(struct rocemu_port *port, struct memif_link *l)
+{
+	bool newer;
+
+	if (l->page)
+		take_peer_close(port, l);
+	switch (l->state) {
+	case MEMIF_LINK_STARTED:
+	case MEMIF_LINK_ANNOUNCED:
+		return NULL;
+	case MEMIF_LINK_PEER_CLOSED:
+	case MEMIF_LINK_PEER_GONE:
+		break;
+	case MEMIF_LINK_CREATED:
+	case MEMIF_LINK_STOPPED:
+		return "tx_reconnecting";
+	default:
+		return "tx_closing";
+	}
+	newer = !l->client && atomic_load_explicit(&memif_peer(l)->conn_gen,
+						   memory_order_acquire) != l->peer_closed_gen;
+	/* dev_link is written by the PMD; reading it touches no ring */
+	if (!rocemu_port_link_up(port)) {
+		if (l->state == MEMIF_LINK_PEER_CLOSED)
+			memif_link_set(port, MEMIF_LINK_PEER_GONE, "link seen down");
+		return "tx_peer_closed";
+	}
+	if (l->state == MEMIF_LINK_PEER_GONE || newer) {
+		memif_link_set(port, MEMIF_LINK_STARTED,
+			       newer ? "the client announced a new connection" : "link up again");
+		return NULL;
+	}
+	return "tx_peer_closed";
+}
+
+/* Every pass and every flush: one load and a compare while all is well. */
+static const char *memif_blocked(struct rocemu_port *port)
+{
+	struct memif_link *l = port->link_priv;
+
+	if (likely(l->state <= MEMIF_LINK_ANNOUNCED) &&
+	    (likely(l->page == NULL) ||
+	     atomic_load_explicit(&memif_peer(l)->closing, memory_order_relaxed) ==
+		 l->peer_closing_seen))
+		return NULL;
+	return blocked_slow(port, l);
+}
+
+/*
+ * A client whose link is down reconnects (memif_watch, engine lock held):
+ * stop the device (memif_disconnect: the old connection's rings go) and
+ * start it again (a new connection attempt). A rocemu server is told first,
+ * as at close, so that it lets go of the rings before they go. Not while a
+ * rocemu server is between its close handshake and the removal of its device
+ * (its `closing` bumped, its pid still in the page): it would accept the new
+ * connection and tear it down with no handshake. Nor while nothing listens
+ * (the PMD would only log its failure). Returns false when postponed.
+ */
+static bool memif_restart(struct rocemu_port *port)
+{
+	struct memif_link *l = port->link_priv;
+
+	if (l->page) {
+		struct memif_bell_slot *peer = memif_peer(l);
+		unsigned pid = atomic_load(&peer->pid);
+
+		take_peer_close(port, l);
+		if (atomic_load(&peer->closing) && pid &&
+		    (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+			return false;
+	}
+	memif_close_handshake(port);
+	if (l->state != MEMIF_LINK_STOPPED) {
+		memif_link_set(port, MEMIF_LINK_STOPPED, "link down: reconnect");
+		rte_eth_dev_stop(port->port_id);
+	}
+	memif_bell_page_remap(port);
+	if (memif_listening(l->path) == 0)
+		return true;
+	port_count_event(port, "memif_reconnects");
+	if (start_quietly(port))
+		return true;
+	/* Our stop unmapped the old connection's rings, and the server whose
+	 * close we acknowledged is gone (checked above) or replaced (new page):
+	 * the new connection is not the one it announced closing. A close
+	 * announced since is taken up by the next memif_blocked. */
+	memif_link_set(port, MEMIF_LINK_STARTED, "reconnected");
+	return true;
+}
+
+/*
+ * A client's link watch: an EAL alarm on the interrupt thread, where the PMD
+ * also runs its connection handling, so the two never overlap; every 25 ms
+ * while the link is down, every 250 ms while it is up. The first time it
+ * sees the link up after a start it announces the connection (conn_gen,
+ * ANNOUNCED). Link down for 100 ms: reconnect (memif_restart), then wait
+ * twice as long before the next try (at most 1.6 s), back to 100 ms once
+ * the link was up; each try is counted (memif_reconnects). The engine lock
+ * is only tried: a thread holding it may be waiting for this thread (close
+ * runs the device's removal here); busy, the tick comes again in 1 ms.
+ */
+static void memif_watch(void *arg)
+{
+	struct rocemu_port *port = arg;
+	struct memif_link *l = port->link_priv;
+	uint64_t now = rocemu_now_ns(), us = MEMIF_WATCH_BUSY_US;
+
+	if (pthread_mutex_trylock(&port->lock) == 0) {
+		if (l->state != MEMIF_LINK_STOPPED && rocemu_port_link_up(port)) {
+			if (l->state == MEMIF_LINK_STARTED) {
+				if (l->page)
+					atomic_fetch_add_explicit(&memif_own(l)->conn_gen, 1,
+								  memory_order_release);
+				memif_link_set(port, MEMIF_LINK_ANNOUNCED, "link up");
+			}
+			l->watch_down_since_ns = 0;
+			l->watch_backoff_ns = MEMIF_RECONNECT_MIN_NS;
+		} else if (!l->watch_down_since_ns) {
+			l->watch_down_since_ns = now;
+		} else if (now - l->watch_down_since_ns >= l->watch_backoff_ns &&
+			   memif_restart(port)) {
+			l->watch_down_since_ns = rocemu_now_ns();
+			l->watch_backoff_ns =
+			    RTE_MIN(2 * l->watch_backoff_ns, MEMIF_RECONNECT_MAX_NS);
+		}
+		us = l->watch_down_since_ns || l->state == MEMIF_LINK_STOPPED ? MEMIF_WATCH_US
+									      : MEMIF_WATCH_UP_US;
+		pthread_mutex_unlock(&port->lock);
+	}
+	if (rte_eal_alarm_set(us, memif_watch, port))
+		l->watch_armed = false;
+}
+
+static void memif_online(struct rocemu_port *port)
+{
+	struct memif_link *l = port->link_priv;
+
+	if (!l->client)
+		return;
+	l->watch_backoff_ns = MEMIF_RECONNECT_MIN_NS;
+	l->watch_armed = rte_eal_alarm_set(MEMIF_WATCH_US, memif_watch, port) == 0;
+}
+
+/* Waits for a running watch to finish (it only tries the engine lock, so
+ * the caller may hold it). */
+static void memif_offline(struct rocemu_port *port)
+{
+	struct memif_link *l = port->link_priv;
+
+	if (!l->watch_armed)
+		return;
+	rte_eal_alarm_cancel(memif_watch, port);
+	l->watch_armed = false;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Close.                                                                     */
+
+static bool memif_tx_in_flight(struct rocemu_port *port, uint64_t now)
+{
+	return port->last_tx_ns && now - port->last_tx_ns < MEMIF_CLOSE_LINGER_NS;
+}
+
+/* The peer is told (handshake), the server's socket released, the device
+ * removed on the interrupt thread; the bell page goes last: a pid in the
+ * page means our device may still accept a connection (memif_restart). */
+static void memif_release(struct rocemu_port *port)
+{
+	struct memif_link *l = port->link_priv;
+
+	memif_offline(port);
+	if (l->state != MEMIF_LINK_CLOSING)
+		memif_link_set(port, MEMIF_LINK_CLOSING, "close");
+	memif_close_handshake(port);
+	if (users_leave(l))
+		run_on_intr_thread(forget_listener, l);
+	if (port->port_id != UINT16_MAX)
+		run_on_intr_thread(remove_device, port);
+	memif_bell_page_close(port);
+	l->bell_peer_len = 0;
+}
+
+const struct port_link_ops port_link_memif = {
+    .name = "memif",
+    .prefix = "memif:",
+    .usage = "memif:server:SOCK, memif:client:SOCK",
+    .priv_size = sizeof(struct memif_link),
+    .check_arg = memif_check_arg,
+    .preview_mac = memif_preview_mac,
+    .mtu = memif_mtu,
+    .create = memif_create,
+    .set_dev_mtu = true,
+    .start = memif_start,
+    .attach = memif_attach,
+    .online = memif_online,
+    .offline = memif_offline,
+    .blocked = memif_blocked,
+    .wake_peer = memif_wake_peer,
+    .app_note = memif_app_note,
+    .sleep = memif_sleep,
+    .wake = memif_wake,
+    .tx_in_flight = memif_tx_in_flight,
+    .release = memif_release,
+};
