@@ -8,6 +8,7 @@
 #define ROCEMU_TESTS_PORT_TEST_UTIL_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -51,6 +52,42 @@ static inline void ptu_sleep_ms(unsigned ms)
 	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
 
 	nanosleep(&ts, NULL);
+}
+
+/* Wait (10 s at most) until the port's link is up. */
+static inline bool ptu_wait_link(struct rocemu_port *port)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (rocemu_port_link_up(port))
+			return true;
+		ptu_sleep_ms(10);
+	}
+	return false;
+}
+
+/* from pings to (an address), within 10 s (resolution included); true when
+ * answered. A lost request (a link not carrying yet) is asked again. */
+static inline bool ptu_ping(struct rocemu_port *from, const char *to, uint16_t seq)
+{
+	uint64_t before = rocemu_port_ping_replies(from);
+	uint8_t dst[16];
+	int rc = -EAGAIN;
+
+	if (rocemu_gid_parse(to, dst))
+		return false;
+	for (int i = 0; i < 10000; i++) {
+		if (rc != 0) {
+			rc = rocemu_port_ping(from, dst, 7, seq);
+			if (rc && rc != -EAGAIN && rc != -EHOSTUNREACH)
+				return false;
+		}
+		if (rc == 0 && rocemu_port_ping_replies(from) > before)
+			return true;
+		if (rc == 0 && i % 1000 == 999)
+			rc = -EAGAIN;
+		ptu_sleep_ms(1);
+	}
+	return false;
 }
 
 #endif

@@ -28,7 +28,6 @@
 
 static char sock_spec[2][128];
 
-
 static struct rocemu_port *open_port(int client, const char *ip, const char *mac)
 {
 	struct rocemu_port_config cfg;
@@ -41,40 +40,6 @@ static struct rocemu_port *open_port(int client, const char *ip, const char *mac
 	return port;
 }
 
-static bool wait_link(struct rocemu_port *port)
-{
-	for (int i = 0; i < 1000; i++) {
-		if (rocemu_port_link_up(port))
-			return true;
-		ptu_sleep_ms(10);
-	}
-	return false;
-}
-
-/* from pings to, within 10 s (resolution included); true when answered */
-static bool ping(struct rocemu_port *from, const char *to, uint16_t seq)
-{
-	uint64_t before = rocemu_port_ping_replies(from);
-	uint8_t dst[16];
-	int rc = -EAGAIN;
-
-	assert_int_equal(rocemu_gid_parse(to, dst), 0);
-	for (int i = 0; i < 10000; i++) {
-		if (rc != 0) {
-			rc = rocemu_port_ping(from, dst, 7, seq);
-			if (rc && rc != -EAGAIN && rc != -EHOSTUNREACH)
-				return false;
-		}
-		if (rc == 0 && rocemu_port_ping_replies(from) > before)
-			return true;
-		/* a lost request (link not carrying yet): ask again */
-		if (rc == 0 && i % 1000 == 999)
-			rc = -EAGAIN;
-		ptu_sleep_ms(1);
-	}
-	return false;
-}
-
 static void test_client_reopened_at_once(void **state)
 {
 	struct rocemu_port *srv, *cli;
@@ -82,23 +47,25 @@ static void test_client_reopened_at_once(void **state)
 
 	srv = open_port(0, "10.76.0.1/24", "02:00:00:76:00:01");
 	cli = open_port(1, "10.76.0.2/24", "02:00:00:76:00:02");
-	assert_true(wait_link(srv));
-	assert_true(wait_link(cli));
-	assert_true(ping(srv, "10.76.0.2", 1));
+	assert_true(ptu_wait_link(srv));
+	assert_true(ptu_wait_link(cli));
+	assert_true(ptu_ping(srv, "10.76.0.2", 1));
 	for (unsigned r = 0; r < ROUNDS; r++) {
 		/* the new client connects right after the old one's close: the
 		 * server's thread sleeps meanwhile (up to 20 ms, no upper layer) */
 		rocemu_port_close(cli);
 		cli = open_port(1, "10.76.0.2/24", "02:00:00:76:00:02");
-		assert_true(wait_link(cli));
-		if (!ping(srv, "10.76.0.2", (uint16_t)(2 + r)))
+		assert_true(ptu_wait_link(cli));
+		if (!ptu_ping(srv, "10.76.0.2", (uint16_t)(2 + r)))
 			fail_msg("round %u: the server cannot reach the new client "
 				 "(peer_closed %llu, drop_tx_peer_closed %llu)",
 				 r, (unsigned long long)ptu_counter(srv, "peer_closed"),
 				 (unsigned long long)ptu_counter(srv, "drop_tx_peer_closed"));
 	}
-	/* every close was announced and acknowledged */
+	/* every close was announced and acknowledged, every state change legal */
 	assert_int_equal(ptu_counter(srv, "peer_closed"), ROUNDS);
+	assert_int_equal(ptu_counter(srv, "memif_illegal_transitions"), 0);
+	assert_int_equal(ptu_counter(cli, "memif_illegal_transitions"), 0);
 	rocemu_port_close(cli);
 	rocemu_port_close(srv);
 }
