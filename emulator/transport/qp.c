@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Queue pairs: creation, the state machine (IBA 11.2.5, the attribute table
- * ibv_modify_qp(3) documents), query, destruction, work request posting and
- * validation, flushing on the way to ERR, and completion delivery.
+ * ibv_modify_qp(3) documents), query, destruction, flushing on the way to
+ * ERR, and completion delivery. Posting work requests is post.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -204,7 +204,7 @@ void rocemu_qp_send_wc(struct rocemu_qp *qp, const struct rocemu_send_wqe *w)
 	rocemu_qp_complete(qp, true, &wc, false);
 }
 
-static void flush_recv_wqe(struct rocemu_qp *qp, uint64_t wr_id)
+void rocemu_qp_flush_recv_wqe(struct rocemu_qp *qp, uint64_t wr_id)
 {
 	struct rocemu_wc wc = {
 	    .wr_id = wr_id,
@@ -241,13 +241,13 @@ static void qp_flush(struct rocemu_qp *qp)
 	/* Receive side: the WQE being filled, then the receive queue (an SRQ keeps its WQEs). */
 	if (qp->resp.have_wqe) {
 		qp->resp.have_wqe = false;
-		flush_recv_wqe(qp, qp->resp.wqe.wr_id);
+		rocemu_qp_flush_recv_wqe(qp, qp->resp.wqe.wr_id);
 	}
 	while (qp->rq_head != qp->rq_tail) {
 		uint64_t wr_id = qp->rq[qp->rq_head & qp->rq_mask].wr_id;
 
 		qp->rq_head++;
-		flush_recv_wqe(qp, wr_id);
+		rocemu_qp_flush_recv_wqe(qp, wr_id);
 	}
 	qp->resp.res_active = false;
 	qp->resp.ack_pending = false;
@@ -743,220 +743,4 @@ int rocemu_qp_query(struct rocemu_qp *qp, struct ibv_qp_attr *attr, int mask,
 	}
 	rocemu_engine_unlock(e);
 	return 0;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Posting                                                                    */
-
-static bool opcode_valid(enum ibv_qp_type t, enum ibv_wr_opcode op)
-{
-	switch (op) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-		return true;
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-	case IBV_WR_LOCAL_INV:
-		return t == IBV_QPT_RC || t == IBV_QPT_UC;
-	case IBV_WR_RDMA_READ:
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-	case IBV_WR_SEND_WITH_INV:
-		return t == IBV_QPT_RC;
-	default:
-		return false;
-	}
-}
-
-static void kick(struct rocemu_qp *qp)
-{
-	rocemu_engine_schedule(qp);
-}
-
-static int post_send_locked(struct rocemu_qp *qp, const struct rocemu_send_wr *wr)
-{
-	struct rocemu_send_wqe *w;
-	uint64_t len = 0;
-
-	if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT || qp->state == IBV_QPS_RTR)
-		return -EINVAL;
-	if (!opcode_valid(qp->type, wr->opcode))
-		return -EINVAL;
-	if (wr->num_sge > qp->cap.max_send_sge || (wr->num_sge && !wr->sg_list))
-		return -EINVAL;
-	if (qp->type == IBV_QPT_UD && (!wr->ah || wr->ah->pd->engine != qp->engine))
-		return -EINVAL;
-	for (uint32_t i = 0; i < wr->num_sge; i++)
-		len += wr->sg_list[i].length;
-	if (len > qp->engine->caps.max_msg_sz)
-		return -EINVAL;
-	if ((wr->send_flags & IBV_SEND_INLINE) && len > qp->cap.max_inline_data)
-		return -EINVAL;
-	if (qp->sq_tail - qp->sq_head >= qp->cap.max_send_wr)
-		return -ENOMEM;
-
-	w = sq_at(qp, qp->sq_tail);
-	memset(w, 0, offsetof(struct rocemu_send_wqe, sge));
-	w->wr_id = wr->wr_id;
-	w->opcode = wr->opcode;
-	w->send_flags = wr->send_flags;
-	w->imm_data = wr->imm_data;
-	w->invalidate_rkey = wr->invalidate_rkey;
-	w->remote_addr = wr->remote_addr;
-	w->rkey = wr->rkey;
-	w->compare_add = wr->compare_add;
-	w->swap = wr->swap;
-	w->ah = wr->ah;
-	w->remote_qpn = wr->remote_qpn & ROCE_PSN_MASK;
-	w->remote_qkey = wr->remote_qkey;
-	w->num_sge = wr->num_sge;
-	w->length = (uint32_t)len;
-	w->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
-	w->rd_atomic = wr->opcode == IBV_WR_RDMA_READ || wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-		       wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
-	if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
-		w->length = 8;
-	w->state = WQE_POSTED;
-	w->status = IBV_WC_SUCCESS;
-	if ((wr->send_flags & IBV_SEND_INLINE) && !w->rd_atomic && wr->opcode != IBV_WR_LOCAL_INV) {
-		uint32_t off = 0;
-
-		/* Inline: the data is copied now, the buffers may be reused at once. */
-		w->is_inline = true;
-		for (uint32_t i = 0; i < wr->num_sge; i++) {
-			memcpy(w->inline_data + off, (const void *)(uintptr_t)wr->sg_list[i].addr,
-			       wr->sg_list[i].length);
-			off += wr->sg_list[i].length;
-		}
-		w->num_sge = 0;
-	} else if (wr->num_sge) {
-		memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(*w->sge));
-	}
-	qp->sq_tail++;
-
-	if (qp->state == IBV_QPS_ERR || (qp->state == IBV_QPS_SQE && qp->type != IBV_QPT_RC)) {
-		/* 10.8.3.1 / 11.4.1.1: in ERR (and SQE) new work completes with a flush. */
-		while (qp->sq_head != qp->sq_tail) {
-			struct rocemu_send_wqe *f = sq_at(qp, qp->sq_head);
-
-			if (f->state != WQE_DONE)
-				f->status = IBV_WC_WR_FLUSH_ERR;
-			qp->sq_head++;
-			rocemu_qp_send_wc(qp, f);
-		}
-		qp->sq_cur = qp->sq_tail;
-	}
-	return 0;
-}
-
-/* A post runs a progress pass when none ran for this long (see below). */
-#define POST_PASS_NS 20000ull
-
-static void transmit_now(struct rocemu_qp *qp)
-{
-	struct rocemu_engine *e = qp->engine;
-
-	if (qp->state != IBV_QPS_RTS)
-		return;
-	/* The device takes no more frames now: building one (payload copy and
-	 * CRC) would only see it refused. The QP is on the work list (kick),
-	 * so the next pass, which receives first, sends it. */
-	if (unlikely(rocemu_port_tx_room(e->port) == 0)) {
-		ENGINE_COUNT(e, tx_credit_waits);
-		return;
-	}
-	if (qp->type == IBV_QPT_UD)
-		rocemu_ud_send(qp, ROCEMU_TX_BUDGET);
-	else
-		rocemu_req_run(qp, ROCEMU_TX_BUDGET);
-	rocemu_comp_retire(qp);
-	rocemu_engine_timer_sync(qp);
-	rocemu_port_flush(e->port);
-}
-
-int rocemu_qp_post_send(struct rocemu_qp *qp, const struct rocemu_send_wr *wr)
-{
-	unsigned bad;
-
-	return rocemu_qp_post_send_batch(qp, wr, 1, &bad);
-}
-
-int rocemu_qp_post_send_batch(struct rocemu_qp *qp, const struct rocemu_send_wr *wrs, unsigned n,
-			      unsigned *bad)
-{
-	struct rocemu_engine *e = qp->engine;
-	bool held_now;
-	int rc = 0;
-	unsigned i;
-
-	rocemu_port_app_enter(e->port);
-	rocemu_engine_lock(e);
-	held_now = rocemu_port_hold_now(e->port); /* one clock read per post */
-	/* An application that posts for long without polling (many QPs, deep
-	 * queues) must still receive: its progress thread naps while it is
-	 * busy with us, and the peer does not ring a busy application. Without
-	 * a pass the peer's ACKs pile up unread, its ring fills, and our
-	 * transport timers expire (RETRY_EXC with 1024 QPs). */
-	if (rocemu_port_pass_now(e->port) - rocemu_port_last_pass(e->port) > POST_PASS_NS)
-		rocemu_port_progress_locked(e->port);
-	for (i = 0; i < n; i++) {
-		rc = post_send_locked(qp, &wrs[i]);
-		if (rc < 0)
-			break;
-	}
-	if (bad)
-		*bad = i;
-	if (i > 0) {
-		kick(qp);
-		transmit_now(qp);
-	}
-	rocemu_engine_timer_sync(qp);
-	/* An application that posts counts as polling: it runs the passes
-	 * (timers included) itself, so the thread needs no kick; a memif peer
-	 * rings it once the application has gone quiet. */
-	rocemu_port_note_app_post(e->port);
-	rocemu_port_drop_now(e->port, held_now);
-	rocemu_engine_unlock(e);
-	if (i == 0)
-		rocemu_port_kick(e->port);
-	return rc;
-}
-
-int rocemu_qp_post_recv(struct rocemu_qp *qp, uint64_t wr_id, const struct ibv_sge *sg,
-			uint32_t num_sge)
-{
-	struct rocemu_engine *e = qp->engine;
-	struct rocemu_recv_wqe *w;
-	int rc = 0;
-
-	rocemu_engine_lock(e);
-	if (qp->srq || qp->state == IBV_QPS_RESET || num_sge > qp->cap.max_recv_sge ||
-	    (num_sge && !sg)) {
-		rc = -EINVAL;
-		goto out;
-	}
-	if (qp->rq_tail - qp->rq_head >= qp->cap.max_recv_wr) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	w = &qp->rq[qp->rq_tail & qp->rq_mask];
-	w->wr_id = wr_id;
-	w->num_sge = num_sge;
-	w->total_len = 0;
-	for (uint32_t i = 0; i < num_sge; i++) {
-		w->sge[i] = sg[i];
-		w->total_len += sg[i].length;
-	}
-	qp->rq_tail++;
-	if (qp->state == IBV_QPS_ERR) {
-		while (qp->rq_head != qp->rq_tail) {
-			uint64_t id = qp->rq[qp->rq_head & qp->rq_mask].wr_id;
-
-			qp->rq_head++;
-			flush_recv_wqe(qp, id);
-		}
-	}
-out:
-	rocemu_engine_unlock(e);
-	return rc;
 }

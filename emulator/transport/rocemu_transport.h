@@ -373,6 +373,8 @@ int rocemu_engine_pkt_send_crc(struct rocemu_engine *e, struct rte_mbuf *m,
 void rocemu_qp_to_error(struct rocemu_qp *qp, bool fatal);
 /** UC/UD send error: to SQE, flushing the send queue only. */
 void rocemu_qp_to_sqe(struct rocemu_qp *qp);
+/** Complete receive WQE wr_id with IBV_WC_WR_FLUSH_ERR (engine lock held). */
+void rocemu_qp_flush_recv_wqe(struct rocemu_qp *qp, uint64_t wr_id);
 /** Append a completion; on CQ overflow the QP goes to ERR. */
 void rocemu_qp_complete(struct rocemu_qp *qp, bool send, const struct rocemu_wc *wc,
 			bool solicited);
