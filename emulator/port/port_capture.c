@@ -18,6 +18,14 @@
  * only frames in the file and `capture_frames_not_written` the others, and
  * the failure is kept for the layer above to print at exit
  * (rocemu_capture_take_failure): the engine itself prints nothing.
+ *
+ * rocemu also writes records of its own, as Ethernet frames of the IEEE 802
+ * local experimental EtherType 0x88B5 (Wireshark shows them as such;
+ * `rocemu inspect` reads them): "RCMU", version 1, a type, the body length.
+ * Every file starts with a capture point (the port's MAC, GIDs and name:
+ * which host the capture was taken at), and a frame the fault injector
+ * drops is recorded whole, as lost on transmit or on receive, where it would
+ * have been captured.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +50,15 @@
 #define PCAP_REC_HDR  16
 /* pcap savefile magic for nanosecond timestamps (pcap-savefile(5)) */
 #define PCAP_MAGIC_NSEC 0xa1b23c4du
+
+/* rocemu's own records: Ethernet header, then "RCMU", version, type, body length */
+#define ANNOT_ETHERTYPE	    0x88B5
+#define ANNOT_HDR	    (14 + 8)
+#define ANNOT_CAPTURE_POINT 1
+#define ANNOT_LOST_TX	    2
+#define ANNOT_LOST_RX	    3
+
+static void write_capture_point(struct rocemu_port *port);
 
 /* Failures kept for the report at exit: a process rarely has more ports. */
 #define FAILURES_MAX 16
@@ -218,6 +235,7 @@ static void flush_buffer(struct rocemu_port *port)
 		c->file_written += c->buf_len;
 		c->buf_len = 0;
 		c->buf_frames = 0;
+		c->buf_records = 0;
 		return;
 	}
 	/* walk the records: each header holds its captured length at offset 8 */
@@ -230,14 +248,17 @@ static void flush_buffer(struct rocemu_port *port)
 		off += PCAP_REC_HDR + caplen;
 		whole++;
 	}
+	c->file_written += off;
+	/* a capture-point record opens a file: it is no frame */
+	whole -= whole < c->buf_records ? whole : c->buf_records;
 	port->fixed[PC_CAPTURE_FRAMES] += whole;
 	c->written_frames += whole;
-	c->file_written += off;
 	if (off < done && ftruncate(c->fd, (off_t)c->file_written) < 0)
 		c->cut_failed = true;
 	capture_fail(port, rc, c->buf_frames - whole);
 	c->buf_len = 0;
 	c->buf_frames = 0;
+	c->buf_records = 0;
 }
 
 static int write_file_header(int fd)
@@ -302,6 +323,8 @@ static int open_file(struct rocemu_port *port, char *err, size_t errlen)
 	c->file_bytes = PCAP_FILE_HDR;
 	c->file_written = PCAP_FILE_HDR;
 	port_count(port, PC_CAPTURE_FILES);
+	write_capture_point(port);
+	c->file_first_bytes = c->file_bytes;
 	return 0;
 fail:
 	close(fd);
@@ -367,62 +390,76 @@ static void rotate(struct rocemu_port *port)
 		capture_fail(port, rc, 0);
 }
 
+/* One record of rocemu's own: its 22-byte header into hdr. */
+static void annot_header(uint8_t hdr[ANNOT_HDR], const uint8_t dst[6], const uint8_t src[6],
+			 uint8_t type, uint32_t body_len)
+{
+	memcpy(hdr, dst, 6);
+	memcpy(hdr + 6, src, 6);
+	hdr[12] = ANNOT_ETHERTYPE >> 8;
+	hdr[13] = ANNOT_ETHERTYPE & 0xff;
+	memcpy(hdr + 14, "RCMU", 4);
+	hdr[18] = 1; /* version */
+	hdr[19] = type;
+	hdr[20] = (uint8_t)(body_len >> 8);
+	hdr[21] = (uint8_t)body_len;
+}
+
+/* A frame the capture could not take: counted when the capture has failed. */
+static void not_written(struct rocemu_port *port)
+{
+	struct port_capture *c = port->capture;
+
+	if (c->error) {
+		c->lost++;
+		port->fixed[PC_CAPTURE_NOT_WRITTEN]++;
+	}
+}
+
 /*
- * One record into the buffer: 16-byte header, then the first caplen bytes
- * of the frame (gathered from every segment). The filter looks at the copy.
+ * One record into the buffer: the 16-byte pcap header, then pre_len bytes
+ * of pre and the frame m (gathered from every segment; m may be NULL), cut
+ * at the snaplen. The filter, when there is one and filtered is true, looks
+ * at the frame (after pre) in the copy. Returns true when it was taken.
  */
-static void capture_record(struct rocemu_port *port, const struct rte_mbuf *m, const uint8_t *pre,
-			   uint32_t pre_len)
+static bool append_record(struct rocemu_port *port, const uint8_t *pre, uint32_t pre_len,
+			  const struct rte_mbuf *m, bool filtered)
 {
 	struct port_capture *c = port->capture;
 	struct pcap_pkthdr ph;
 	struct timespec ts;
-	uint32_t wire = pre_len + m->pkt_len;
+	uint32_t wire = pre_len + (m ? m->pkt_len : 0);
 	uint32_t caplen = wire < SNAPLEN ? wire : SNAPLEN;
 	uint32_t rec[4];
 	uint8_t *data;
-	const void *got;
 
-	if (c->fd < 0) {
-		if (c->error) {
-			c->lost++;
-			port->fixed[PC_CAPTURE_NOT_WRITTEN]++;
-		}
-		return;
-	}
-	if (port->cfg.capture_rotate_bytes && c->file_bytes > PCAP_FILE_HDR &&
-	    c->file_bytes + PCAP_REC_HDR + caplen > port->cfg.capture_rotate_bytes) {
-		rotate(port);
-		if (c->fd < 0) {
-			c->lost++;
-			port->fixed[PC_CAPTURE_NOT_WRITTEN]++;
-			return;
-		}
-	}
+	if (c->fd < 0)
+		return false;
 	if (c->buf_len + PCAP_REC_HDR + caplen > sizeof(c->buf)) {
 		flush_buffer(port);
-		if (c->fd < 0) {
-			c->lost++;
-			port->fixed[PC_CAPTURE_NOT_WRITTEN]++;
-			return;
-		}
+		if (c->fd < 0)
+			return false;
 	}
 	data = c->buf + c->buf_len + PCAP_REC_HDR;
-	memcpy(data, pre, pre_len);
-	got = rte_pktmbuf_read(m, 0, caplen - pre_len, data + pre_len);
-	if (!got)
-		return;
-	if (got != data + pre_len)
-		memcpy(data + pre_len, got, caplen - pre_len);
+	if (pre_len)
+		memcpy(data, pre, pre_len);
+	if (m && caplen > pre_len) {
+		const void *got = rte_pktmbuf_read(m, 0, caplen - pre_len, data + pre_len);
+
+		if (!got)
+			return false;
+		if (got != data + pre_len)
+			memcpy(data + pre_len, got, caplen - pre_len);
+	}
 	clock_gettime(CLOCK_REALTIME, &ts);
-	if (c->has_filter) {
+	if (filtered && c->has_filter) {
 		ph.ts.tv_sec = ts.tv_sec;
 		ph.ts.tv_usec = ts.tv_nsec / 1000;
-		ph.caplen = caplen;
-		ph.len = wire;
-		if (!pcap_offline_filter(&c->prog, &ph, data)) {
+		ph.caplen = caplen - pre_len;
+		ph.len = wire - pre_len;
+		if (!pcap_offline_filter(&c->prog, &ph, data + pre_len)) {
 			port_count(port, PC_CAPTURE_FILTERED);
-			return;
+			return true;
 		}
 	}
 	rec[0] = (uint32_t)ts.tv_sec;
@@ -433,11 +470,69 @@ static void capture_record(struct rocemu_port *port, const struct rte_mbuf *m, c
 	c->buf_len += PCAP_REC_HDR + caplen;
 	c->buf_frames++;
 	c->file_bytes += PCAP_REC_HDR + caplen;
+	return true;
+}
+
+/*
+ * A file's first record says where it was taken: the port's MAC, its GIDs
+ * (16 bytes each, IPv4 mapped) and its name. It is not a frame of the port:
+ * capture_frames does not count it.
+ */
+static void write_capture_point(struct rocemu_port *port)
+{
+	struct port_capture *c = port->capture;
+	uint8_t rec[ANNOT_HDR + 8 + ROCEMU_PORT_MAX_GIDS * 16 + ROCEMU_PORT_NAME_MAX];
+	uint8_t *body = rec + ANNOT_HDR;
+	size_t name_len = strnlen(port->cfg.name, ROCEMU_PORT_NAME_MAX - 1);
+	uint32_t len;
+
+	memcpy(body, port->mac.addr_bytes, 6);
+	body[6] = (uint8_t)port->n_gids;
+	body[7] = 0;
+	for (unsigned i = 0; i < port->n_gids; i++)
+		memcpy(body + 8 + 16 * i, port->gids[i], 16);
+	len = 8 + 16 * port->n_gids;
+	memcpy(body + len, port->cfg.name, name_len);
+	len += (uint32_t)name_len;
+	annot_header(rec, port->mac.addr_bytes, port->mac.addr_bytes, ANNOT_CAPTURE_POINT, len);
+	if (append_record(port, rec, ANNOT_HDR + len, NULL, false)) {
+		c->buf_frames--; /* a record, not a frame */
+		c->buf_records++;
+	}
+}
+
+/* A frame into the current file (rotating first when it would outgrow it). */
+static void capture_record(struct rocemu_port *port, const struct rte_mbuf *m, const uint8_t *pre,
+			   uint32_t pre_len)
+{
+	struct port_capture *c = port->capture;
+	uint32_t wire = pre_len + m->pkt_len;
+	uint32_t caplen = wire < SNAPLEN ? wire : SNAPLEN;
+
+	if (c->fd >= 0 && port->cfg.capture_rotate_bytes && c->file_bytes > c->file_first_bytes &&
+	    c->file_bytes + PCAP_REC_HDR + caplen > port->cfg.capture_rotate_bytes)
+		rotate(port);
+	if (!append_record(port, pre, pre_len, m, true))
+		not_written(port);
 }
 
 void port_capture_frame(struct rocemu_port *port, const struct rte_mbuf *m)
 {
 	capture_record(port, m, NULL, 0);
+}
+
+void port_capture_lost(struct rocemu_port *port, const struct rte_mbuf *m, bool on_receive)
+{
+	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	uint8_t hdr[ANNOT_HDR];
+
+	if (m->data_len < sizeof(*eth) || m->pkt_len > UINT16_MAX) {
+		capture_record(port, m, NULL, 0); /* cannot be wrapped: as it is */
+		return;
+	}
+	annot_header(hdr, eth->dst_addr.addr_bytes, eth->src_addr.addr_bytes,
+		     on_receive ? ANNOT_LOST_RX : ANNOT_LOST_TX, m->pkt_len);
+	capture_record(port, m, hdr, sizeof(hdr));
 }
 
 void port_capture_flush(struct rocemu_port *port)

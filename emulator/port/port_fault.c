@@ -81,6 +81,8 @@ unsigned port_fault_apply(struct rocemu_port *port, int dir, struct rte_mbuf *m,
 	unsigned n = 0;
 
 	if (in_drop_list(cfg->drop_list[dir], idx) || chance(f, cfg->drop_ppm[dir])) {
+		if (port->capture) /* the capture shows what was lost, and where */
+			port_capture_lost(port, m, dir == 1);
 		rte_pktmbuf_free(m);
 		port_count_drop(port, dir ? "fault_rx_drop" : "fault_tx_drop");
 		return 0;

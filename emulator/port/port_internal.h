@@ -91,10 +91,12 @@ struct port_capture {
 	bool cut_failed;	 /* could not cut a failed file back to a whole record */
 	unsigned file_index;	 /* 0 = FILE, n = FILE.n */
 	uint64_t file_bytes;	 /* bytes of the current file, buffered ones included */
+	uint64_t file_first_bytes; /* file_bytes before its first frame (header, capture point) */
 	uint64_t file_written;	 /* bytes of the current file known to be in it */
 	uint64_t written_frames; /* records known to be in the files */
 	uint64_t lost;		 /* frames offered after or in a failed write */
 	uint32_t buf_len, buf_frames;
+	uint32_t buf_records; /* records in the buffer that are no frame (a capture point) */
 	char path[ROCEMU_PATH_MAX + 16]; /* the current file */
 	uint8_t buf[128 * 1024];	 /* records not written yet (one is at most 65551) */
 };
@@ -252,6 +254,8 @@ uint16_t port_icmp6_checksum(const uint8_t *ip6, const uint8_t *l4, uint32_t l4_
 /* port_capture.c */
 int port_capture_open(struct rocemu_port *port, char *err, size_t errlen);
 void port_capture_frame(struct rocemu_port *port, const struct rte_mbuf *m);
+/** A frame the fault injector drops: recorded whole, as lost on transmit or on receive. */
+void port_capture_lost(struct rocemu_port *port, const struct rte_mbuf *m, bool on_receive);
 void port_capture_close(struct rocemu_port *port);
 void port_capture_flush(struct rocemu_port *port);
 
