@@ -135,6 +135,34 @@ def ether(ip_datagram, vlan=None, src_mac=b"\x02\0\0\0\0\x01", dst_mac=b"\x02\0\
     return frame
 
 
+# rocemu's annotation frames (emulator/port/README.md, "Capture"): EtherType
+# 0x88B5 (IEEE 802 local experimental), "RCMU", version 1, type, body length
+ANNOT_ETHERTYPE = 0x88B5
+ANNOT_CAPTURE_POINT, ANNOT_LOST_TX, ANNOT_LOST_RX = 1, 2, 3
+
+
+def annotation(atype, body, src_mac=b"\x02\0\0\0\0\x01", dst_mac=b"\x02\0\0\0\0\x01"):
+    return (dst_mac + src_mac + struct.pack("!H", ANNOT_ETHERTYPE) + b"RCMU" +
+            struct.pack("!BBH", 1, atype, len(body)) + body)
+
+
+def capture_point(addrs, name=b"rocemu0", mac=b"\x02\0\0\0\0\x01"):
+    """The record rocemu writes first in a capture: which port captured it."""
+    import ipaddress
+    gids = b""
+    for a in addrs:
+        ip = ipaddress.ip_address(a)
+        gids += (b"\0" * 10 + b"\xff\xff" + ip.packed) if ip.version == 4 else ip.packed
+    body = mac + struct.pack("!BB", len(addrs), 0) + gids + name
+    return annotation(ANNOT_CAPTURE_POINT, body, mac, mac)
+
+
+def lost_frame(frame, on_receive=False):
+    """A frame the fault injector dropped, as rocemu records it."""
+    return annotation(ANNOT_LOST_RX if on_receive else ANNOT_LOST_TX, frame, frame[6:12],
+                      frame[0:6])
+
+
 def link_frame(ip_datagram, linktype, vlan=None):
     etype = 0x0800 if ip_datagram[0] >> 4 == 4 else 0x86DD
     if linktype == LINKTYPE_ETHERNET:

@@ -411,6 +411,217 @@ def scenarios(tmp):
     run_scenario("non_roce", s, [], True, {}, tmp, others)
 
 
+def resends(tmp):
+    """A sender's deliberate resend is told from a copy the network made
+    (issue 20.6): same PSN after silence, or again with AckReq, is the
+    sender's; a resend of one packet is not a go-back-N."""
+    c = rc.Conversation(A, B)
+
+    def wreq(psn, ackreq):
+        return c.req(rc.WRITE_ONLY, psn, bytes(256), ackreq, rc.reth(length=256))
+
+    def one_retx(name, resent, cause, acknowledged, words, absent=()):
+        def f(j):
+            e = [x for x in j["events"] if x["kind"] == "retransmission"]
+            if not e:
+                return
+            got = (e[0].get("resent"), e[0].get("cause"), e[0].get("acknowledged"))
+            check(got == (resent, cause, acknowledged),
+                  "%s: retransmission (resent, cause, acknowledged) %s, expected %s" %
+                  (name, got, (resent, cause, acknowledged)))
+            for w in words:
+                check(w in e[0]["text"], "%s: '%s' not in '%s'" % (name, w, e[0]["text"]))
+            for w in absent:
+                check(w not in e[0]["text"], "%s: '%s' in '%s'" % (name, w, e[0]["text"]))
+        return f
+
+    # rocemu's stall probe seen at the requester: 100..103 sent (AckReq on
+    # the last), 300 us of silence, 100 again with AckReq; the ACK covers all
+    s = Script()
+    for p in range(100, 104):
+        s.add(wreq(p, p == 103))
+    probe_at = s.add(wreq(100, True), gap=300 * US)
+    s.add(c.ack(103, 4))
+    run_scenario("probe_at_requester", s, [("retransmission", probe_at)], True,
+                 {A: {"retransmitted": 1, "duplicates": 0, "messages.completed": 4}}, tmp,
+                 one_retx("probe_at_requester", 1, "ackreq", False,
+                          ("psn 100 resent alone", "AckReq added", "300.0 us"), ("go-back-N",)))
+
+    # the same probe at the responder: its ACK crossed the probe, so the
+    # probe resends an acknowledged PSN; still the sender's, not the network's
+    s = Script()
+    for p in range(100, 104):
+        s.add(wreq(p, p == 103))
+    s.add(c.ack(103, 4), gap=20 * US)
+    probe_at = s.add(wreq(100, True), gap=280 * US)
+    s.add(c.ack(103, 4))
+    run_scenario("probe_at_responder", s, [("retransmission", probe_at)], True,
+                 {A: {"retransmitted": 1, "duplicates": 0, "messages.completed": 4}}, tmp,
+                 one_retx("probe_at_responder", 1, "ackreq", True,
+                          ("resent alone", "already acknowledged"), ("go-back-N",)))
+
+    # a lost ACK: the only packet resent, identical (AckReq both times),
+    # after 400 us of silence: a resend, told by the time alone
+    s = Script()
+    s.add(wreq(100, True))
+    probe_at = s.add(wreq(100, True), gap=400 * US)
+    s.add(c.ack(100, 1))
+    run_scenario("resend_after_silence", s, [("retransmission", probe_at)], True,
+                 {A: {"retransmitted": 1, "duplicates": 0}}, tmp,
+                 one_retx("resend_after_silence", 1, "silence", False,
+                          ("resent alone", "400.0 us after its previous copy")))
+
+    # the same identical copy 3 us later is the network's
+    s = Script()
+    s.add(wreq(100, True))
+    dup_at = s.add(wreq(100, True), gap=3 * US)
+    s.add(c.ack(100, 1))
+    run_scenario("network_duplicate", s, [("duplicate", dup_at)], True,
+                 {A: {"retransmitted": 0, "duplicates": 1}}, tmp)
+
+    # a copy that asks for an ACK the original did not is the sender's,
+    # however soon it comes
+    s = Script()
+    s.add(wreq(100, False))
+    s.add(wreq(101, False))
+    probe_at = s.add(wreq(100, True), gap=20 * US)
+    s.add(c.ack(101, 2))
+    run_scenario("ackreq_added", s, [("retransmission", probe_at)], True,
+                 {A: {"retransmitted": 1, "duplicates": 0}}, tmp,
+                 one_retx("ackreq_added", 1, "ackreq", False, ("AckReq added",)))
+
+    # a timeout go-back-N: 5 ms of silence, then 102..104 again
+    s = Script()
+    for p in range(100, 105):
+        s.add(wreq(p, p == 104))
+    s.add(c.ack(101, 2))
+    gbn_at = s.add(wreq(102, False), gap=5 * MS)
+    s.add(wreq(103, False))
+    s.add(wreq(104, True))
+    s.add(c.ack(104, 5))
+    run_scenario("timeout_go_back_n", s, [("retransmission", gbn_at)], True,
+                 {A: {"retransmitted": 3, "duplicates": 0, "messages.completed": 5}}, tmp,
+                 one_retx("timeout_go_back_n", 3, "silence", False,
+                          ("go-back-N from psn 102", "3 packets", "up to psn 104")))
+
+    # after a sequence NAK, the requester goes back: cause "nak"
+    s = Script()
+    s.add(wreq(100, False))
+    s.add(wreq(102, True))
+    s.add(c.nak_seq(101, 1))
+    gbn_at = s.add(wreq(101, False))
+    s.add(wreq(102, True))
+    s.add(c.ack(102, 3))
+    run_scenario("nak_go_back_n", s, [("psn_gap", 2), ("nak", 3), ("retransmission", gbn_at)],
+                 True, {A: {"retransmitted": 2, "duplicates": 0}}, tmp,
+                 one_retx("nak_go_back_n", 2, "nak", False, ("go-back-N from psn 101",
+                                                              "after a NAK")))
+
+
+def capture_points(tmp):
+    """Which capture point a latency was measured at: rocemu's capture-point
+    record names the capturing port's addresses; Linux cooked captures mark
+    outgoing frames; other captures cannot tell."""
+    c = rc.Conversation(A, B)
+    dgs = [c.write_only(100), c.ack(100, 1), c.write_only(101), c.ack(101, 2)]
+
+    def measured(path):
+        code, out, err = inspect("--json", path)
+        check(code == 0, "capture point %s: exit %d %s" % (path, code, err))
+        j = json.loads(out)
+        d = direction(j, A)
+        code, text, _ = inspect(path)
+        return d["latency_ns"].get("measured_at"), j["capture_point"], text
+
+    for who, addrs, want, words in (("A", [A], "requester", "at the requester"),
+                                    ("B", [B], "responder", "at the responder")):
+        s = Script()
+        s.add(rc.capture_point(addrs), raw=True)
+        for d in dgs:
+            s.add(d)
+        at, cp, text = measured(s.write(os.path.join(tmp, "cp_%s.pcap" % who)))
+        check(at == want, "capture at %s: latency measured_at %s, expected %s" % (who, at, want))
+        check(cp and cp["addresses"] == addrs and cp["name"] == "rocemu0" and
+              cp["how"] == "rocemu record",
+              "capture at %s: capture_point %s" % (who, cp))
+        check(words in text, "capture at %s: text does not say '%s'" % (who, words))
+    s = Script()
+    for d in dgs:
+        s.add(d)
+    at, cp, text = measured(s.write(os.path.join(tmp, "cp_none.pcap")))
+    check(at == "unknown" and cp is None and "capture point unknown" in text,
+          "no capture point: measured_at %s, capture_point %s" % (at, cp))
+    # Linux cooked v1, A's frames marked outgoing (packet type 4): taken on A
+    path = os.path.join(tmp, "cp_sll.pcap")
+    p = rc.Pcap(path, rc.LINKTYPE_LINUX_SLL)
+    t = 1700000000 * 1000000000
+    for k, d in enumerate(dgs):
+        frame = bytearray(rc.link_frame(d, rc.LINKTYPE_LINUX_SLL))
+        frame[0:2] = (4 if k % 2 == 0 else 0).to_bytes(2, "big")
+        p.add(bytes(frame), t + k * 1000)
+    p.close()
+    at, cp, _ = measured(path)
+    check(at == "requester" and cp and cp["addresses"] == [A] and cp["how"] == "outgoing frames",
+          "Linux cooked: measured_at %s, capture_point %s" % (at, cp))
+
+
+def fault_lost(tmp):
+    """Frames rocemu's fault injector dropped, as rocemu records them: at the
+    sender (lost on transmit) the request was sent, so no gap opens and its
+    resend is one; at the receiver (dropped on receive) it is a loss. Both
+    are counted, listed, and drawn on the ladder as arrows cut by a cross;
+    neither counts as a captured RoCEv2 frame (tshark does not see one)."""
+    c = rc.Conversation(A, B)
+
+    def lost_checks(name, on_receive):
+        def f(j):
+            fr = j["frames"]
+            check((fr["lost_by_fault_injector"], fr["roce"], fr["rocemu_records"]) == (1, 6, 0),
+                  "%s: frames %s" % (name, fr))
+            d = direction(j, A)
+            check(d["fault_lost"] == 1 and sum(o["count"] for o in d["opcodes"]) == 4,
+                  "%s: fault_lost %d, opcodes %s" % (name, d["fault_lost"], d["opcodes"]))
+            e = [x for x in j["events"] if x["kind"] == "fault_lost"]
+            check(e and ("on receive" if on_receive else "on transmit") in e[0]["text"],
+                  "%s: fault_lost event %s" % (name, e))
+        return f
+
+    for name, on_receive in (("lost_on_transmit", False), ("dropped_on_receive", True)):
+        s = Script()
+        s.add(c.write_only(100))
+        lost_at = s.add(rc.lost_frame(rc.ether(c.write_only(101)), on_receive), raw=True)
+        nxt = s.add(c.write_only(102))
+        nak_at = s.add(c.nak_seq(101, 1))
+        retx_at = s.add(c.write_only(101))
+        s.add(c.write_only(102))
+        s.add(c.ack(102, 3))
+        want = [("fault_lost", lost_at), ("nak", nak_at), ("retransmission", retx_at)]
+        if on_receive:
+            want.append(("psn_gap", nxt))  # the receiver never had 101
+        j = run_scenario(name, s, want, True,
+                         {A: {"retransmitted": 2, "gaps": 1 if on_receive else 0,
+                              "psn_missing": 0, "messages.WRITE.count": 3,
+                              "messages.completed": 3}}, tmp, lost_checks(name, on_receive))
+        # the ladder draws it: an arrow cut by a cross, labelled
+        code, out, err = inspect("--ladder", "202", os.path.join(tmp, name + ".pcap"))
+        check(code == 0, "%s: ladder exit %d %s" % (name, code, err))
+        if code == 0:
+            import xml.etree.ElementTree as ET
+            ns = "{http://www.w3.org/2000/svg}"
+            root = ET.fromstring(out)
+            arrows = [e for e in root.iter(ns + "line") if e.get("marker-end")]
+            texts = " ".join("".join(e.itertext()) for e in root.iter(ns + "text"))
+            word = "DROPPED (fault injector, rx)" if on_receive else "LOST (fault injector, tx)"
+            check(len(arrows) == 7 and word in texts,
+                  "%s: ladder has %d arrows, '%s' %s" % (name, len(arrows), word, word in texts))
+            lost = [e for e in arrows if e.get("stroke") == "#b71c1c"]
+            ends = {float(e.get("x2")) for e in lost}
+            # lost on transmit stops halfway; dropped on receive reaches B's lane (x 830)
+            check(len(lost) == 1 and ends == ({830.0} if on_receive else {640.0}),
+                  "%s: lost arrow ends at %s" % (name, ends))
+            check(len(list(root.iter(ns + "path"))) >= 1, "%s: no cross drawn" % name)
+
+
 def link_types(tmp):
     """The same traffic under every link type and as pcapng: same report."""
     c = rc.Conversation(A, B)
@@ -472,6 +683,9 @@ def main():
     with tempfile.TemporaryDirectory(prefix="inspect-crafted-") as tmp:
         scapy_agrees(tmp)
         scenarios(tmp)
+        resends(tmp)
+        capture_points(tmp)
+        fault_lost(tmp)
         link_types(tmp)
     return verdict("all crafted scenarios pass")
 

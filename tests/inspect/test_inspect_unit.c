@@ -262,6 +262,23 @@ static void decode_random_bytes(void **state)
 			buf[36] = 0x12;
 			buf[37] = 0xB7;
 		}
+		/* rocemu's records (Ethernet only): random types and lengths, a
+		 * lost frame often holding an IPv4/UDP/4791 frame */
+		if (len > 24 && i % 4 == 0 && (i & 4)) {
+			buf[12] = 0x88;
+			buf[13] = 0xB5;
+			memcpy(buf + 14, "RCMU", 4);
+			buf[18] = 1;
+			buf[19] = (uint8_t)(rand_r(&seed) % 5);
+			if (len > 22 + 50 && (i & 8)) {
+				buf[22 + 12] = 0x08;
+				buf[22 + 13] = 0x00;
+				buf[22 + 14] = 0x45;
+				buf[22 + 23] = 17;
+				buf[22 + 36] = 0x12;
+				buf[22 + 37] = 0xB7;
+			}
+		}
 		decode_one(dlts[i % 4], buf, len, len + (uint32_t)(rand_r(&seed) % 3), &f);
 		f.index = i + 1;
 		f.ts_ns = 1000ull * i;
@@ -274,12 +291,14 @@ static void decode_random_bytes(void **state)
 		FILE *null = fopen("/dev/null", "w");
 		const char *files[] = {"random"};
 		struct insp_report_opts ro = {.max_events = 1000, .files = files, .nfiles = 1};
-		struct insp_ladder_pkt pk[3] = {
+		struct insp_ladder_pkt pk[5] = {
 		    {.ts = 1, .opcode = 0x11, .syndrome = 0x60, .from_a = false},
 		    {.ts = 2000000, .opcode = 0xFF, .malformed = true, .from_a = true},
 		    {.ts = 3000000, .opcode = 0x04, .notes = INSP_NOTE_RETX, .from_a = true},
+		    {.ts = 3000001, .opcode = 0x04, .notes = INSP_NOTE_LOST_TX, .from_a = false},
+		    {.ts = 3000002, .opcode = 0x11, .notes = INSP_NOTE_LOST_RX, .from_a = true},
 		};
-		struct insp_ladder l = {.pkts = pk, .n = 3, .cap = 3};
+		struct insp_ladder l = {.pkts = pk, .n = 5, .cap = 5};
 
 		assert_non_null(null);
 		insp_report_text(null, &s, &ro);

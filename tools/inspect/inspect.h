@@ -25,6 +25,8 @@ enum insp_class {
 	INSP_SHORT,	     /**< capture too short to classify (link or IP header cut) */
 	INSP_ROCE,	     /**< UDP/4791 with a BTH the codec accepted */
 	INSP_ROCE_MALFORMED, /**< UDP/4791 the codec rejected */
+	INSP_RECORD,	     /**< rocemu's own record (capture point), EtherType 0x88B5 */
+	INSP_LOST,	     /**< a frame rocemu's fault injector dropped, as rocemu records it */
 	INSP_CLASS_COUNT,
 };
 
@@ -33,6 +35,26 @@ enum insp_icrc {
 	INSP_ICRC_OK,
 	INSP_ICRC_BAD,
 	INSP_ICRC_UNCHECKED, /**< frame truncated by the capture: the ICRC is not there */
+};
+
+/** rocemu's own records in its captures (emulator/port/README.md, "Capture"). */
+enum insp_annot {
+	INSP_ANNOT_NONE = 0,
+	INSP_ANNOT_CAPTURE_POINT = 1, /**< which port took the capture: MAC, GIDs, name */
+	INSP_ANNOT_LOST_TX = 2,	      /**< the fault injector dropped this frame on transmit */
+	INSP_ANNOT_LOST_RX = 3,	      /**< ... on receive */
+};
+
+#define INSP_CP_MAX 16 /* addresses of a capture point kept */
+
+/** Where a capture was taken, as far as it says. */
+struct insp_capture_point {
+	const char *how; /**< "rocemu record", "outgoing frames"; NULL = unknown */
+	bool has_mac;
+	uint8_t mac[6];
+	unsigned n;
+	uint8_t gids[INSP_CP_MAX][16];
+	char name[65];
 };
 
 struct insp_frame {
@@ -59,6 +81,10 @@ struct insp_frame {
 	uint16_t vlan_tci; /**< the outer one */
 	/** The full descriptor, valid when headers_ok. */
 	struct roce_pkt pkt;
+	uint8_t annot; /**< enum insp_annot: a rocemu record; a lost frame is decoded inside */
+	int8_t
+	    outgoing; /**< Linux cooked capture: 1 sent by the capturing host, 0 not, -1 unknown */
+	struct insp_capture_point cp; /**< INSP_ANNOT_CAPTURE_POINT: what the record says */
 };
 
 /** Frame reader state for one capture handle (inspect_capture.c). */
@@ -180,9 +206,16 @@ struct insp_half {
 	bool read_span;
 	uint32_t oldest_unacked;
 	uint64_t last_req_ts;
+	uint64_t head_ts;      /**< when the newest request (the head) was first seen */
+	uint32_t last_req_psn; /**< PSN of the request packet before (last_req_valid) */
+	bool last_req_valid;
 	uint32_t retx_next, retx_end; /**< go-back-N episode in progress when different */
-	bool nak_pending;
+	struct insp_event *retx_ev;   /**< the event of that episode (its packet count grows) */
+	bool nak_pending, nak_rnr;
 	uint32_t nak_psn;
+	/** AckReq of the last sighting of the last 256 PSNs (bit psn & 255): a copy
+	 * that differs in it from the one before is the sender's, not the network's */
+	uint64_t ackreq_bits[4];
 	struct insp_gap gaps[INSP_GAPS_MAX];
 	unsigned ngaps;
 	uint64_t req_pkts, retransmitted, duplicates, out_of_seq, reordered, gaps_seen,
@@ -202,6 +235,7 @@ struct insp_half {
 	uint8_t last_ack_syndrome;
 
 	uint64_t cnps, ecn_ce, fecn, becn, icrc_errors, malformed, truncated;
+	uint64_t fault_lost; /**< frames rocemu's fault injector dropped (rocemu's records) */
 
 	/* messages this host requests */
 	uint64_t msgs[INSP_MSG_KINDS], msg_bytes[INSP_MSG_KINDS];
@@ -232,7 +266,18 @@ enum insp_event_kind {
 	INSP_EV_UNANSWERED_BEFORE, /**< responses to requests the capture does not hold */
 	INSP_EV_CAPTURE_LOSS,	   /**< a gap the responder acknowledged: lost by the capture */
 	INSP_EV_CNP,
+	INSP_EV_FAULT_LOST, /**< a frame rocemu's fault injector dropped (value: enum insp_annot) */
 	INSP_EV_KINDS,
+};
+
+/** Why a request was sent again (INSP_EV_RETRANSMIT), strongest evidence first. */
+enum insp_resend_cause {
+	INSP_RESEND_NAK,     /**< after a sequence NAK at or before its PSN */
+	INSP_RESEND_RNR,     /**< after an RNR NAK */
+	INSP_RESEND_ACKREQ,  /**< its AckReq differs from its last sighting */
+	INSP_RESEND_SILENCE, /**< long after the newest request: older than any network copy */
+	INSP_RESEND_REPLAY,  /**< a step back from the request before: the network's copy
+				  follows its original */
 };
 
 struct insp_event {
@@ -241,7 +286,13 @@ struct insp_event {
 	uint8_t kind;
 	bool violation;
 	uint32_t psn, psn2;	/**< meaning depends on kind */
-	uint32_t value;		/**< NAK code, RNR timer, parse status, ... */
+	uint32_t value;		/**< NAK code, RNR timer, parse status, packets resent, ... */
+	uint8_t cause;		/**< INSP_EV_RETRANSMIT: enum insp_resend_cause */
+	bool acked;		/**< INSP_EV_RETRANSMIT: its first PSN was already acknowledged */
+	bool ackreq;		/**< INSP_EV_RETRANSMIT: its first packet asks for an ACK */
+	bool since_copy;	/**< INSP_EV_RETRANSMIT: ns counts from its previous copy, else
+				     from the newest request */
+	uint64_t ns;		/**< INSP_EV_RETRANSMIT: the silence before it */
 	struct insp_half *half; /**< may be NULL (malformed before the BTH) */
 };
 
@@ -254,6 +305,8 @@ enum insp_packet_note {
 	INSP_NOTE_RETX = 1u << 2,
 	INSP_NOTE_DUP = 1u << 3,
 	INSP_NOTE_NO_REQUEST = 1u << 4,
+	INSP_NOTE_LOST_TX = 1u << 5, /**< dropped by rocemu's fault injector on transmit */
+	INSP_NOTE_LOST_RX = 1u << 6, /**< ... on receive */
 };
 
 /** Everything the analysis knows. */
@@ -280,6 +333,9 @@ struct insp_state {
 	uint64_t events_dropped;
 	uint64_t violations;
 
+	/* where the capture was taken (rocemu's record, or outgoing Linux cooked frames) */
+	struct insp_capture_point cp;
+
 	/* series time base, shared by every half (bins widen by doubling) */
 	uint64_t series_t0;
 	uint64_t series_bin_ns;
@@ -301,10 +357,18 @@ void insp_flow_finish(struct insp_state *s);
 const char *insp_transport_name(uint8_t transport);
 const char *insp_op_short(uint8_t opcode);
 const char *insp_event_name(enum insp_event_kind k);
+/** "nak", "rnr_nak", "ackreq", "silence" (enum insp_resend_cause). */
+const char *insp_resend_cause_name(unsigned cause);
 const char *insp_nak_name(unsigned code);
 /** RNR NAK timer field to microseconds (IBA table 45). */
 double insp_rnr_timer_us(unsigned code);
 void insp_gid_text(const uint8_t gid[16], char *buf, size_t len);
+/**
+ * Where the latency of h's requests was measured: "requester" (the capture
+ * was taken at the host that sent them: a round trip), "responder" (at the
+ * host that answered: its turnaround), or "unknown".
+ */
+const char *insp_latency_point(const struct insp_state *s, const struct insp_half *h);
 /** Write "12.3 us"-style text for a duration in ns. */
 const char *insp_fmt_ns(uint64_t ns, char *buf, size_t len);
 

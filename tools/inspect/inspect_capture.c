@@ -8,6 +8,11 @@
  * separately. Frames cut by the capture's snaplen are parsed from a
  * zero-filled copy of their full length so their headers still count, and
  * their ICRC is reported as unchecked rather than bad.
+ *
+ * rocemu's own records (EtherType 0x88B5, "RCMU", emulator/port/README.md)
+ * are read too: a capture point says which port took the capture, and a
+ * frame the fault injector dropped is decoded from inside its record.
+ * Linux cooked captures say which frames the capturing host sent.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,6 +32,9 @@
 #define DLT_IPV6 229
 #endif
 
+#define ETH_TYPE_RCMU	  0x88B5 /* rocemu's records: IEEE 802 local experimental 1 */
+#define RCMU_HDR	  (14 + 8)
+#define SLL_OUTGOING	  4 /* Linux cooked capture packet type: sent by this host */
 #define ETH_TYPE_QINQ	  0x88A8
 #define ETH_TYPE_QINQ_OLD 0x9100
 #define IPPROTO_UDP_NUM	  17
@@ -83,12 +91,14 @@ static int find_l3(struct insp_decoder *d, const uint8_t *data, uint32_t caplen,
 		if (caplen < 16)
 			return -1;
 		*type = rd16(data + 14);
+		f->outgoing = rd16(data) == SLL_OUTGOING;
 		off = 16;
 		break;
 	case DLT_LINUX_SLL2:
 		if (caplen < 20)
 			return -1;
 		*type = rd16(data);
+		f->outgoing = data[10] == SLL_OUTGOING;
 		off = 20;
 		break;
 	default: /* raw IP: the version nibble says which */
@@ -197,8 +207,8 @@ static enum insp_icrc check_icrc(const uint8_t *base, const struct roce_pkt *pkt
 	return want == roce_icrc_load(base, pkt->frame_len) ? INSP_ICRC_OK : INSP_ICRC_BAD;
 }
 
-void insp_decode(struct insp_decoder *d, const uint8_t *data, uint32_t caplen, uint32_t wirelen,
-		 struct insp_frame *f)
+static void decode_frame(struct insp_decoder *d, const uint8_t *data, uint32_t caplen,
+			 uint32_t wirelen, struct insp_frame *f)
 {
 	uint32_t l3 = 0, l4, full;
 	uint16_t type = 0;
@@ -274,6 +284,80 @@ void insp_decode(struct insp_decoder *d, const uint8_t *data, uint32_t caplen, u
 	}
 	f->headers_ok = true;
 	f->icrc = check_icrc(base, &f->pkt);
+}
+
+/* A capture point's body: MAC, count, reserved, GIDs, name. Bounds-checked. */
+static void read_capture_point(const uint8_t *b, uint32_t len, struct insp_capture_point *cp)
+{
+	unsigned n;
+	uint32_t name_off, name_len;
+
+	memset(cp, 0, sizeof(*cp));
+	cp->how = "rocemu record";
+	if (len < 8)
+		return;
+	memcpy(cp->mac, b, 6);
+	cp->has_mac = true;
+	n = b[6];
+	if (8 + 16 * n > len)
+		n = (len - 8) / 16;
+	cp->n = n < INSP_CP_MAX ? n : INSP_CP_MAX;
+	for (unsigned i = 0; i < cp->n; i++)
+		memcpy(cp->gids[i], b + 8 + 16 * i, 16);
+	name_off = 8 + 16 * n;
+	name_len = len - name_off < sizeof(cp->name) - 1 ? len - name_off : sizeof(cp->name) - 1;
+	for (uint32_t i = 0; i < name_len; i++) /* printable only: it goes into reports */
+		cp->name[i] =
+		    b[name_off + i] >= 0x20 && b[name_off + i] < 0x7f ? (char)b[name_off + i] : '?';
+}
+
+/*
+ * rocemu's records, on Ethernet captures: "RCMU", version 1, type, body
+ * length. Returns true when the frame was one (f filled).
+ */
+static bool decode_record(struct insp_decoder *d, const uint8_t *data, uint32_t caplen,
+			  uint32_t wirelen, struct insp_frame *f)
+{
+	uint32_t blen;
+	uint8_t type;
+
+	if (d->dlt != DLT_EN10MB || caplen < RCMU_HDR || rd16(data + 12) != ETH_TYPE_RCMU ||
+	    memcmp(data + 14, "RCMU", 4) || data[18] != 1)
+		return false;
+	type = data[19];
+	blen = rd16(data + 20);
+	if (blen > caplen - RCMU_HDR)
+		blen = caplen - RCMU_HDR;
+	if ((type == INSP_ANNOT_LOST_TX || type == INSP_ANNOT_LOST_RX) && blen >= 14) {
+		/* the lost frame, whole: decoded as if it had been captured */
+		decode_frame(d, data + RCMU_HDR, caplen - RCMU_HDR,
+			     wirelen > RCMU_HDR ? wirelen - RCMU_HDR : 0, f);
+		f->annot = type;
+		return true;
+	}
+	f->cls = INSP_RECORD;
+	f->caplen = caplen;
+	f->wirelen = wirelen < caplen ? caplen : wirelen;
+	f->truncated = caplen < f->wirelen;
+	f->has_bth = false;
+	f->headers_ok = false;
+	f->icrc = INSP_ICRC_UNCHECKED;
+	f->status = ROCE_PARSE_OK;
+	if (type == INSP_ANNOT_CAPTURE_POINT) {
+		f->annot = INSP_ANNOT_CAPTURE_POINT;
+		read_capture_point(data + RCMU_HDR, blen, &f->cp);
+	}
+	return true;
+}
+
+void insp_decode(struct insp_decoder *d, const uint8_t *data, uint32_t caplen, uint32_t wirelen,
+		 struct insp_frame *f)
+{
+	f->annot = INSP_ANNOT_NONE;
+	f->outgoing = -1;
+	if (decode_record(d, data, caplen, wirelen, f))
+		return;
+	decode_frame(d, data, caplen, wirelen, f);
 }
 
 void insp_decoder_free(struct insp_decoder *d)

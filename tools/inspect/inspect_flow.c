@@ -22,11 +22,14 @@
  *
  * Sequence analysis of requests (per half, RC and UC): a PSN equal to the
  * next expected one is in order; ahead of it opens a gap (out of sequence);
- * behind it is a late packet when it fills a gap, a retransmission when it
- * restarts at the PSN the responder NAKed or (timeout) at the oldest
- * unacknowledged PSN at least INSP_RETX_MIN_NS after the previous request
- * (go-back-N: the packets that follow it up to the old head are
- * retransmissions too), and otherwise a duplicate.
+ * behind it is the sender's resend when it restarts at or after the PSN the
+ * responder NAKed, when its AckReq differs from its last sighting (the
+ * network copies a packet as it is), or when it comes at least INSP_RESEND_SILENCE_NS after the
+ * newest request of its direction (a stall probe, a timeout: its original is at least that old,
+ * while a copy the network makes follows its original within microseconds); the packets that follow
+ * it up to the old head are resent too (go-back-N), and an episode of one packet is a single
+ * resend. Otherwise it is a late packet when it fills a gap, and a duplicate (the network's copy)
+ * when it does not.
  *
  * Memory is bounded by the number of halves: per half a fixed number of gaps,
  * a message ring of at most INSP_RING_MAX entries and a fixed histogram.
@@ -43,9 +46,13 @@
  * hard bound on memory whatever the capture; beyond, packets are counted
  * as "flow table full". */
 #define INSP_HALVES_MAX (1u << 18)
-/** A requester never retransmits on timeout faster than this (IBA 9.7.6.1.3: 4.096 us << timeout).
+/**
+ * Silence after which a request behind the head is the sender's resend, not
+ * a network's copy: no requester resends sooner (rocemu's stall probe waits
+ * at least 250 us, transport timers are milliseconds: IBA 9.7.6.1.3), while a
+ * copy made by a switch or a kernel follows its original within microseconds.
  */
-#define INSP_RETX_MIN_NS 1000000ull
+#define INSP_RESEND_SILENCE_NS 100000ull
 /** PMTU assumed for READ spans until one is seen: the smallest IB MTU. */
 #define INSP_PMTU_MIN 256u
 
@@ -669,6 +676,33 @@ static void retx_start(struct insp_half *h, uint32_t p)
 	h->nak_pending = false;
 }
 
+/* AckReq of the last sighting of the recent PSNs (the last 256 before the head). */
+static void ackreq_note(struct insp_half *h, uint32_t p, bool ackreq)
+{
+	uint64_t bit = 1ull << (p & 63);
+
+	if (ackreq)
+		h->ackreq_bits[(p >> 6) & 3] |= bit;
+	else
+		h->ackreq_bits[(p >> 6) & 3] &= ~bit;
+}
+
+/*
+ * p (behind the head) differs in AckReq from its last sighting: the network
+ * copies a packet as it is, so this one was built again by the sender (a
+ * stall probe asks for the ACK; a go-back-N after it does not).
+ */
+static bool ackreq_changed(const struct insp_half *h, const struct insp_frame *f)
+{
+	uint32_t p = f->psn;
+	bool before;
+
+	if (!f->headers_ok || roce_psn_diff(h->req_next, p) > 256 || gap_find(h, p) >= 0)
+		return false;
+	before = (h->ackreq_bits[(p >> 6) & 3] >> (p & 63)) & 1;
+	return before != f->pkt.ackreq;
+}
+
 static unsigned request_packet(struct insp_state *s, struct insp_half *h,
 			       const struct insp_frame *f)
 {
@@ -676,6 +710,9 @@ static unsigned request_packet(struct insp_state *s, struct insp_half *h,
 	uint32_t p = f->psn;
 	bool reliable = op->transport == ROCE_TRANSPORT_RC;
 	unsigned notes = 0;
+	uint64_t silence, ref;
+	bool since_copy;
+	int cause = -1;
 	int32_t d;
 	int gi;
 
@@ -699,15 +736,23 @@ static unsigned request_packet(struct insp_state *s, struct insp_half *h,
 		if (p == h->retx_next) {
 			h->retransmitted++;
 			h->retx_next = roce_psn_add(p, 1);
+			if (h->retx_ev) {
+				h->retx_ev->value++;
+				h->retx_ev->psn2 = p;
+			}
+			ackreq_note(h, p, f->headers_ok && f->pkt.ackreq);
 			gi = gap_find(h, p);
 			if (gi >= 0) {
 				gap_fill(h, (unsigned)gi, p);
 				msg_fill(h, f);
 			}
 			h->last_req_ts = f->ts_ns;
+			h->last_req_psn = p;
+			h->last_req_valid = true;
 			return INSP_NOTE_RETX;
 		}
 		h->retx_next = h->retx_end = 0;
+		h->retx_ev = NULL;
 	}
 
 	d = roce_psn_diff(p, h->req_next);
@@ -720,6 +765,8 @@ static unsigned request_packet(struct insp_state *s, struct insp_half *h,
 			h->out_of_seq++;
 			gap_open(s, h, f, h->req_next, roce_psn_add(p, ROCE_PSN_MASK));
 		}
+		ackreq_note(h, p, f->headers_ok && f->pkt.ackreq);
+		h->head_ts = f->ts_ns;
 		h->read_span = false;
 		h->req_next = roce_psn_add(p, 1);
 		if (op->flags & ROCE_OPF_READ) {
@@ -734,24 +781,49 @@ static unsigned request_packet(struct insp_state *s, struct insp_half *h,
 		msg_request(h, f, reliable);
 		series_bytes(s, h, f->ts_ns, f->pkt.payload_len);
 		h->last_req_ts = f->ts_ns;
+		h->last_req_psn = p;
+		h->last_req_valid = true;
 		return notes;
 	}
 
-	/* Behind the head. Go-back-N restarts at the NAKed PSN, or after a
-	 * timeout at the oldest unacknowledged one; if the first packets of that
-	 * retransmission are lost again before the capture point, it shows up
-	 * from a later PSN: anything from the restart point on counts. */
+	/* Behind the head: the sender's resend, a late packet, or the network's copy. */
 	gi = gap_find(h, p);
-	if ((h->nak_pending && roce_psn_cmp(p, h->nak_psn) >= 0) ||
-	    (roce_psn_cmp(p, h->oldest_unacked) >= 0 &&
-	     f->ts_ns - h->last_req_ts >= INSP_RETX_MIN_NS)) {
+	/* A copy the network makes follows its original within microseconds.
+	 * The request before this one is p's original when it has the same
+	 * PSN; otherwise p's latest copy came no later than the newest request. */
+	since_copy = h->last_req_valid && p == h->last_req_psn;
+	ref = since_copy ? h->last_req_ts : h->head_ts;
+	silence = f->ts_ns > ref ? f->ts_ns - ref : 0;
+	if (h->nak_pending && roce_psn_cmp(p, h->nak_psn) >= 0)
+		/* go-back-N restarts at the NAKed PSN; "at or after" covers a resend
+		 * whose first packets are lost again before the capture point */
+		cause = h->nak_rnr ? INSP_RESEND_RNR : INSP_RESEND_NAK;
+	else if (ackreq_changed(h, f))
+		cause = INSP_RESEND_ACKREQ;
+	else if (silence >= INSP_RESEND_SILENCE_NS)
+		cause = INSP_RESEND_SILENCE;
+	else if (gi < 0 && !since_copy)
+		/* the network's copy follows its original: a step back from the
+		 * request before it is the sender going back (a receiver that reads
+		 * a burst stamps the sender's replays microseconds apart) */
+		cause = INSP_RESEND_REPLAY;
+	if (cause >= 0) {
+		struct insp_event *e;
+
 		h->retransmitted++;
 		retx_start(h, p);
 		notes = INSP_NOTE_RETX;
-		struct insp_event *e = event_add(s, f, INSP_EV_RETRANSMIT, h, false);
-
-		if (e)
-			e->psn2 = roce_psn_add(h->retx_end, ROCE_PSN_MASK);
+		e = event_add(s, f, INSP_EV_RETRANSMIT, h, false);
+		h->retx_ev = e;
+		if (e) {
+			e->psn2 = p;
+			e->value = 1; /* packets resent in this episode, counted as they come */
+			e->cause = (uint8_t)cause;
+			e->acked = roce_psn_cmp(p, h->oldest_unacked) < 0;
+			e->ackreq = f->headers_ok && f->pkt.ackreq;
+			e->ns = silence;
+			e->since_copy = since_copy;
+		}
 	} else if (gi >= 0) {
 		h->out_of_seq++;
 		h->reordered++;
@@ -766,7 +838,11 @@ static unsigned request_packet(struct insp_state *s, struct insp_half *h,
 		gap_fill(h, (unsigned)gi, p);
 		msg_fill(h, f);
 	}
+	if (roce_psn_diff(h->req_next, p) <= 256)
+		ackreq_note(h, p, f->headers_ok && f->pkt.ackreq);
 	h->last_req_ts = f->ts_ns;
+	h->last_req_psn = p;
+	h->last_req_valid = true;
 	return notes;
 }
 
@@ -951,6 +1027,7 @@ static unsigned response_packet(struct insp_state *s, struct insp_half *r,
 		if (roce_psn_cmp(p, q->oldest_unacked) > 0)
 			q->oldest_unacked = p;
 		q->nak_pending = true;
+		q->nak_rnr = type == ROCE_AETH_RNR_NAK;
 		q->nak_psn = p;
 		if (type == ROCE_AETH_NAK && ROCE_AETH_VALUE(syn) == ROCE_NAK_PSN_SEQ_ERR) {
 			int gi = gap_find(q, p);
@@ -977,6 +1054,74 @@ static unsigned response_packet(struct insp_state *s, struct insp_half *r,
 
 /* ------------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------------ */
+/* capture point                                                             */
+
+static bool cp_has(const struct insp_capture_point *cp, const uint8_t gid[16])
+{
+	for (unsigned i = 0; i < cp->n; i++)
+		if (!memcmp(cp->gids[i], gid, 16))
+			return true;
+	return false;
+}
+
+const char *insp_latency_point(const struct insp_state *s, const struct insp_half *h)
+{
+	/* h's requests go from h->src to h->dst; the responses come back */
+	if (!s->cp.how || h->self_connected)
+		return "unknown";
+	if (cp_has(&s->cp, h->src))
+		return "requester";
+	if (cp_has(&s->cp, h->dst))
+		return "responder";
+	return "unknown";
+}
+
+/* A Linux cooked capture marks what the capturing host sent: its addresses. */
+static void cp_learn_outgoing(struct insp_state *s, const struct insp_frame *f)
+{
+	struct insp_capture_point *cp = &s->cp;
+
+	if (cp->how && strcmp(cp->how, "outgoing frames"))
+		return; /* rocemu's record says it better */
+	cp->how = "outgoing frames";
+	if (!cp_has(cp, f->src_gid) && cp->n < INSP_CP_MAX)
+		memcpy(cp->gids[cp->n++], f->src_gid, 16);
+}
+
+/*
+ * A frame rocemu's fault injector dropped, as rocemu recorded it: counted in
+ * its direction and shown (--packets, --ladder), but no part of the
+ * sequence: the peer never saw it.
+ */
+static void fault_lost(struct insp_state *s, const struct insp_frame *f)
+{
+	struct insp_half *h;
+	struct insp_event *e;
+
+	if (!f->has_bth || (f->cls != INSP_ROCE && f->cls != INSP_ROCE_MALFORMED))
+		return;
+	h = half_get(s, f);
+	if (!h) {
+		s->flow_table_full++;
+		return;
+	}
+	h->fault_lost++;
+	s->last_half = h;
+	s->last_notes = f->annot == INSP_ANNOT_LOST_RX ? INSP_NOTE_LOST_RX : INSP_NOTE_LOST_TX;
+	e = event_add(s, f, INSP_EV_FAULT_LOST, h, false);
+	if (e)
+		e->value = f->annot;
+	/* A request lost on transmit was sent: its PSN is in the sender's
+	 * sequence, and sending it again is a resend. */
+	if (f->annot == INSP_ANNOT_LOST_TX && f->pkt.op && f->icrc != INSP_ICRC_BAD &&
+	    (f->pkt.op->flags & ROCE_OPF_REQUEST) && !(f->pkt.op->flags & ROCE_OPF_CNP)) {
+		if (h->transport == 0xFF)
+			h->transport = f->pkt.op->transport;
+		s->last_notes |= request_packet(s, h, f);
+	}
+}
+
 void insp_flow_packet(struct insp_state *s, const struct insp_frame *f)
 {
 	struct insp_half *h = NULL;
@@ -992,6 +1137,16 @@ void insp_flow_packet(struct insp_state *s, const struct insp_frame *f)
 	if (!s->ts_valid || f->ts_ns > s->last_ts)
 		s->last_ts = f->ts_ns;
 	s->ts_valid = true;
+	if (f->annot == INSP_ANNOT_CAPTURE_POINT) {
+		s->frames_by_class[INSP_RECORD]++;
+		s->cp = f->cp;
+		return;
+	}
+	if (f->annot == INSP_ANNOT_LOST_TX || f->annot == INSP_ANNOT_LOST_RX) {
+		s->frames_by_class[INSP_LOST]++;
+		fault_lost(s, f);
+		return;
+	}
 	s->frames_by_class[f->cls]++;
 	if (f->truncated)
 		s->truncated_frames++;
@@ -1006,6 +1161,8 @@ void insp_flow_packet(struct insp_state *s, const struct insp_frame *f)
 		if (!h)
 			s->flow_table_full++;
 	}
+	if (f->outgoing == 1 && f->cls == INSP_ROCE)
+		cp_learn_outgoing(s, f);
 	s->last_half = h;
 	if (h) {
 		h->pkts++;

@@ -80,6 +80,7 @@ const char *insp_event_name(enum insp_event_kind k)
 	    [INSP_EV_UNANSWERED_BEFORE] = "responses_to_uncaptured_requests",
 	    [INSP_EV_CAPTURE_LOSS] = "capture_loss",
 	    [INSP_EV_CNP] = "cnp",
+	    [INSP_EV_FAULT_LOST] = "fault_lost",
 	};
 	return (unsigned)k < INSP_EV_KINDS && names[k] ? names[k] : "event";
 }
@@ -227,6 +228,51 @@ static unsigned next_malformed_reason(const struct insp_state *s, unsigned r)
 /* ------------------------------------------------------------------------ */
 /* events                                                                    */
 
+const char *insp_resend_cause_name(unsigned cause)
+{
+	static const char *const names[] = {"nak", "rnr_nak", "ackreq", "silence", "replay"};
+
+	return cause < sizeof(names) / sizeof(names[0]) ? names[cause] : "?";
+}
+
+/*
+ * A sender's resend: one packet alone (a stall probe, a timeout of the last
+ * packet) or a go-back-N of several, and why the inspector calls it the
+ * sender's rather than the network's.
+ */
+static void resend_text(const struct insp_event *e, const char *t, char *buf, size_t len)
+{
+	char why[96], d[32];
+	const char *ref = e->since_copy ? "its previous copy" : "the newest request";
+
+	insp_fmt_ns(e->ns, d, sizeof(d));
+	switch (e->cause) {
+	case INSP_RESEND_NAK:
+		snprintf(why, sizeof(why), "after a NAK");
+		break;
+	case INSP_RESEND_RNR:
+		snprintf(why, sizeof(why), "after an RNR NAK");
+		break;
+	case INSP_RESEND_ACKREQ:
+		snprintf(why, sizeof(why), "AckReq %s, %s after %s",
+			 e->ackreq ? "added" : "dropped", d, ref);
+		break;
+	case INSP_RESEND_REPLAY:
+		snprintf(why, sizeof(why), "a step back from the request before it");
+		break;
+	default:
+		snprintf(why, sizeof(why), "%s after %s", d, ref);
+		break;
+	}
+	if (e->value <= 1)
+		snprintf(buf, len, "%s: psn %u resent alone (%s%s)", t, e->psn, why,
+			 e->acked ? "; already acknowledged" : "");
+	else
+		snprintf(buf, len,
+			 "%s: go-back-N from psn %u: %u packets resent, up to psn %u (%s%s)", t,
+			 e->psn, e->value, e->psn2, why, e->acked ? "; already acknowledged" : "");
+}
+
 static void event_text(const struct insp_event *e, char *buf, size_t len)
 {
 	char t[160] = "", ps[64];
@@ -246,8 +292,11 @@ static void event_text(const struct insp_event *e, char *buf, size_t len)
 		snprintf(buf, len, "%s: psn %u arrived late (reordered)", t, e->psn);
 		break;
 	case INSP_EV_RETRANSMIT:
-		snprintf(buf, len, "%s: retransmission from psn %u (go-back-N to %u)", t, e->psn,
-			 e->psn2);
+		resend_text(e, t, buf, len);
+		break;
+	case INSP_EV_FAULT_LOST:
+		snprintf(buf, len, "%s: psn %u dropped by rocemu's fault injector on %s", t, e->psn,
+			 e->value == INSP_ANNOT_LOST_RX ? "receive" : "transmit");
 		break;
 	case INSP_EV_DUPLICATE:
 		snprintf(buf, len, "%s: duplicate psn %u", t, e->psn);
@@ -407,13 +456,30 @@ void insp_print_packet(FILE *out, const struct insp_state *s, const struct insp_
 		fprintf(out, " OUT-OF-SEQUENCE");
 	if (n & INSP_NOTE_NO_REQUEST)
 		fprintf(out, " NO-REQUEST");
+	if (n & INSP_NOTE_LOST_TX)
+		fprintf(out, " LOST (fault injector, transmit)");
+	if (n & INSP_NOTE_LOST_RX)
+		fprintf(out, " LOST (fault injector, receive)");
 	fputc('\n', out);
 }
 
 /* ------------------------------------------------------------------------ */
 /* text                                                                      */
 
-static void text_latency(FILE *out, const char *indent, const struct insp_hist *h)
+/* What a latency is, given where it was measured (NULL: the totals, mixed). */
+static const char *point_text(const char *point)
+{
+	if (!point)
+		return "";
+	if (!strcmp(point, "requester"))
+		return ", at the requester: the round trip";
+	if (!strcmp(point, "responder"))
+		return ", at the responder: its turnaround, the round trip is longer";
+	return ", capture point unknown";
+}
+
+static void text_latency(FILE *out, const char *indent, const struct insp_hist *h,
+			 const char *point)
 {
 	char b[6][32];
 
@@ -422,16 +488,16 @@ static void text_latency(FILE *out, const char *indent, const struct insp_hist *
 		return;
 	}
 	fprintf(out,
-		"%slatency (last request packet -> response): n %" PRIu64
+		"%slatency (last request packet -> response%s): n %" PRIu64
 		", min %s, p50 %s, p90 %s, p99 %s, max %s, mean %s\n",
-		indent, h->n, insp_fmt_ns(h->min, b[0], 32),
+		indent, point_text(point), h->n, insp_fmt_ns(h->min, b[0], 32),
 		insp_fmt_ns(insp_hist_quantile(h, 0.5), b[1], 32),
 		insp_fmt_ns(insp_hist_quantile(h, 0.9), b[2], 32),
 		insp_fmt_ns(insp_hist_quantile(h, 0.99), b[3], 32), insp_fmt_ns(h->max, b[4], 32),
 		insp_fmt_ns((uint64_t)(h->sum / (double)h->n), b[5], 32));
 }
 
-static void text_half(FILE *out, const struct insp_half *h)
+static void text_half(FILE *out, const struct insp_state *s, const struct insp_half *h)
 {
 	char a[48], b[48];
 	bool any;
@@ -510,13 +576,15 @@ static void text_half(FILE *out, const struct insp_half *h)
 		"    cnp %" PRIu64 ", ecn-ce %" PRIu64 ", fecn %" PRIu64 ", becn %" PRIu64
 		", icrc errors %" PRIu64 ", malformed %" PRIu64 ", truncated %" PRIu64 "\n",
 		h->cnps, h->ecn_ce, h->fecn, h->becn, h->icrc_errors, h->malformed, h->truncated);
-	text_latency(out, "    ", h->lat);
+	if (h->fault_lost)
+		fprintf(out, "    dropped by rocemu's fault injector %" PRIu64 "\n", h->fault_lost);
+	text_latency(out, "    ", h->lat, insp_latency_point(s, h));
 }
 
 struct totals {
 	uint64_t conversations, pkts, payload, msgs[INSP_MSG_KINDS], msg_bytes[INSP_MSG_KINDS],
 	    completed, incomplete, retx, dups, oos, gaps, acks, naks, rnr, cnps, ecn, icrc,
-	    malformed, truncated, no_request;
+	    malformed, truncated, no_request, fault_lost;
 	struct insp_hist lat;
 };
 
@@ -549,6 +617,7 @@ static void totals_of(const struct insp_state *s, struct totals *t)
 		t->malformed += h->malformed;
 		t->truncated += h->truncated;
 		t->no_request += h->unmatched_responses;
+		t->fault_lost += h->fault_lost;
 		if (h->lat)
 			insp_hist_merge(&t->lat, h->lat);
 	}
@@ -565,6 +634,7 @@ static uint64_t totals_msgs(const struct totals *t)
 
 /* One conversation as the reports show it. */
 struct conv {
+	const struct insp_state *s;
 	unsigned n;		       /* its number, from 1 */
 	const struct insp_half *h, *p; /* the direction that names it, the other (or NULL) */
 	char a[48], b[48];	       /* h's source and destination address */
@@ -583,7 +653,7 @@ static void report(FILE *out, const struct insp_state *s, const struct insp_repo
 		   const struct report_fmt *f)
 {
 	struct totals *t = calloc(1, sizeof(*t));
-	struct conv c = {0};
+	struct conv c = {.s = s};
 
 	if (!t)
 		return;
@@ -602,6 +672,27 @@ static void report(FILE *out, const struct insp_state *s, const struct insp_repo
 	f->totals(out, s, t);
 	f->tail(out, s, o);
 	free(t);
+}
+
+static void text_capture_point(FILE *out, const struct insp_capture_point *cp)
+{
+	char a[48];
+
+	if (!cp->how) {
+		fprintf(out, "capture point unknown (latencies are as the capture saw them)\n");
+		return;
+	}
+	fprintf(out, "capture point (%s):", cp->how);
+	if (cp->name[0])
+		fprintf(out, " %s", cp->name);
+	if (cp->has_mac)
+		fprintf(out, " mac %02x:%02x:%02x:%02x:%02x:%02x", cp->mac[0], cp->mac[1],
+			cp->mac[2], cp->mac[3], cp->mac[4], cp->mac[5]);
+	for (unsigned i = 0; i < cp->n; i++) {
+		insp_gid_text(cp->gids[i], a, sizeof(a));
+		fprintf(out, " %s", a);
+	}
+	fputc('\n', out);
 }
 
 static void text_head(FILE *out, const struct insp_state *s, const struct insp_report_opts *o)
@@ -630,6 +721,12 @@ static void text_head(FILE *out, const struct insp_state *s, const struct insp_r
 				s->parse_status[r]);
 		fputc('\n', out);
 	}
+	if (s->frames_by_class[INSP_RECORD] || s->frames_by_class[INSP_LOST])
+		fprintf(out,
+			"rocemu records %" PRIu64
+			", frames dropped by rocemu's fault injector %" PRIu64 "\n",
+			s->frames_by_class[INSP_RECORD], s->frames_by_class[INSP_LOST]);
+	text_capture_point(out, &s->cp);
 	fprintf(out, "duration %s, wire bytes %" PRIu64 "\n",
 		insp_fmt_ns(s->ts_valid ? s->last_ts - s->first_ts : 0, d, sizeof(d)),
 		s->wire_bytes);
@@ -648,9 +745,9 @@ static void text_conversation(FILE *out, const struct conv *c)
 	else
 		fprintf(out, c->h->self_connected ? " (a QP connected to itself)\n"
 						  : " (one direction only)\n");
-	text_half(out, c->h);
+	text_half(out, c->s, c->h);
 	if (c->p)
-		text_half(out, c->p);
+		text_half(out, c->s, c->p);
 }
 
 static void text_totals(FILE *out, const struct insp_state *s, const struct totals *t)
@@ -668,7 +765,7 @@ static void text_totals(FILE *out, const struct insp_state *s, const struct tota
 		", truncated %" PRIu64 ", responses without request %" PRIu64 "\n",
 		t->retx, t->dups, t->oos, t->gaps, t->acks, t->naks, t->rnr, t->cnps, t->ecn,
 		t->icrc, s->frames_by_class[INSP_ROCE_MALFORMED], t->truncated, t->no_request);
-	text_latency(out, "  ", &t->lat);
+	text_latency(out, "  ", &t->lat, NULL);
 	if (s->flow_table_full)
 		fprintf(out, "  flow table full: %" PRIu64 " packets not attributed\n",
 			s->flow_table_full);
@@ -720,20 +817,24 @@ static void json_str(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-static void json_latency(FILE *out, const struct insp_hist *h)
+static void json_latency(FILE *out, const struct insp_hist *h, const char *point)
 {
 	if (!h || !h->n) {
-		fprintf(out, "{\"n\": 0}");
-		return;
+		fprintf(out, "{\"n\": 0");
+	} else {
+		fprintf(out,
+			"{\"n\": %" PRIu64 ", \"min\": %" PRIu64 ", \"p50\": %" PRIu64
+			", \"p90\": %" PRIu64 ", \"p99\": %" PRIu64 ", \"max\": %" PRIu64
+			", \"mean\": %.0f",
+			h->n, h->min, insp_hist_quantile(h, 0.5), insp_hist_quantile(h, 0.9),
+			insp_hist_quantile(h, 0.99), h->max, h->sum / (double)h->n);
 	}
-	fprintf(out,
-		"{\"n\": %" PRIu64 ", \"min\": %" PRIu64 ", \"p50\": %" PRIu64 ", \"p90\": %" PRIu64
-		", \"p99\": %" PRIu64 ", \"max\": %" PRIu64 ", \"mean\": %.0f}",
-		h->n, h->min, insp_hist_quantile(h, 0.5), insp_hist_quantile(h, 0.9),
-		insp_hist_quantile(h, 0.99), h->max, h->sum / (double)h->n);
+	if (point)
+		fprintf(out, ", \"measured_at\": \"%s\"", point);
+	fputc('}', out);
 }
 
-static void json_half(FILE *out, const struct insp_half *h)
+static void json_half(FILE *out, const struct insp_state *s, const struct insp_half *h)
 {
 	char a[48], b[48];
 	bool any = false;
@@ -806,9 +907,39 @@ static void json_half(FILE *out, const struct insp_half *h)
 		", \"becn\": %" PRIu64 ", \"icrc_errors\": %" PRIu64 ", \"malformed\": %" PRIu64
 		", \"truncated\": %" PRIu64,
 		h->cnps, h->ecn_ce, h->fecn, h->becn, h->icrc_errors, h->malformed, h->truncated);
-	fprintf(out, ", \"latency_ns\": ");
-	json_latency(out, h->lat);
+	fprintf(out, ", \"fault_lost\": %" PRIu64 ", \"latency_ns\": ", h->fault_lost);
+	json_latency(out, h->lat, insp_latency_point(s, h));
 	fprintf(out, "}");
+}
+
+static void json_capture_point(FILE *out, const struct insp_capture_point *cp)
+{
+	char a[48];
+
+	fprintf(out, " \"capture_point\": ");
+	if (!cp->how) {
+		fprintf(out, "null,\n");
+		return;
+	}
+	fprintf(out, "{\"how\": ");
+	json_str(out, cp->how);
+	fprintf(out, ", \"name\": ");
+	if (cp->name[0])
+		json_str(out, cp->name);
+	else
+		fprintf(out, "null");
+	if (cp->has_mac)
+		fprintf(out, ", \"mac\": \"%02x:%02x:%02x:%02x:%02x:%02x\"", cp->mac[0], cp->mac[1],
+			cp->mac[2], cp->mac[3], cp->mac[4], cp->mac[5]);
+	else
+		fprintf(out, ", \"mac\": null");
+	fprintf(out, ", \"addresses\": [");
+	for (unsigned i = 0; i < cp->n; i++) {
+		insp_gid_text(cp->gids[i], a, sizeof(a));
+		fprintf(out, "%s", i ? ", " : "");
+		json_str(out, a);
+	}
+	fprintf(out, "]},\n");
 }
 
 static void json_head(FILE *out, const struct insp_state *s, const struct insp_report_opts *o)
@@ -823,11 +954,14 @@ static void json_head(FILE *out, const struct insp_state *s, const struct insp_r
 		", \"roce_malformed\": %" PRIu64 ", \"non_ip\": %" PRIu64
 		", \"ip_not_udp\": %" PRIu64 ", \"udp_other\": %" PRIu64 ", \"too_short\": %" PRIu64
 		", \"truncated\": %" PRIu64 ", \"wire_bytes\": %" PRIu64
-		", \"duration_ns\": %" PRIu64 "},\n",
+		", \"duration_ns\": %" PRIu64 ", \"rocemu_records\": %" PRIu64
+		", \"lost_by_fault_injector\": %" PRIu64 "},\n",
 		s->frames, s->frames_by_class[INSP_ROCE], s->frames_by_class[INSP_ROCE_MALFORMED],
 		s->frames_by_class[INSP_NON_IP], s->frames_by_class[INSP_NON_UDP],
 		s->frames_by_class[INSP_UDP_OTHER], s->frames_by_class[INSP_SHORT],
-		s->truncated_frames, s->wire_bytes, s->ts_valid ? s->last_ts - s->first_ts : 0);
+		s->truncated_frames, s->wire_bytes, s->ts_valid ? s->last_ts - s->first_ts : 0,
+		s->frames_by_class[INSP_RECORD], s->frames_by_class[INSP_LOST]);
+	json_capture_point(out, &s->cp);
 	fprintf(out, " \"malformed_by_reason\": {");
 	for (unsigned r = next_malformed_reason(s, 0), any = 0; r < ROCE_PARSE_STATUS_COUNT;
 	     r = next_malformed_reason(s, r))
@@ -854,10 +988,10 @@ static void json_conversation(FILE *out, const struct conv *c)
 		fprintf(out, "%u", src_qpn(c->h));
 	fprintf(out, "}, {\"ip\": \"%s\", \"qpn\": %u}]", c->b, c->h->dqpn);
 	fprintf(out, ",\n   \"directions\": [");
-	json_half(out, c->h);
+	json_half(out, c->s, c->h);
 	if (c->p) {
 		fprintf(out, ",\n    ");
-		json_half(out, c->p);
+		json_half(out, c->s, c->p);
 	}
 	fprintf(out, "]}");
 }
@@ -878,11 +1012,11 @@ static void json_totals(FILE *out, const struct insp_state *s, const struct tota
 		", \"naks\": %" PRIu64 ", \"rnr_naks\": %" PRIu64 ", \"cnp\": %" PRIu64
 		", \"ecn_ce\": %" PRIu64 ", \"icrc_errors\": %" PRIu64 ", \"malformed\": %" PRIu64
 		", \"truncated\": %" PRIu64 ", \"responses_without_request\": %" PRIu64
-		", \"latency_ns\": ",
+		", \"fault_lost\": %" PRIu64 ", \"latency_ns\": ",
 		t->completed, t->incomplete, t->retx, t->dups, t->oos, t->gaps, t->acks, t->naks,
 		t->rnr, t->cnps, t->ecn, t->icrc, s->frames_by_class[INSP_ROCE_MALFORMED],
-		t->truncated, t->no_request);
-	json_latency(out, &t->lat);
+		t->truncated, t->no_request, t->fault_lost);
+	json_latency(out, &t->lat, NULL);
 	fprintf(out, "},\n \"events\": [");
 }
 
@@ -904,6 +1038,12 @@ static void json_tail(FILE *out, const struct insp_state *s, const struct insp_r
 			ev->violation ? "true" : "false",
 			ev->half ? conversation_number(s, ev->half) : 0, ev->psn);
 		json_str(out, e);
+		if (ev->kind == INSP_EV_RETRANSMIT)
+			fprintf(out,
+				", \"resent\": %u, \"last_psn\": %u, \"cause\": \"%s\", "
+				"\"acknowledged\": %s, \"silence_ns\": %" PRIu64,
+				ev->value, ev->psn2, insp_resend_cause_name(ev->cause),
+				ev->acked ? "true" : "false", ev->ns);
 		fprintf(out, "}");
 	}
 	fprintf(out, "],\n \"events_not_listed\": %" PRIu64 ",\n \"violations\": %" PRIu64 "}\n",

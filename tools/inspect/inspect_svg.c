@@ -3,7 +3,10 @@
  * rocemu inspect: pictures as standalone SVG (no scripts, no external
  * fonts). The ladder is a sequence diagram of one conversation: one lane
  * per QP, one arrow per packet in capture order, coloured by what the packet
- * is (request, ACK, NAK, RNR NAK, retransmission, duplicate, error). The plot
+ * is (request, ACK, NAK, RNR NAK, retransmission, duplicate, error); a frame
+ * rocemu's fault injector dropped (rocemu records it) is an arrow cut short
+ * by a cross: halfway when lost on transmit, at the receiver when dropped
+ * on receive. The plot
  * shows throughput and message latency over time from the analysis' fixed
  * size time series.
  */
@@ -24,6 +27,7 @@
 #define COL_DUP	      "#757575"
 #define COL_CNP	      "#ad1457"
 #define COL_LATE      "#f9a825"
+#define COL_LOST      "#b71c1c"
 #define HALO	      "paint-order=\"stroke\" stroke=\"white\" stroke-width=\"4\" stroke-linejoin=\"round\""
 #define FONT	      "font-family=\"DejaVu Sans Mono,Menlo,Consolas,monospace\""
 
@@ -101,6 +105,13 @@ static struct ladder_style packet_style(const struct insp_ladder_pkt *p)
 	}
 	if (p->notes & INSP_NOTE_NO_REQUEST)
 		st.tag = " no request!";
+	if (p->notes & (INSP_NOTE_LOST_TX | INSP_NOTE_LOST_RX)) {
+		st.colour = COL_LOST;
+		st.dashed = true;
+		st.cross = true;
+		st.tag = (p->notes & INSP_NOTE_LOST_TX) ? " LOST (fault injector, tx)"
+							: " DROPPED (fault injector, rx)";
+	}
 	return st;
 }
 
@@ -156,9 +167,9 @@ int insp_svg_ladder(FILE *out, const struct insp_ladder *l)
 		width, height, width, height);
 	/* one arrowhead per colour */
 	{
-		static const char *const cols[] = {COL_REQUEST, COL_ACK, COL_READ_RESP,
-						   COL_NAK,	COL_RNR, COL_RETX,
-						   COL_DUP,	COL_CNP, COL_LATE};
+		static const char *const cols[] = {COL_REQUEST, COL_ACK,  COL_READ_RESP, COL_NAK,
+						   COL_RNR,	COL_RETX, COL_DUP,	 COL_CNP,
+						   COL_LATE,	COL_LOST};
 		for (unsigned c = 0; c < sizeof(cols) / sizeof(cols[0]); c++)
 			fprintf(out,
 				"<marker id=\"h%s\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" "
@@ -185,6 +196,9 @@ int insp_svg_ladder(FILE *out, const struct insp_ladder *l)
 		struct ladder_style st = packet_style(p);
 		double x1 = p->from_a ? xa : xb, x2 = p->from_a ? xb : xa;
 		double xm = (xa + xb) / 2;
+
+		if (p->notes & INSP_NOTE_LOST_TX) /* lost on the way: the arrow stops halfway */
+			x2 = xm + (p->from_a ? 60 : -60);
 
 		if (i && p->ts - prev >= 1000000) {
 			fprintf(
@@ -260,6 +274,7 @@ int insp_svg_ladder(FILE *out, const struct insp_ladder *l)
 		    {COL_DUP, "duplicate", true},
 		    {COL_LATE, "out of sequence", false},
 		    {COL_CNP, "CNP", false},
+		    {COL_LOST, "lost (fault injector)", true},
 		};
 		double ly = height - 90;
 
@@ -282,7 +297,8 @@ int insp_svg_ladder(FILE *out, const struct insp_ladder *l)
 		}
 		fprintf(out,
 			"<text x=\"10\" y=\"%.0f\" font-size=\"11\" fill=\"#555\">A = AckReq; "
-			"a cross marks a frame the receiver drops (bad ICRC, malformed)</text>\n",
+			"a cross marks a frame the receiver drops (bad ICRC, malformed) or "
+			"rocemu's fault injector drops</text>\n",
 			ly + 70);
 	}
 	fprintf(out, "</svg>\n");
