@@ -288,8 +288,9 @@ static void print_summary(const char *path)
 	struct summary s;
 	if (!summarize_capture(path, &s))
 		return;
-	printf("   %s: %llu frames (%llu RoCEv2, %llu other: ARP/ICMP), %llu bytes\n", path,
-	       (unsigned long long)s.frames, (unsigned long long)s.roce,
+	printf("   %s: %llu frames (%llu RoCEv2, %llu other: ARP/ND/ICMP, rocemu records), %llu "
+	       "bytes\n",
+	       path, (unsigned long long)s.frames, (unsigned long long)s.roce,
 	       (unsigned long long)s.other, (unsigned long long)s.bytes);
 	for (unsigned op = 0; op < 256; op++)
 		if (s.by_opcode[op])
