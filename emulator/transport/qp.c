@@ -542,7 +542,7 @@ static void set_path(struct rocemu_qp *qp, const struct ibv_ah_attr *ah)
 	p->v6 = !roce_gid_is_v4mapped(p->dgid);
 	p->tclass = ah->grh.traffic_class;
 	p->hop_limit = ah->grh.hop_limit;
-	p->flow_label = ah->grh.flow_label;
+	p->flow_label = ah->grh.flow_label & ROCE_FLOW_LABEL_MASK; /* 20 bits, as in ah.c */
 }
 
 static void set_udp_sport(struct rocemu_qp *qp)

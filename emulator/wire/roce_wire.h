@@ -34,6 +34,7 @@ extern "C" {
 #define ROCE_ETH_TYPE_VLAN 0x8100
 #define ROCE_ETH_TYPE_ARP 0x0806
 #define ROCE_DEFAULT_PKEY 0xFFFF
+#define ROCE_FLOW_LABEL_MASK 0xFFFFFu /* the IPv6 flow label: 20 bits */
 /** Largest header stack the builder writes: Eth+VLAN+IPv6+UDP+BTH+AtomicETH. */
 #define ROCE_MAX_HDR_LEN (14 + 4 + 40 + 8 + 12 + 28)
 

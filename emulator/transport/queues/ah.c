@@ -113,9 +113,6 @@ int rocemu_ah_create(struct rocemu_pd *pd, const struct ibv_ah_attr *attr, struc
 	if (rc < 0)
 		return rc;
 	attr = &av;
-	/* flow_label is 20 bits on the wire. */
-	if (attr->grh.flow_label >> 20)
-		return -EINVAL;
 	rocemu_engine_caps(e, &caps);
 	a = calloc(1, sizeof(*a));
 	if (!a)
@@ -125,7 +122,8 @@ int rocemu_ah_create(struct rocemu_pd *pd, const struct ibv_ah_attr *attr, struc
 	a->ah.sgid_index = attr->grh.sgid_index;
 	a->ah.tclass = attr->grh.traffic_class;
 	a->ah.hop_limit = attr->grh.hop_limit;
-	a->ah.flow_label = attr->grh.flow_label;
+	/* 20 bits on the wire; like NICs, keep the low 20 (UCX passes ~0 for "any"). */
+	a->ah.flow_label = attr->grh.flow_label & ROCE_FLOW_LABEL_MASK;
 	a->ah.sl = attr->sl;
 	a->ah.dlid = attr->dlid;
 	rocemu_engine_lock(e);
