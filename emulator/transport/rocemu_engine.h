@@ -121,7 +121,7 @@ struct rocemu_wc {
 	uint32_t src_qp;
 	unsigned wc_flags;        /**< enum ibv_wc_flags */
 	uint16_t pkey_index;
-	uint8_t sl;
+	uint8_t sl;               /**< UD receive: the RoCE packet type, as mlx5 reports it (ud.c) */
 	uint64_t timestamp_ns;    /**< rocemu_now_ns() when the completion was generated */
 	uint16_t slid;            /**< UD: the sender's LID (rocemu_lid_of_gid), else 0 */
 };

@@ -15,6 +15,18 @@
 
 #define UD_GRH_LEN 40
 
+/*
+ * The RoCE packet type of a UD receive, reported where mlx5 reports it: in
+ * wc.sl (RoCE has no service level on the wire). Bit 3: the frame had a UDP
+ * header (RoCEv2); bits 2:0: the L3 header, 1 IPv6, 2 IPv4. A17.4.5.1 asks
+ * the completion to say whether a UD frame was IPv4 or IPv6, and programs
+ * need it to read the GRH area (UCX's ud_verbs finds the destination GID
+ * there with it and drops the datagram if it reads the wrong bytes).
+ */
+#define UD_WC_SL_ROCE_V2 0x8
+#define UD_WC_SL_IPV6	 0x1
+#define UD_WC_SL_IPV4	 0x2
+
 /* The GSI QP's Q_Key is the well-known 0x80010000 whatever a modify set
  * (C13-7: GMPs carry it; the GSI accepts only it). */
 static uint32_t ud_own_qkey(const struct rocemu_qp *qp)
@@ -163,6 +175,7 @@ void rocemu_ud_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_pk
 	wc.opcode = IBV_WC_RECV;
 	wc.qp_num = qp->qpn;
 	wc.src_qp = pkt->deth.src_qp;
+	wc.sl = UD_WC_SL_ROCE_V2 | (pkt->path.ip_version == 4 ? UD_WC_SL_IPV4 : UD_WC_SL_IPV6);
 	/* LID-only extension: a sender in our /16 has a LID (ibv_init_ah_from_wc). */
 	wc.slid = rocemu_lid_of_gid(e->port, pkt->path.src_gid);
 	wc.timestamp_ns = rocemu_port_pass_now(e->port);

@@ -59,6 +59,7 @@ static void connect_rc(struct tu_side *s, const struct tu_side *peer)
 	a.ah_attr.grh.dgid = peer->gid;
 	a.ah_attr.grh.sgid_index = TU_GID_INDEX;
 	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.grh.flow_label = ~0u; /* as UCX gives it: the low 20 bits are used */
 	a.ah_attr.port_num = 1;
 	modify(s->qp, &a,
 	       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
@@ -192,7 +193,10 @@ static void ud_traffic(struct tu_side *a, struct tu_side *b)
 	struct ibv_ah_attr aa = {
 	    .is_global = 1,
 	    .port_num = 1,
-	    .grh = {.dgid = b->gid, .sgid_index = TU_GID_INDEX, .hop_limit = 64}};
+	    .grh = {.dgid = b->gid,
+		    .sgid_index = TU_GID_INDEX,
+		    .hop_limit = 64,
+		    .flow_label = ~0u}}; /* UCX's "any": NICs keep the low 20 bits */
 	struct ibv_ah *ah = ibv_create_ah(a->pd, &aa);
 	assert_non_null(ah);
 	tu_fill(a->buf + 4096, 512, 5);
@@ -201,6 +205,8 @@ static void ud_traffic(struct tu_side *a, struct tu_side *b)
 	struct ibv_wc wc = tu_side_poll(b);
 	assert_int_equal(wc.byte_len, 40 + 512);
 	assert_true(wc.wc_flags & IBV_WC_GRH);
+	/* The RoCE packet type where mlx5 puts it (UCX reads it): UDP, IPv4 or IPv6. */
+	assert_int_equal(wc.sl, b->gid.raw[10] == 0xff ? 0xa : 0x9);
 	assert_int_equal(wc.src_qp, a->qp->qp_num);
 	assert_memory_equal(b->buf + 40, a->buf + 4096, 512);
 
