@@ -277,6 +277,66 @@ static void unsupported_and_helpers(void **state)
 	rdma_destroy_event_channel(ch);
 }
 
+/* What libfabric's verbs provider asks of librdmacm (issue 14): a loopback
+ * address binds with no device, and rdma_getaddrinfo without a name or
+ * service takes its addresses from the hints. */
+static void loopback_bind_and_hint_addresses(void **state)
+{
+	(void)state;
+	struct rdma_cm_id *id;
+	assert_int_equal(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
+	struct rdma_addrinfo hints = {.ai_flags = RAI_PASSIVE | RAI_NUMERICHOST}, *res;
+	assert_int_equal(rdma_getaddrinfo("127.0.0.1", NULL, &hints, &res), 0);
+	assert_non_null(res->ai_src_addr);
+	assert_null(res->ai_dst_addr);
+	assert_int_equal(rdma_bind_addr(id, res->ai_src_addr), 0);
+	assert_null(id->verbs); /* no device has 127.0.0.1 */
+	assert_true(rdma_get_src_port(id) != 0);
+	rdma_freeaddrinfo(res);
+	assert_int_equal(rdma_destroy_id(id), 0);
+	struct sockaddr_in6 lo6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	assert_int_equal(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&lo6), 0);
+	assert_null(id->verbs);
+	assert_int_equal(rdma_destroy_id(id), 0);
+
+	/* Addresses from the hints only: source (passive) and destination. */
+	struct sockaddr_in src = tu_addr(IP_A, 7481), dst = tu_addr(IP_B, 7482);
+	struct rdma_addrinfo h2 = {.ai_flags = RAI_PASSIVE,
+				   .ai_src_addr = (struct sockaddr *)&src,
+				   .ai_src_len = sizeof(src)};
+	assert_int_equal(rdma_getaddrinfo(NULL, NULL, &h2, &res), 0);
+	assert_int_equal(res->ai_family, AF_INET);
+	assert_int_equal(res->ai_src_len, sizeof(src));
+	assert_memory_equal(res->ai_src_addr, &src, sizeof(src));
+	assert_null(res->ai_dst_addr);
+	assert_int_equal(res->ai_qp_type, IBV_QPT_RC);
+	assert_int_equal(res->ai_port_space, RDMA_PS_TCP);
+	assert_int_equal(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(id, res->ai_src_addr), 0);
+	assert_non_null(id->verbs); /* IP_A is device 0's */
+	assert_int_equal(rdma_destroy_id(id), 0);
+	rdma_freeaddrinfo(res);
+	struct rdma_addrinfo h3 = {.ai_port_space = RDMA_PS_UDP,
+				   .ai_src_addr = (struct sockaddr *)&src,
+				   .ai_src_len = sizeof(src),
+				   .ai_dst_addr = (struct sockaddr *)&dst,
+				   .ai_dst_len = sizeof(dst)};
+	assert_int_equal(rdma_getaddrinfo(NULL, NULL, &h3, &res), 0);
+	assert_memory_equal(res->ai_src_addr, &src, sizeof(src));
+	assert_memory_equal(res->ai_dst_addr, &dst, sizeof(dst));
+	assert_int_equal(res->ai_qp_type, IBV_QPT_UD);
+	rdma_freeaddrinfo(res);
+	/* A name still wins over the hints' destination; the hints' source is kept. */
+	assert_int_equal(rdma_getaddrinfo(IP_A, "7483", &h3, &res), 0);
+	assert_int_equal(ntohs(((struct sockaddr_in *)res->ai_dst_addr)->sin_port), 7483);
+	assert_memory_equal(res->ai_src_addr, &src, sizeof(src));
+	rdma_freeaddrinfo(res);
+	errno = 0;
+	assert_int_equal(rdma_getaddrinfo(NULL, NULL, NULL, &res), -1);
+	assert_int_equal(errno, EINVAL);
+}
+
 /* Synchronous use, as the rdma_create_ep(3) examples do. */
 static void *sync_server(void *arg)
 {
@@ -340,6 +400,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    // clang-format off
 	    cmocka_unit_test(unsupported_and_helpers),
+	    cmocka_unit_test(loopback_bind_and_hint_addresses),
 	    cmocka_unit_test(rc_one_device),
 	    cmocka_unit_test(rc_two_devices),
 	    cmocka_unit_test(rejected_by_listener),

@@ -44,6 +44,17 @@ bool cma_addr_any(const struct sockaddr *sa)
 	return true;
 }
 
+bool cma_addr_loopback(const struct sockaddr *sa)
+{
+	if (!sa)
+		return false;
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+	return false;
+}
+
 static bool gid_is_v4(const union ibv_gid *g)
 {
 	static const uint8_t pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
@@ -149,24 +160,18 @@ void rdma_freeaddrinfo(struct rdma_addrinfo *res)
 }
 ROCEMU_PUBLIC(rdma_freeaddrinfo)
 
-int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints,
-		     struct rdma_addrinfo **res)
+/* The addresses of a name and/or service, through getaddrinfo: the source
+ * for RAI_PASSIVE, else the destination. */
+static int addrinfo_by_name(const char *node, const char *service,
+			    const struct rdma_addrinfo *hints, struct rdma_addrinfo *r)
 {
 	struct addrinfo ai_hints = {0}, *ai = NULL;
-	struct rdma_addrinfo *r;
+	struct sockaddr *sa;
 	int rc;
 
-	if (!res || (!node && !service)) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (hints && hints->ai_family == AF_IB) {
-		errno = EOPNOTSUPP; /* no InfiniBand addressing on RoCE */
-		return -1;
-	}
 	ai_hints.ai_family = hints ? hints->ai_family : 0;
-	ai_hints.ai_flags = (hints && (hints->ai_flags & RAI_PASSIVE)) ? AI_PASSIVE : 0;
-	if (hints && (hints->ai_flags & RAI_NUMERICHOST))
+	ai_hints.ai_flags = (r->ai_flags & RAI_PASSIVE) ? AI_PASSIVE : 0;
+	if (r->ai_flags & RAI_NUMERICHOST)
 		ai_hints.ai_flags |= AI_NUMERICHOST;
 	ai_hints.ai_socktype = SOCK_STREAM;
 	rc = getaddrinfo(node, service, &ai_hints, &ai);
@@ -174,34 +179,79 @@ int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_ad
 		errno = rc == EAI_SYSTEM ? errno : ENOENT;
 		return rc;
 	}
+	r->ai_family = ai->ai_family;
+	sa = dup_sa(ai->ai_addr, ai->ai_addrlen);
+	if (sa && (r->ai_flags & RAI_PASSIVE)) {
+		r->ai_src_addr = sa;
+		r->ai_src_len = ai->ai_addrlen;
+	} else if (sa) {
+		r->ai_dst_addr = sa;
+		r->ai_dst_len = ai->ai_addrlen;
+		if (node && !(r->ai_dst_canonname = strdup(node)))
+			sa = NULL;
+	}
+	freeaddrinfo(ai);
+	if (!sa) {
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
+}
+
+int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints,
+		     struct rdma_addrinfo **res)
+{
+	struct rdma_addrinfo *r;
+	int rc = 0;
+
+	if (!res || (!node && !service && !hints)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (hints && hints->ai_family == AF_IB) {
+		errno = EOPNOTSUPP; /* no InfiniBand addressing on RoCE */
+		return -1;
+	}
 	r = calloc(1, sizeof(*r));
 	if (!r) {
-		freeaddrinfo(ai);
 		errno = ENOMEM;
 		return -1;
 	}
 	r->ai_flags = hints ? hints->ai_flags : 0;
-	r->ai_family = ai->ai_family;
 	r->ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type : IBV_QPT_RC;
 	r->ai_port_space = hints && hints->ai_port_space
 			       ? hints->ai_port_space
 			       : (r->ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP);
 	if (hints && !hints->ai_qp_type && hints->ai_port_space == RDMA_PS_UDP)
 		r->ai_qp_type = IBV_QPT_UD;
-	if (r->ai_flags & RAI_PASSIVE) {
-		r->ai_src_addr = dup_sa(ai->ai_addr, ai->ai_addrlen);
-		r->ai_src_len = ai->ai_addrlen;
+	if (node || service) {
+		rc = addrinfo_by_name(node, service, hints, r);
 	} else {
-		r->ai_dst_addr = dup_sa(ai->ai_addr, ai->ai_addrlen);
-		r->ai_dst_len = ai->ai_addrlen;
-		if (hints && hints->ai_src_addr && hints->ai_src_len) {
-			r->ai_src_addr = dup_sa(hints->ai_src_addr, hints->ai_src_len);
-			r->ai_src_len = hints->ai_src_len;
+		/* No name, no service: the addresses are the hints' (as librdmacm;
+		 * libfabric's verbs provider asks this way for a given source). */
+		r->ai_family = hints->ai_family;
+		if (hints->ai_dst_addr && hints->ai_dst_len) {
+			r->ai_dst_addr = dup_sa(hints->ai_dst_addr, hints->ai_dst_len);
+			r->ai_dst_len = hints->ai_dst_len;
+			if (!r->ai_dst_addr)
+				rc = -1;
 		}
 	}
-	if (node && !(r->ai_flags & RAI_PASSIVE))
-		r->ai_dst_canonname = strdup(node);
-	freeaddrinfo(ai);
+	/* A source the hints give and the lookup did not. */
+	if (rc == 0 && !r->ai_src_addr && hints && hints->ai_src_addr && hints->ai_src_len) {
+		r->ai_src_addr = dup_sa(hints->ai_src_addr, hints->ai_src_len);
+		r->ai_src_len = hints->ai_src_len;
+		if (!r->ai_src_addr)
+			rc = -1;
+	}
+	if (rc) { /* errno: from getaddrinfo, or ENOMEM from malloc */
+		rdma_freeaddrinfo(r);
+		return rc;
+	}
+	if (!r->ai_family)
+		r->ai_family = r->ai_dst_addr	? r->ai_dst_addr->sa_family
+			       : r->ai_src_addr ? r->ai_src_addr->sa_family
+						: 0;
 	*res = r;
 	return 0;
 }

@@ -732,7 +732,10 @@ static int bind_locked(struct cma_id *c, const struct sockaddr *addr)
 		return -EINVAL;
 	if (!cma_addr_any(addr)) {
 		int rc = cma_pick_device(addr, NULL, &dev, &idx);
-		if (rc < 0)
+		/* A loopback address binds without a device (id->verbs stays NULL), as
+		 * with librdmacm: libfabric's verbs provider binds 127.0.0.1 and then
+		 * lists every device's addresses. */
+		if (rc < 0 && !cma_addr_loopback(addr))
 			return rc;
 	}
 	uint16_t port = get_port(addr);

@@ -189,6 +189,8 @@ uint64_t cma_next_deadline(void);
 /* addressing (addr.c) */
 void cma_sockaddr_to_gid(const struct sockaddr *sa, union ibv_gid *gid);
 bool cma_addr_any(const struct sockaddr *sa);
+/** 127.0.0.0/8 or ::1. */
+bool cma_addr_loopback(const struct sockaddr *sa);
 /** The device and GID index for a source/destination pair; -EADDRNOTAVAIL/-ENODEV. */
 int cma_pick_device(const struct sockaddr *src, const struct sockaddr *dst, struct cma_device **dev,
 		    int *sgid_index);
