@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "provider.h"
+#include "sysfs_files.h"
 
 #undef ibv_get_device_list
 #undef ibv_query_port
@@ -51,9 +52,11 @@ static void load_devices(void)
 		/* IBV_SYSFS_NAME_MAX (64) == ROCEMU_PORT_NAME_MAX: names always fit */
 		const int nl = IBV_SYSFS_NAME_MAX - 1;
 		snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%.*s", nl, cfgs[i].name);
-		snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "%.*s", nl, cfgs[i].name);
+		/* The uverbs device as the kernel names it: UCX requires
+		 * /dev/infiniband/<dev_name> (rocemu run's view has it). */
+		snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "uverbs%u", i);
 		snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path),
-			 "/sys/class/infiniband_verbs/%.*s", nl, cfgs[i].name);
+			 "/sys/class/infiniband_verbs/uverbs%u", i);
 		snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path),
 			 ROCEMU_SYSFS_CLASS "/%.*s", nl, cfgs[i].name);
 		if (cfgs[i].mac_set) {
@@ -149,10 +152,12 @@ ROCEMU_PUBLIC(ibv_get_device_index)
 static int engine_acquire(struct rocemu_vdevice *d)
 {
 	char err[512] = "";
+	bool created = false;
 	int rc = 0;
 
 	pthread_mutex_lock(&d->lock);
 	if (!d->engine) {
+		created = true;
 		rc = rocemu_engine_create(&d->cfg, &d->engine, err, sizeof(err));
 		if (rc < 0) {
 			fprintf(stderr, "rocemu: %s: %s\n", d->ibdev.name,
@@ -169,6 +174,8 @@ static int engine_acquire(struct rocemu_vdevice *d)
 	if (rc == 0)
 		d->refs++;
 	pthread_mutex_unlock(&d->lock);
+	if (rc == 0 && created)
+		rocemu_sysfs_view_refresh(d);
 	return rc;
 }
 
@@ -561,26 +568,6 @@ static enum ibv_mtu mtu_enum(uint32_t bytes)
 	return IBV_MTU_256;
 }
 
-/* Express an Ethernet speed as IB width x speed (the pair ibv_devinfo shows). */
-static void link_width_speed(uint32_t mbps, uint8_t *width, uint8_t *speed)
-{
-	static const struct {
-		uint32_t mbps;
-		uint8_t width, speed;
-	} table[] = {
-	    {400000, 2, 64}, {200000, 2, 64}, {100000, 2, 32}, {50000, 16, 32},
-	    {40000, 2, 4},   {25000, 1, 32},  {10000, 1, 8},   {1000, 1, 1},
-	};
-	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
-		if (mbps >= table[i].mbps) {
-			*width = table[i].width;
-			*speed = table[i].speed;
-			return;
-		}
-	*width = 1; /* unknown or slow: 1X SDR */
-	*speed = 1;
-}
-
 /*
  * Port state as programs see it. A memif link is "up" only while the peer
  * process is attached, but the peer is another program that starts later
@@ -610,7 +597,8 @@ static void fill_port_attr(struct rocemu_vcontext *c, struct ibv_port_attr *a)
 	a->max_msg_sz = caps.max_msg_sz;
 	a->pkey_tbl_len = (uint16_t)(caps.max_pkeys ? caps.max_pkeys : 1);
 	a->max_vl_num = 1;
-	link_width_speed(rocemu_port_link_speed(c->port), &a->active_width, &a->active_speed);
+	rocemu_link_width_speed(rocemu_port_link_speed(c->port), &a->active_width,
+				&a->active_speed);
 	a->phys_state = up ? 5 : 3; /* LinkUp : Disabled */
 	a->link_layer = IBV_LINK_LAYER_ETHERNET;
 	/* LID-only extension: low 16 bits of the first IPv4 address (0: none).

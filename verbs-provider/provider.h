@@ -86,6 +86,9 @@ struct rocemu_vdevice **rocemu_devices(unsigned *n);
 uint64_t rocemu_guid_from_mac(const uint8_t mac[6]);
 /** Port state reported to programs (memif: active once started, see device.c). */
 bool rocemu_port_active(const struct rocemu_vdevice *d, struct rocemu_port *port);
+/** rocemu run's sysfs view ($ROCEMU_SYSFS_VIEW): rewrite the device's files from its
+ * engine (sysfs.c; called when the engine is created). */
+void rocemu_sysfs_view_refresh(struct rocemu_vdevice *d);
 /** Device attributes the way ibv_query_device reports them. */
 void rocemu_fill_device_attr(struct rocemu_vcontext *c, struct ibv_device_attr *a);
 

@@ -17,6 +17,10 @@
 
 #define ROCEMU_ENV_CONFIG "ROCEMU_CONFIG"
 #define ROCEMU_ENV_DEVICE "ROCEMU_DEVICE"
+/** Set by `rocemu run` when the program has its private /sys view: the
+ * directory of the devices' sysfs files, which the provider refreshes from the
+ * engine when it opens a device (tools/run/view.c). */
+#define ROCEMU_ENV_SYSFS_VIEW "ROCEMU_SYSFS_VIEW"
 
 /**
  * The devices of this process from the environment. 0 (n may be 0: nothing

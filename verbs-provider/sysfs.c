@@ -2,9 +2,11 @@
 /*
  * The sysfs files programs read about a device (ibv_devinfo reads board_id;
  * perftest and rdma-core users read ports/N/gid_attrs/types/M). A rocemu
- * device has no sysfs directory, so ibv_read_sysfs_file answers for paths
- * under ibdev_path from the device's own state; any other path is read from
- * the real file system, as rdma-core does.
+ * device has no sysfs directory of its own, so ibv_read_sysfs_file answers
+ * for the files of a device's ibdev_path from the device's own state
+ * (rendered by sysfs_files.c, as `rocemu run`'s /sys view is); any other
+ * path, device/... of that view included, is read from the file system, as
+ * rdma-core does.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include "provider.h"
+#include "sysfs_files.h"
 
 const char *ibv_get_sysfs_path(void)
 {
@@ -21,103 +24,81 @@ const char *ibv_get_sysfs_path(void)
 }
 ROCEMU_PUBLIC(ibv_get_sysfs_path)
 
-static void guid_str(uint64_t guid_be, char *out, size_t len)
+/* The device as its sysfs files describe it: live from the engine once
+ * open, else from the configuration (port DOWN, as before the first open). */
+static void describe(struct rocemu_vdevice *d, const char *rel, struct rocemu_sysfs_dev *out)
 {
-	const uint8_t *b = (const uint8_t *)&guid_be;
-	snprintf(out, len, "%02x%02x:%02x%02x:%02x%02x:%02x%02x", b[0], b[1], b[2], b[3], b[4],
-		 b[5], b[6], b[7]);
+	uint8_t mac[6];
+	bool mac_known = false;
+
+	/* The node GUID without an engine: ibv_get_device_guid learns the MAC
+	 * (from --mac, or by opening the port briefly). */
+	if (!strcmp(rel, "node_guid") || !strcmp(rel, "sys_image_guid"))
+		ibv_get_device_guid(&d->ibdev);
+	pthread_mutex_lock(&d->lock);
+	if (d->engine) {
+		rocemu_port_mac(rocemu_engine_port(d->engine), mac);
+		mac_known = true;
+	} else if (d->guid_known) {
+		const uint8_t *g = (const uint8_t *)&d->guid; /* EUI-64: MAC with ff:fe inside */
+		uint8_t m[6] = {g[0] ^ 0x02, g[1], g[2], g[5], g[6], g[7]};
+		memcpy(mac, m, 6);
+		mac_known = true;
+	}
+	rocemu_sysfs_dev_from_config(out, &d->cfg, mac_known ? mac : NULL);
+	out->active = false;
+	if (d->engine) {
+		struct rocemu_port *port = rocemu_engine_port(d->engine);
+		out->n_gids = rocemu_port_gid_count(port);
+		for (unsigned i = 0; i < out->n_gids && i < ROCEMU_PORT_MAX_GIDS; i++)
+			rocemu_port_gid(port, i, out->gids[i]);
+		out->active = rocemu_port_active(d, port);
+		out->link_mbps = rocemu_port_link_speed(port);
+		out->lid_known = true;
+		out->lid = rocemu_port_lid(port);
+	}
+	pthread_mutex_unlock(&d->lock);
 }
 
-static void gid_str(const uint8_t g[16], char *out, size_t len)
+/* One file of rocemu run's view: rewritten when its content changed. */
+static int refresh_one(void *arg, const char *rel, const char *content)
 {
-	snprintf(out, len,
-		 "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x", g[0],
-		 g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[11], g[12], g[13],
-		 g[14], g[15]);
+	char path[4096], old[256], text[256];
+	const char *dir = arg;
+	ssize_t n = -1;
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, rel) >= (int)sizeof(path))
+		return 0;
+	snprintf(text, sizeof(text), "%s\n", content);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, old, sizeof(old) - 1);
+		close(fd);
+	}
+	if (n >= 0 && (size_t)n == strlen(text) && !memcmp(old, text, (size_t)n))
+		return 0;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		if (write(fd, text, strlen(text)) < 0) {
+			/* best effort: the view is a convenience, the verbs answer live */
+		}
+		close(fd);
+	}
+	return 0;
 }
 
-/* The kernel interface a port spec names ("af_packet:eth0", "af_xdp:eth0,..."), else the device
- * name. */
-static void netdev_name(const struct rocemu_vdevice *d, char *out, size_t len)
+void rocemu_sysfs_view_refresh(struct rocemu_vdevice *d)
 {
-	const char *spec = d->cfg.spec;
-	if (!strncmp(spec, "af_packet:", 10) || !strncmp(spec, "af_xdp:", 7)) {
-		const char *p = strchr(spec, ':') + 1;
-		size_t n = strcspn(p, ",:");
-		snprintf(out, len, "%.*s", (int)n, p);
+	const char *root = getenv(ROCEMU_ENV_SYSFS_VIEW);
+	struct rocemu_sysfs_dev desc;
+	char dir[4096];
+
+	if (!root || !*root ||
+	    snprintf(dir, sizeof(dir), "%s/%s", root, d->ibdev.name) >= (int)sizeof(dir))
 		return;
-	}
-	snprintf(out, len, "%s", d->ibdev.name);
-}
-
-/* Content of a virtual file, relative to the device's ibdev_path; -ENOENT if none. */
-static int device_file(struct rocemu_vdevice *d, const char *rel, char *out, size_t len)
-{
-	unsigned port, idx;
-	char tail[32];
-	int rc = 0;
-
-	if (!strcmp(rel, "node_guid") || !strcmp(rel, "sys_image_guid")) {
-		guid_str(ibv_get_device_guid(&d->ibdev), out, len);
-		return 0;
-	}
-	if (!strcmp(rel, "node_type")) {
-		snprintf(out, len, "1: CA");
-		return 0;
-	}
-	if (!strcmp(rel, "fw_ver")) {
-		snprintf(out, len, "%s", ROCEMU_VERSION);
-		return 0;
-	}
-	if (!strcmp(rel, "board_id") || !strcmp(rel, "hca_type")) {
-		snprintf(out, len, "rocemu");
-		return 0;
-	}
-	if (!strcmp(rel, "node_desc")) {
-		snprintf(out, len, "rocemu %s", d->ibdev.name);
-		return 0;
-	}
-	if (sscanf(rel, "ports/%u/%31s", &port, tail) != 2 || port != 1)
-		return -ENOENT;
-	const char *p = rel + strlen("ports/1/");
-	if (!strcmp(p, "link_layer")) {
-		snprintf(out, len, "Ethernet");
-		return 0;
-	}
-	if (sscanf(p, "gid_attrs/types/%u", &idx) == 1 ||
-	    sscanf(p, "gid_attrs/ndevs/%u", &idx) == 1 || sscanf(p, "gids/%u", &idx) == 1) {
-		uint8_t gid[16];
-		pthread_mutex_lock(&d->lock);
-		unsigned count = d->engine
-				     ? rocemu_port_gid_count(rocemu_engine_port(d->engine))
-				     : 1 + d->cfg.n_ips; /* link-local, then one per address */
-		if (idx >= ROCEMU_PORT_MAX_GIDS)
-			rc = -ENOENT;
-		else if (!strncmp(p, "gids/", 5)) {
-			memset(gid, 0, sizeof(gid));
-			if (d->engine && idx < count)
-				rocemu_port_gid(rocemu_engine_port(d->engine), idx, gid);
-			gid_str(gid, out, len);
-		} else if (idx >= count)
-			rc = -EINVAL; /* the kernel answers EINVAL for an empty slot */
-		else if (!strncmp(p, "gid_attrs/types/", 16))
-			snprintf(out, len, "RoCE v2");
-		else
-			netdev_name(d, out, len);
-		pthread_mutex_unlock(&d->lock);
-		return rc;
-	}
-	if (!strcmp(p, "state") || !strcmp(p, "phys_state")) {
-		pthread_mutex_lock(&d->lock);
-		bool up = d->engine && rocemu_port_active(d, rocemu_engine_port(d->engine));
-		pthread_mutex_unlock(&d->lock);
-		if (p[0] == 's')
-			snprintf(out, len, up ? "4: ACTIVE" : "1: DOWN");
-		else
-			snprintf(out, len, up ? "5: LinkUp" : "3: Disabled");
-		return 0;
-	}
-	return -ENOENT;
+	describe(d, "", &desc);
+	rocemu_sysfs_each(&desc, refresh_one, dir);
 }
 
 /* If path is inside a rocemu device's directory: its device and the rest of the path. */
@@ -164,12 +145,16 @@ int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t siz
 	}
 	struct rocemu_vdevice *d = rocemu_path(path, &rel);
 	if (d) {
-		int rc = device_file(d, rel, content, sizeof(content));
-		if (rc < 0) {
+		struct rocemu_sysfs_dev desc;
+		describe(d, rel, &desc);
+		int rc = rocemu_sysfs_file(&desc, rel, content, sizeof(content));
+		if (rc == 0)
+			return put(buf, size, content);
+		if (rc != -ENOENT) {
 			errno = -rc;
 			return -1;
 		}
-		return put(buf, size, content);
+		/* not one of ours: the file system (rocemu run's view has device/...) */
 	}
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)

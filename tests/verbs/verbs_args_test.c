@@ -182,6 +182,20 @@ static void sysfs_answers(void **state)
 			 -1);
 	assert_true(ibv_read_sysfs_file(devs[0]->ibdev_path, "board_id", s, sizeof(s)) > 0);
 	assert_int_equal(ibv_read_sysfs_file(devs[0]->ibdev_path, "board_id", s, 3), -1);
+	/* The GUID and GIDs from --mac and --ip, whether the device is open or not. */
+	assert_true(ibv_read_sysfs_file(devs[0]->ibdev_path, "node_guid", s, sizeof(s)) > 0);
+	assert_string_equal(s, "0000:00ff:fe77:0001");
+	assert_true(ibv_read_sysfs_file(devs[0]->ibdev_path, "ports/1/gids/0", s, sizeof(s)) > 0);
+	assert_string_equal(s, "fe80:0000:0000:0000:0000:00ff:fe77:0001");
+	assert_true(ibv_read_sysfs_file(devs[0]->ibdev_path, "ports/1/gids/1", s, sizeof(s)) > 0);
+	assert_string_equal(s, "0000:0000:0000:0000:0000:ffff:0a4d:0001");
+	assert_true(ibv_read_sysfs_file(devs[0]->ibdev_path, "ports/1/gids/8", s, sizeof(s)) > 0);
+	assert_string_equal(s, "0000:0000:0000:0000:0000:0000:0000:0000");
+	assert_true(ibv_read_sysfs_file(devs[0]->ibdev_path, "ports/1/rate", s, sizeof(s)) > 0);
+	assert_non_null(strstr(s, " Gb/sec ("));
+	/* The uverbs node as the kernel names it (UCX opens /dev/infiniband/<dev_name>). */
+	assert_string_equal(devs[0]->dev_name, "uverbs0");
+	assert_string_equal(devs[0]->dev_path, "/sys/class/infiniband_verbs/uverbs0");
 	assert_int_equal(ibv_read_sysfs_file(NULL, "x", s, sizeof(s)), -1);
 	assert_string_equal(ibv_get_sysfs_path(),
 			    getenv("SYSFS_PATH") ? getenv("SYSFS_PATH") : "/sys");
