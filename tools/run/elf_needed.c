@@ -3,7 +3,8 @@
  * Does a program load libibverbs? Reads the DT_NEEDED entries of an ELF file
  * (PT_DYNAMIC, strings found through the PT_LOAD that maps DT_STRTAB) and
  * follows them through the usual library directories, like ldd would,
- * without running anything. Every offset is bounds-checked: the file is
+ * without running anything; a library known to load libibverbs as a plugin
+ * (UCX's libuct, Open MPI's libmpi) counts. Every offset is bounds-checked: the file is
  * untrusted input.
  */
 #include <elf.h>
@@ -130,6 +131,19 @@ static bool find_lib(const char *name, char *out, size_t len)
 	return false;
 }
 
+/* libibverbs itself, or a library that loads it as a plugin at run time:
+ * UCX's libuct opens libuct_ib.so (linked to libibverbs) with dlopen, Open
+ * MPI's libmpi its UCX and verbs components. */
+static bool loads_ibverbs(const char *name)
+{
+	static const char *const prefixes[] = {"libibverbs.so.1", "libuct.so.", "libmpi.so."};
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
+			return true;
+	return false;
+}
+
 static int search(const char *path, int depth)
 {
 	char names[MAX_NEEDED][256];
@@ -137,7 +151,7 @@ static int search(const char *path, int depth)
 	if (n < 0)
 		return n;
 	for (int i = 0; i < n; i++)
-		if (!strcmp(names[i], "libibverbs.so.1"))
+		if (loads_ibverbs(names[i]))
 			return 1;
 	if (depth >= MAX_DEPTH)
 		return 0;
