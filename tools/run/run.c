@@ -32,7 +32,8 @@ static void usage(FILE *f)
 {
 	fprintf(
 	    f,
-	    "usage: rocemu run [PORT OPTIONS] [--config FILE] [--no-check] [--] PROGRAM [ARGS...]\n"
+	    "usage: rocemu run [PORT OPTIONS] [--config FILE] [--no-check] [--no-view]\n"
+	    "                  [--] PROGRAM [ARGS...]\n"
 	    "\n"
 	    "Runs PROGRAM with rocemu's libibverbs: its RDMA device is an emulated RoCEv2 port.\n"
 	    "\n"
@@ -50,6 +51,8 @@ static void usage(FILE *f)
 	    "value)\n"
 	    "  --no-check         do not look for libibverbs in PROGRAM (no note when it has\n"
 	    "                     none, as python3 or a script)\n"
+	    "  --no-view          no private /sys/class/infiniband and /dev/infiniband view\n"
+	    "                     (the view lets UCX and topology code find the device)\n"
 	    "\n"
 	    "Example: rocemu run --port memif:server:/tmp/r.sock --ip 10.88.0.1/24 -- "
 	    "ibv_rc_pingpong -g 1\n");
@@ -236,7 +239,8 @@ int rocemu_cmd_run(int argc, char **argv)
 	char err[512] = "", device_env[8192] = "", prog[PATH_MAX], libdir[PATH_MAX];
 	size_t env_len = 0;
 	const char *config = NULL;
-	bool no_check = false, port_opts = false;
+	bool no_check = false, no_view = false, port_opts = false;
+	unsigned n_cfgs = 1;
 	int i;
 
 	rocemu_port_config_init(&cfg);
@@ -254,6 +258,10 @@ int rocemu_cmd_run(int argc, char **argv)
 			break; /* PROGRAM */
 		if (!strcmp(a, "--no-check")) {
 			no_check = true;
+			continue;
+		}
+		if (!strcmp(a, "--no-view")) {
+			no_view = true;
 			continue;
 		}
 		char key[64];
@@ -318,9 +326,8 @@ int rocemu_cmd_run(int argc, char **argv)
 					"ADDR[/PREFIX]) or --config FILE\n");
 			return 2;
 		}
-		unsigned n;
-		if (rocemu_config_parse_file(config, cfgs, 16, &n, err, sizeof(err)) < 0 ||
-		    check_captures(cfgs, n, err, sizeof(err)) < 0) {
+		if (rocemu_config_parse_file(config, cfgs, 16, &n_cfgs, err, sizeof(err)) < 0 ||
+		    check_captures(cfgs, n_cfgs, err, sizeof(err)) < 0) {
 			fprintf(stderr, "rocemu run: %s\n", err);
 			return 2;
 		}
@@ -353,6 +360,13 @@ int rocemu_cmd_run(int argc, char **argv)
 			ROCEMU_PRIVATE_LIBDIR);
 		return 2;
 	}
+	if (!no_view && run_view_enter(port_opts ? &cfg : cfgs, n_cfgs, err, sizeof(err)) < 0)
+		fprintf(stderr,
+			"rocemu run: no private /sys and /dev view (%s): programs that look for "
+			"/dev/infiniband or /sys/class/infiniband (UCX, MPI over UCX) will not "
+			"find the device; verbs programs are unaffected (docs/verbs-provider.md; "
+			"--no-view silences this)\n",
+			err);
 	const char *old = getenv("LD_LIBRARY_PATH");
 	char ld[2 * PATH_MAX + 2];
 	snprintf(ld, sizeof(ld), "%s%s%s", libdir, old && *old ? ":" : "", old && *old ? old : "");

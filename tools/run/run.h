@@ -3,17 +3,28 @@
 #ifndef ROCEMU_TOOLS_RUN_H
 #define ROCEMU_TOOLS_RUN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /**
  * 1 if the ELF file at path loads libibverbs.so.1 (DT_NEEDED, followed
- * through its libraries), 0 if not, -ENOEXEC if it is no 64-bit ELF file,
+ * through its libraries; libuct and libmpi, which load it as a plugin,
+ * count), 0 if not, -ENOEXEC if it is no 64-bit ELF file,
  * other -errno if it cannot be read.
  */
 int run_program_uses_ibverbs(const char *path);
 
 /** Directory holding our libibverbs.so.1 (build tree or <libdir>/rocemu). 0 or -ENOENT. */
 int run_find_provider_dir(char *out, size_t len);
+
+/**
+ * Give this process (and the program it is about to exec) its own view of
+ * /sys/class/infiniband, /sys/class/infiniband_verbs and /dev/infiniband
+ * showing the n configured devices (view.c). 0, or -errno with err saying
+ * what failed; the file system is then as it was.
+ */
+struct rocemu_port_config;
+int run_view_enter(const struct rocemu_port_config *cfgs, unsigned n, char *err, size_t errlen);
 
 /** Path of the running rocemu executable. 0 or -errno. */
 int run_self_path(char *out, size_t len);
