@@ -11,7 +11,8 @@ MESON_OPTS ?=
 DEB_BUILD = build-essential pkg-config meson ninja-build clang libclang-rt-14-dev \
             dpdk-dev libdpdk-dev libpcap-dev libcmocka-dev libibverbs-dev librdmacm-dev
 DEB_RUN   = ibverbs-utils perftest qperf python3-pyverbs tshark python3-scapy rdmacm-utils \
-            iproute2 iputils-ping iputils-arping procps nftables man-db
+            iproute2 iputils-ping iputils-arping procps nftables man-db \
+            ucx-utils libfabric-bin openmpi-bin libopenmpi-dev librpma-dev
 DEB_PKGS  = $(DEB_BUILD) $(DEB_RUN)
 
 .PHONY: all deps build build-asan demo test test-unit conformance bench clean format
