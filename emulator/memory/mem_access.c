@@ -191,7 +191,8 @@ enum rocemu_mem_err rocemu_mem_remote_read(struct rocemu_mem_table *t, const str
 
 enum rocemu_mem_err rocemu_mem_remote_read_crc(struct rocemu_mem_table *t,
 					       const struct rocemu_pd *pd, uint32_t rkey,
-					       uint64_t iova, void *dst, uint32_t len, uint32_t *crc)
+					       uint64_t iova, void *dst, uint32_t len,
+					       uint32_t *crc)
 {
 	return remote_read(t, pd, rkey, iova, dst, len, crc);
 }
@@ -233,18 +234,46 @@ enum rocemu_mem_err rocemu_mem_atomic(struct rocemu_mem_table *t, const struct r
 	return ROCEMU_MEM_OK;
 }
 
-enum rocemu_mem_err rocemu_mem_invalidate(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
-					  uint32_t key, bool remote)
+/*
+ * Who may invalidate a region. The owner may (LOCAL_INV on its own QP). A
+ * peer's SEND with Invalidate may invalidate only a type 2 memory window
+ * bound to the QP the SEND arrived on, or, on hardware that offers it, a
+ * region fast-registered for it (IBA 10.6.7, memory management extensions;
+ * Linux rxe refuses it for every region registered with ibv_reg_mr). This
+ * device has neither: a region registered with ibv_reg_mr is never
+ * invalidated remotely, whatever the peer guessed. Type 2 windows bound to
+ * qpn are to be allowed here, and only here.
+ */
+static bool invalidate_allowed(const struct rocemu_mr *mr, bool remote, uint32_t qpn)
+{
+	(void)mr;
+	(void)qpn;
+	return !remote;
+}
+
+enum rocemu_mem_err rocemu_mem_invalidate_check(struct rocemu_mem_table *t,
+						const struct rocemu_pd *pd, uint32_t key,
+						bool remote, uint32_t qpn)
 {
 	struct rocemu_mr *mr = rocemu_mem_lookup(t, key);
 
-	(void)remote; /* lkey == rkey */
 	if (!mr || mr->invalidated)
 		return ROCEMU_MEM_BAD_KEY;
 	if (mr->pd != pd)
 		return ROCEMU_MEM_BAD_PD;
-	mr->invalidated = true;
+	if (!invalidate_allowed(mr, remote, qpn))
+		return ROCEMU_MEM_ACCESS;
 	return ROCEMU_MEM_OK;
+}
+
+enum rocemu_mem_err rocemu_mem_invalidate(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+					  uint32_t key, bool remote, uint32_t qpn)
+{
+	enum rocemu_mem_err err = rocemu_mem_invalidate_check(t, pd, key, remote, qpn);
+
+	if (err == ROCEMU_MEM_OK)
+		rocemu_mem_lookup(t, key)->invalidated = true;
+	return err;
 }
 
 const char *rocemu_mem_err_name(enum rocemu_mem_err err)

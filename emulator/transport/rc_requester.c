@@ -309,7 +309,7 @@ static void local_invalidate(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
 {
 	enum rocemu_mem_err err;
 
-	err = rocemu_mem_invalidate(qp->engine->mem, qp->pd, w->invalidate_rkey, false);
+	err = rocemu_mem_invalidate(qp->engine->mem, qp->pd, w->invalidate_rkey, false, qp->qpn);
 	w->state = WQE_DONE;
 	w->status = err == ROCEMU_MEM_OK ? IBV_WC_SUCCESS : IBV_WC_LOC_PROT_ERR;
 	if (err != ROCEMU_MEM_OK)

@@ -214,6 +214,13 @@ static enum resp_result place_send(struct rocemu_qp *qp, const struct roce_pkt *
 		return RESP_INV_REQ;
 	if (qp->resp.offset + pkt->payload_len > qp->resp.wqe.total_len)
 		return RESP_LEN;
+	/* SEND with Invalidate: an R_Key the peer may not invalidate fails the
+	 * message before its last bytes land, and the region stays valid (IBA
+	 * 10.6.7; responder class J, invalid request, as Linux rxe). */
+	if ((pkt->op->hdrs & ROCE_HDR_IETH) &&
+	    rocemu_mem_invalidate_check(e->mem, qp->pd, pkt->ieth_rkey, true, qp->qpn) !=
+		ROCEMU_MEM_OK)
+		return RESP_INV_REQ;
 	if (pkt->payload_len) {
 		err = rocemu_mem_scatter(e->mem, qp->pd, qp->resp.wqe.sge, qp->resp.wqe.num_sge,
 					 qp->resp.offset, payload, pkt->payload_len);
@@ -225,8 +232,9 @@ static enum resp_result place_send(struct rocemu_qp *qp, const struct roce_pkt *
 	qp->resp.in_send = !(f & ROCE_OPF_LAST);
 	if (f & ROCE_OPF_LAST) {
 		if ((pkt->op->hdrs & ROCE_HDR_IETH) &&
-		    rocemu_mem_invalidate(e->mem, qp->pd, pkt->ieth_rkey, true) != ROCEMU_MEM_OK)
-			return RESP_OP;
+		    rocemu_mem_invalidate(e->mem, qp->pd, pkt->ieth_rkey, true, qp->qpn) !=
+			ROCEMU_MEM_OK)
+			return RESP_INV_REQ;
 		recv_complete(qp, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)qp->resp.offset, pkt,
 			      pkt->se);
 		qp->resp.msn++;
@@ -451,8 +459,9 @@ unsigned rocemu_resp_run(struct rocemu_qp *qp, unsigned budget)
 				goto blocked;
 			/* payload copied and CRC'd in one pass (see send_data_packet) */
 			crc = roce_mbuf_icrc_begin(m, &pkt);
-			if (plen && rocemu_mem_remote_read_crc(e->mem, qp->pd, r->rkey, r->va + off,
-							       payload, plen, &crc) != ROCEMU_MEM_OK) {
+			if (plen &&
+			    rocemu_mem_remote_read_crc(e->mem, qp->pd, r->rkey, r->va + off,
+						       payload, plen, &crc) != ROCEMU_MEM_OK) {
 				/* The region went away after the request was accepted. */
 				rte_pktmbuf_free(m);
 				r->active = false;

@@ -50,12 +50,12 @@ void rocemu_pd_put(struct rocemu_pd *pd);
 /** Why a translation failed; the transport maps each to a NAK/WC status. */
 enum rocemu_mem_err {
 	ROCEMU_MEM_OK = 0,
-	ROCEMU_MEM_BAD_KEY,     /**< no such key, or stale variant, or invalidated */
-	ROCEMU_MEM_BAD_PD,      /**< key belongs to another PD */
-	ROCEMU_MEM_BOUNDS,      /**< [iova, iova+len) not inside the region (or overflows) */
-	ROCEMU_MEM_ACCESS,      /**< region lacks the access right */
-	ROCEMU_MEM_FAULT,       /**< implicit ODP: address not mapped in the process */
-	ROCEMU_MEM_ALIGN,       /**< atomic on an iova that is not 8-byte aligned */
+	ROCEMU_MEM_BAD_KEY, /**< no such key, or stale variant, or invalidated */
+	ROCEMU_MEM_BAD_PD,  /**< key belongs to another PD */
+	ROCEMU_MEM_BOUNDS,  /**< [iova, iova+len) not inside the region (or overflows) */
+	ROCEMU_MEM_ACCESS,  /**< region lacks the access right */
+	ROCEMU_MEM_FAULT,   /**< implicit ODP: address not mapped in the process */
+	ROCEMU_MEM_ALIGN,   /**< atomic on an iova that is not 8-byte aligned */
 };
 
 /** Rights a translation asks for (subset of IBV_ACCESS_*; local read is implicit). */
@@ -112,7 +112,8 @@ enum rocemu_mem_err rocemu_mem_remote_read(struct rocemu_mem_table *t, const str
  * rocemu_mem_gather_crc). */
 enum rocemu_mem_err rocemu_mem_remote_read_crc(struct rocemu_mem_table *t,
 					       const struct rocemu_pd *pd, uint32_t rkey,
-					       uint64_t iova, void *dst, uint32_t len, uint32_t *crc);
+					       uint64_t iova, void *dst, uint32_t len,
+					       uint32_t *crc);
 /**
  * 8-byte atomic on remote memory (REMOTE_ATOMIC right; a misaligned iova is
  * ROCEMU_MEM_ALIGN). cmp_swap: if *p == compare then *p = swap_add;
@@ -121,15 +122,24 @@ enum rocemu_mem_err rocemu_mem_remote_read_crc(struct rocemu_mem_table *t,
  * IBV_ATOMIC_HCA.
  */
 enum rocemu_mem_err rocemu_mem_atomic(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
-				      uint32_t rkey, uint64_t iova, bool cmp_swap,
-				      uint64_t compare, uint64_t swap_add, uint64_t *orig);
+				      uint32_t rkey, uint64_t iova, bool cmp_swap, uint64_t compare,
+				      uint64_t swap_add, uint64_t *orig);
 /**
- * Invalidate the MR whose rkey (remote=true, SEND_WITH_INV) or lkey
- * (LOCAL_INV) is key: later translations with that key fail with BAD_KEY.
- * Fails with BAD_KEY/BAD_PD when it does not exist or is another PD's.
+ * Whether key may be invalidated: by the owner (remote = false, LOCAL_INV
+ * posted on QP qpn) or by the peer of QP qpn (remote = true, SEND with
+ * Invalidate). ROCEMU_MEM_OK, or BAD_KEY (no such key, or already
+ * invalidated), BAD_PD (another PD's), ACCESS (the peer may not: no region
+ * registered with ibv_reg_mr may be invalidated remotely, IBA 10.6.7).
+ */
+enum rocemu_mem_err rocemu_mem_invalidate_check(struct rocemu_mem_table *t,
+						const struct rocemu_pd *pd, uint32_t key,
+						bool remote, uint32_t qpn);
+/**
+ * rocemu_mem_invalidate_check, then, when it allows it, invalidate: later
+ * translations with that key fail with BAD_KEY until rereg.
  */
 enum rocemu_mem_err rocemu_mem_invalidate(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
-					  uint32_t key, bool remote);
+					  uint32_t key, bool remote, uint32_t qpn);
 /** Short name of an error, for counters and logs. */
 const char *rocemu_mem_err_name(enum rocemu_mem_err err);
 
@@ -159,7 +169,8 @@ struct rocemu_recv_wqe {
 	struct ibv_sge sge[ROCEMU_MAX_SGE];
 };
 
-/** Take the oldest receive WQE; -EAGAIN when empty. Raises IBV_EVENT_SRQ_LIMIT_REACHED when armed and the count falls below the limit. */
+/** Take the oldest receive WQE; -EAGAIN when empty. Raises IBV_EVENT_SRQ_LIMIT_REACHED when armed
+ * and the count falls below the limit. */
 int rocemu_srq_pop(struct rocemu_srq *srq, struct rocemu_recv_wqe *out);
 struct rocemu_pd *rocemu_srq_pd(const struct rocemu_srq *srq);
 void rocemu_srq_get(struct rocemu_srq *srq);

@@ -27,29 +27,39 @@
 
 enum step_kind {
 	T_END = 0,
-	T_TX,	    /* the peer sends a frame */
-	T_RX,	    /* rocemu must send a frame (the next one captured) */
-	T_NONE,	    /* rocemu sends nothing for a while */
-	T_RECV,	    /* post `n` receive WQEs of `len` bytes on rocemu's QP */
-	T_POST,	    /* rocemu's QP posts a send WR */
-	T_WC,	    /* a completion must arrive */
-	T_NOWC,	    /* no completion on either CQ */
-	T_CTR,	    /* counter grew by exactly `delta` since the scenario started */
-	T_MEM_SAME, /* region and canaries unchanged since the scenario started */
-	T_MEM_EQ,   /* region bytes [off, off+len) equal `fill` */
-	T_MEM_SET,  /* the host changes region bytes [off, off+len) to `fill` */
-	T_MEM_U64,  /* 8 region bytes at off hold `swap` (host order) */
-	T_STATE,    /* rocemu's QP is in state `state` */
-	T_WAIT,	    /* let `ms` milliseconds pass, driving progress */
-	T_MARK,	    /* remember the time */
-	T_SINCE_GE, /* the last captured frame came >= `ms` after the mark */
-	T_DEREG,    /* deregister the region (its rkey becomes stale) */
-	T_MEM_ORIG, /* region bytes [off, off+len) as at the scenario start */
-	T_LOCAL_EQ, /* rocemu's local (requester) buffer bytes [off, off+len) equal `fill` */
+	T_TX,	     /* the peer sends a frame */
+	T_RX,	     /* rocemu must send a frame (the next one captured) */
+	T_NONE,	     /* rocemu sends nothing for a while */
+	T_RECV,	     /* post `n` receive WQEs of `len` bytes on rocemu's QP */
+	T_POST,	     /* rocemu's QP posts a send WR */
+	T_WC,	     /* a completion must arrive */
+	T_NOWC,	     /* no completion on either CQ */
+	T_CTR,	     /* counter grew by exactly `delta` since the scenario started */
+	T_MEM_SAME,  /* region and canaries unchanged since the scenario started */
+	T_MEM_EQ,    /* region bytes [off, off+len) equal `fill` */
+	T_MEM_SET,   /* the host changes region bytes [off, off+len) to `fill` */
+	T_MEM_U64,   /* 8 region bytes at off hold `swap` (host order) */
+	T_STATE,     /* rocemu's QP is in state `state` */
+	T_WAIT,	     /* let `ms` milliseconds pass, driving progress */
+	T_MARK,	     /* remember the time */
+	T_SINCE_GE,  /* the last captured frame came >= `ms` after the mark */
+	T_DEREG,     /* deregister the region (its rkey becomes stale) */
+	T_MEM_ORIG,  /* region bytes [off, off+len) as at the scenario start */
+	T_LOCAL_EQ,  /* rocemu's local (requester) buffer bytes [off, off+len) equal `fill` */
+	T_KEY_VALID, /* the key of `key` (K_GOOD or K_LOCAL) still translates for its owner */
+	T_DISCARD,   /* forget every frame rocemu sent so far (after `ms` of progress) */
 };
 
 /* Which rkey a crafted request carries. */
-enum key_mode { K_GOOD = 0, K_GUESS, K_STALE, K_OTHER_PD, K_RO, K_ABS };
+enum key_mode {
+	K_GOOD = 0,
+	K_GUESS,
+	K_STALE,
+	K_OTHER_PD,
+	K_RO,
+	K_ABS,
+	K_LOCAL, /* rocemu's local buffer (its receive buffers), LOCAL_WRITE only */
+};
 /* Which QPN it is sent to. */
 enum dqp_mode { D_QP = 0, D_UNKNOWN, D_GSI, D_OTHER_QP };
 /* How it is damaged after being built. */

@@ -332,6 +332,9 @@ static uint32_t rkey_of(const struct step *s)
 		return info.rkey;
 	case K_ABS:
 		return s->key_value;
+	case K_LOCAL:
+		rocemu_mr_info(H.mr_local, &info);
+		return info.rkey;
 	}
 	return 0;
 }
@@ -739,6 +742,10 @@ static int run_step(const struct step *s)
 	case T_WAIT:
 		pump_for(s->ms);
 		return 0;
+	case T_DISCARD:
+		pump_for(s->ms ? s->ms : QUIET_MS);
+		H.cap_head = H.cap_tail;
+		return 0;
 	case T_MARK:
 		H.mark_ns = now_ns();
 		return 0;
@@ -747,6 +754,17 @@ static int run_step(const struct step *s)
 			return fail("frame came %.3f ms after the mark, expected >= %u ms",
 				    (double)(H.last.at_ns - H.mark_ns) / 1e6, s->ms);
 		return 0;
+	case T_KEY_VALID: {
+		/* ibv_advise_mr(3) translates the key for its owner: EFAULT once invalidated */
+		struct rocemu_mr_info info;
+		struct ibv_sge sg;
+
+		rocemu_mr_info(s->key == K_LOCAL ? H.mr_local : H.mr, &info);
+		sg = (struct ibv_sge){.addr = info.iova, .length = 64, .lkey = info.lkey};
+		if (rocemu_mr_advise(H.pd, 0, &sg, 1) != 0)
+			return fail("key %#x no longer translates", info.lkey);
+		return 0;
+	}
 	case T_DEREG: {
 		struct rocemu_mr_info info;
 

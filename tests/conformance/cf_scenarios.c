@@ -49,6 +49,7 @@
 #define MARK() {.k = T_MARK}
 #define SINCE_GE(m) {.k = T_SINCE_GE, .ms = (m)}
 #define POST(...) {.k = T_POST, __VA_ARGS__}
+#define DISCARD() {.k = T_DISCARD}
 /* the peer answers rocemu's request at send-PSN offset p */
 #define PEER_ACK(p) TX(.op = ROCE_OP_ACK, .spsn = true, .psn = (p), .syn_type = ROCE_AETH_ACK, .syn_val = 31)
 #define PEER_NAK(p, code)                                                                          \
@@ -377,6 +378,24 @@ const struct scenario cf_scenarios[] = {
        STEPS(TX(.op = ROCE_OP_WRITE_ONLY, .psn = 0, .off = 0, .len = 64, .dqp = D_OTHER_QP,
 		.fill = 0xEE, .ackreq = true),
 	     NONE(), CTR("drop_addr_mismatch", 1), MEM_SAME())),
+
+    SC("acc_send_inv_region_refused", "access",
+       "IBA 10.6.7 (remote invalidation: type 2 memory windows bound to the QP only), 9.9.3 "
+       "(responder class J, as Linux rxe; rule numbers not confirmed here)",
+       "SEND ONLY with Invalidate naming a region of the QP's PD (ibv_reg_mr, all rights): NAK "
+       "invalid request, the receive WQE completes with REM_INV_REQ_ERR, the region stays valid",
+       STEPS(RECV(1, 64), TX(.op = ROCE_OP_SEND_ONLY_INV, .psn = 0, .len = 16, .ackreq = true),
+	     NAK(0, ROCE_NAK_INVALID_REQUEST), WC_RECV_ST(IBV_WC_REM_INV_REQ_ERR),
+	     {.k = T_KEY_VALID}, STATE(IBV_QPS_ERR))),
+    SC("acc_send_inv_recv_buffer_refused", "access",
+       "IBA 10.6.7 (remote invalidation: type 2 memory windows bound to the QP only), 9.9.3 "
+       "(responder class J, as Linux rxe; rule numbers not confirmed here)",
+       "SEND ONLY with Invalidate naming the key of rocemu's own receive buffers (LOCAL_WRITE "
+       "only): NAK invalid request, the receive buffer's key keeps working",
+       STEPS(RECV(1, 64),
+	     TX(.op = ROCE_OP_SEND_ONLY_INV, .psn = 0, .len = 16, .key = K_LOCAL, .ackreq = true),
+	     NAK(0, ROCE_NAK_INVALID_REQUEST), WC_RECV_ST(IBV_WC_REM_INV_REQ_ERR),
+	     {.k = T_KEY_VALID, .key = K_LOCAL})),
 
     /* ------------------------------------------------------------ opseq */
     SC("seq_middle_without_first", "opseq", "IBA 9.7 (opcode sequence check), C9-89",

@@ -441,7 +441,8 @@ static void test_wrong_pd(void **state)
 			 ROCEMU_MEM_BAD_PD);
 	assert_int_equal(rocemu_mem_gather(f->e->mem, f->pd2, &sge, 1, 0, data, 8),
 			 ROCEMU_MEM_BAD_PD);
-	assert_int_equal(rocemu_mem_invalidate(f->e->mem, f->pd2, k, true), ROCEMU_MEM_BAD_PD);
+	assert_int_equal(rocemu_mem_invalidate(f->e->mem, f->pd2, k, false, 0x11),
+			 ROCEMU_MEM_BAD_PD);
 	assert_outside_untouched(&g, 0, 0);
 	assert_int_equal(rocemu_mr_dereg(mr), 0);
 	guarded_free(&g);
@@ -948,7 +949,7 @@ static void test_rereg(void **state)
 	assert_int_equal(mprotect(g.buf, page, PROT_READ | PROT_WRITE), 0);
 	/* An invalidated region comes back valid after rereg. */
 	k0 = key_of(mr);
-	assert_int_equal(rocemu_mem_invalidate(f->e->mem, f->pd, k0, false), ROCEMU_MEM_OK);
+	assert_int_equal(rocemu_mem_invalidate(f->e->mem, f->pd, k0, false, 0x11), ROCEMU_MEM_OK);
 	assert_int_equal(rocemu_mr_rereg(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, 0, 0), 0);
 	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, key_of(mr), false, 0, 16, 0, &p),
 			 ROCEMU_MEM_OK);
@@ -966,12 +967,23 @@ static void test_invalidate(void **state)
 
 	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 64, 0, ALL_ACCESS, &mr), 0);
 	k = key_of(mr);
-	assert_int_equal(rocemu_mem_invalidate(f->e->mem, f->pd, k + 1, true), ROCEMU_MEM_BAD_KEY);
-	assert_int_equal(rocemu_mem_invalidate(f->e->mem, f->pd, k, true), ROCEMU_MEM_OK);
+	assert_int_equal(rocemu_mem_invalidate(f->e->mem, f->pd, k + 1, false, 0x11),
+			 ROCEMU_MEM_BAD_KEY);
+	/* A peer's SEND with Invalidate may not invalidate a registered region
+	 * (only type 2 windows bound to its QP): refused, the key keeps working. */
+	assert_int_equal(rocemu_mem_invalidate(f->e->mem, f->pd, k, true, 0x11), ROCEMU_MEM_ACCESS);
+	assert_int_equal(rocemu_mem_invalidate_check(f->e->mem, f->pd, k, true, 0x11),
+			 ROCEMU_MEM_ACCESS);
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, 0, data, 8), ROCEMU_MEM_OK);
+	/* The owner may (LOCAL_INV); afterwards the key is dead for everyone. */
+	assert_int_equal(rocemu_mem_invalidate_check(f->e->mem, f->pd, k, false, 0x11),
+			 ROCEMU_MEM_OK);
+	assert_int_equal(rocemu_mem_invalidate(f->e->mem, f->pd, k, false, 0x11), ROCEMU_MEM_OK);
 	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, 0, data, 8),
 			 ROCEMU_MEM_BAD_KEY);
-	assert_int_equal(rocemu_mem_invalidate(f->e->mem, f->pd, k, false), ROCEMU_MEM_BAD_KEY);
-	assert_outside_untouched(&g, 0, 0);
+	assert_int_equal(rocemu_mem_invalidate(f->e->mem, f->pd, k, false, 0x11),
+			 ROCEMU_MEM_BAD_KEY);
+	assert_outside_untouched(&g, 0, 8);
 	assert_int_equal(rocemu_mr_dereg(mr), 0);
 	guarded_free(&g);
 }
