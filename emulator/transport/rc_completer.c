@@ -385,8 +385,8 @@ static void handle_ack(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 		if (qp->comp.rnr_left != 7) /* 7: retry forever (9.7.5.2.8) */
 			qp->comp.rnr_left--;
 		/* Wait, then resend from the NAKed PSN; the transport timer pauses meanwhile. */
-		qp->comp.rnr_until_ns =
-		    rocemu_port_pass_now(e->port) + (uint64_t)rnr_delay_10us[ROCE_AETH_VALUE(syn)] * 10000;
+		qp->comp.rnr_until_ns = rocemu_port_pass_now(e->port) +
+					(uint64_t)rnr_delay_10us[ROCE_AETH_VALUE(syn)] * 10000;
 		qp->comp.rnr_psn = psn;
 		qp->comp.deadline_ns = 0;
 		qp->comp.probe_ns = 0;
@@ -521,10 +521,17 @@ void rocemu_comp_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_
 		ENGINE_COUNT(e, drop_qp_state);
 		return;
 	}
-	/* A response for a PSN never sent, or older than anything outstanding. */
-	if (roce_psn_diff(pkt->psn, qp->req.psn) >= 0 ||
-	    roce_psn_diff(pkt->psn, qp->comp.psn) < -(int32_t)ROCEMU_REQ_WINDOW * 2) {
-		ENGINE_COUNT(e, drop_resp_unexpected);
+	/* A response names a PSN some request sent so far covers (9.7: the
+	 * requester validates responses against what is outstanding). req.psn
+	 * is not that bound: a message gets all its PSNs when it starts, and a
+	 * forged ACK or NAK for a PSN the send window has not let out yet would
+	 * complete it, or move the send point past packets never sent. */
+	if (!qp->req.sent_any || roce_psn_diff(pkt->psn, qp->req.max_sent_psn) > 0) {
+		ENGINE_COUNT(e, drop_resp_unsent_psn);
+		return;
+	}
+	if (roce_psn_diff(pkt->psn, qp->comp.psn) < -(int32_t)ROCEMU_REQ_WINDOW * 2) {
+		ENGINE_COUNT(e, drop_resp_unexpected); /* older than anything outstanding */
 		return;
 	}
 	if (pkt->op->flags & ROCE_OPF_READ)

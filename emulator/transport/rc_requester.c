@@ -163,13 +163,17 @@ void rocemu_req_window_progress(struct rocemu_qp *qp, uint32_t acked, uint64_t n
 	qp->req.cwnd = w < ROCEMU_REQ_WINDOW ? w : ROCEMU_REQ_WINDOW;
 }
 
-/** A request packet left: RTT timing (first AckReq packet not yet answered), highest PSN. */
-static void rtt_start(struct rocemu_qp *qp, uint32_t psn, bool ackreq)
+/**
+ * A request packet left: the highest PSN a response may now name (covers:
+ * the packet's PSN, or a READ request's last response PSN), and RTT timing
+ * (first AckReq packet not yet answered).
+ */
+static void req_sent(struct rocemu_qp *qp, uint32_t psn, uint32_t covers, bool ackreq)
 {
 	if (qp->type != IBV_QPT_RC)
 		return;
-	if (!qp->req.sent_any || roce_psn_diff(psn, qp->req.max_sent_psn) > 0)
-		qp->req.max_sent_psn = psn;
+	if (!qp->req.sent_any || roce_psn_diff(covers, qp->req.max_sent_psn) > 0)
+		qp->req.max_sent_psn = covers;
 	qp->req.sent_any = true;
 	if (!ackreq || qp->req.rtt_timing)
 		return;
@@ -263,7 +267,7 @@ static enum req_step send_data_packet(struct rocemu_qp *qp, struct rocemu_send_w
 	/* A full tx queue loses the frame: build it again on the next pass. */
 	if (rocemu_engine_pkt_send_crc(e, m, &pkt, crc) < 0)
 		return REQ_BLOCKED;
-	rtt_start(qp, pkt.psn, pkt.ackreq);
+	req_sent(qp, pkt.psn, pkt.psn, pkt.ackreq);
 	return REQ_SENT_PACKET;
 }
 
@@ -301,7 +305,8 @@ static enum req_step send_rd_atomic_packet(struct rocemu_qp *qp, struct rocemu_s
 	m = rocemu_engine_pkt_alloc(e, &pkt, &payload);
 	if (!m || rocemu_engine_pkt_send(e, m, &pkt) < 0)
 		return REQ_BLOCKED;
-	rtt_start(qp, pkt.psn, true);
+	/* a READ request covers the PSNs of all its responses (9.7.1) */
+	req_sent(qp, pkt.psn, roce_psn_add(w->first_psn, w->npkts - 1), true);
 	return REQ_SENT_PACKET;
 }
 

@@ -94,6 +94,7 @@
 	X(drop_resp_unexpected)                                                                    \
 	X(drop_resp_duplicate)                                                                     \
 	X(drop_resp_bad_length)                                                                    \
+	X(drop_resp_unsent_psn)                                                                    \
 	X(drop_dup_unknown)                                                                        \
 	X(drop_dup_read_mismatch)                                                                  \
 	X(dup_requests)                                                                            \
@@ -255,7 +256,9 @@ struct rocemu_qp {
 		uint64_t rtt_sent_ns;
 		uint64_t srtt_ns, rttvar_ns; /**< 0 = no sample yet */
 		bool sent_any;
-		uint32_t max_sent_psn; /**< highest PSN sent */
+		/** highest PSN a request sent so far covers (a READ request: its
+		 * last response's): no response may name a later one */
+		uint32_t max_sent_psn;
 	} req;
 
 	struct {

@@ -258,6 +258,21 @@ const struct scenario cf_scenarios[] = {
        STEPS(POST(.wr = IBV_WR_SEND, .len = 16), REQ(ROCE_OP_SEND_ONLY, 0), PEER_ACK(50), NOWC(),
 	     PEER_ACK(0), WC_SEND(IBV_WC_SUCCESS))),
 
+    SC("ack_for_unsent_psn_dropped", "ack", "IBA 9.7 (requester: response PSN validation)",
+       "a 256-packet SEND of which the send window let 128 leave: an ACK for its last PSN (assigned, "
+       "never sent) is dropped and counted and completes nothing; the real ACKs complete it",
+       .cfg = {.mtu = IBV_MTU_256, .timeout = 18},
+       STEPS(POST(.wr = IBV_WR_SEND, .len = 65536), WAIT(20), PEER_ACK(255), NOWC(),
+	     CTR("drop_resp_unsent_psn", 1), DISCARD(), PEER_ACK(127), REQ(ROCE_OP_SEND_MIDDLE, 128),
+	     WAIT(20), PEER_ACK(255), WC_SEND(IBV_WC_SUCCESS), STATE(IBV_QPS_RTS))),
+    SC("nak_seq_for_unsent_psn_dropped", "ack", "IBA 9.7 (requester: response PSN validation)",
+       "a PSN-sequence NAK naming PSN 200 of a 256-packet SEND of which 128 were sent is dropped: "
+       "the send point does not move past what was sent (PSN 128 still goes out next)",
+       .cfg = {.mtu = IBV_MTU_256, .timeout = 18},
+       STEPS(POST(.wr = IBV_WR_SEND, .len = 65536), WAIT(20), PEER_NAK(200, ROCE_NAK_PSN_SEQ_ERR),
+	     NOWC(), DISCARD(), PEER_ACK(127), REQ(ROCE_OP_SEND_MIDDLE, 128),
+	     CTR("drop_resp_unsent_psn", 1), WAIT(20), PEER_ACK(255), WC_SEND(IBV_WC_SUCCESS))),
+
     /* ------------------------------------------------------------ access */
     SC("acc_write_guessed_rkey", "access", "IBA 9.7.4.1.5 (R_Key check), 9.9.3 (responder errors)",
        "WRITE with a guessed R_Key: NAK remote access error, memory unchanged, responder QP to "

@@ -708,13 +708,13 @@ static void test_req_ghost_ack(void **state)
 {
 	struct rocemu_qp *qp = a_qp(0x500, 0x600, 1);
 	uint8_t ack = ROCE_AETH_SYNDROME(ROCE_AETH_ACK, 0x1F);
-	uint64_t before = h_counter(T.e, "drop_resp_unexpected");
+	uint64_t before = h_counter(T.e, "drop_resp_unsent_psn");
 
 	(void)state;
 	b_send(ROCE_OP_ACK, rocemu_qp_num(qp), 0x650, false, fill_aeth, &ack, NULL, 0);
-	for (int i = 0; i < 5000 && h_counter(T.e, "drop_resp_unexpected") == before; i++)
+	for (int i = 0; i < 5000 && h_counter(T.e, "drop_resp_unsent_psn") == before; i++)
 		usleep(100);
-	assert_int_equal(h_counter(T.e, "drop_resp_unexpected"), before + 1);
+	assert_int_equal(h_counter(T.e, "drop_resp_unsent_psn"), before + 1);
 	assert_int_equal(rocemu_qp_state(qp), IBV_QPS_RTS);
 	rocemu_qp_destroy(qp);
 }
