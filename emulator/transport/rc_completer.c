@@ -412,6 +412,32 @@ static void handle_ack(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 	}
 }
 
+/*
+ * Whether opcode may carry response idx of the n-packet READ w (9.7.5.1:
+ * the responses of one request are FIRST, MIDDLE.., LAST, or ONLY). A READ
+ * re-requested from response s (after a loss) is answered FIRST (or ONLY)
+ * from s, while responses of the earlier request may still be arriving:
+ * FIRST or ONLY fits response 0 and the start of the latest request, MIDDLE
+ * or LAST any other (a stream that started before it).
+ */
+static bool read_resp_opcode_ok(const struct rocemu_send_wqe *w, uint32_t idx, uint8_t opcode)
+{
+	bool starts = idx == 0 || idx == w->read_from, last = idx + 1 == w->npkts;
+
+	switch (opcode) {
+	case ROCE_OP_READ_RESP_FIRST:
+		return starts && !last;
+	case ROCE_OP_READ_RESP_ONLY:
+		return starts && last;
+	case ROCE_OP_READ_RESP_MIDDLE:
+		return idx > 0 && !last;
+	case ROCE_OP_READ_RESP_LAST:
+		return idx > 0 && last;
+	default:
+		return false;
+	}
+}
+
 static void handle_read_resp(struct rocemu_qp *qp, const struct roce_pkt *pkt,
 			     const uint8_t *payload)
 {
@@ -451,7 +477,11 @@ static void handle_read_resp(struct rocemu_qp *qp, const struct roce_pkt *pkt,
 	idx = w->rcvd_pkts;
 	last_pkt = idx + 1 == w->npkts;
 	want = last_pkt ? w->length - idx * qp->mtu : qp->mtu;
-	if (((pkt->op->flags & ROCE_OPF_LAST) != 0) != last_pkt || pkt->payload_len != want) {
+	if (!read_resp_opcode_ok(w, idx, pkt->opcode)) {
+		ENGINE_COUNT(e, drop_resp_bad_opcode);
+		return;
+	}
+	if (pkt->payload_len != want) {
 		ENGINE_COUNT(e, drop_resp_bad_length);
 		return;
 	}
@@ -532,6 +562,15 @@ void rocemu_comp_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_
 	}
 	if (roce_psn_diff(pkt->psn, qp->comp.psn) < -(int32_t)ROCEMU_REQ_WINDOW * 2) {
 		ENGINE_COUNT(e, drop_resp_unexpected); /* older than anything outstanding */
+		return;
+	}
+	/* READ RESPONSE FIRST/LAST/ONLY and ATOMIC ACKNOWLEDGE carry an AETH
+	 * whose syndrome is an ACK: NAKs and RNR NAKs come as ACKNOWLEDGE
+	 * packets (9.7.5.1). Another syndrome is not data to take. */
+	if ((pkt->op->flags & (ROCE_OPF_READ | ROCE_OPF_ATOMIC)) &&
+	    (pkt->op->hdrs & ROCE_HDR_AETH) &&
+	    ROCE_AETH_TYPE(pkt->aeth.syndrome) != ROCE_AETH_ACK) {
+		ENGINE_COUNT(e, drop_resp_bad_syndrome);
 		return;
 	}
 	if (pkt->op->flags & ROCE_OPF_READ)

@@ -286,6 +286,7 @@ static enum req_step send_rd_atomic_packet(struct rocemu_qp *qp, struct rocemu_s
 	if (w->opcode == IBV_WR_RDMA_READ) {
 		uint64_t done = (uint64_t)w->rcvd_pkts * qp->mtu;
 
+		w->read_from = w->rcvd_pkts; /* its responses start FIRST (or ONLY) there */
 		base_pkt(qp, &pkt, ROCE_OP_READ_REQUEST, roce_psn_add(w->first_psn, w->rcvd_pkts));
 		pkt.reth.va = w->remote_addr + done;
 		pkt.reth.rkey = w->rkey;

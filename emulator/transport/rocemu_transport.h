@@ -95,6 +95,8 @@
 	X(drop_resp_duplicate)                                                                     \
 	X(drop_resp_bad_length)                                                                    \
 	X(drop_resp_unsent_psn)                                                                    \
+	X(drop_resp_bad_opcode)                                                                    \
+	X(drop_resp_bad_syndrome)                                                                  \
 	X(drop_dup_unknown)                                                                        \
 	X(drop_dup_read_mismatch)                                                                  \
 	X(dup_requests)                                                                            \
@@ -170,6 +172,7 @@ struct rocemu_send_wqe {
 	uint32_t npkts;	    /**< PSNs the message uses (READ: response packets) */
 	uint32_t sent_pkts; /**< request packets transmitted in the current pass */
 	uint32_t rcvd_pkts; /**< READ: response packets received in order */
+	uint32_t read_from; /**< READ: the response its latest request asked from */
 	bool rd_atomic;	    /**< READ or atomic: counts against max_rd_atomic */
 
 	struct ibv_sge sge[ROCEMU_MAX_SGE];
