@@ -31,6 +31,68 @@ static uint16_t icmp4_checksum(const void *p, uint32_t len)
 	return (uint16_t)~s;
 }
 
+/*
+ * An echo reply counts only when it answers one of our requests: our
+ * identifier and a sequence number sent and not answered yet. Anyone on
+ * the segment can send echo replies; `rocemu port --ping` must not count
+ * those, nor a duplicate.
+ */
+static bool reply_matches(struct rocemu_port *port, const uint8_t *icmp)
+{
+	uint16_t id = (uint16_t)(icmp[4] << 8 | icmp[5]), seq = (uint16_t)(icmp[6] << 8 | icmp[7]);
+	unsigned slot = seq % PORT_PING_SLOTS;
+
+	if (id != port->ping_id || !port->ping_pending[slot] || port->ping_seq[slot] != seq)
+		return false;
+	port->ping_pending[slot] = false;
+	return true;
+}
+
+/* Echo replies we send: a token bucket, PORT_ICMP_RATE per second up to
+ * PORT_ICMP_BURST, so the port is no amplifier for a flood. */
+static bool reply_allowed(struct rocemu_port *port, uint64_t now)
+{
+	uint64_t elapsed = now - port->icmp_tokens_ns;
+	uint64_t add = elapsed * PORT_ICMP_RATE / 1000000000ull;
+
+	if (port->icmp_tokens_ns == 0 || add >= PORT_ICMP_BURST) {
+		port->icmp_tokens = PORT_ICMP_BURST;
+		port->icmp_tokens_ns = now;
+	} else if (add > 0) {
+		port->icmp_tokens += (uint32_t)add;
+		if (port->icmp_tokens > PORT_ICMP_BURST)
+			port->icmp_tokens = PORT_ICMP_BURST;
+		port->icmp_tokens_ns += add * 1000000000ull / PORT_ICMP_RATE;
+	}
+	if (port->icmp_tokens == 0)
+		return false;
+	port->icmp_tokens--;
+	return true;
+}
+
+/* A broadcast or multicast IPv4 source: 0.0.0.0, 255.255.255.255, class D
+ * and E, or the broadcast address of one of our subnets. */
+static bool ipv4_source_is_group(const struct rocemu_port *port, uint32_t src_be)
+{
+	uint32_t s = rte_be_to_cpu_32(src_be);
+
+	if (s == 0 || s == UINT32_MAX || (s >> 28) >= 0xe)
+		return true;
+	for (unsigned i = 1; i < port->n_gids; i++) {
+		unsigned bits = port->gid_prefix[i];
+		uint32_t host_mask;
+
+		if (!port_gid_is_v4(port->gids[i]) || bits == 0 || bits >= 31)
+			continue;
+		host_mask = UINT32_MAX >> bits;
+		if ((s & ~host_mask) ==
+			(rte_be_to_cpu_32(port_gid_ipv4(port->gids[i])) & ~host_mask) &&
+		    (s & host_mask) == host_mask)
+			return true;
+	}
+	return false;
+}
+
 static void note_reply(struct rocemu_port *port, const uint8_t *payload, uint32_t len, uint64_t now)
 {
 	uint64_t sent;
@@ -68,6 +130,10 @@ void port_icmp4_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_t l3_
 		drop(port, m, "ip_bad_header");
 		return;
 	}
+	if (rte_raw_cksum(ip, ihl) != 0xffff) {
+		drop(port, m, "bad_ip_checksum"); /* as the codec names it */
+		return;
+	}
 	if (ip->fragment_offset &
 	    rte_cpu_to_be_16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)) {
 		drop(port, m, "ip_fragment");
@@ -80,6 +146,10 @@ void port_icmp4_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_t l3_
 		return;
 	}
 	if (icmp->icmp_type == RTE_IP_ICMP_ECHO_REPLY) {
+		if (!reply_matches(port, (const uint8_t *)icmp)) {
+			drop(port, m, "icmp_reply_unmatched");
+			return;
+		}
 		note_reply(port, (const uint8_t *)(icmp + 1), icmp_len - (uint32_t)sizeof(*icmp),
 			   now);
 		rte_pktmbuf_free(m);
@@ -87,6 +157,13 @@ void port_icmp4_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_t l3_
 	}
 	if (icmp->icmp_type != RTE_IP_ICMP_ECHO_REQUEST || icmp->icmp_code != 0) {
 		drop(port, m, "icmp_unhandled");
+		return;
+	}
+	/* RFC 1122 3.2.2.6, RFC 1812 4.3.2.7: no reply to a broadcast or
+	 * multicast source (the reply would go to many: a smurf reflector) */
+	if (ipv4_source_is_group(port, ip->src_addr) ||
+	    !rte_is_unicast_ether_addr(&rte_pktmbuf_mtod(m, struct rte_ether_hdr *)->src_addr)) {
+		drop(port, m, "icmp_bad_source");
 		return;
 	}
 	port_count(port, PC_ICMP_ECHO_RX);
@@ -98,6 +175,10 @@ void port_icmp4_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_t l3_
 			rte_pktmbuf_free(m);
 			return;
 		}
+	}
+	if (!reply_allowed(port, now)) {
+		drop(port, m, "icmp_rate_limited");
+		return;
 	}
 	/* the request becomes the reply (RFC 792): swap addresses, type 0 */
 	rte_pktmbuf_trim(m, (uint16_t)(m->pkt_len - (l3_off + total)));
@@ -126,12 +207,22 @@ void port_icmp6_echo_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_
 	int idx;
 
 	if (l4[0] == ICMP6_ECHO_REPLY) {
+		if (!reply_matches(port, l4)) {
+			drop(port, m, "icmp_reply_unmatched");
+			return;
+		}
 		note_reply(port, l4 + 8, plen - 8, now);
 		rte_pktmbuf_free(m);
 		return;
 	}
 	if (l4[1] != 0) {
 		drop(port, m, "icmp6_unhandled");
+		return;
+	}
+	/* RFC 4443 2.2: a multicast source is invalid; no reply to a group */
+	if (ip->src_addr[0] == 0xff ||
+	    !rte_is_unicast_ether_addr(&rte_pktmbuf_mtod(m, struct rte_ether_hdr *)->src_addr)) {
+		drop(port, m, "icmp_bad_source");
 		return;
 	}
 	port_count(port, PC_ICMP_ECHO_RX);
@@ -145,6 +236,10 @@ void port_icmp6_echo_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_
 		idx = port_pick_src(port, ip->src_addr);
 	if (idx < 0) {
 		drop(port, m, "no_source_address");
+		return;
+	}
+	if (!reply_allowed(port, now)) {
+		drop(port, m, "icmp_rate_limited");
 		return;
 	}
 	memcpy(src, port->gids[idx], 16);
@@ -243,8 +338,13 @@ int rocemu_port_ping(struct rocemu_port *port, const uint8_t dst[16], uint16_t i
 		goto out;
 	}
 	rc = rocemu_port_resolve(port, (unsigned)src, dst, mac);
-	if (rc == 0)
+	if (rc == 0) {
+		/* expect the reply to this identifier and sequence number */
+		port->ping_id = id;
+		port->ping_seq[seq % PORT_PING_SLOTS] = seq;
+		port->ping_pending[seq % PORT_PING_SLOTS] = true;
 		rc = build_ping(port, port->gids[src], dst, mac, id, seq);
+	}
 	if (rc == 0 || rc == -EAGAIN)
 		rocemu_port_flush(port);
 out:

@@ -25,6 +25,13 @@
 #define PORT_MAX_COUNTERS     96
 #define PORT_COUNTER_NAME_MAX 48
 #define PORT_FAULT_HOLD	      64
+#define PORT_PING_SLOTS	      64
+/* A neighbour's MAC, once set, is not replaced by another for this long
+ * (Linux: locktime): a forged answer racing the real one loses. */
+#define PORT_NEIGH_LOCK_NS 1000000000ull
+/* Echo replies: at most PORT_ICMP_BURST at once, PORT_ICMP_RATE per second. */
+#define PORT_ICMP_RATE	1000u
+#define PORT_ICMP_BURST 50u
 
 /* Fixed counters, the hot ones first; names in port_counters.c. */
 enum port_counter {
@@ -63,11 +70,13 @@ struct port_counter_slot {
 	uint64_t value;
 };
 
+/* RFC 4861 7.3.2 without DELAY; ARP entries use the same states. */
 enum neigh_state {
 	NEIGH_FREE = 0,
 	NEIGH_INCOMPLETE, /* request sent, no answer yet */
-	NEIGH_REACHABLE,  /* answered within the expiry time */
-	NEIGH_STALE,	  /* expired: still used, being re-confirmed */
+	NEIGH_REACHABLE,  /* answered our request within the expiry time */
+	NEIGH_STALE,	  /* unconfirmed (learnt from the peer, or changed): used, probed on use */
+	NEIGH_PROBE,	  /* expired or stale and used: still used, being re-confirmed */
 	NEIGH_FAILED,	  /* retries exhausted: -EHOSTUNREACH until failed_until */
 };
 
@@ -76,8 +85,10 @@ struct port_neigh {
 	uint8_t mac[6];
 	uint8_t state;
 	uint8_t tries;	       /* requests sent in the current attempt */
+	bool asked;	       /* a request of ours awaits its answer */
 	unsigned src_index;    /* GID index the requests are sent from */
-	uint64_t confirmed_ns; /* last answer */
+	uint64_t confirmed_ns; /* last answer to our request */
+	uint64_t updated_ns;   /* MAC last set: another MAC is refused for PORT_NEIGH_LOCK_NS */
 	uint64_t sent_ns;      /* last request */
 	uint64_t failed_until_ns;
 };
@@ -183,9 +194,17 @@ struct rocemu_port {
 	bool link_up;
 	uint64_t link_next_check_ns;
 
-	/* ping */
+	/* ping: our echo requests not answered yet, by sequence number modulo
+	 * PORT_PING_SLOTS (a reply counts only with our identifier and an
+	 * outstanding sequence number) */
 	uint64_t ping_replies;
 	uint64_t ping_last_rtt_ns;
+	uint16_t ping_id;
+	uint16_t ping_seq[PORT_PING_SLOTS];
+	bool ping_pending[PORT_PING_SLOTS];
+	/* echo replies we send: a token bucket (PORT_ICMP_RATE per second) */
+	uint32_t icmp_tokens;
+	uint64_t icmp_tokens_ns;
 
 	/* capture (NULL = off) and faults (NULL = off) */
 	struct port_capture *capture;

@@ -250,27 +250,69 @@ static struct port_neigh *neigh_find(struct rocemu_port *port, const uint8_t gid
 	return NULL;
 }
 
-static struct port_neigh *neigh_alloc(struct rocemu_port *port, const uint8_t gid[16])
+/*
+ * A slot for a new entry. For our own resolution (evict = true): a free or
+ * failed slot, else the unconfirmed (STALE) entry updated longest ago, else
+ * the confirmed entry (REACHABLE, PROBE) confirmed longest ago, else the
+ * oldest request. For learning from a peer's request (evict = false) only
+ * free, failed and stale slots: a flood of requests from forged sources
+ * cannot push out the entries our own requests confirmed. NULL when none.
+ */
+static struct port_neigh *neigh_slot(struct rocemu_port *port, bool evict)
 {
 	struct port_neigh *victim = NULL;
-	static const uint8_t evict_order[] = {NEIGH_FREE, NEIGH_FAILED, NEIGH_STALE,
-					      NEIGH_REACHABLE, NEIGH_INCOMPLETE};
+	unsigned best_rank = 5;
 
-	for (unsigned o = 0; o < sizeof(evict_order) && !victim; o++)
-		for (unsigned i = 0; i < PORT_NEIGH_SLOTS; i++) {
-			struct port_neigh *e = &port->neigh[i];
+	for (unsigned i = 0; i < PORT_NEIGH_SLOTS; i++) {
+		struct port_neigh *e = &port->neigh[i];
+		unsigned rank;
+		uint64_t age_ns, victim_ns;
 
-			if (e->state != evict_order[o])
-				continue;
-			if (!victim ||
-			    e->confirmed_ns + e->sent_ns < victim->confirmed_ns + victim->sent_ns)
-				victim = e;
-			if (e->state == NEIGH_FREE)
-				break;
+		switch (e->state) {
+		case NEIGH_FREE:
+			return e;
+		case NEIGH_FAILED:
+			rank = 0;
+			age_ns = e->sent_ns;
+			break;
+		case NEIGH_STALE:
+			rank = 1;
+			age_ns = e->updated_ns;
+			break;
+		case NEIGH_REACHABLE:
+		case NEIGH_PROBE:
+			rank = 2;
+			age_ns = e->confirmed_ns;
+			break;
+		default: /* INCOMPLETE */
+			rank = 3;
+			age_ns = e->sent_ns;
+			break;
 		}
-	memset(victim, 0, sizeof(*victim));
-	memcpy(victim->gid, gid, 16);
+		if (!evict && rank > 1)
+			continue;
+		if (victim) {
+			victim_ns = best_rank == 2   ? victim->confirmed_ns
+				    : best_rank == 1 ? victim->updated_ns
+						     : victim->sent_ns;
+			if (rank > best_rank || (rank == best_rank && age_ns >= victim_ns))
+				continue;
+		}
+		victim = e;
+		best_rank = rank;
+	}
 	return victim;
+}
+
+static struct port_neigh *neigh_alloc(struct rocemu_port *port, const uint8_t gid[16], bool evict)
+{
+	struct port_neigh *e = neigh_slot(port, evict);
+
+	if (!e)
+		return NULL;
+	memset(e, 0, sizeof(*e));
+	memcpy(e->gid, gid, 16);
+	return e;
 }
 
 static int neigh_send_request(struct rocemu_port *port, struct port_neigh *e, uint64_t now)
@@ -278,35 +320,81 @@ static int neigh_send_request(struct rocemu_port *port, struct port_neigh *e, ui
 	const uint8_t *src = port->gids[e->src_index];
 
 	e->tries++;
+	e->asked = true;
 	e->sent_ns = now;
 	if (port_gid_is_v4(e->gid))
 		return arp_send_request(port, port_gid_ipv4(src), port_gid_ipv4(e->gid), false);
 	return nd_send_solicit(port, src, e->gid);
 }
 
-static void neigh_confirm(struct rocemu_port *port, struct port_neigh *e, const uint8_t mac[6],
-			  uint64_t now)
+/* Whether e's MAC may become mac now: the same one, a first one, or the
+ * lock time since the last change has passed (counted when refused). */
+static bool neigh_mac_may_change(struct rocemu_port *port, const struct port_neigh *e,
+				 const uint8_t mac[6], uint64_t now)
 {
-	if (e->state == NEIGH_INCOMPLETE || e->state == NEIGH_FAILED)
-		port_count(port, PC_ARP_RESOLVED);
-	memcpy(e->mac, mac, 6);
-	e->state = NEIGH_REACHABLE;
-	e->tries = 0;
-	e->confirmed_ns = now;
+	if (e->state == NEIGH_INCOMPLETE || e->state == NEIGH_FAILED || !memcmp(e->mac, mac, 6))
+		return true;
+	if (now - e->updated_ns >= PORT_NEIGH_LOCK_NS)
+		return true;
+	port_count_drop(port, "neigh_locked");
+	return false;
 }
 
-/* Learn a sender that talked to us (request for our address, NS). */
+/*
+ * What a neighbour told us about itself. confirmed: it answered a request
+ * of ours still waiting (a unicast ARP reply to us, a solicited NA): the
+ * entry becomes REACHABLE.
+ * Otherwise (requests, announcements, unsolicited replies) a new or changed
+ * MAC makes it STALE, to be confirmed by a request when next used, and the
+ * same MAC changes nothing (RFC 4861 7.2.3, 7.2.5; RFC 826 updates what it
+ * has). A different MAC within the lock time is refused.
+ */
+static void neigh_update(struct rocemu_port *port, struct port_neigh *e, const uint8_t mac[6],
+			 bool confirmed, uint64_t now)
+{
+	bool same =
+	    e->state != NEIGH_INCOMPLETE && e->state != NEIGH_FAILED && !memcmp(e->mac, mac, 6);
+
+	if (!neigh_mac_may_change(port, e, mac, now))
+		return;
+	if (!same) {
+		if (e->state == NEIGH_INCOMPLETE || e->state == NEIGH_FAILED)
+			port_count(port, PC_ARP_RESOLVED);
+		memcpy(e->mac, mac, 6);
+		e->updated_ns = now;
+		e->state = NEIGH_STALE;
+		e->tries = 0;
+	}
+	if (confirmed) {
+		e->state = NEIGH_REACHABLE;
+		e->tries = 0;
+		e->asked = false;
+		e->confirmed_ns = now;
+	}
+}
+
+/* A peer asked for one of our addresses: learn it (STALE) if there is room
+ * that costs no confirmed entry, or update what we have. */
 static void neigh_learn(struct rocemu_port *port, const uint8_t gid[16], const uint8_t mac[6],
 			uint64_t now)
 {
 	struct port_neigh *e = neigh_find(port, gid);
 
 	if (!e) {
-		e = neigh_alloc(port, gid);
-		e->src_index =
-		    (unsigned)(port_pick_src(port, gid) < 0 ? 0 : port_pick_src(port, gid));
+		int src = port_pick_src(port, gid);
+
+		e = neigh_alloc(port, gid, false);
+		if (!e) {
+			port_count_event(port, "neigh_learn_skipped");
+			return;
+		}
+		e->src_index = (unsigned)(src < 0 ? 0 : src);
+		memcpy(e->mac, mac, 6);
+		e->updated_ns = now;
+		e->state = NEIGH_STALE;
+		return;
 	}
-	neigh_confirm(port, e, mac, now);
+	neigh_update(port, e, mac, false, now);
 }
 
 static void mcast_mac_for(const uint8_t dst[16], uint8_t mac[6])
@@ -361,7 +449,7 @@ int rocemu_port_resolve(struct rocemu_port *port, unsigned src_index, const uint
 			src = port_pick_src(port, dst);
 		if (src < 0)
 			return -ENETUNREACH; /* no IPv4 address to ask from */
-		e = neigh_alloc(port, dst);
+		e = neigh_alloc(port, dst, true);
 		e->src_index = (unsigned)src;
 		e->state = NEIGH_INCOMPLETE;
 		neigh_send_request(port, e, now);
@@ -371,13 +459,20 @@ int rocemu_port_resolve(struct rocemu_port *port, unsigned src_index, const uint
 	case NEIGH_REACHABLE:
 		if (now - e->confirmed_ns >= expire_ns(port)) {
 			/* expired: keep using it while it is re-confirmed */
-			e->state = NEIGH_STALE;
+			e->state = NEIGH_PROBE;
 			e->tries = 0;
 			neigh_send_request(port, e, now);
 		}
 		memcpy(mac, e->mac, 6);
 		return 0;
 	case NEIGH_STALE:
+		/* unconfirmed: used, and confirmed by our own request now */
+		e->state = NEIGH_PROBE;
+		e->tries = 0;
+		neigh_send_request(port, e, now);
+		memcpy(mac, e->mac, 6);
+		return 0;
+	case NEIGH_PROBE:
 		memcpy(mac, e->mac, 6);
 		return 0;
 	case NEIGH_FAILED:
@@ -401,7 +496,7 @@ unsigned port_neigh_poll(struct rocemu_port *port, uint64_t now)
 	for (unsigned i = 0; i < PORT_NEIGH_SLOTS; i++) {
 		struct port_neigh *e = &port->neigh[i];
 
-		if (e->state != NEIGH_INCOMPLETE && e->state != NEIGH_STALE)
+		if (e->state != NEIGH_INCOMPLETE && e->state != NEIGH_PROBE)
 			continue;
 		if (now - e->sent_ns < tmo)
 			continue;
@@ -446,6 +541,7 @@ void port_arp_input(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 	struct port_neigh *e;
 	uint16_t op;
 	uint32_t sip, tip;
+	bool for_us;
 
 	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*arp)) {
 		drop(port, m, "arp_truncated");
@@ -470,38 +566,47 @@ void port_arp_input(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 			 : "arp_address_conflict");
 		return;
 	}
+	if (op != RTE_ARP_OP_REQUEST && op != RTE_ARP_OP_REPLY) {
+		drop(port, m, "arp_unsupported_op");
+		return;
+	}
+	/* A sender MAC that is a group address is no host's (RFC 1812 3.3.2). */
+	if (!rte_is_unicast_ether_addr(&arp->arp_data.arp_sha)) {
+		drop(port, m, "arp_bad_sender");
+		return;
+	}
+	for_us = port_ip_is_ours(port, tgid);
+	/* RFC 826: whatever the opcode, a sender we have an entry for updates it.
+	 * Only a reply sent to us for our address answers our request
+	 * (REACHABLE); anything else is unconfirmed (neigh_update). */
 	e = sip ? neigh_find(port, sgid) : NULL;
-	if (e) /* RFC 826: update an entry we have, whatever the opcode */
-		neigh_confirm(port, e, arp->arp_data.arp_sha.addr_bytes, now);
-	if (sip == tip) {
-		/* gratuitous ARP: an announcement, already applied to our cache */
+	if (e)
+		neigh_update(port, e, arp->arp_data.arp_sha.addr_bytes,
+			     op == RTE_ARP_OP_REPLY && for_us &&
+				 rte_is_same_ether_addr(&eth->dst_addr, &port->mac) && e->asked,
+			     now);
+	if (sip == tip || op == RTE_ARP_OP_REPLY) {
+		/* an announcement (gratuitous ARP) or a reply: applied above */
 		rte_pktmbuf_free(m);
 		return;
 	}
-	if (op == RTE_ARP_OP_REQUEST) {
-		if (!port_ip_is_ours(port, tgid)) {
-			drop(port, m, "arp_not_for_us");
-			return;
-		}
-		if (!e && sip)
-			neigh_learn(port, sgid, arp->arp_data.arp_sha.addr_bytes, now);
-		if (port_left_to_kernel(port, rocemu_port_gid_find(port, tgid))) {
-			rte_pktmbuf_free(m);
-			return;
-		}
-		/* answer in place: the request becomes the reply */
-		struct rte_ether_addr requester = arp->arp_data.arp_sha;
-		arp_fill(port, m, RTE_ARP_OP_REPLY, &requester, &requester, tip, sip);
-		port_count(port, PC_ARP_REPLIES_TX);
-		rocemu_port_tx(port, m);
+	if (!for_us) {
+		drop(port, m, "arp_not_for_us");
 		return;
 	}
-	if (op == RTE_ARP_OP_REPLY) {
-		rte_pktmbuf_free(
-		    m); /* consumed: an entry was updated or the reply was unsolicited */
+	/* RFC 826: a request for our address from a sender we do not know:
+	 * learn it (it will talk to us next), unconfirmed */
+	if (!e && sip)
+		neigh_learn(port, sgid, arp->arp_data.arp_sha.addr_bytes, now);
+	if (port_left_to_kernel(port, rocemu_port_gid_find(port, tgid))) {
+		rte_pktmbuf_free(m);
 		return;
 	}
-	drop(port, m, "arp_unsupported_op");
+	/* answer in place: the request becomes the reply */
+	struct rte_ether_addr requester = arp->arp_data.arp_sha;
+	arp_fill(port, m, RTE_ARP_OP_REPLY, &requester, &requester, tip, sip);
+	port_count(port, PC_ARP_REPLIES_TX);
+	rocemu_port_tx(port, m);
 }
 
 static const uint8_t *nd_find_lla(const uint8_t *opt, uint32_t len, uint8_t type)
@@ -519,6 +624,12 @@ static const uint8_t *nd_find_lla(const uint8_t *opt, uint32_t len, uint8_t type
 	return NULL;
 }
 
+static bool ip6_is_multicast(const uint8_t a[16])
+{
+	return a[0] == 0xff;
+}
+
+/* RFC 4861 7.1.1 validation, then 7.2.3 (learn the sender), then the NA. */
 static void nd_ns_input(struct rocemu_port *port, struct rte_mbuf *m, const struct rte_ipv6_hdr *ip,
 			const uint8_t *nd, uint32_t len, uint64_t now)
 {
@@ -527,9 +638,20 @@ static void nd_ns_input(struct rocemu_port *port, struct rte_mbuf *m, const stru
 	const uint8_t *target = nd + 8, *slla;
 	uint8_t src[16], tgt[16];
 	struct rte_ether_addr reply_mac;
+	struct port_neigh *e;
+	bool from_unspecified = !memcmp(ip->src_addr, unspecified, 16);
 	int idx;
 
-	if (len < 24 || ip->hop_limits != 255 || nd[1] != 0) {
+	if (len < 24 || ip->hop_limits != 255 || nd[1] != 0 || ip6_is_multicast(target)) {
+		drop(port, m, "nd_invalid");
+		return;
+	}
+	slla = nd_find_lla(nd + 24, len - 24, ND_OPT_SLLA);
+	/* DAD probes come from :: to the solicited-node group and carry no SLLA;
+	 * a multicast NS from an address must carry one (7.1.1) */
+	if ((from_unspecified && (slla || !ip6_is_multicast(ip->dst_addr))) ||
+	    (!from_unspecified && !slla && ip6_is_multicast(ip->dst_addr)) ||
+	    ip6_is_multicast(ip->src_addr)) {
 		drop(port, m, "nd_invalid");
 		return;
 	}
@@ -542,10 +664,9 @@ static void nd_ns_input(struct rocemu_port *port, struct rte_mbuf *m, const stru
 		rte_pktmbuf_free(m);
 		return;
 	}
-	slla = nd_find_lla(nd + 24, len - 24, ND_OPT_SLLA);
 	memcpy(src, ip->src_addr, 16);
 	memcpy(tgt, target, 16);
-	if (!memcmp(src, unspecified, 16)) {
+	if (from_unspecified) {
 		/* duplicate address detection by someone else: defend (RFC 4862 5.4.3) */
 		struct rte_ether_addr mac;
 
@@ -554,23 +675,31 @@ static void nd_ns_input(struct rocemu_port *port, struct rte_mbuf *m, const stru
 		nd_send(port, ND_NA, ND_NA_OVERRIDE, tgt, all_nodes, &mac, tgt);
 		return;
 	}
+	/* 7.2.3: an SLLA creates or updates the sender's entry, unconfirmed
+	 * (STALE); without one the cache is not touched */
+	e = neigh_find(port, src);
+	if (slla && rte_is_unicast_ether_addr((const struct rte_ether_addr *)slla))
+		neigh_learn(port, src, slla, now);
 	if (slla)
 		memcpy(reply_mac.addr_bytes, slla, 6);
+	else if (e && e->state != NEIGH_INCOMPLETE && e->state != NEIGH_FAILED)
+		memcpy(reply_mac.addr_bytes, e->mac, 6);
 	else
 		reply_mac = eth->src_addr;
-	neigh_learn(port, src, reply_mac.addr_bytes, now);
 	rte_pktmbuf_free(m);
 	nd_send(port, ND_NA, ND_NA_SOLICITED | ND_NA_OVERRIDE, tgt, src, &reply_mac, tgt);
 }
 
+/* RFC 4861 7.1.2 validation, then the update rules of 7.2.5. */
 static void nd_na_input(struct rocemu_port *port, struct rte_mbuf *m, const struct rte_ipv6_hdr *ip,
 			const uint8_t *nd, uint32_t len, uint64_t now)
 {
-	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
 	const uint8_t *tlla;
 	struct port_neigh *e;
+	bool solicited = nd[4] & ND_NA_SOLICITED, override = nd[4] & ND_NA_OVERRIDE;
 
-	if (len < 24 || ip->hop_limits != 255 || nd[1] != 0) {
+	if (len < 24 || ip->hop_limits != 255 || nd[1] != 0 || ip6_is_multicast(nd + 8) ||
+	    (solicited && ip6_is_multicast(ip->dst_addr))) {
 		drop(port, m, "nd_invalid");
 		return;
 	}
@@ -579,10 +708,30 @@ static void nd_na_input(struct rocemu_port *port, struct rte_mbuf *m, const stru
 		return;
 	}
 	tlla = nd_find_lla(nd + 24, len - 24, ND_OPT_TLLA);
+	if (tlla && !rte_is_unicast_ether_addr((const struct rte_ether_addr *)tlla)) {
+		drop(port, m, "nd_invalid");
+		return;
+	}
 	e = neigh_find(port, nd + 8);
-	if (e)
-		neigh_confirm(port, e, tlla ? tlla : eth->src_addr.addr_bytes, now);
 	rte_pktmbuf_free(m);
+	if (!e || e->state == NEIGH_FAILED) {
+		port_count_event(port, "nd_na_unsolicited"); /* no entry: silently discarded */
+		return;
+	}
+	if (e->state == NEIGH_INCOMPLETE) {
+		/* the answer to our NS: it must say where the target is */
+		if (tlla)
+			neigh_update(port, e, tlla, solicited && e->asked, now);
+		return;
+	}
+	if (tlla && memcmp(tlla, e->mac, 6) && !override) {
+		/* another address without Override: keep ours, doubt it */
+		if (e->state == NEIGH_REACHABLE)
+			e->state = NEIGH_STALE;
+		return;
+	}
+	/* Override set, or the address we have (or none given) */
+	neigh_update(port, e, tlla ? tlla : e->mac, solicited && e->asked, now);
 }
 
 void port_nd_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_t l3_off, uint64_t now)

@@ -1,0 +1,499 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A hostile host on the segment against the port (issue 18, item 5):
+ * forged ARP and ND that try to redirect a neighbour entry or flood the
+ * cache, ICMP echo abuse, spoofed echo replies. Two ports on a ring pair: b is the victim,
+ * a is both its honest peer (10.9.0.1, fd00:9::1) and, through frames this
+ * test writes byte by byte and sends from a's device, the forger. Progress
+ * threads are stopped; every pass is driven here.
+ *
+ * Rules: RFC 826 (ARP), RFC 4861 7.1 (ND validation), 7.2.3 (NS), 7.2.5
+ * (NA: Override and Solicited), RFC 1812 4.3.2.7 / RFC 1122 3.2.2.6 (no
+ * echo reply to broadcast or multicast sources).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <rte_ether.h>
+#include <rte_ip.h>
+#include <rte_mbuf.h>
+
+#include "roce_mbuf.h"
+#include "roce_wire.h"
+#include "rocemu_port.h"
+#include "port_test_util.h"
+
+static unsigned pair_seq;
+
+struct pair {
+	struct rocemu_port *a, *b;
+	uint8_t amac[6], bmac[6];
+};
+
+/* The pair of the running test: closed by the teardown even when the test fails. */
+static struct rocemu_port *open_a, *open_b;
+
+static const uint8_t evil_mac[6] = {0x02, 0x66, 0x66, 0x66, 0x66, 0x66};
+
+static void set(struct rocemu_port_config *cfg, const char *opt, const char *val)
+{
+	char err[256];
+
+	if (rocemu_port_config_set(cfg, opt, val, err, sizeof(err)))
+		fail_msg("config %s=%s: %s", opt, val, err);
+}
+
+static void pair_up(struct pair *p)
+{
+	struct rocemu_port_config ca, cb;
+	char spec[64], err[512];
+	unsigned seq = pair_seq++;
+
+	rocemu_port_config_init(&ca);
+	rocemu_port_config_init(&cb);
+	snprintf(spec, sizeof(spec), "ring:h%u:a", seq);
+	set(&ca, "port", spec);
+	set(&ca, "ip", "10.9.0.1/24");
+	set(&ca, "ip", "fd00:9::1/64");
+	set(&ca, "mbufs", "2048");
+	snprintf(spec, sizeof(spec), "ring:h%u:b", seq);
+	set(&cb, "port", spec);
+	set(&cb, "ip", "10.9.0.2/24");
+	set(&cb, "ip", "fd00:9::2/64");
+	set(&cb, "mbufs", "2048");
+	if (rocemu_port_open(&ca, &p->a, err, sizeof(err)))
+		fail_msg("open a: %s", err);
+	if (rocemu_port_open(&cb, &p->b, err, sizeof(err)))
+		fail_msg("open b: %s", err);
+	rocemu_port_progress_thread_stop(p->a);
+	rocemu_port_progress_thread_stop(p->b);
+	rocemu_port_mac(p->a, p->amac);
+	rocemu_port_mac(p->b, p->bmac);
+	open_a = p->a;
+	open_b = p->b;
+}
+
+static void pair_down(struct pair *p)
+{
+	rocemu_port_close(p->a);
+	rocemu_port_close(p->b);
+	open_a = open_b = NULL;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (open_a) {
+		struct pair p = {.a = open_a, .b = open_b};
+
+		pair_down(&p);
+	}
+	return 0;
+}
+
+static void pump(struct pair *p, int passes)
+{
+	for (int i = 0; i < passes; i++) {
+		rocemu_port_progress(p->a);
+		rocemu_port_progress(p->b);
+	}
+}
+
+static int resolve(struct rocemu_port *port, const char *addr, uint8_t mac[6])
+{
+	uint8_t gid[16];
+	int rc;
+
+	assert_int_equal(rocemu_gid_parse(addr, gid), 0);
+	rocemu_port_lock(port);
+	rc = rocemu_port_resolve(port, 1, gid, mac);
+	rocemu_port_unlock(port);
+	return rc;
+}
+
+/* b resolves addr (a's) and gets a's MAC. */
+static void b_learns_a(struct pair *p, const char *addr)
+{
+	uint8_t mac[6];
+	int rc = -EAGAIN;
+
+	for (int i = 0; i < 10 && rc == -EAGAIN; i++) {
+		rc = resolve(p->b, addr, mac);
+		pump(p, 3);
+	}
+	assert_int_equal(rc, 0);
+	assert_memory_equal(mac, p->amac, 6);
+}
+
+/* Send len raw bytes from a's device; b receives them at its next pass. */
+static void queue_frame(struct pair *p, const void *frame, uint16_t len)
+{
+	struct rte_mbuf *m;
+
+	rocemu_port_lock(p->a);
+	m = rocemu_port_alloc_mbuf(p->a);
+	assert_non_null(m);
+	memcpy(rte_pktmbuf_append(m, len), frame, len);
+	rocemu_port_tx(p->a, m);
+	rocemu_port_flush(p->a);
+	rocemu_port_unlock(p->a);
+}
+
+/* queue_frame, then the passes that deliver it. */
+static void inject(struct pair *p, const void *frame, uint16_t len)
+{
+	queue_frame(p, frame, len);
+	pump(p, 2);
+}
+
+static bool hold_frames; /* queue frames without running passes */
+
+static void put_eth(uint8_t *f, const uint8_t dst[6], const uint8_t src[6], uint16_t type)
+{
+	memcpy(f, dst, 6);
+	memcpy(f + 6, src, 6);
+	f[12] = (uint8_t)(type >> 8);
+	f[13] = (uint8_t)type;
+}
+
+static uint32_t ip4(const char *s)
+{
+	uint8_t g[16];
+	uint32_t v;
+
+	assert_int_equal(rocemu_gid_parse(s, g), 0);
+	memcpy(&v, g + 12, 4);
+	return v; /* network order */
+}
+
+/* An ARP frame (60 bytes) from the forger. */
+static void send_arp(struct pair *p, uint16_t op, const uint8_t eth_dst[6], const uint8_t sha[6],
+		     const char *sip, const char *tip)
+{
+	uint8_t f[60] = {0};
+	uint32_t s = ip4(sip), t = ip4(tip);
+
+	put_eth(f, eth_dst, sha, RTE_ETHER_TYPE_ARP);
+	f[14] = 0, f[15] = 1;	 /* Ethernet */
+	f[16] = 0x08, f[17] = 0; /* IPv4 */
+	f[18] = 6, f[19] = 4;
+	f[20] = (uint8_t)(op >> 8), f[21] = (uint8_t)op;
+	memcpy(f + 22, sha, 6);
+	memcpy(f + 28, &s, 4);
+	if (op == 2)
+		memcpy(f + 32, p->bmac, 6);
+	memcpy(f + 38, &t, 4);
+	inject(p, f, sizeof(f));
+}
+
+static uint16_t csum_fold(uint32_t sum)
+{
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+static uint32_t csum_add(uint32_t sum, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i + 1 < n; i += 2)
+		sum += (uint32_t)p[i] << 8 | p[i + 1];
+	if (n & 1)
+		sum += (uint32_t)p[n - 1] << 8;
+	return sum;
+}
+
+/* An ICMPv6 ND message: type (135 NS, 136 NA), flags (NA), target, option
+ * (1 SLLA, 2 TLLA, 0 none) with lla, from src to dst (eth dst edst). */
+static void send_nd(struct pair *p, uint8_t type, uint8_t flags, const char *src, const char *dst,
+		    const uint8_t edst[6], const char *target, uint8_t opt, const uint8_t lla[6])
+{
+	uint8_t f[14 + 40 + 32] = {0}, *ip = f + 14, *nd = ip + 40, ph[8] = {0};
+	uint16_t plen = opt ? 32 : 24, ck;
+	uint32_t sum;
+
+	put_eth(f, edst, p->amac, RTE_ETHER_TYPE_IPV6);
+	ip[0] = 0x60;
+	ip[4] = 0, ip[5] = (uint8_t)plen;
+	ip[6] = IPPROTO_ICMPV6;
+	ip[7] = 255;
+	assert_int_equal(rocemu_gid_parse(src, ip + 8), 0);
+	assert_int_equal(rocemu_gid_parse(dst, ip + 24), 0);
+	nd[0] = type;
+	nd[4] = flags;
+	assert_int_equal(rocemu_gid_parse(target, nd + 8), 0);
+	if (opt) {
+		nd[24] = opt;
+		nd[25] = 1;
+		memcpy(nd + 26, lla, 6);
+	}
+	ph[3] = (uint8_t)plen;
+	ph[7] = IPPROTO_ICMPV6;
+	sum = csum_add(0, ip + 8, 32);
+	sum = csum_add(sum, ph, 8);
+	sum = csum_add(sum, nd, plen);
+	ck = csum_fold(sum);
+	nd[2] = (uint8_t)(ck >> 8), nd[3] = (uint8_t)ck;
+	inject(p, f, (uint16_t)(14 + 40 + plen));
+}
+
+/* An ICMP echo (type 8 request, 0 reply) from src to dst; bad_ip_csum spoils the IP checksum. */
+static void send_echo4(struct pair *p, uint8_t type, const uint8_t esrc[6], const char *src,
+		       const char *dst, uint16_t id, uint16_t seq, bool bad_ip_csum)
+{
+	uint8_t f[14 + 20 + 8 + 56] = {0}, *ip = f + 14, *ic = ip + 20;
+	uint32_t s = ip4(src), d = ip4(dst);
+	uint16_t ck;
+
+	put_eth(f, p->bmac, esrc, RTE_ETHER_TYPE_IPV4);
+	ip[0] = 0x45;
+	ip[3] = 20 + 8 + 56;
+	ip[8] = 64;
+	ip[9] = IPPROTO_ICMP;
+	memcpy(ip + 12, &s, 4);
+	memcpy(ip + 16, &d, 4);
+	ck = csum_fold(csum_add(0, ip, 20));
+	ip[10] = (uint8_t)(ck >> 8), ip[11] = (uint8_t)ck;
+	if (bad_ip_csum)
+		ip[10] ^= 0x5a;
+	ic[0] = type;
+	ic[4] = (uint8_t)(id >> 8), ic[5] = (uint8_t)id;
+	ic[6] = (uint8_t)(seq >> 8), ic[7] = (uint8_t)seq;
+	ck = csum_fold(csum_add(0, ic, 8 + 56));
+	ic[2] = (uint8_t)(ck >> 8), ic[3] = (uint8_t)ck;
+	if (hold_frames)
+		queue_frame(p, f, sizeof(f));
+	else
+		inject(p, f, sizeof(f));
+}
+
+/* ------------------------------------------------------------------------ */
+/* RFC 826 with a lock time: a forged reply cannot redirect a fresh entry.   */
+
+static void test_arp_forged_reply_does_not_redirect(void **state)
+{
+	struct pair p;
+	uint8_t mac[6];
+	uint64_t req;
+	(void)state;
+
+	pair_up(&p);
+	b_learns_a(&p, "10.9.0.1");
+	/* an unsolicited reply and a gratuitous ARP naming another MAC for a */
+	send_arp(&p, 2, p.bmac, evil_mac, "10.9.0.1", "10.9.0.2");
+	send_arp(&p, 1, (const uint8_t[6]){0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, evil_mac,
+		 "10.9.0.1", "10.9.0.1");
+	assert_int_equal(resolve(p.b, "10.9.0.1", mac), 0);
+	assert_memory_equal(mac, p.amac, 6);
+	assert_true(ptu_counter(p.b, "drop_neigh_locked") >= 2);
+	/* after the lock time a changed MAC is accepted only as unconfirmed:
+	 * the next use asks again, and a's own answer puts it right */
+	ptu_sleep_ms(1100);
+	send_arp(&p, 2, p.bmac, evil_mac, "10.9.0.1", "10.9.0.2");
+	req = ptu_counter(p.b, "arp_requests_tx");
+	assert_int_equal(resolve(p.b, "10.9.0.1", mac), 0);
+	assert_int_equal(ptu_counter(p.b, "arp_requests_tx"), req + 1);
+	pair_down(&p);
+}
+
+/* A flood of requests from forged sources does not push out confirmed entries. */
+static void test_arp_learn_flood_keeps_confirmed(void **state)
+{
+	struct pair p;
+	uint8_t mac[6];
+	uint64_t req;
+	char src[32];
+	(void)state;
+
+	pair_up(&p);
+	b_learns_a(&p, "10.9.0.1");
+	for (int i = 0; i < 200; i++) {
+		uint8_t sha[6] = {0x02, 0x77, 0, 0, (uint8_t)(i >> 8), (uint8_t)i};
+
+		snprintf(src, sizeof(src), "10.9.%d.%d", 1 + i / 250, 1 + i % 250);
+		send_arp(&p, 1, (const uint8_t[6]){0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, sha, src,
+			 "10.9.0.2");
+	}
+	req = ptu_counter(p.b, "arp_requests_tx");
+	assert_int_equal(resolve(p.b, "10.9.0.1", mac), 0);
+	assert_memory_equal(mac, p.amac, 6);
+	assert_int_equal(ptu_counter(p.b, "arp_requests_tx"), req);
+	pair_down(&p);
+}
+
+/* A peer that asked for us is learnt unconfirmed: used, but asked first. */
+static void test_arp_learnt_entry_is_confirmed_on_use(void **state)
+{
+	struct pair p;
+	uint8_t mac[6];
+	uint64_t req;
+	(void)state;
+
+	pair_up(&p);
+	send_arp(&p, 1, (const uint8_t[6]){0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, evil_mac,
+		 "10.9.0.99", "10.9.0.2");
+	assert_int_equal(ptu_counter(p.b, "arp_replies_tx"), 1);
+	req = ptu_counter(p.b, "arp_requests_tx");
+	assert_int_equal(resolve(p.b, "10.9.0.99", mac), 0);
+	assert_memory_equal(mac, evil_mac, 6);
+	assert_int_equal(ptu_counter(p.b, "arp_requests_tx"), req + 1);
+	pair_down(&p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* RFC 4861 7.2.5: Override and Solicited decide what an NA may change.     */
+
+static void test_nd_na_rules(void **state)
+{
+	static const uint8_t all_nodes_mac[6] = {0x33, 0x33, 0, 0, 0, 1};
+	struct pair p;
+	uint8_t mac[6];
+	(void)state;
+
+	pair_up(&p);
+	b_learns_a(&p, "fd00:9::1");
+	/* no Override, another address: ignored (the entry only becomes doubtful) */
+	send_nd(&p, 136, 0x00, "fd00:9::1", "fd00:9::2", p.bmac, "fd00:9::1", 2, evil_mac);
+	assert_int_equal(resolve(p.b, "fd00:9::1", mac), 0);
+	assert_memory_equal(mac, p.amac, 6);
+	/* Solicited to a multicast destination: invalid (7.1.2) */
+	send_nd(&p, 136, 0x60, "fd00:9::1", "ff02::1", all_nodes_mac, "fd00:9::1", 2, evil_mac);
+	assert_int_equal(ptu_counter(p.b, "drop_nd_invalid"), 1);
+	/* Override within the lock time: refused */
+	send_nd(&p, 136, 0x20, "fd00:9::1", "fd00:9::2", p.bmac, "fd00:9::1", 2, evil_mac);
+	assert_int_equal(resolve(p.b, "fd00:9::1", mac), 0);
+	assert_memory_equal(mac, p.amac, 6);
+	assert_true(ptu_counter(p.b, "drop_neigh_locked") >= 1);
+	/* an NA for an address b never asked about creates nothing */
+	send_nd(&p, 136, 0x60, "fd00:9::55", "fd00:9::2", p.bmac, "fd00:9::55", 2, evil_mac);
+	assert_int_equal(resolve(p.b, "fd00:9::55", mac), -EAGAIN);
+	pair_down(&p);
+}
+
+/* RFC 4861 7.2.3: an NS with an SLLA creates a STALE entry, one without none. */
+static void test_nd_ns_learns_stale(void **state)
+{
+	struct pair p;
+	uint8_t mac[6];
+	uint64_t ns, na;
+	(void)state;
+
+	pair_up(&p);
+	pump(&p, 2); /* link up: b announces its addresses */
+	na = ptu_counter(p.b, "nd_adverts_tx");
+	send_nd(&p, 135, 0, "fd00:9::77", "fd00:9::2", p.bmac, "fd00:9::2", 1, evil_mac);
+	assert_int_equal(ptu_counter(p.b, "nd_adverts_tx"), na + 1);
+	ns = ptu_counter(p.b, "nd_solicits_tx");
+	assert_int_equal(resolve(p.b, "fd00:9::77", mac), 0);
+	assert_memory_equal(mac, evil_mac, 6);
+	assert_int_equal(ptu_counter(p.b, "nd_solicits_tx"), ns + 1); /* confirmed on use */
+	/* unicast NS without SLLA: answered, nothing learnt */
+	send_nd(&p, 135, 0, "fd00:9::78", "fd00:9::2", p.bmac, "fd00:9::2", 0, NULL);
+	assert_int_equal(ptu_counter(p.b, "nd_adverts_tx"), na + 2);
+	assert_int_equal(resolve(p.b, "fd00:9::78", mac), -EAGAIN);
+	pair_down(&p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* ICMP echo                                                                  */
+
+static void test_icmp_echo_abuse(void **state)
+{
+	struct pair p;
+	uint64_t replies;
+	(void)state;
+
+	pair_up(&p);
+	send_echo4(&p, 8, p.amac, "10.9.0.1", "10.9.0.2", 1, 1, false);
+	assert_int_equal(ptu_counter(p.b, "icmp_echo_replies_tx"), 1);
+	/* a wrong IPv4 header checksum: dropped, not answered */
+	send_echo4(&p, 8, p.amac, "10.9.0.1", "10.9.0.2", 1, 2, true);
+	assert_int_equal(ptu_counter(p.b, "icmp_echo_replies_tx"), 1);
+	assert_int_equal(ptu_counter(p.b, "drop_bad_ip_checksum"), 1);
+	/* broadcast and multicast sources are not answered (smurf reflection) */
+	send_echo4(&p, 8, p.amac, "10.9.0.255", "10.9.0.2", 1, 3, false);
+	send_echo4(&p, 8, p.amac, "255.255.255.255", "10.9.0.2", 1, 4, false);
+	send_echo4(&p, 8, p.amac, "224.0.0.1", "10.9.0.2", 1, 5, false);
+	send_echo4(&p, 8, (const uint8_t[6]){0x01, 0, 0x5e, 0, 0, 1}, "10.9.0.1", "10.9.0.2", 1, 6,
+		   false);
+	assert_int_equal(ptu_counter(p.b, "icmp_echo_replies_tx"), 1);
+	assert_int_equal(ptu_counter(p.b, "drop_icmp_bad_source"), 4);
+	/* a burst of 200 requests, all in b's receive ring at once: the replies
+	 * are rate limited (the bucket holds 50; b handles the burst in a few
+	 * passes, far quicker than 150 more tokens accrue at 1000 per second) */
+	replies = ptu_counter(p.b, "icmp_echo_replies_tx");
+	hold_frames = true;
+	for (int i = 0; i < 200; i++)
+		send_echo4(&p, 8, p.amac, "10.9.0.1", "10.9.0.2", 2, (uint16_t)i, false);
+	hold_frames = false;
+	for (int i = 0; i < 20; i++)
+		rocemu_port_progress(p.b);
+	pump(&p, 2);
+	assert_true(ptu_counter(p.b, "icmp_echo_replies_tx") - replies < 200);
+	assert_true(ptu_counter(p.b, "drop_icmp_rate_limited") > 0);
+	assert_int_equal(ptu_counter(p.b, "icmp_echo_replies_tx") - replies +
+			     ptu_counter(p.b, "drop_icmp_rate_limited"),
+			 200);
+	pair_down(&p);
+}
+
+/* `rocemu port --ping` counts a reply only for its own identifier and an
+ * outstanding sequence number: spoofed and repeated replies do not count. */
+static void test_ping_counts_only_its_replies(void **state)
+{
+	struct pair p;
+	uint8_t dst[16];
+	int rc = -EAGAIN;
+	(void)state;
+
+	pair_up(&p);
+	assert_int_equal(rocemu_gid_parse("10.9.0.1", dst), 0);
+	for (int i = 0; i < 5 && rc == -EAGAIN; i++) {
+		rc = rocemu_port_ping(p.b, dst, 0x1234, 1);
+		pump(&p, 3);
+	}
+	assert_int_equal(rc, 0);
+	pump(&p, 3);
+	assert_int_equal(rocemu_port_ping_replies(p.b), 1);
+	/* replies b never asked for (the forger sends them from a's device) */
+	send_echo4(&p, 0, p.amac, "10.9.0.1", "10.9.0.2", 0x1234, 1, false); /* answered already */
+	send_echo4(&p, 0, p.amac, "10.9.0.1", "10.9.0.2", 0x1234, 2, false); /* never sent */
+	send_echo4(&p, 0, p.amac, "10.9.0.1", "10.9.0.2", 0x9999, 1, false); /* not our id */
+	assert_int_equal(rocemu_port_ping_replies(p.b), 1);
+	assert_int_equal(ptu_counter(p.b, "drop_icmp_reply_unmatched"), 3);
+	pair_down(&p);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	if (rocemu_eal_init() < 0) {
+		fprintf(stderr, "EAL cannot start here: %s\n", rocemu_eal_error());
+		return -1;
+	}
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_teardown(test_arp_forged_reply_does_not_redirect, teardown),
+	    cmocka_unit_test_teardown(test_arp_learn_flood_keeps_confirmed, teardown),
+	    cmocka_unit_test_teardown(test_arp_learnt_entry_is_confirmed_on_use, teardown),
+	    cmocka_unit_test_teardown(test_nd_na_rules, teardown),
+	    cmocka_unit_test_teardown(test_nd_ns_learns_stale, teardown),
+	    cmocka_unit_test_teardown(test_icmp_echo_abuse, teardown),
+	    cmocka_unit_test_teardown(test_ping_counts_only_its_replies, teardown),
+	};
+
+	if (rocemu_eal_init() < 0) {
+		fprintf(stderr, "SKIP: EAL cannot start here: %s\n", rocemu_eal_error());
+		return 77;
+	}
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
