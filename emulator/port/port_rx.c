@@ -69,7 +69,17 @@ void port_rx_flush_upper(struct rocemu_port *port)
 static void rx_roce(struct rocemu_port *port, struct rte_mbuf *m)
 {
 	struct roce_pkt *desc = &port->up_descs[port->up_n];
-	enum roce_parse_status st = roce_mbuf_parse(m, ROCE_PARSE_VERIFY_ICRC, desc);
+	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	enum roce_parse_status st;
+
+	/* RoCE is unicast to this port's MAC: a frame to the broadcast or an
+	 * IPv6 multicast MAC (accepted above for ARP/ND) is no request to us
+	 * (rocemu joins no multicast group: no UD multicast). */
+	if (!rte_is_same_ether_addr(&eth->dst_addr, &port->mac)) {
+		drop(port, m, "roce_not_unicast");
+		return;
+	}
+	st = roce_mbuf_parse(m, ROCE_PARSE_VERIFY_ICRC, desc);
 
 	if (st != ROCE_PARSE_OK) {
 		drop(port, m, roce_parse_status_name(st));
@@ -165,7 +175,10 @@ void port_rx_frame(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 		rx_ipv6(port, m, now);
 		return;
 	case RTE_ETHER_TYPE_VLAN:
-		rx_roce(port, m); /* tagged RoCE only; the codec rejects the rest */
+		/* rocemu sends untagged frames and has no VLAN configured: a tagged
+		 * frame belongs to some other segment (accept configured VLANs
+		 * here once they exist) */
+		drop(port, m, "vlan_not_configured");
 		return;
 	default:
 		drop(port, m, "unsupported_ethertype");

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * A hostile host on the segment against the port (issue 18, item 5):
+ * A hostile host on the segment against the port (issue 18, items 5 and 6):
  * forged ARP and ND that try to redirect a neighbour entry or flood the
- * cache, ICMP echo abuse, spoofed echo replies. Two ports on a ring pair: b is the victim,
+ * cache, ICMP echo abuse, spoofed echo replies, and RoCE frames that are
+ * tagged or sent to group MACs. Two ports on a ring pair: b is the victim,
  * a is both its honest peer (10.9.0.1, fd00:9::1) and, through frames this
  * test writes byte by byte and sends from a's device, the forger. Progress
  * threads are stopped; every pass is driven here.
@@ -469,6 +470,100 @@ static void test_ping_counts_only_its_replies(void **state)
 	pair_down(&p);
 }
 
+/* ------------------------------------------------------------------------ */
+/* RoCE only untagged and to our own MAC                                      */
+
+struct recorder {
+	unsigned n;
+};
+
+static void rec_rx(void *ctx, struct rte_mbuf **pkts, struct roce_pkt *descs, uint16_t n)
+{
+	struct recorder *r = ctx;
+
+	(void)descs;
+	for (uint16_t i = 0; i < n; i++)
+		rte_pktmbuf_free(pkts[i]);
+	r->n += n;
+}
+
+static unsigned rec_poll(void *ctx, uint64_t now)
+{
+	(void)ctx;
+	(void)now;
+	return 0;
+}
+
+static bool rec_has_work(void *ctx)
+{
+	(void)ctx;
+	return false;
+}
+
+/* An RC SEND ONLY from a to b (10.9.0.2) as bytes, Ethernet destination dst_mac. */
+static uint16_t roce_bytes(struct pair *p, uint8_t *buf, size_t cap, const uint8_t dst_mac[6])
+{
+	struct roce_pkt pkt;
+	uint32_t flen;
+	int hl;
+
+	memset(&pkt, 0, sizeof(pkt));
+	memcpy(pkt.path.dst_mac, dst_mac, 6);
+	memcpy(pkt.path.src_mac, p->amac, 6);
+	rocemu_port_gid(p->a, 1, pkt.path.src_gid);
+	assert_int_equal(rocemu_gid_parse("10.9.0.2", pkt.path.dst_gid), 0);
+	pkt.path.ip_version = 4;
+	pkt.path.ttl = 64;
+	pkt.path.udp_sport = 0xC001;
+	pkt.path.udp_dport = ROCE_UDP_PORT;
+	pkt.opcode = ROCE_OP_SEND_ONLY;
+	pkt.op = roce_opcode_info(pkt.opcode);
+	pkt.pkey = ROCE_DEFAULT_PKEY;
+	pkt.dqpn = 0x11;
+	pkt.psn = 1;
+	pkt.payload_len = 16;
+	hl = roce_build_headers(buf, cap, &pkt);
+	assert_true(hl > 0);
+	memset(buf + hl, 0xab, 16);
+	flen = roce_frame_len(&pkt);
+	assert_int_equal(roce_finish(buf, flen, &pkt), 0);
+	return (uint16_t)flen;
+}
+
+static void test_roce_tagged_or_group_mac_dropped(void **state)
+{
+	static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+	static const uint8_t all_nodes[6] = {0x33, 0x33, 0, 0, 0, 1};
+	struct recorder rb = {0};
+	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL};
+	uint8_t f[256], t[260];
+	struct pair p;
+	uint16_t n;
+	(void)state;
+
+	pair_up(&p);
+	rocemu_port_set_upper(p.b, &ub);
+	n = roce_bytes(&p, f, sizeof(f), p.bmac);
+	inject(&p, f, n);
+	assert_int_equal(rb.n, 1); /* the untagged unicast frame is delivered */
+	/* the same frame with an 802.1Q tag (VLAN 5): the ICRC does not cover
+	 * the Ethernet header, so it still verifies */
+	memcpy(t, f, 12);
+	t[12] = 0x81, t[13] = 0x00, t[14] = 0x00, t[15] = 0x05;
+	memcpy(t + 16, f + 12, n - 12u);
+	inject(&p, t, (uint16_t)(n + 4));
+	assert_int_equal(rb.n, 1);
+	assert_int_equal(ptu_counter(p.b, "drop_vlan_not_configured"), 1);
+	/* to the broadcast MAC and to the IPv6 all-nodes MAC */
+	n = roce_bytes(&p, f, sizeof(f), bcast);
+	inject(&p, f, n);
+	n = roce_bytes(&p, f, sizeof(f), all_nodes);
+	inject(&p, f, n);
+	assert_int_equal(rb.n, 1);
+	assert_int_equal(ptu_counter(p.b, "drop_roce_not_unicast"), 2);
+	pair_down(&p);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -489,6 +584,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_nd_ns_learns_stale, teardown),
 	    cmocka_unit_test_teardown(test_icmp_echo_abuse, teardown),
 	    cmocka_unit_test_teardown(test_ping_counts_only_its_replies, teardown),
+	    cmocka_unit_test_teardown(test_roce_tagged_or_group_mac_dropped, teardown),
 	};
 
 	if (rocemu_eal_init() < 0) {
