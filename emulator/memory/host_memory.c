@@ -4,9 +4,17 @@
  *
  * A regular MR is checked once, at registration, against /proc/self/maps
  * (every page mapped, readable, and writable if the MR may be written), and
- * is then accessed with plain memcpy: like a pinned region on a real NIC it
- * must stay mapped until dereg (unmapping it first is the application's
- * bug, as it is with hardware).
+ * is then accessed with plain memcpy, inside a fault guard: ibv_reg_mr(3)
+ * wants it mapped until dereg, but rocemu pins nothing, and an application
+ * that frees it anyway must not let a peer's WRITE crash the thread that
+ * runs progress. A hardware NIC would write the old pinned pages; rocemu
+ * fails the access instead (ROCEMU_MEM_FAULT, a remote access error on the
+ * wire). The guard: a SIGSEGV/SIGBUS handler, installed at the first
+ * registration (and again whenever another handler took its place by
+ * then), that jumps back out of a guarded copy or atomic and passes every
+ * other fault to the handler it replaced. Memory unmapped and then mapped
+ * again by something else at the same address is not detected: it is
+ * written like any mapped memory (docs/memory.md).
  *
  * An on-demand-paging MR (IBV_ACCESS_ON_DEMAND, and in particular the
  * implicit one covering the whole address space) promises nothing about
@@ -16,6 +24,9 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +34,125 @@
 #include <unistd.h>
 
 #include "mem_private.h"
+#include "roce_wire.h"
+
+/* ------------------------------------------------------------------------ */
+/* The fault guard                                                            */
+
+/* Where a fault inside a guarded access of this thread jumps to (NULL: not
+ * inside one). Set and cleared around each access, read by the handler. */
+static __thread sigjmp_buf *volatile guard_jmp;
+static struct sigaction guard_prev[2]; /* SIGSEGV, SIGBUS as they were */
+static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t maps_reads; /* /proc/self/maps parses, for tests */
+
+static void guard_handler(int sig, siginfo_t *si, void *uc)
+{
+	sigjmp_buf *jb = guard_jmp;
+	struct sigaction *prev = &guard_prev[sig == SIGBUS];
+
+	if (jb) {
+		guard_jmp = NULL;
+		siglongjmp(*jb, 1);
+	}
+	/* not ours: as if this handler were not there */
+	if (prev->sa_flags & SA_SIGINFO) {
+		prev->sa_sigaction(sig, si, uc);
+	} else if (prev->sa_handler != SIG_DFL && prev->sa_handler != SIG_IGN) {
+		prev->sa_handler(sig);
+	} else {
+		/* default action: restore it; the faulting instruction runs again */
+		sigaction(sig, prev, NULL);
+	}
+}
+
+static bool guard_is_installed(int sig)
+{
+	struct sigaction cur;
+
+	return sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+	       cur.sa_sigaction == guard_handler;
+}
+
+void rocemu_host_guard_install(void)
+{
+	static const int sigs[2] = {SIGSEGV, SIGBUS};
+	struct sigaction sa;
+
+	pthread_mutex_lock(&guard_lock);
+	for (int i = 0; i < 2; i++) {
+		if (guard_is_installed(sigs[i]))
+			continue;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = guard_handler;
+		/* SA_NODEFER: the jump out leaves the signal unblocked */
+		sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+		sigemptyset(&sa.sa_mask);
+		sigaction(sigs[i], &sa, &guard_prev[i]);
+	}
+	pthread_mutex_unlock(&guard_lock);
+}
+
+/*
+ * The guarded accesses. The sigjmp_buf does not save the signal mask (no
+ * system call per access); the handler runs with SA_NODEFER, so jumping out
+ * of it leaves the mask as it was.
+ */
+bool rocemu_host_copy(void *dst, const void *src, size_t len)
+{
+	sigjmp_buf jb;
+
+	if (sigsetjmp(jb, 0))
+		return false;
+	guard_jmp = &jb;
+	__asm__ volatile("" ::: "memory"); /* the copy stays between the two stores */
+	memcpy(dst, src, len);
+	__asm__ volatile("" ::: "memory");
+	guard_jmp = NULL;
+	return true;
+}
+
+bool rocemu_host_copy_crc(void *dst, const void *src, size_t len, uint32_t *crc)
+{
+	sigjmp_buf jb;
+	uint32_t c = *crc;
+
+	if (sigsetjmp(jb, 0))
+		return false;
+	guard_jmp = &jb;
+	__asm__ volatile("" ::: "memory");
+	c = roce_crc32_copy(c, dst, src, len);
+	__asm__ volatile("" ::: "memory");
+	guard_jmp = NULL;
+	*crc = c;
+	return true;
+}
+
+bool rocemu_host_atomic(uint64_t *target, bool cmp_swap, uint64_t compare, uint64_t swap_add,
+			uint64_t *orig)
+{
+	sigjmp_buf jb;
+	uint64_t old;
+
+	if (sigsetjmp(jb, 0))
+		return false;
+	guard_jmp = &jb;
+	if (cmp_swap) {
+		old = compare;
+		__atomic_compare_exchange_n(target, &old, swap_add, false, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
+	} else {
+		old = __atomic_fetch_add(target, swap_add, __ATOMIC_SEQ_CST);
+	}
+	guard_jmp = NULL;
+	*orig = old; /* the old value whether or not a compare matched */
+	return true;
+}
+
+uint64_t rocemu_host_maps_reads(void)
+{
+	return __atomic_load_n(&maps_reads, __ATOMIC_RELAXED);
+}
 
 static bool parse_maps_line(const char *line, uint64_t *start, uint64_t *end, bool *r, bool *w)
 {
@@ -85,6 +215,7 @@ int rocemu_host_range_check(const void *addr, uint64_t len, bool write)
 	if (cursor > UINT64_MAX - (len - 1))
 		return -EFAULT;
 	last = cursor + (len - 1);
+	__atomic_fetch_add(&maps_reads, 1, __ATOMIC_RELAXED);
 	f = fopen("/proc/self/maps", "re");
 	if (!f)
 		return rocemu_host_range_probe(cursor, last);

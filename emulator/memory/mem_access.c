@@ -51,14 +51,15 @@ enum rocemu_mem_err rocemu_mem_translate(struct rocemu_mem_table *t, const struc
 	return mem_check(t, pd, key, iova, len, rights, &mr, ptr);
 }
 
+/* Regular regions through the fault guard (freed while registered: a
+ * fault, not a crash), ODP ones through the kernel's page walk. */
 static bool copy_from_region(const struct rocemu_mr *mr, void *dst, const uint8_t *src, size_t len)
 {
 	if (len == 0)
 		return true;
 	if (mr->odp)
 		return rocemu_host_read(dst, src, len);
-	memcpy(dst, src, len);
-	return true;
+	return rocemu_host_copy(dst, src, len);
 }
 
 static bool copy_to_region(const struct rocemu_mr *mr, uint8_t *dst, const void *src, size_t len)
@@ -67,8 +68,7 @@ static bool copy_to_region(const struct rocemu_mr *mr, uint8_t *dst, const void 
 		return true;
 	if (mr->odp)
 		return rocemu_host_write(dst, src, len);
-	memcpy(dst, src, len);
-	return true;
+	return rocemu_host_copy(dst, src, len);
 }
 
 /*
@@ -107,8 +107,7 @@ static enum rocemu_mem_err sg_walk(struct rocemu_mem_table *t, const struct roce
 			return err;
 		if (crc && !mr->odp) {
 			/* one pass: the CRC folds the blocks it copies */
-			*crc = roce_crc32_copy(*crc, buf, p, chunk);
-			ok = true;
+			ok = rocemu_host_copy_crc(buf, p, chunk, crc);
 		} else {
 			ok = to_region ? copy_to_region(mr, p, buf, chunk)
 				       : copy_from_region(mr, buf, p, chunk);
@@ -172,10 +171,8 @@ static enum rocemu_mem_err remote_read(struct rocemu_mem_table *t, const struct 
 	err = mem_check(t, pd, rkey, iova, len, ROCEMU_RIGHT_REMOTE_READ, &mr, &p);
 	if (err != ROCEMU_MEM_OK)
 		return err;
-	if (crc && len && !mr->odp) {
-		*crc = roce_crc32_copy(*crc, dst, p, len);
-		return ROCEMU_MEM_OK;
-	}
+	if (crc && len && !mr->odp)
+		return rocemu_host_copy_crc(dst, p, len, crc) ? ROCEMU_MEM_OK : ROCEMU_MEM_FAULT;
 	if (!copy_from_region(mr, dst, p, len))
 		return ROCEMU_MEM_FAULT;
 	if (crc)
@@ -200,10 +197,8 @@ enum rocemu_mem_err rocemu_mem_remote_read_crc(struct rocemu_mem_table *t,
 /*
  * Atomics (IBA ch. 9): the 8-byte target must be naturally aligned (checked on the
  * iova the peer sent and on the host address it maps to). ODP targets are
- * checked against the process map first, since an atomic instruction on an
- * unmapped page cannot be made to fail softly. (A thread that unmaps the
- * word between that check and the instruction still crashes the process:
- * the window is a few instructions, and the application raced itself.)
+ * checked against the process map first; the instruction runs inside the
+ * fault guard (a regular region freed while registered faults cleanly).
  */
 enum rocemu_mem_err rocemu_mem_atomic(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
 				      uint32_t rkey, uint64_t iova, bool cmp_swap, uint64_t compare,
@@ -211,7 +206,6 @@ enum rocemu_mem_err rocemu_mem_atomic(struct rocemu_mem_table *t, const struct r
 {
 	enum rocemu_mem_err err;
 	struct rocemu_mr *mr;
-	uint64_t *target;
 	uint8_t *p;
 
 	err = mem_check(t, pd, rkey, iova, sizeof(uint64_t), ROCEMU_RIGHT_REMOTE_ATOMIC, &mr, &p);
@@ -221,16 +215,8 @@ enum rocemu_mem_err rocemu_mem_atomic(struct rocemu_mem_table *t, const struct r
 		return ROCEMU_MEM_ALIGN;
 	if (mr->odp && rocemu_host_range_check(p, sizeof(uint64_t), true))
 		return ROCEMU_MEM_FAULT;
-	target = (uint64_t *)(void *)p;
-	if (cmp_swap) {
-		uint64_t expected = compare;
-
-		__atomic_compare_exchange_n(target, &expected, swap_add, false, __ATOMIC_SEQ_CST,
-					    __ATOMIC_SEQ_CST);
-		*orig = expected; /* the old value whether or not it matched */
-	} else {
-		*orig = __atomic_fetch_add(target, swap_add, __ATOMIC_SEQ_CST);
-	}
+	if (!rocemu_host_atomic((uint64_t *)(void *)p, cmp_swap, compare, swap_add, orig))
+		return ROCEMU_MEM_FAULT;
 	return ROCEMU_MEM_OK;
 }
 

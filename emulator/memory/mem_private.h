@@ -62,6 +62,21 @@ int rocemu_host_range_check(const void *addr, uint64_t len, bool write);
  * of [first, last] readable (write access is not checked). 0 or -EFAULT.
  */
 int rocemu_host_range_probe(uint64_t first, uint64_t last);
+/**
+ * The fault guard (host_memory.c): a SIGSEGV/SIGBUS handler that turns a
+ * fault inside the guarded accesses below into a false return and passes
+ * every other fault on. Installed at registration, again if displaced.
+ */
+void rocemu_host_guard_install(void);
+/** memcpy that returns false instead of faulting (unmapped or protected pages). */
+bool rocemu_host_copy(void *dst, const void *src, size_t len);
+/** roce_crc32_copy (continuing *crc) that returns false instead of faulting. */
+bool rocemu_host_copy_crc(void *dst, const void *src, size_t len, uint32_t *crc);
+/** 8-byte CPU atomic (compare-and-swap or fetch-and-add) that returns false instead of faulting. */
+bool rocemu_host_atomic(uint64_t *target, bool cmp_swap, uint64_t compare, uint64_t swap_add,
+			uint64_t *orig);
+/** How many times /proc/self/maps was parsed (tests: which paths stay off it). */
+uint64_t rocemu_host_maps_reads(void);
 /** Copy that survives unmapped/protected source pages (process_vm_readv on ourselves). */
 bool rocemu_host_read(void *dst, const void *src, size_t len);
 /** Copy that survives unmapped/protected destination pages (process_vm_writev). */

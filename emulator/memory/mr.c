@@ -88,6 +88,8 @@ int rocemu_mr_reg(struct rocemu_pd *pd, void *addr, size_t length, uint64_t iova
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return -ENOMEM;
+	/* copies to and from registered memory survive it being freed */
+	rocemu_host_guard_install();
 	mr_apply(mr, &l);
 	mr->pd = pd;
 	rocemu_engine_lock(e);

@@ -48,6 +48,7 @@ enum step_kind {
 	T_LOCAL_EQ,  /* rocemu's local (requester) buffer bytes [off, off+len) equal `fill` */
 	T_KEY_VALID, /* the key of `key` (K_GOOD or K_LOCAL) still translates for its owner */
 	T_DISCARD,   /* forget every frame rocemu sent so far (after `ms` of progress) */
+	T_UNMAP,     /* the application unmaps the region (and its canaries), still registered */
 };
 
 /* Which rkey a crafted request carries. */

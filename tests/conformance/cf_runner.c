@@ -54,6 +54,7 @@ static struct {
 	size_t rw_len;
 	uint8_t *region;
 	uint8_t *snapshot; /* rw span at scenario start */
+	bool unmapped;	   /* T_UNMAP ran: the rw span is gone until the scenario ends */
 	struct rocemu_mr *mr, *mr_ro, *mr_other, *mr_local;
 	uint8_t *ro_buf, *other_buf, *local;
 	uint32_t stale_rkey;
@@ -742,6 +743,11 @@ static int run_step(const struct step *s)
 	case T_WAIT:
 		pump_for(s->ms);
 		return 0;
+	case T_UNMAP:
+		if (munmap(H.rw, H.rw_len) != 0)
+			return fail("munmap: %s", strerror(errno));
+		H.unmapped = true;
+		return 0;
 	case T_DISCARD:
 		pump_for(s->ms ? s->ms : QUIET_MS);
 		H.cap_head = H.cap_tail;
@@ -833,7 +839,7 @@ static int run_scenario(const struct scenario *sc)
 			break;
 		}
 	}
-	if (rc == 0)
+	if (rc == 0 && !H.unmapped)
 		rc = check_canaries();
 out:
 	if (H.qp)
@@ -847,6 +853,13 @@ out:
 	drain_cqs();
 	pump_for(1);
 	H.cap_head = H.cap_tail = 0;
+	if (H.unmapped) {
+		if (mmap(H.rw, H.rw_len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED &&
+		    rc == 0)
+			rc = fail("cannot map the region again: %s", strerror(errno));
+		H.unmapped = false;
+	}
 	return rc;
 }
 

@@ -440,6 +440,31 @@ const struct scenario cf_scenarios[] = {
 	     NAK(0, ROCE_NAK_INVALID_REQUEST), WC_RECV_ST(IBV_WC_REM_INV_REQ_ERR),
 	     {.k = T_KEY_VALID, .key = K_LOCAL})),
 
+    SC("acc_write_region_freed", "access",
+       "rocemu's rule for memory freed while registered (docs/memory.md): the access fails as "
+       "IBA 9.7.4.1.5 fails one outside a region",
+       "WRITE to a region the application unmapped without deregistering it: NAK remote access "
+       "error, the responder QP goes to ERR, the process lives on",
+       STEPS({.k = T_UNMAP},
+	     TX(.op = ROCE_OP_WRITE_ONLY, .psn = 0, .off = 0, .len = 64, .fill = 0xEE,
+		.ackreq = true),
+	     NAK(0, ROCE_NAK_REMOTE_ACCESS_ERR), STATE(IBV_QPS_ERR),
+	     CTR("tx_nak_remote_access", 1))),
+    SC("acc_read_region_freed", "access",
+       "rocemu's rule for memory freed while registered (docs/memory.md): the access fails as "
+       "IBA 9.7.4.1.5 fails one outside a region",
+       "READ of a region the application unmapped without deregistering it: NAK remote access "
+       "error, no response data",
+       STEPS({.k = T_UNMAP}, TX(.op = ROCE_OP_READ_REQUEST, .psn = 0, .off = 0, .len = 64),
+	     NAK(0, ROCE_NAK_REMOTE_ACCESS_ERR), NONE(), STATE(IBV_QPS_ERR))),
+    SC("acc_atomic_region_freed", "access",
+       "rocemu's rule for memory freed while registered (docs/memory.md): the access fails as "
+       "IBA 9.7.4.1.5 fails one outside a region",
+       "FETCH_ADD on a region the application unmapped without deregistering it: NAK remote "
+       "access error",
+       STEPS({.k = T_UNMAP}, TX(.op = ROCE_OP_FETCH_ADD, .psn = 0, .off = 64, .swap = 1),
+	     NAK(0, ROCE_NAK_REMOTE_ACCESS_ERR), STATE(IBV_QPS_ERR))),
+
     /* ------------------------------------------------------------ opseq */
     SC("seq_middle_without_first", "opseq", "IBA 9.7 (opcode sequence check), C9-89",
        "SEND MIDDLE with no message in progress: NAK invalid request, QP to ERR",

@@ -752,6 +752,46 @@ static void test_explicit_odp_unmapped(void **state)
 	assert_int_equal(rocemu_mr_dereg(mr), 0);
 }
 
+/*
+ * Issue 18.7: a regular region freed (unmapped) while still registered.
+ * rocemu pins nothing; every access to it fails with ROCEMU_MEM_FAULT
+ * (a remote access error on the wire) instead of crashing the thread.
+ */
+static void test_freed_region_faults(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t *buf =
+	    mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t data[64] = {1, 2, 3};
+	struct rocemu_mr *mr;
+	struct ibv_sge sge;
+	uint32_t k, crc = 0;
+	uint64_t orig;
+
+	assert_true(buf != MAP_FAILED);
+	assert_int_equal(rocemu_mr_reg(f->pd, buf, 2 * page, 0, ALL_ACCESS, &mr), 0);
+	k = key_of(mr);
+	sge = (struct ibv_sge){.addr = 0, .length = 64, .lkey = k};
+	assert_int_equal(munmap(buf, 2 * page), 0);
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, 0, data, 64),
+			 ROCEMU_MEM_FAULT);
+	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, k, 8, data, 64),
+			 ROCEMU_MEM_FAULT);
+	assert_int_equal(rocemu_mem_remote_read_crc(f->e->mem, f->pd, k, 8, data, 64, &crc),
+			 ROCEMU_MEM_FAULT);
+	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, k, 0, false, 0, 1, &orig),
+			 ROCEMU_MEM_FAULT);
+	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, k, 8, true, 0, 1, &orig),
+			 ROCEMU_MEM_FAULT);
+	assert_int_equal(rocemu_mem_scatter(f->e->mem, f->pd, &sge, 1, 0, data, 64),
+			 ROCEMU_MEM_FAULT);
+	assert_int_equal(rocemu_mem_gather(f->e->mem, f->pd, &sge, 1, 0, data, 64),
+			 ROCEMU_MEM_FAULT);
+	assert_int_equal(rocemu_mem_gather_crc(f->e->mem, f->pd, &sge, 1, 0, data, 64, &crc),
+			 ROCEMU_MEM_FAULT);
+	assert_int_equal(rocemu_mr_dereg(mr), 0);
+}
+
 static void test_atomics(void **state)
 {
 	struct fixture *f = *state;
@@ -1073,6 +1113,7 @@ int main(void)
 	    FIXTURE_TEST(test_gather_scatter),
 	    FIXTURE_TEST(test_implicit_odp),
 	    FIXTURE_TEST(test_explicit_odp_unmapped),
+	    FIXTURE_TEST(test_freed_region_faults),
 	    FIXTURE_TEST(test_atomics),
 	    FIXTURE_TEST(test_atomics_concurrent),
 	    FIXTURE_TEST(test_rereg),
