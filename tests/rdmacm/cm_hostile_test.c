@@ -462,33 +462,77 @@ static void short_mad(void **state)
 
 /* A flood of REQs with fresh comm IDs: the listener holds at most
  * CMA_MAX_PENDING_REQ unanswered requests; the rest are dropped, counted. */
-static void req_flood_bounded(void **state)
+/* Unanswered requests a listener may hold (issue 18.9): its rdma_listen
+ * backlog (setup's listener: 4), or CMA_MAX_PENDING_REQ for a backlog of 0. */
+static unsigned flood(struct ctx *t, uint16_t port, unsigned n, uint32_t comm0)
 {
-	struct ctx *t = *state;
 	uint8_t mad[CM_MAD_SIZE];
-	const unsigned n = CMA_MAX_PENDING_REQ + 40;
-
-	for (unsigned i = 0; i < n; i++) {
-		build_req(mad, 0x10000 + i, INTRUDER, PORT);
-		rx_from(INTRUDER, mad);
-	}
-	assert_int_equal(cma_stats.drop_backlog, n - CMA_MAX_PENDING_REQ);
-	unsigned got = 0;
 	enum rdma_cm_event_type type = RDMA_CM_EVENT_ADDR_ERROR;
 	struct rdma_cm_id *id = NULL;
+	unsigned got = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		build_req(mad, comm0 + i, INTRUDER, port);
+		rx_from(INTRUDER, mad);
+	}
 	while (next_event(t, &type, &id) == 0) {
 		assert_int_equal(type, RDMA_CM_EVENT_CONNECT_REQUEST);
 		got++;
 		assert_int_equal(rdma_reject(id, NULL, 0), 0);
 		rdma_destroy_id(id);
 	}
-	assert_int_equal(got, CMA_MAX_PENDING_REQ);
+	return got;
+}
+
+static void req_flood_bounded(void **state)
+{
+	struct ctx *t = *state;
+	uint8_t mad[CM_MAD_SIZE];
+	const unsigned n = CMA_MAX_PENDING_REQ + 40;
+	enum rdma_cm_event_type type = RDMA_CM_EVENT_ADDR_ERROR;
+	struct rdma_cm_id *id = NULL, *l0;
+	struct sockaddr_in a;
+
+	assert_int_equal(flood(t, PORT, n, 0x10000), 4);
+	assert_int_equal(cma_stats.drop_backlog, n - 4);
+	/* backlog 0: the default, CMA_MAX_PENDING_REQ */
+	assert_int_equal(rdma_create_id(t->ch, &l0, NULL, RDMA_PS_TCP), 0);
+	sin_of(&a, 1, PORT + 1);
+	assert_int_equal(rdma_bind_addr(l0, (struct sockaddr *)&a), 0);
+	assert_int_equal(rdma_listen(l0, 0), 0);
+	memset(&cma_stats, 0, sizeof(cma_stats));
+	assert_int_equal(flood(t, PORT + 1, n, 0x30000), CMA_MAX_PENDING_REQ);
+	assert_int_equal(cma_stats.drop_backlog, n - CMA_MAX_PENDING_REQ);
+	rdma_destroy_id(l0);
 	/* answered requests free the slots: the next one gets through */
 	build_req(mad, 0x20000, INTRUDER, PORT);
 	rx_from(INTRUDER, mad);
 	assert_int_equal(next_event(t, &type, &id), 0);
 	assert_int_equal(type, RDMA_CM_EVENT_CONNECT_REQUEST);
 	rdma_destroy_id(id);
+	stub_reset_sent();
+	assert_connections_intact(t);
+}
+
+/* A UC request for an RC listener (issue 18.9): REJ "invalid transport
+ * service type" (IBA table 112, reason 9), no CONNECT_REQUEST. */
+static void req_transport_mismatch(void **state)
+{
+	struct ctx *t = *state;
+	uint8_t mad[CM_MAD_SIZE];
+	struct cm_req r;
+	struct cm_rej rej;
+
+	cm_peer_req(&r, RDMA_PS_TCP, PORT, 0x7100, INTRUDER, PEER_QPN);
+	r.transport = CM_TRANSPORT_UC;
+	cm_mad_put_req(mad, 0x79, &r);
+	rx_from(INTRUDER, mad);
+	assert_int_equal(cma_stats.rej_transport, 1);
+	assert_int_equal(stub_n_sent, 1);
+	assert_int_equal(sent_attr(0), CM_ATTR_REJ);
+	cm_mad_get_rej(stub_sent[0].mad, &rej);
+	assert_int_equal(rej.reason, CM_REJ_INVALID_TRANSPORT);
+	assert_int_equal(rej.remote_comm_id, 0x7100);
 	stub_reset_sent();
 	assert_connections_intact(t);
 }
@@ -690,6 +734,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(bad_mad_header, setup, teardown),
 	    cmocka_unit_test_setup_teardown(short_mad, setup, teardown),
 	    cmocka_unit_test_setup_teardown(req_flood_bounded, setup, teardown),
+	    cmocka_unit_test_setup_teardown(req_transport_mismatch, setup, teardown),
 	    cmocka_unit_test_setup_teardown(peer_dreq_disconnects, setup, teardown),
 	    cmocka_unit_test_setup_teardown(grh_source_parsing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(req_answered_to_sender, setup, teardown),

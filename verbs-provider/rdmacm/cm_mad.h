@@ -49,6 +49,7 @@ enum cm_rej_reason {
 	CM_REJ_TIMEOUT = 4,
 	CM_REJ_INVALID_COMM_ID = 6,
 	CM_REJ_INVALID_SERVICE_ID = 8,
+	CM_REJ_INVALID_TRANSPORT = 9, /* Invalid Transport Service Type */
 	CM_REJ_CONSUMER_DEFINED = 28,
 };
 enum cm_rej_msg { CM_REJ_MSG_REQ = 0, CM_REJ_MSG_REP = 1, CM_REJ_MSG_OTHER = 2 };

@@ -1578,6 +1578,25 @@ static struct cma_id *new_passive_id(struct cma_id *l, struct cma_device *d, int
 	return c;
 }
 
+/*
+ * How many requests the listener l may hold unanswered: the backlog given
+ * to rdma_listen (0 or less: the default, as in the kernel's rdma_cm), at
+ * most CMA_MAX_PENDING_REQ. Requests beyond it are dropped, not rejected:
+ * the peer's CM retries the REQ, as a TCP client retries its SYN.
+ */
+static unsigned listen_backlog(const struct cma_id *l)
+{
+	if (l->backlog <= 0 || l->backlog > CMA_MAX_PENDING_REQ)
+		return CMA_MAX_PENDING_REQ;
+	return (unsigned)l->backlog;
+}
+
+/* The REQ transport service type that fits a listener of QP type t. */
+static uint8_t req_transport_of(enum ibv_qp_type t)
+{
+	return t == IBV_QPT_UC ? CM_TRANSPORT_UC : CM_TRANSPORT_RC;
+}
+
 /* Requests the listener l has handed out that are not answered yet. */
 static unsigned pending_requests(const struct cma_id *l)
 {
@@ -1644,6 +1663,14 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 		cma_stats.wrong_service++; /* a connection REQ for a UD port space: SIDR's */
 		l = NULL;
 	}
+	if (l && r.transport != req_transport_of(l->id.qp_type)) {
+		/* 12.6.5: a UC REQ for an RC listener (or the reverse) would connect
+		 * QPs of different types: REJ "invalid transport service type" */
+		cma_stats.rej_transport++;
+		send_rej(d, idx, src, tid, random32(), r.local_comm_id, CM_REJ_MSG_REQ,
+			 CM_REJ_INVALID_TRANSPORT, NULL, 0);
+		return;
+	}
 	if (!l) {
 		/* 12.6.7: no one listens on this service ID. */
 		if (!answers_for_port(d) && !local_peer(d, src)) {
@@ -1655,7 +1682,7 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 			 CM_REJ_INVALID_SERVICE_ID, NULL, 0);
 		return;
 	}
-	if (pending_requests(l) >= CMA_MAX_PENDING_REQ) {
+	if (pending_requests(l) >= listen_backlog(l)) {
 		cma_stats.drop_backlog++; /* the peer retries; a forged flood stays bounded */
 		return;
 	}
@@ -1880,7 +1907,7 @@ static void handle_sidr_req(struct cma_device *d, const union ibv_gid *src, uint
 	int idx = hdr_ok ? local_gid_index(d, h.dst) : -1;
 	if (idx < 0)
 		idx = 1 < d->gid_len ? 1 : 0;
-	if (l && pending_requests(l) >= CMA_MAX_PENDING_REQ) {
+	if (l && pending_requests(l) >= listen_backlog(l)) {
 		cma_stats.drop_backlog++;
 		return;
 	}

@@ -55,13 +55,15 @@
 	X(drop_unknown_id)  /* REP/RTU/REJ/DREP/SIDR_REP naming no id of ours */                   \
 	X(drop_wrong_peer)  /* names an id of ours but comes from another GID */                   \
 	X(drop_wrong_state) /* the id is in a state where the message means nothing */             \
-	X(drop_backlog)	    /* REQ/SIDR_REQ over CMA_MAX_PENDING_REQ for the listener */           \
+	X(drop_backlog) /* REQ/SIDR_REQ over the listener's backlog (at most CMA_MAX_PENDING_REQ)  \
+			 */                                                                        \
 	X(drop_no_listener) /* REQ/SIDR_REQ for no listener, and this process does not answer */   \
 	X(dup_req)	    /* duplicate REQ/SIDR_REQ (answered again or ignored) */               \
 	X(dup_rep)	    /* duplicate REP (RTU resent) */                                       \
 	X(rej_no_listener)  /* REJ 8 / SIDR_REP status 1 sent for an unknown service */            \
 	X(bad_cma_hdr)	    /* REQ/SIDR_REQ whose CMA private-data header is invalid */            \
 	X(wrong_service)    /* REQ for a UD listener, SIDR_REQ for an RC one */                    \
+	X(rej_transport)    /* REQ whose transport (RC/UC) is not the listener's QP type: REJ 9 */ \
 	X(drep_stale)	    /* DREQ for no connection: stateless DREP */                           \
 	X(tx_busy)	    /* MAD not sent: every send slot or cached AH still in use */
 
