@@ -5,9 +5,11 @@
  * eventfd in semaphore mode: one count per queued event) readable, so a
  * program may block in ibv_get_async_event or poll/epoll the fd.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 
 #include "provider.h"
 
@@ -49,10 +51,49 @@ static bool is_qp_event(enum ibv_event_type t)
 	}
 }
 
+/*
+ * The engine gave up resolving an address (issue 20.10: two veth ends in one
+ * namespace, a peer that is down, a wrong --ip): say so on stderr, which is
+ * all a user of an unmodified program sees besides RETRY_EXC_ERR. Once per
+ * address and device every UNRESOLVED_QUIET_NS, not once per failed WQE.
+ */
+#define UNRESOLVED_QUIET_NS 10000000000ull
+
+static void report_unresolved(struct rocemu_vdevice *d, const uint8_t gid[16])
+{
+	static const uint8_t v4_prefix[12] = {[10] = 0xff, [11] = 0xff};
+	uint64_t now = rocemu_now_ns();
+	char text[INET6_ADDRSTRLEN];
+	unsigned slot = 0;
+	bool v4 = !memcmp(gid, v4_prefix, 12);
+
+	for (unsigned i = 0; i < ROCEMU_UNRESOLVED_SLOTS; i++) {
+		if (!memcmp(d->unresolved[i].gid, gid, 16)) {
+			if (now - d->unresolved[i].said_ns < UNRESOLVED_QUIET_NS)
+				return;
+			slot = i;
+			break;
+		}
+		if (d->unresolved[i].said_ns < d->unresolved[slot].said_ns)
+			slot = i;
+	}
+	memcpy(d->unresolved[slot].gid, gid, 16);
+	d->unresolved[slot].said_ns = now;
+	if (!inet_ntop(v4 ? AF_INET : AF_INET6, v4 ? gid + 12 : gid, text, sizeof(text)))
+		return;
+	fprintf(stderr, "rocemu: %s: cannot resolve %s (%s): no answer from it on %s\n",
+		d->ibdev.name, text, v4 ? "ARP" : "ND", d->cfg.spec);
+}
+
 void rocemu_async_from_engine(void *arg, const struct rocemu_event *ev)
 {
 	struct rocemu_vdevice *d = arg;
 	struct ibv_async_event out;
+
+	if (ev->unresolved) {
+		report_unresolved(d, ev->unresolved);
+		return;
+	}
 
 	memset(&out, 0, sizeof(out));
 	out.event_type = ev->type;

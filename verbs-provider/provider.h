@@ -42,6 +42,8 @@
 
 struct rocemu_vcontext;
 
+#define ROCEMU_UNRESOLVED_SLOTS 8
+
 struct rocemu_vdevice {
 	struct ibv_device ibdev; /**< what programs see; must be first */
 	struct rocemu_port_config cfg;
@@ -52,6 +54,12 @@ struct rocemu_vdevice {
 	struct rocemu_vcontext *contexts; /**< open contexts (async event fan-out) */
 	uint64_t guid;			  /**< node GUID (EUI-64 of the MAC), network order */
 	bool guid_known;
+	/** addresses the engine could not resolve, and when that was last said
+	 * (async.c; under the engine lock) */
+	struct {
+		uint8_t gid[16];
+		uint64_t said_ns;
+	} unresolved[ROCEMU_UNRESOLVED_SLOTS];
 };
 
 struct rocemu_async_event {

@@ -41,6 +41,16 @@ void rocemu_engine_raise(struct rocemu_engine *e, enum ibv_event_type type, void
 		e->event_fn(e->event_arg, &ev);
 }
 
+/* A send fails because its destination's MAC cannot be resolved: tell the
+ * provider, which tells the user (the engine prints nothing). */
+static void raise_unresolved(struct rocemu_engine *e, const uint8_t gid[16])
+{
+	struct rocemu_event ev = {.unresolved = gid};
+
+	if (e->event_fn)
+		e->event_fn(e->event_arg, &ev);
+}
+
 void rocemu_engine_lock(struct rocemu_engine *e)
 {
 	rocemu_port_lock(e->port);
@@ -229,6 +239,8 @@ int rocemu_engine_fill_path(struct rocemu_engine *e, const struct rocemu_path *p
 	}
 	if (rc < 0) {
 		ENGINE_COUNT(e, resolve_failed);
+		if (rc == -EHOSTUNREACH)
+			raise_unresolved(e, p->dgid);
 		return rc;
 	}
 	memcpy(np->src_mac, e->mac, 6);

@@ -49,10 +49,18 @@ struct rocemu_caps {
 	uint64_t timestamp_hz; /**< completion timestamp clock (1e9: nanoseconds) */
 };
 
-/** Async events raised by the engine (CQ overflow, SRQ limit, QP fatal, ...). */
+/**
+ * Async events raised by the engine (CQ overflow, SRQ limit, QP fatal, ...).
+ * With `unresolved` set it is no ibv_event_type but a report for the user:
+ * the engine gave up resolving that GID's MAC (ARP for IPv4, ND for IPv6:
+ * every request unanswered) and failed a send WQE with IBV_WC_RETRY_EXC_ERR
+ * for it. The engine prints nothing: the provider says it (once per address
+ * for a while), a program sees only the failed completion.
+ */
 struct rocemu_event {
 	enum ibv_event_type type;
 	void *obj_ctx; /**< the user_ctx given when the QP/CQ/SRQ was created; NULL for port events */
+	const uint8_t *unresolved; /**< NULL, or the GID whose MAC could not be resolved */
 };
 typedef void (*rocemu_event_fn)(void *arg, const struct rocemu_event *ev);
 

@@ -3,7 +3,7 @@
 #
 # `rocemu port` as a user meets it: bad options fail with status 2 and one
 # clear line naming the option; --help succeeds; a ping to an address nobody
-# answers ends with "address resolution failed" and status 1 instead of
+# answers ends with "cannot resolve ADDR (ARP)" and status 1 instead of
 # hanging; a ping to our own address is answered through loopback; --ip
 # without a prefix takes the documented default.
 # Uses a ring port (in-process), so it needs neither root nor a network.
@@ -58,8 +58,8 @@ expect_run() {
 	fi
 }
 
-expect_run "unanswered ping ends with 'address resolution failed' after 2 ARP requests" 1 \
-	"address resolution failed" "^arp_requests_tx +2$" -- \
+expect_run "unanswered ping ends with 'cannot resolve 10.0.0.9 (ARP)' after 2 ARP requests" 1 \
+	"cannot resolve 10\.0\.0\.9 \(ARP\)" "^arp_requests_tx +2$" -- \
 	--port ring:e2:a --ip 10.0.0.1/24 --arp-timeout 50 --arp-retries 2 --ping 10.0.0.9 --count 1
 # --ip without a prefix: one rule for `port`, `run` and the config file
 # (/24 for IPv4, /64 for IPv6), said in both commands' --help

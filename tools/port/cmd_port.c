@@ -108,9 +108,13 @@ static int ping_once(struct rocemu_port *port, const uint8_t dst[16], const char
 			break;
 		sleep_ms(5);
 	}
+	if (rc == -EHOSTUNREACH) {
+		printf("ping %s seq=%u: cannot resolve %s (%s)\n", text, seq, text,
+		       strchr(text, ':') ? "ND" : "ARP");
+		return rc;
+	}
 	if (rc) {
-		printf("ping %s seq=%u: %s\n", text, seq,
-		       rc == -EHOSTUNREACH ? "address resolution failed" : strerror(-rc));
+		printf("ping %s seq=%u: %s\n", text, seq, strerror(-rc));
 		return rc;
 	}
 	deadline = rocemu_now_ns() + 1000000000ull;

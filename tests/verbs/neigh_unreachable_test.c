@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Issue 20.10: when the engine cannot resolve a destination's MAC (ARP for
+ * IPv4, ND for IPv6: nobody answers), the send fails with RETRY_EXC_ERR, as
+ * always, and the user is told why on stderr, once per address: "rocemu:
+ * DEV: cannot resolve ADDR (ARP|ND): ...". One device on a ring port whose
+ * other end nobody opens; short ARP timers.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <infiniband/verbs.h>
+
+#include "test_util.h"
+
+struct dev {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t buf[64];
+};
+
+static struct dev D;
+
+/* An RC QP on D connected to dgid (from GID index sgid), in RTS. */
+static struct ibv_qp *qp_to(const char *dst, int sgid)
+{
+	struct ibv_qp_init_attr init = {
+	    .send_cq = D.cq,
+	    .recv_cq = D.cq,
+	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+	    .qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp_attr a = {0};
+	struct ibv_qp *qp = ibv_create_qp(D.pd, &init);
+	uint8_t gid[16] = {0};
+
+	assert_non_null(qp);
+	if (strchr(dst, ':')) {
+		assert_int_equal(inet_pton(AF_INET6, dst, gid), 1);
+	} else {
+		gid[10] = gid[11] = 0xff;
+		assert_int_equal(inet_pton(AF_INET, dst, gid + 12), 1);
+	}
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	assert_int_equal(
+	    ibv_modify_qp(qp, &a,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+	    0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = 0x99;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.grh.sgid_index = (uint8_t)sgid;
+	memcpy(a.ah_attr.grh.dgid.raw, gid, 16);
+	assert_int_equal(ibv_modify_qp(qp, &a,
+				       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+					   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+			 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	assert_int_equal(ibv_modify_qp(qp, &a,
+				       IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+					   IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					   IBV_QP_MAX_QP_RD_ATOMIC),
+			 0);
+	return qp;
+}
+
+/* A WRITE to dst fails with RETRY_EXC_ERR (the address never resolves). */
+static void write_fails(const char *dst, int sgid)
+{
+	struct ibv_qp *qp = qp_to(dst, sgid);
+	struct ibv_sge sge = {(uintptr_t)D.buf, 8, D.mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 1,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .wr = {.rdma = {.remote_addr = 0x1000, .rkey = 0x77}}};
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc;
+	double end = tu_now() + 20;
+	int n;
+
+	assert_int_equal(ibv_post_send(qp, &wr, &bad), 0);
+	while ((n = ibv_poll_cq(D.cq, 1, &wc)) == 0 && tu_now() < end)
+		usleep(1000);
+	assert_int_equal(n, 1);
+	assert_int_equal(wc.status, IBV_WC_RETRY_EXC_ERR);
+	ibv_destroy_qp(qp);
+}
+
+/* How many times needle occurs in the file at path. */
+static unsigned count_in_file(const char *path, const char *needle)
+{
+	static char text[65536];
+	FILE *f = fopen(path, "r");
+	size_t len;
+	unsigned n = 0;
+
+	assert_non_null(f);
+	len = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[len] = 0;
+	for (const char *p = text; (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	return n;
+}
+
+static void unresolved_address_is_said_once(void **state)
+{
+	char cfg_path[] = "/tmp/rocemu-nu-XXXXXX", err_path[] = "/tmp/rocemu-nu-err-XXXXXX";
+	struct ibv_device **list;
+	int n, saved, fd;
+	(void)state;
+
+	list = tu_devices(cfg_path,
+			  "[rocemu0]\nport = ring:nunreach:a\nip = 10.96.0.1/24\n"
+			  "ip = fd00:96::1/64\narp-timeout = 20\narp-retries = 2\n",
+			  1, &n);
+	assert_non_null(list);
+	D.ctx = ibv_open_device(list[0]);
+	ibv_free_device_list(list);
+	assert_non_null(D.ctx);
+	D.pd = ibv_alloc_pd(D.ctx);
+	D.cq = ibv_create_cq(D.ctx, 16, NULL, NULL, 0);
+	D.mr = ibv_reg_mr(D.pd, D.buf, sizeof(D.buf), IBV_ACCESS_LOCAL_WRITE);
+	assert_true(D.pd && D.cq && D.mr);
+
+	fd = mkstemp(err_path);
+	assert_true(fd >= 0);
+	fflush(stderr);
+	saved = dup(2);
+	dup2(fd, 2);
+	close(fd);
+	write_fails("10.96.0.9", 1);
+	write_fails("10.96.0.9", 1); /* the same address again: said once */
+	write_fails("fd00:96::9", 2);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+
+	assert_int_equal(count_in_file(err_path, "rocemu: rocemu0: cannot resolve 10.96.0.9 (ARP)"),
+			 1);
+	assert_int_equal(count_in_file(err_path, "rocemu: rocemu0: cannot resolve fd00:96::9 (ND)"),
+			 1);
+	unlink(err_path);
+	ibv_dereg_mr(D.mr);
+	ibv_destroy_cq(D.cq);
+	ibv_dealloc_pd(D.pd);
+	ibv_close_device(D.ctx);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(unresolved_address_is_said_once),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
