@@ -46,6 +46,11 @@ static void usage(FILE *f)
 	    "BYTES\n"
 	    "  --name NAME        device name (default rocemu0)\n"
 	    "  --fault-*          fault injection, see 'rocemu port --help'\n"
+	    "Under mpirun/srun (one command line for every rank):\n"
+	    "  --rank-port memif:SOCK  rank 0 the memif server, rank 1 the client (2 ranks)\n"
+	    "  --rank-port SPEC        any other port spec, the same for every rank\n"
+	    "  --rank-ip ADDR/PREFIX   rank r gets ADDR + r\n"
+	    "  --capture F-%%r.pcap    %%r becomes the rank\n"
 	    "Other options:\n"
 	    "  --config FILE      take the device(s) from a config file ([name] sections, key = "
 	    "value)\n"
@@ -285,6 +290,13 @@ int rocemu_cmd_run(int argc, char **argv)
 			config = val;
 			continue;
 		}
+		char ranked[ROCEMU_PATH_MAX];
+		if (run_rank_option(key, sizeof(key), val, ranked, sizeof(ranked), err,
+				    sizeof(err)) < 0) {
+			fprintf(stderr, "rocemu run: %s\n", err);
+			return 2;
+		}
+		val = ranked;
 		if (strchr(val, '\n')) {
 			fprintf(stderr, "rocemu run: --%s: the value may not contain a newline\n",
 				key);

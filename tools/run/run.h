@@ -26,6 +26,18 @@ int run_find_provider_dir(char *out, size_t len);
 struct rocemu_port_config;
 int run_view_enter(const struct rocemu_port_config *cfgs, unsigned n, char *err, size_t errlen);
 
+/** This process's MPI rank and the job's size (0: unknown) from the launcher's
+ * environment (rank.c). 0 or -ENOENT. */
+int run_job_rank(unsigned *rank, unsigned *size);
+
+/**
+ * One option as this rank sees it (rank.c): --rank-port and --rank-ip become
+ * key "port"/"ip" with this rank's value, "%r" in --capture the rank; other
+ * options pass unchanged. 0 with key and out set, or -EINVAL with err.
+ */
+int run_rank_option(char *key, size_t keylen, const char *val, char *out, size_t outlen, char *err,
+		    size_t errlen);
+
 /** Path of the running rocemu executable. 0 or -errno. */
 int run_self_path(char *out, size_t len);
 
