@@ -29,17 +29,17 @@ ROCEMU_PUBLIC(ibv_get_sysfs_path)
 static void describe(struct rocemu_vdevice *d, const char *rel, struct rocemu_sysfs_dev *out)
 {
 	uint8_t mac[6];
-	bool mac_known = false;
+	bool mac_known = rocemu_port_config_mac(&d->cfg, mac) == 0;
 
-	/* The node GUID without an engine: ibv_get_device_guid learns the MAC
-	 * (from --mac, or by opening the port briefly). */
-	if (!strcmp(rel, "node_guid") || !strcmp(rel, "sys_image_guid"))
+	/* The node GUID of a port whose configuration does not tell its MAC
+	 * (dpdk:): ibv_get_device_guid opens the port briefly to learn it. */
+	if (!mac_known && (!strcmp(rel, "node_guid") || !strcmp(rel, "sys_image_guid")))
 		ibv_get_device_guid(&d->ibdev);
 	pthread_mutex_lock(&d->lock);
 	if (d->engine) {
 		rocemu_port_mac(rocemu_engine_port(d->engine), mac);
 		mac_known = true;
-	} else if (d->guid_known) {
+	} else if (!mac_known && d->guid_known) {
 		const uint8_t *g = (const uint8_t *)&d->guid; /* EUI-64: MAC with ff:fe inside */
 		uint8_t m[6] = {g[0] ^ 0x02, g[1], g[2], g[5], g[6], g[7]};
 		memcpy(mac, m, 6);

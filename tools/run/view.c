@@ -261,18 +261,11 @@ static void describe(const struct rocemu_port_config *cfg, struct rocemu_sysfs_d
 	char netdev[ROCEMU_PORT_NAME_MAX], path[PATH_MAX], line[64];
 	bool on_iface = rocemu_spec_netdev(cfg->spec, netdev, sizeof(netdev));
 	uint8_t mac[6];
-	bool have_mac = cfg->mac_set;
+	/* --mac, a memif/ring port's generated MAC, an interface's (not dpdk:) */
+	bool have_mac = rocemu_port_config_mac(cfg, mac) == 0;
 	long mbps;
 
-	if (cfg->mac_set)
-		memcpy(mac, cfg->mac, 6);
 	device_link[0] = '\0';
-	if (on_iface) {
-		path_fmt(path, sizeof(path), "/sys/class/net/%s/address", netdev);
-		have_mac = have_mac || (read_line(path, line, sizeof(line)) == 0 &&
-					sscanf(line, "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &mac[0],
-					       &mac[1], &mac[2], &mac[3], &mac[4], &mac[5]) == 6);
-	}
 	rocemu_sysfs_dev_from_config(d, cfg, have_mac ? mac : NULL);
 	if (!on_iface)
 		return; /* memif, ring: active once started; speed known once open */
