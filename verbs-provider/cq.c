@@ -90,7 +90,7 @@ static void wait_readable(struct rocemu_vcontext *c, int fd)
 {
 	struct pollfd p = {.fd = fd, .events = POLLIN};
 
-	rocemu_port_note_app_away(rocemu_engine_port(c->engine));
+	rocemu_engine_app_blocks(c->engine);
 	while (poll(&p, 1, 10) == 0)
 		rocemu_engine_progress(c->engine);
 }

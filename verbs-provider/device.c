@@ -180,31 +180,6 @@ static int engine_acquire(struct rocemu_vdevice *d)
 }
 
 /*
- * Before the port goes, let the last frames leave: a responder's final ACK is
- * often still queued when the program, its receive completed, closes the
- * device, and a requester on the other host then retries into the void until
- * "retry counter exceeded". Run progress until it is idle for a few passes;
- * the port's close then waits (bounded) until the peer has the frames.
- */
-#define DRAIN_IDLE_PASSES 3
-#define DRAIN_MAX_NS	  50000000ull /* 50 ms */
-
-static void engine_drain(struct rocemu_engine *e)
-{
-	uint64_t end = rocemu_now_ns() + DRAIN_MAX_NS;
-	unsigned idle = 0;
-
-	while (idle < DRAIN_IDLE_PASSES && rocemu_now_ns() < end) {
-		struct rocemu_port *port = rocemu_engine_port(e);
-		rocemu_port_lock(port);
-		unsigned work = rocemu_port_progress_locked(port);
-		rocemu_port_flush(port);
-		rocemu_port_unlock(port);
-		idle = work ? 0 : idle + 1;
-	}
-}
-
-/*
  * ROCEMU_STATS=1: before a device's engine goes away, print its non-zero port
  * and transport counters (frames, drops by reason, retransmissions, NAKs by
  * code, RNR, duplicates, timeouts) to stderr, so a user of an unmodified
@@ -255,7 +230,7 @@ static void engine_release(struct rocemu_vdevice *d)
 	}
 	pthread_mutex_unlock(&d->lock);
 	if (dead) {
-		engine_drain(dead);
+		rocemu_engine_drain(dead);
 		engine_report_stats(d, dead);
 		rocemu_engine_destroy(dead);
 		report_capture_failures();
@@ -273,7 +248,7 @@ __attribute__((destructor)) static void close_engines_at_exit(void)
 		d->refs = 0;
 		pthread_mutex_unlock(&d->lock);
 		if (e) {
-			engine_drain(e);
+			rocemu_engine_drain(e);
 			engine_report_stats(d, e);
 			rocemu_engine_destroy(e);
 		}
@@ -438,9 +413,8 @@ int ibv_close_device(struct ibv_context *ctx)
 			break;
 		}
 	pthread_mutex_unlock(&rocemu_ctx_list_lock);
-	/* Hold the engine lock once so no event handler still sees c. */
-	rocemu_port_lock(c->port);
-	rocemu_port_unlock(c->port);
+	/* no event handler still sees c */
+	rocemu_engine_quiesce(c->engine);
 	engine_release(d);
 	while (c->ev_head) {
 		struct rocemu_async_event *e = c->ev_head;

@@ -331,7 +331,7 @@ int rocemu_port_ping(struct rocemu_port *port, const uint8_t dst[16], uint16_t i
 	uint8_t mac[6];
 	int src, rc;
 
-	rocemu_port_lock(port);
+	rocemu_port_verb_enter(port, ROCEMU_VERB_CONTROL);
 	src = port_pick_src(port, dst);
 	if (src < 0) {
 		rc = -ENETUNREACH;
@@ -348,8 +348,7 @@ int rocemu_port_ping(struct rocemu_port *port, const uint8_t dst[16], uint16_t i
 	if (rc == 0 || rc == -EAGAIN)
 		rocemu_port_flush(port);
 out:
-	rocemu_port_unlock(port);
-	rocemu_port_kick(port);
+	rocemu_port_verb_leave(port, ROCEMU_DID_CHANGE); /* the thread flushes what is left */
 	return rc;
 }
 

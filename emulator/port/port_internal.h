@@ -154,7 +154,7 @@ struct rocemu_port {
 	bool thread_running;
 	atomic_bool thread_stop;
 	atomic_bool thread_sleeping;
-	atomic_bool kicked; /* set by rocemu_port_kick, cleared by each pass */
+	atomic_bool kicked; /* set by a kick (port_app.c), cleared by each pass */
 	atomic_uint_fast64_t last_app_poll_ns;
 	/* while thread_sleeping: when its sleep ends at the latest */
 	atomic_uint_fast64_t sleep_until_ns;
@@ -177,6 +177,7 @@ struct rocemu_port {
 	struct rte_mbuf *tx_buf[PORT_TX_BUF];
 	unsigned tx_n;
 	uint64_t pass_now;   /* rocemu_now_ns() at the start of the running pass */
+	bool verb_clock_held; /* pass_now is the reading a post holds (port_app.c) */
 	uint64_t last_tx_ns; /* when the device last took frames (close lingers after it) */
 	struct rte_mbuf *loop[PORT_LOOP_SLOTS];
 	unsigned loop_head, loop_tail;
@@ -239,8 +240,13 @@ void port_close_at_exit(struct rocemu_port *port);
 int port_transmit(struct rocemu_port *port, struct rte_mbuf *m);
 
 /* port_progress.c: wake our own sleeping progress thread (the link's way,
- * or the eventfd) */
+ * or the eventfd); when a pass must run next (engine lock held: 0 = now,
+ * UINT64_MAX = nothing pending); an application polled or posted within
+ * the last 2 ms (it runs the passes itself). */
+#define PORT_IDLE_SLEEP_NS 1000000ull /* the longest nap with timers to serve */
 void port_wake_thread(struct rocemu_port *port);
+uint64_t port_next_pass_due(struct rocemu_port *port);
+bool port_app_is_polling(struct rocemu_port *port, uint64_t now);
 
 /* port_trace.c: ROCEMU_TRACE=memif,... (or "all") writes one line per
  * traced event to stderr, asked for by the user. */

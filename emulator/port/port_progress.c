@@ -24,8 +24,8 @@
 #define SPIN_AFTER_WORK_NS 200000ull
 /* An application poll within this window means the application drives progress. */
 #define APP_POLL_WINDOW_NS 2000000ull
-/* Sleep between idle passes: bounds the reaction time when nobody kicks. */
-#define IDLE_SLEEP_NS 1000000ull
+/* Sleep between idle passes (PORT_IDLE_SLEEP_NS) bounds the reaction time
+ * when nobody kicks. */
 /* The same with a receive doorbell and no upper layer: frames wake us. */
 #define DOORBELL_SLEEP_NS 20000000ull
 #define DOORBELL_GRACE_NS 20000000ull
@@ -179,18 +179,10 @@ unsigned rocemu_port_progress_locked(struct rocemu_port *port)
 	}
 	port->pass_now = 0;
 	/* a pass with work can be long (a burst of 4 KiB frames): the
-	 * application's poll stamp (rocemu_port_note_app_poll) is then its end */
+	 * application's poll stamp (port_app.c) is then its end */
 	if (work && port->last_pass_tsc)
 		port->last_pass_tsc = rte_rdtsc();
 	return work;
-}
-
-void rocemu_port_progress_and_lock(struct rocemu_port *port)
-{
-	if (pthread_mutex_trylock(&port->lock) == 0)
-		rocemu_port_progress_locked(port);
-	else
-		pthread_mutex_lock(&port->lock);
 }
 
 unsigned rocemu_port_progress(struct rocemu_port *port)
@@ -207,7 +199,7 @@ unsigned rocemu_port_progress(struct rocemu_port *port)
 /* When a pass must run next (engine lock held): 0 = now (frames to hand
  * the device or loop back, work the upper layer left queued), else the
  * upper layer's next timer, UINT64_MAX = nothing pending. */
-static uint64_t next_pass_due(struct rocemu_port *port)
+uint64_t port_next_pass_due(struct rocemu_port *port)
 {
 	if (port->tx_n || port->loop_tail != port->loop_head)
 		return 0;
@@ -220,7 +212,7 @@ static uint64_t next_pass_due(struct rocemu_port *port)
 	return UINT64_MAX;
 }
 
-static bool app_is_polling(struct rocemu_port *port, uint64_t now)
+bool port_app_is_polling(struct rocemu_port *port, uint64_t now)
 {
 	uint64_t app = atomic_load_explicit(&port->last_app_poll_ns, memory_order_relaxed);
 
@@ -229,98 +221,9 @@ static bool app_is_polling(struct rocemu_port *port, uint64_t now)
 	return app && (int64_t)(now - app) < (int64_t)APP_POLL_WINDOW_NS;
 }
 
-void rocemu_port_kick(struct rocemu_port *port)
-{
-	/* Usually the caller has just transmitted everything itself, or what
-	 * is left will be done in time anyway: by the application's next poll
-	 * when it is polling, or by the thread when its sleep ends before the
-	 * next timer. Then there is nothing to wake the thread for, and no
-	 * system call is made. The check needs the lock; if someone else holds
-	 * it (a pass may be running), fall through to the safe path. */
-	if (pthread_mutex_trylock(&port->lock) == 0) {
-		uint64_t due = next_pass_due(port);
-		uint64_t now;
-
-		pthread_mutex_unlock(&port->lock);
-		if (due == UINT64_MAX)
-			return;
-		now = rocemu_now_ns();
-		if (app_is_polling(port, now) ||
-		    (due > now &&
-		     due >= atomic_load_explicit(&port->sleep_until_ns, memory_order_relaxed)))
-			return;
-	}
-	/* Dekker-style with idle_sleep(): either the thread sees `kicked` before
-	 * it sleeps, or we see it sleeping and wake it */
-	atomic_store_explicit(&port->kicked, true, memory_order_seq_cst);
-	if (atomic_load_explicit(&port->thread_sleeping, memory_order_seq_cst))
-		port_wake_thread(port);
-}
-
-/* The application's time stamps cost no clock read: the pass its poll just
- * ran (or the thread's, if that one held the lock) is recent enough. */
-void rocemu_port_note_app_poll(struct rocemu_port *port, bool found)
-{
-	uint64_t t = port->last_pass_ns;
-	bool back = !found || (port->has_upper && port->upper.next_due &&
-			       port->upper.next_due(port->upper.ctx) != UINT64_MAX);
-
-	atomic_store_explicit(&port->last_app_poll_ns, t, memory_order_relaxed);
-	if (port->link->app_note &&
-	    port->link->app_note(port, back ? PORT_APP_WAITING : PORT_APP_SATISFIED))
-		rocemu_port_progress_locked(port);
-}
-
-bool rocemu_port_hold_now(struct rocemu_port *port)
-{
-	if (port->pass_now)
-		return false;
-	port->pass_now = rocemu_now_ns_tsc(&port->last_pass_tsc);
-	return true;
-}
-
-uint64_t rocemu_port_last_pass(const struct rocemu_port *port)
-{
-	return __atomic_load_n(&port->last_pass_ns, __ATOMIC_RELAXED);
-}
-
-void rocemu_port_drop_now(struct rocemu_port *port, bool held)
-{
-	if (held)
-		port->pass_now = 0;
-}
-
-void rocemu_port_note_app_post(struct rocemu_port *port)
-{
-	/* the time rocemu_port_hold_now read: no clock read of our own */
-	atomic_store_explicit(&port->last_app_poll_ns, rocemu_port_pass_now(port),
-			      memory_order_relaxed);
-	if (port->link->app_note)
-		port->link->app_note(port, PORT_APP_POSTED);
-}
-
-void rocemu_port_app_enter(struct rocemu_port *port)
-{
-	if (port->link->app_note)
-		port->link->app_note(port, PORT_APP_ENTER);
-}
-
-void rocemu_port_note_app_away(struct rocemu_port *port)
-{
-	atomic_store_explicit(&port->last_app_poll_ns, 0, memory_order_relaxed);
-	if (port->link->app_note)
-		port->link->app_note(port, PORT_APP_AWAY);
-	/* a thread that sleeps long because we were polling takes over now */
-	atomic_store_explicit(&port->kicked, true, memory_order_seq_cst);
-	if (atomic_load_explicit(&port->thread_sleeping, memory_order_seq_cst) &&
-	    atomic_load_explicit(&port->sleep_until_ns, memory_order_relaxed) >
-		rocemu_now_ns() + IDLE_SLEEP_NS)
-		port_wake_thread(port);
-}
-
 /* How long the idle thread may sleep. While an application polls, it runs
  * the passes (timers included) itself: long, so the thread costs nothing.
- * Otherwise until the next timer, at most IDLE_SLEEP_NS (or longer with a
+ * Otherwise until the next timer, at most PORT_IDLE_SLEEP_NS (or longer with a
  * doorbell and no upper layer: only the port's own timers then). */
 static uint64_t sleep_length(struct rocemu_port *port, bool app_polling, bool doorbell,
 			     uint64_t now)
@@ -334,14 +237,14 @@ static uint64_t sleep_length(struct rocemu_port *port, bool app_polling, bool do
 		return doorbell ? APP_POLL_BELL_SLEEP_NS : APP_POLL_WINDOW_NS;
 	sleep_ns = doorbell && !__atomic_load_n(&port->has_upper, __ATOMIC_RELAXED)
 		       ? DOORBELL_SLEEP_NS
-		       : IDLE_SLEEP_NS;
+		       : PORT_IDLE_SLEEP_NS;
 	/* Shortly after a ring, sleep briefly only: the doorbell may have rung
 	 * before the PMD's socket got the frame (both are taps on the device,
 	 * ours first), and a descheduled CPU can stretch that gap. */
 	if (now < port->doorbell_grace_until_ns)
-		sleep_ns = IDLE_SLEEP_NS;
+		sleep_ns = PORT_IDLE_SLEEP_NS;
 	if (pthread_mutex_trylock(&port->lock) == 0) {
-		due = next_pass_due(port);
+		due = port_next_pass_due(port);
 		pthread_mutex_unlock(&port->lock);
 		if (due < now + MIN_SLEEP_NS)
 			due = now + MIN_SLEEP_NS;
@@ -414,7 +317,7 @@ static void *progress_main(void *arg)
 		 * held the lock): on a VM a TSC read costs ~35 ns, a fifth of an
 		 * idle pass */
 		uint64_t now = __atomic_load_n(&port->last_pass_ns, __ATOMIC_RELAXED);
-		bool app_polling = app_is_polling(port, now);
+		bool app_polling = port_app_is_polling(port, now);
 
 		if (work || atomic_load_explicit(&port->upper_has_work, memory_order_relaxed))
 			last_work = now;

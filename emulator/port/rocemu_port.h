@@ -8,9 +8,50 @@
  * progress function any thread may call, and a progress thread that sleeps
  * when idle). The transport plugs in as the "upper layer".
  *
- * Locking: one lock per port, the engine lock. Everything above the port
- * (transport, memory tables, CQs) is protected by it. rocemu_port_progress()
- * only try-locks it; posting paths take it with rocemu_port_lock().
+ * Threads, locking and progress: the contract between the engine and the port
+ * -------------------------------------------------------------------------
+ * Three kinds of threads touch a port:
+ *  - application threads, inside a verb, through the engine (transport);
+ *  - the port's progress thread (started by rocemu_port_open, every signal
+ *    blocked), which runs passes and sleeps when there is nothing to do;
+ *  - EAL's interrupt thread, where link drivers keep their control work
+ *    (memif's connections and reconnect watch); it only tries the lock.
+ *
+ * 1. One lock per port, the engine lock (rocemu_port_lock/unlock). Everything
+ *    above the port (transport, memory tables, CQs) lives under it. The data
+ *    path calls below (rocemu_port_resolve, _tx, _flush, _alloc_mbuf,
+ *    _tx_room, _pass_now, _count, _progress_locked) need it held.
+ *
+ * 2. A progress pass (rx burst and dispatch, neighbour and link timers, the
+ *    upper layer's poll, tx flush) runs in whichever thread gets the lock:
+ *    rocemu_port_progress() only tries it (0 when busy). The upper layer's
+ *    rx, poll, has_work and next_due run inside a pass, lock held.
+ *
+ * 3. One bracket per verb, and one word about what the application did.
+ *    Every verb that posts, polls or changes what a pass must do enters with
+ *    rocemu_port_verb_enter(port, ROCEMU_VERB_POLL | _POST | _CONTROL), which
+ *    takes the engine lock (a poll runs a pass first, or waits for the one
+ *    running; a post runs one when none ran for 20 us, and holds one clock
+ *    reading for the whole verb), and leaves with rocemu_port_verb_leave(port,
+ *    did), which releases it. `did` says what the application did:
+ *    ROCEMU_DID_POST (posted sends: it will poll for them), _POLL_FOUND /
+ *    _POLL_EMPTY (it polled and got something, or nothing), _CHANGE (it
+ *    changed what a pass must do: a QP moved), _NOTHING. An application
+ *    thread about to block in the kernel (ibv_get_cq_event) says so with
+ *    rocemu_port_app_blocks(), without the lock.
+ *
+ * 4. The port alone decides about wake-ups. From what the verbs said, the
+ *    progress thread backs off while an application polls or posts (it runs
+ *    the passes itself), spins while there is work and nobody else does it,
+ *    and otherwise sleeps until the next timer; the link driver decides how
+ *    it sleeps and who rings whom (memif: a futex bell in a page both ends
+ *    map, rung only for a peer whose thread sleeps and whose application is
+ *    not polling; af_packet: a doorbell socket; others: 1 ms naps). The
+ *    engine never wakes threads, rings peers or reads the clock for that.
+ *
+ * 5. Never call rocemu_port_verb_enter, rocemu_port_set_upper,
+ *    rocemu_port_ping or rocemu_port_close with the engine lock held: they
+ *    take it (close stops the progress thread first).
  */
 #ifndef ROCEMU_PORT_H
 #define ROCEMU_PORT_H
@@ -221,7 +262,7 @@ int rocemu_port_tx(struct rocemu_port *port, struct rte_mbuf *m);
 /** Push queued frames to the device now. */
 void rocemu_port_flush(struct rocemu_port *port);
 
-/* Progress and locking */
+/* Progress and locking (see the contract at the top) */
 void rocemu_port_lock(struct rocemu_port *port);
 void rocemu_port_unlock(struct rocemu_port *port);
 /**
@@ -235,10 +276,6 @@ unsigned rocemu_port_progress_locked(struct rocemu_port *port);
 /** Start/stop the background progress thread (started by rocemu_port_open). */
 int rocemu_port_progress_thread_start(struct rocemu_port *port);
 void rocemu_port_progress_thread_stop(struct rocemu_port *port);
-/** Wake the progress thread if a pass has work now (new work was posted and
- * not all sent by the caller). Never blocks; no system call unless the
- * thread sleeps and there is work for it. Call without the engine lock. */
-void rocemu_port_kick(struct rocemu_port *port);
 /**
  * Room in the transmit buffer for frames (engine lock held): when it is more
  * than half full, the buffered frames are first handed to the device. 0 =
@@ -247,47 +284,36 @@ void rocemu_port_kick(struct rocemu_port *port);
  */
 unsigned rocemu_port_tx_room(struct rocemu_port *port);
 /**
- * The time at the start of the current progress pass (engine lock held,
- * during the upper layer's rx/poll): one clock read per pass.
+ * The time at the start of the current progress pass, or the one reading a
+ * post holds (engine lock held): one clock read per pass or post.
  */
 uint64_t rocemu_port_pass_now(const struct rocemu_port *port);
-/**
- * An application thread polled (ibv_poll_cq), after running a progress pass;
- * engine lock held. It will presumably poll again, and run the next pass
- * itself, when it found nothing or still waits for something (the upper
- * layer has timers armed: sends not yet acknowledged): then the progress
- * thread backs off, and a memif peer need not ring our bell. When it got
- * what it waited for it may wait elsewhere next (ib_write_lat spins on its
- * buffer): then frames must wake the thread again.
- */
-void rocemu_port_note_app_poll(struct rocemu_port *port, bool found);
-/** An application thread posted work (engine lock held, inside
- * rocemu_port_hold_now): it is busy with us and will poll for the result. */
-void rocemu_port_note_app_post(struct rocemu_port *port);
-/**
- * Outside a pass, with the engine lock held (a post): read the clock once
- * and let rocemu_port_pass_now() return that reading until
- * rocemu_port_drop_now(port, true), so that the transport's timestamps (RTT,
- * timers, completions) cost no further clock read. Returns false (and does
- * nothing) inside a pass, which has its time already.
- */
-bool rocemu_port_hold_now(struct rocemu_port *port);
-/** When the last progress pass started (rocemu_now_ns() clock). */
-uint64_t rocemu_port_last_pass(const struct rocemu_port *port);
-void rocemu_port_drop_now(struct rocemu_port *port, bool held);
-/**
- * For a poll: run a pass if the engine lock is free, and return with the lock
- * held either way (if another thread holds it, that one is running a pass:
- * wait for it). One lock round trip instead of a try-locked pass and then
- * the lock again.
- */
-void rocemu_port_progress_and_lock(struct rocemu_port *port);
-/** An application thread enters a post or poll call (before the engine
- * lock); rocemu_port_note_app_post/_poll mark its exit. */
-void rocemu_port_app_enter(struct rocemu_port *port);
-/** An application thread stops polling to block (ibv_get_cq_event): the
- * progress thread takes over at once. */
-void rocemu_port_note_app_away(struct rocemu_port *port);
+
+/** How a verb enters (rocemu_port_verb_enter). */
+enum rocemu_verb {
+	ROCEMU_VERB_POLL,    /**< ibv_poll_cq: a pass first, or wait for the running one */
+	ROCEMU_VERB_POST,    /**< ibv_post_send: a pass when none ran for 20 us; clock held */
+	ROCEMU_VERB_CONTROL, /**< other verbs: the lock only */
+};
+
+/** What the application did in the verb (rocemu_port_verb_leave). */
+enum rocemu_verb_did {
+	ROCEMU_DID_POST,       /**< posted sends: it will poll for them */
+	ROCEMU_DID_POLL_FOUND, /**< polled and got completions */
+	ROCEMU_DID_POLL_EMPTY, /**< polled and got nothing: it will poll again */
+	ROCEMU_DID_CHANGE,     /**< changed what a pass must do (a QP moved) */
+	ROCEMU_DID_NOTHING,    /**< nothing progress needs to know */
+};
+
+/** Enter a verb: take the engine lock (see the contract, 3). */
+void rocemu_port_verb_enter(struct rocemu_port *port, enum rocemu_verb verb);
+/** Leave a verb: say what the application did, release the engine lock;
+ * the port may then wake its progress thread (never blocks). */
+void rocemu_port_verb_leave(struct rocemu_port *port, enum rocemu_verb_did did);
+/** An application thread is about to block in the kernel waiting for an
+ * event (ibv_get_cq_event): progress is the thread's alone until it polls
+ * again, at once. Without the engine lock. */
+void rocemu_port_app_blocks(struct rocemu_port *port);
 
 /* Diagnostics */
 /**

@@ -79,6 +79,36 @@ unsigned rocemu_engine_progress(struct rocemu_engine *e)
 	return rocemu_port_progress(e->port);
 }
 
+void rocemu_engine_app_blocks(struct rocemu_engine *e)
+{
+	rocemu_port_app_blocks(e->port);
+}
+
+#define DRAIN_IDLE_PASSES 3
+#define DRAIN_MAX_NS	  50000000ull /* 50 ms */
+
+void rocemu_engine_drain(struct rocemu_engine *e)
+{
+	uint64_t end = rocemu_now_ns() + DRAIN_MAX_NS;
+	unsigned idle = 0;
+
+	while (idle < DRAIN_IDLE_PASSES && rocemu_now_ns() < end) {
+		unsigned work;
+
+		rocemu_engine_lock(e);
+		work = rocemu_port_progress_locked(e->port);
+		rocemu_port_flush(e->port);
+		rocemu_engine_unlock(e);
+		idle = work ? 0 : idle + 1;
+	}
+}
+
+void rocemu_engine_quiesce(struct rocemu_engine *e)
+{
+	rocemu_engine_lock(e);
+	rocemu_engine_unlock(e);
+}
+
 unsigned rocemu_engine_counters(const struct rocemu_engine *e, struct rocemu_counter *out,
 				unsigned max)
 {

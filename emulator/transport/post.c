@@ -105,9 +105,6 @@ static int post_send_locked(struct rocemu_qp *qp, const struct rocemu_send_wr *w
 	return 0;
 }
 
-/* A post runs a progress pass when none ran for this long (see below). */
-#define POST_PASS_NS 20000ull
-
 static void transmit_now(struct rocemu_qp *qp)
 {
 	struct rocemu_engine *e = qp->engine;
@@ -141,20 +138,12 @@ int rocemu_qp_post_send_batch(struct rocemu_qp *qp, const struct rocemu_send_wr 
 			      unsigned *bad)
 {
 	struct rocemu_engine *e = qp->engine;
-	bool held_now;
 	int rc = 0;
 	unsigned i;
 
-	rocemu_port_app_enter(e->port);
-	rocemu_engine_lock(e);
-	held_now = rocemu_port_hold_now(e->port); /* one clock read per post */
-	/* An application that posts for long without polling (many QPs, deep
-	 * queues) must still receive: its progress thread naps while it is
-	 * busy with us, and the peer does not ring a busy application. Without
-	 * a pass the peer's ACKs pile up unread, its ring fills, and our
-	 * transport timers expire (RETRY_EXC with 1024 QPs). */
-	if (rocemu_port_pass_now(e->port) - rocemu_port_last_pass(e->port) > POST_PASS_NS)
-		rocemu_port_progress_locked(e->port);
+	/* the engine lock, one clock reading for the post, a pass when none
+	 * ran lately (rocemu_port.h, the progress contract) */
+	rocemu_port_verb_enter(e->port, ROCEMU_VERB_POST);
 	for (i = 0; i < n; i++) {
 		rc = post_send_locked(qp, &wrs[i]);
 		if (rc < 0)
@@ -167,14 +156,7 @@ int rocemu_qp_post_send_batch(struct rocemu_qp *qp, const struct rocemu_send_wr 
 		transmit_now(qp);
 	}
 	rocemu_engine_timer_sync(qp);
-	/* An application that posts counts as polling: it runs the passes
-	 * (timers included) itself, so the thread needs no kick; a memif peer
-	 * rings it once the application has gone quiet. */
-	rocemu_port_note_app_post(e->port);
-	rocemu_port_drop_now(e->port, held_now);
-	rocemu_engine_unlock(e);
-	if (i == 0)
-		rocemu_port_kick(e->port);
+	rocemu_port_verb_leave(e->port, ROCEMU_DID_POST);
 	return rc;
 }
 

@@ -712,12 +712,11 @@ int rocemu_qp_modify(struct rocemu_qp *qp, const struct ibv_qp_attr *attr, int m
 
 	if (!attr)
 		return -EINVAL;
-	rocemu_engine_lock(e);
+	rocemu_port_verb_enter(e->port, ROCEMU_VERB_CONTROL);
 	rc = qp_modify_locked(qp, attr, mask);
 	rocemu_engine_timer_sync(qp);
-	rocemu_engine_unlock(e);
-	if (rc == 0)
-		rocemu_port_kick(e->port);
+	/* a QP that moved may have work for a pass (RTS: queued sends) */
+	rocemu_port_verb_leave(e->port, rc == 0 ? ROCEMU_DID_CHANGE : ROCEMU_DID_NOTHING);
 	return rc;
 }
 

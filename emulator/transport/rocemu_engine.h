@@ -75,6 +75,23 @@ void rocemu_engine_caps(const struct rocemu_engine *e, struct rocemu_caps *caps)
 void rocemu_engine_set_event_handler(struct rocemu_engine *e, rocemu_event_fn fn, void *arg);
 /** One progress pass (try-lock). */
 unsigned rocemu_engine_progress(struct rocemu_engine *e);
+/**
+ * An application thread is about to block in the kernel waiting for a
+ * completion event (ibv_get_cq_event): the engine's progress thread takes
+ * over at once (see the progress contract in rocemu_port.h).
+ */
+void rocemu_engine_app_blocks(struct rocemu_engine *e);
+/**
+ * Before the last close: run progress until it is idle for a few passes (50
+ * ms at most), so that the last frames leave (a responder's final ACK is
+ * often still queued when a program, its receive completed, closes the
+ * device; the peer would retry into the void until "retry counter
+ * exceeded"). The port's close then waits, bounded, until the peer has them.
+ */
+void rocemu_engine_drain(struct rocemu_engine *e);
+/** Wait until no engine call that started before is still running (the
+ * event handler included): takes and releases the engine lock. */
+void rocemu_engine_quiesce(struct rocemu_engine *e);
 
 /** Transport counters (retransmissions, NAKs by code, RNR, duplicates, ...). */
 unsigned rocemu_engine_counters(const struct rocemu_engine *e, struct rocemu_counter *out,

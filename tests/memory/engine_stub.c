@@ -118,21 +118,24 @@ unsigned rocemu_port_progress(struct rocemu_port *port)
 	return 0;
 }
 
-void rocemu_port_progress_and_lock(struct rocemu_port *port)
+/* A poll: a pass (outside the lock, as the port's own try-locked one), then
+ * the lock; a post or a control verb: the lock. */
+void rocemu_port_verb_enter(struct rocemu_port *port, enum rocemu_verb verb)
 {
-	rocemu_port_progress(port);
+	if (verb == ROCEMU_VERB_POLL)
+		rocemu_port_progress(port);
 	rocemu_engine_lock((struct rocemu_engine *)(void *)port);
 }
 
-void rocemu_port_app_enter(struct rocemu_port *port)
+void rocemu_port_verb_leave(struct rocemu_port *port, enum rocemu_verb_did did)
 {
-	(void)port;
-}
+	struct rocemu_engine *e = (struct rocemu_engine *)(void *)port;
 
-void rocemu_port_note_app_poll(struct rocemu_port *port, bool found)
-{
-	(void)found;
-	((struct rocemu_engine *)(void *)port)->app_polls++;
+	if (!held_by_me(e))
+		stub_fail("verb left without the engine lock");
+	if (did == ROCEMU_DID_POLL_FOUND || did == ROCEMU_DID_POLL_EMPTY)
+		e->app_polls++;
+	rocemu_engine_unlock(e);
 }
 
 unsigned rocemu_port_gid_count(const struct rocemu_port *port)

@@ -143,10 +143,9 @@ int rocemu_cq_poll(struct rocemu_cq *cq, int n, struct rocemu_wc *wc)
 		return -EINVAL;
 	/* Progress runs in the polling thread too: a pass if the lock is free,
 	 * and the CQ is read under the same lock; the port learns whether this
-	 * thread will be back to poll (see rocemu_port_note_app_poll). */
+	 * thread found something (rocemu_port.h, the progress contract). */
 	port = rocemu_engine_port(cq->engine);
-	rocemu_port_app_enter(port);
-	rocemu_port_progress_and_lock(port); /* = rocemu_engine_lock() + a pass */
+	rocemu_port_verb_enter(port, ROCEMU_VERB_POLL);
 	while (got < n && cq->count > 0) {
 		wc[got++] = cq->ring[cq->head];
 		cq->head = (cq->head + 1) % cq->cap;
@@ -154,8 +153,7 @@ int rocemu_cq_poll(struct rocemu_cq *cq, int n, struct rocemu_wc *wc)
 	}
 	if (got > 0)
 		cq->overflow_reported = false;
-	rocemu_port_note_app_poll(port, got > 0);
-	rocemu_engine_unlock(cq->engine);
+	rocemu_port_verb_leave(port, got > 0 ? ROCEMU_DID_POLL_FOUND : ROCEMU_DID_POLL_EMPTY);
 	return got;
 }
 

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The application's side of progress (rocemu_port.h, the contract): one
+ * bracket per verb, rocemu_port_verb_enter / rocemu_port_verb_leave, and
+ * what the application did in it. From that the port, and its link driver,
+ * decide whether the progress thread must be woken and whether a peer
+ * must ring: an application that posts or polls runs the passes itself, so
+ * nothing wakes the thread for it; one that got what it waited for may wait
+ * elsewhere next, so frames must wake the thread again; one about to block
+ * hands progress to the thread at once.
+ */
+#include <pthread.h>
+
+#include "port_link.h"
+
+/* A post runs a progress pass when none ran for this long: an application
+ * that posts for long without polling (many QPs, deep queues) must still
+ * receive. Its progress thread naps while it is busy with us, and the peer
+ * does not ring a busy application; without a pass the peer's ACKs pile up
+ * unread, its ring fills, and our transport timers expire (RETRY_EXC with
+ * 1024 QPs). */
+#define POST_PASS_NS 20000ull
+
+/*
+ * Wake the progress thread if a pass has work now. Usually the caller has
+ * just transmitted everything itself, or what is left will be done in time
+ * anyway: by the application's next poll when it is polling, or by the
+ * thread when its sleep ends before the next timer. Then there is nothing to
+ * wake the thread for, and no system call is made. The check needs the lock;
+ * if someone else holds it (a pass may be running), fall through to the safe
+ * path. Without the engine lock; never blocks.
+ */
+static void kick(struct rocemu_port *port)
+{
+	if (pthread_mutex_trylock(&port->lock) == 0) {
+		uint64_t due = port_next_pass_due(port);
+		uint64_t now;
+
+		pthread_mutex_unlock(&port->lock);
+		if (due == UINT64_MAX)
+			return;
+		now = rocemu_now_ns();
+		if (port_app_is_polling(port, now) ||
+		    (due > now &&
+		     due >= atomic_load_explicit(&port->sleep_until_ns, memory_order_relaxed)))
+			return;
+	}
+	/* Dekker-style with the thread's sleep: either the thread sees `kicked`
+	 * before it sleeps, or we see it sleeping and wake it */
+	atomic_store_explicit(&port->kicked, true, memory_order_seq_cst);
+	if (atomic_load_explicit(&port->thread_sleeping, memory_order_seq_cst))
+		port_wake_thread(port);
+}
+
+/* An application polled, after its pass (lock held). It will presumably poll
+ * again, and run the next pass itself, when it found nothing or still waits
+ * for something (the upper layer has timers armed: sends not acknowledged):
+ * then the thread backs off and a memif peer need not ring. When it got what
+ * it waited for it may wait elsewhere next (ib_write_lat spins on its
+ * buffer): then frames must wake the thread again. The stamp costs no clock
+ * read: the pass its poll just ran (or the thread's) is recent enough. */
+static void app_polled(struct rocemu_port *port, bool found)
+{
+	uint64_t t = port->last_pass_ns;
+	bool back = !found || (port->has_upper && port->upper.next_due &&
+			       port->upper.next_due(port->upper.ctx) != UINT64_MAX);
+
+	atomic_store_explicit(&port->last_app_poll_ns, t, memory_order_relaxed);
+	if (port->link->app_note &&
+	    port->link->app_note(port, back ? PORT_APP_WAITING : PORT_APP_SATISFIED))
+		rocemu_port_progress_locked(port);
+}
+
+/* An application posted (lock held): it is busy with us and will poll for
+ * the result. The stamp is the time the post holds: no clock read. */
+static void app_posted(struct rocemu_port *port)
+{
+	atomic_store_explicit(&port->last_app_poll_ns, rocemu_port_pass_now(port),
+			      memory_order_relaxed);
+	if (port->link->app_note)
+		port->link->app_note(port, PORT_APP_POSTED);
+}
+
+/* A poll: a pass if the engine lock is free, and the lock held either way
+ * (if another thread holds it, that one is running a pass: wait for it).
+ * One lock round trip instead of a try-locked pass and then the lock again. */
+static void enter_poll(struct rocemu_port *port)
+{
+	if (pthread_mutex_trylock(&port->lock) == 0)
+		rocemu_port_progress_locked(port);
+	else
+		pthread_mutex_lock(&port->lock);
+}
+
+/* A post: the lock; one clock reading held for the whole post, so that the
+ * transport's timestamps (RTT, timers, completions) cost no further read
+ * (not inside a pass, which has its time already); a pass when none ran for
+ * POST_PASS_NS. */
+static void enter_post(struct rocemu_port *port)
+{
+	pthread_mutex_lock(&port->lock);
+	port->verb_clock_held = port->pass_now == 0;
+	if (port->verb_clock_held)
+		port->pass_now = rocemu_now_ns_tsc(&port->last_pass_tsc);
+	if (port->pass_now - __atomic_load_n(&port->last_pass_ns, __ATOMIC_RELAXED) > POST_PASS_NS)
+		rocemu_port_progress_locked(port);
+}
+
+void rocemu_port_verb_enter(struct rocemu_port *port, enum rocemu_verb verb)
+{
+	if (verb != ROCEMU_VERB_CONTROL && port->link->app_note)
+		port->link->app_note(port, PORT_APP_ENTER);
+	switch (verb) {
+	case ROCEMU_VERB_POLL:
+		enter_poll(port);
+		break;
+	case ROCEMU_VERB_POST:
+		enter_post(port);
+		break;
+	case ROCEMU_VERB_CONTROL:
+		pthread_mutex_lock(&port->lock);
+		break;
+	}
+}
+
+void rocemu_port_verb_leave(struct rocemu_port *port, enum rocemu_verb_did did)
+{
+	switch (did) {
+	case ROCEMU_DID_POST:
+		/* it runs the passes (timers included) itself, so the thread
+		 * needs no kick; a memif peer rings once it has gone quiet */
+		app_posted(port);
+		if (port->verb_clock_held)
+			port->pass_now = 0;
+		port->verb_clock_held = false;
+		pthread_mutex_unlock(&port->lock);
+		break;
+	case ROCEMU_DID_POLL_FOUND:
+	case ROCEMU_DID_POLL_EMPTY:
+		app_polled(port, did == ROCEMU_DID_POLL_FOUND);
+		pthread_mutex_unlock(&port->lock);
+		break;
+	case ROCEMU_DID_CHANGE:
+		pthread_mutex_unlock(&port->lock);
+		kick(port);
+		break;
+	case ROCEMU_DID_NOTHING:
+		pthread_mutex_unlock(&port->lock);
+		break;
+	}
+}
+
+void rocemu_port_app_blocks(struct rocemu_port *port)
+{
+	atomic_store_explicit(&port->last_app_poll_ns, 0, memory_order_relaxed);
+	if (port->link->app_note)
+		port->link->app_note(port, PORT_APP_AWAY);
+	/* a thread that sleeps long because we were polling takes over now */
+	atomic_store_explicit(&port->kicked, true, memory_order_seq_cst);
+	if (atomic_load_explicit(&port->thread_sleeping, memory_order_seq_cst) &&
+	    atomic_load_explicit(&port->sleep_until_ns, memory_order_relaxed) >
+		rocemu_now_ns() + PORT_IDLE_SLEEP_NS)
+		port_wake_thread(port);
+}
