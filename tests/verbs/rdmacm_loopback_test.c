@@ -315,6 +315,16 @@ static void loopback_bind_and_hint_addresses(void **state)
 	assert_int_equal(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
 	assert_int_equal(rdma_bind_addr(id, res->ai_src_addr), 0);
 	assert_non_null(id->verbs); /* IP_A is device 0's */
+	/* and, as with librdmacm, the device's PD (UCX's rdmacm CM makes a QP on it) */
+	assert_non_null(id->pd);
+	assert_ptr_equal(id->pd->context, id->verbs);
+	struct ibv_cq *cq = ibv_create_cq(id->verbs, 4, NULL, NULL, 0);
+	struct ibv_qp_init_attr qa = {
+	    .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD, .cap = {2, 2, 1, 1, 0}};
+	struct ibv_qp *qp = ibv_create_qp(id->pd, &qa);
+	assert_non_null(qp);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
 	assert_int_equal(rdma_destroy_id(id), 0);
 	rdma_freeaddrinfo(res);
 	struct rdma_addrinfo h3 = {.ai_port_space = RDMA_PS_UDP,

@@ -753,7 +753,7 @@ static int bind_locked(struct cma_id *c, const struct sockaddr *addr)
 		c->dev = dev;
 		c->sgid_index = idx;
 		c->id.verbs = dev->verbs;
-		c->id.pd = NULL;
+		c->id.pd = dev->pd; /* as librdmacm: the device's PD until a QP names one */
 	}
 	c->state = CMA_ADDR_BOUND;
 	return 0;
@@ -800,6 +800,8 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct s
 	}
 	c->dev = dev;
 	c->sgid_index = idx;
+	if (id->verbs != dev->verbs)
+		id->pd = dev->pd;
 	id->verbs = dev->verbs;
 	/* A wildcard source becomes the device's address. */
 	if (cma_addr_any((struct sockaddr *)&id->route.addr.src_addr)) {
@@ -1563,6 +1565,7 @@ static struct cma_id *new_passive_id(struct cma_id *l, struct cma_device *d, int
 	c->dev = d;
 	c->sgid_index = sgid_index;
 	c->id.verbs = d->verbs;
+	c->id.pd = d->pd;
 	c->remote_gid = *remote;
 	c->remote_comm_id = remote_comm_id;
 	c->tid = tid;
