@@ -7,12 +7,15 @@ MESON_OPTS ?=
 
 # Debian 12 packages: build tools and libraries, then what tests and the demo run.
 # libclang-rt-14-dev holds clang's ASan/UBSan runtime: clang only Recommends it and
-# install-deps.sh installs without Recommends.
+# install-deps.sh installs without Recommends. qemu-system-x86, busybox-static, cpio,
+# kmod and ibverbs-providers (rdma_rxe's user-space driver): the Soft-RoCE guest of
+# tests/interop.
 DEB_BUILD = build-essential pkg-config meson ninja-build clang libclang-rt-14-dev \
             dpdk-dev libdpdk-dev libpcap-dev libcmocka-dev libibverbs-dev librdmacm-dev
 DEB_RUN   = ibverbs-utils perftest qperf python3-pyverbs tshark python3-scapy rdmacm-utils \
             iproute2 iputils-ping iputils-arping procps nftables man-db \
-            ucx-utils libfabric-bin openmpi-bin libopenmpi-dev librpma-dev
+            ucx-utils libfabric-bin openmpi-bin libopenmpi-dev librpma-dev \
+            qemu-system-x86 busybox-static cpio kmod ibverbs-providers
 DEB_PKGS  = $(DEB_BUILD) $(DEB_RUN)
 
 .PHONY: all deps build build-asan demo test test-unit conformance bench clean format

@@ -5,11 +5,12 @@
 # frame or an error-level expert note, and have every ICRC verified
 # independently (icrc_check.py: zlib for every frame, cross-checked with
 # scapy on a sample). Returns non-zero if any capture fails.
-# Needs PY and SRC set; bash.
+# Needs PY and SRC set; bash. CHECK_TSHARK_OPTS: more tshark options (the
+# interop tests accept rxe's zero UDP checksums over IPv6 with it).
 check_captures() {
 	# The programs' payload is arbitrary bytes: keep Wireshark's payload
 	# heuristics (RPC-over-RDMA, SMB Direct, ...) from dissecting it as theirs.
-	local nohe="--disable-heuristic eth_over_ib" # a payload that starts like an ethertype
+	local nohe="${CHECK_TSHARK_OPTS:-} --disable-heuristic eth_over_ib" # a payload that starts like an ethertype
 	local h f n bad rc=0
 	for h in smc smb_direct rpcordma nvme-rdma lnet iser infiniband.eoib infiniband_sdp fcoib; do
 		nohe="$nohe --disable-protocol $h"

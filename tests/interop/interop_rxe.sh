@@ -1,0 +1,213 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# rocemu against Linux Soft-RoCE (rdma_rxe in a qemu guest, bed.sh): every
+# program of the matrix in both directions (rocemu server, rxe client and the
+# reverse), over IPv4 and, where the program takes an IPv6 GID or address,
+# IPv6 (docs/interop.md).
+#   interop_rxe.sh [REGEX]   only the cases whose name matches REGEX
+# Each case passes when both programs exit 0 (a daemon server: is still
+# running when the client is done) and rocemu's capture of it decodes in
+# tshark without a malformed frame or an error, every ICRC verifies
+# (check_captures.sh) and `rocemu inspect --check` finds no violation.
+# Prints one line per case and a summary; exits 1 if any case failed.
+set -u
+. "$(dirname "$0")/bed.sh"
+. "$SRC/tests/verbs/check_captures.sh"
+filter=${1:-.}
+T=${ROCEMU_INTEROP_TIMEOUT:-90} # seconds a program may run
+bed_up
+
+passed=() failed=() captures=()
+ncase=0
+# rxe sends RoCEv2 over IPv6 with a zero UDP checksum, which RFC 6935/6936
+# allow for tunnels (docs/interop.md); tshark flags it unless told so.
+CHECK_TSHARK_OPTS="-o udp.ignore_ipv6_zero_checksum:TRUE"
+
+# subst SIDE FAMILY ARG: the argument with the placeholders of SIDE (rxe or
+# emu) filled in: @G@ the side's GID index of the family, @S@ the server's
+# address of the family, @S4@ its IPv4 address, @P@ the case's TCP/rdma_cm port.
+subst() {
+	local side=$1 fam=$2 a=$3 g s
+	if [ "$side" = rxe ]; then
+		g=$rxe_g4
+		[ "$fam" = 6 ] && g=$rxe_g6
+	else
+		g=1
+		[ "$fam" = 6 ] && g=2
+	fi
+	s=$srv4
+	[ "$fam" = 6 ] && s=$srv6
+	a=${a//@G@/$g}
+	a=${a//@S4@/$srv4}
+	a=${a//@S@/$s}
+	printf '%s' "${a//@P@/$port}"
+}
+
+# emu_cmd CAPTURE CMD: CMD (words) under `rocemu run` on the bed's veth
+emu_cmd() {
+	local cap=$1
+	shift
+	on_bed timeout -s KILL $T "$ROCEMU" run --port af_packet:emu0 --ip $bed_ip4/24 --ip $bed_ip6/64 \
+		--capture "$cap" -- "$@"
+}
+
+# emu_wait_listen KIND PID: until rocemu's server PID listens (tcp: a TCP
+# socket on $port; cm: its port is up, then 1 s for rdma_listen) or ended
+emu_wait_listen() {
+	local kind=$1 pid=$2 i
+	for i in $(seq 200); do
+		kill -0 $pid 2>/dev/null || return 1
+		case $kind in
+		tcp) on_bed ss -ltnH "sport = :$lport" 2>/dev/null | grep -q . && return 0 ;;
+		cm) [ -s "$cdir/rocemu.pcap" ] && { sleep 1; return 0; } ;;
+		*) return 0 ;;
+		esac
+		sleep 0.1
+	done
+	return 1
+}
+
+# run_case NAME SERVER FAMILY LISTEN 'SERVER ARGS' 'CLIENT ARGS' [daemon]
+#   SERVER: rxe or emu (which side serves); LISTEN: tcp, cm or none (how to
+#   tell that the server is ready; tcp:PORT, cm:PORT when the program's port
+#   is fixed, not @P@); daemon: the server never exits by itself
+run_case() {
+	local name=$1 side=$2 fam=$3 kind=$4 sargs=$5 cargs=$6 daemon=${7:-}
+	[[ $name =~ $filter ]] || return 0
+	ncase=$((ncase + 1))
+	local t0=$SECONDS t1=$SECONDS cside=emu job=c$ncase rs=0 rc=0 st=0 why= spid=
+	cdir=$bed_dir/$ncase-$name
+	mkdir -p "$cdir"
+	port=$((18515 + ncase))
+	lport=$port
+	case $kind in *:*) lport=${kind#*:} kind=${kind%%:*} ;; esac
+	[ "$side" = emu ] && cside=rxe
+	srv4=$rxe_ip4 srv6=$rxe_ip6
+	[ "$side" = emu ] && srv4=$bed_ip4 srv6=$bed_ip6
+	local -a sv=() cv=()
+	local w
+	for w in $sargs; do sv+=("$(subst $side $fam "$w")"); done
+	for w in $cargs; do cv+=("$(subst $cside $fam "$w")"); done
+
+	if [ "$side" = rxe ]; then
+		guest_start $job "rxe-serve $kind $lport timeout -s KILL $T ${sv[*]}"
+		guest_up $job $T || why="rxe server not ready"
+		t1=$SECONDS
+		if [ -z "$why" ]; then
+			emu_cmd "$cdir/rocemu.pcap" "${cv[@]}" >"$cdir/client.log" 2>&1
+			rc=$?
+		fi
+		if [ -n "$daemon" ]; then
+			[ -e "$bed_run/jobs/$job.rc" ] && rs=1
+			guest_run k$job 30 "kill \$(cat /host/jobs/$job.pid)"
+		fi
+		guest_wait $job $T
+		st=$?
+		[ -n "$daemon" ] || rs=$st
+		cp "$bed_run/jobs/$job.out" "$cdir/server.log" 2>/dev/null
+	else
+		emu_cmd "$cdir/rocemu.pcap" "${sv[@]}" >"$cdir/server.log" 2>&1 &
+		spid=$!
+		emu_wait_listen $kind $spid || why="rocemu server not ready"
+		t1=$SECONDS
+		if [ -z "$why" ]; then
+			guest_run $job $T "timeout -s KILL $T ${cv[*]}"
+			rc=$?
+			cp "$bed_run/jobs/$job.out" "$cdir/client.log" 2>/dev/null
+		fi
+		if [ -n "$daemon" ]; then
+			kill -0 $spid 2>/dev/null || rs=1
+			kill $spid 2>/dev/null
+		fi
+		wait $spid
+		st=$?
+		[ -n "$daemon" ] || rs=$st
+	fi
+	local t2=$SECONDS
+	[ -z "$why" ] && [ $rs -ne 0 ] && why="server exit $rs"
+	[ -z "$why" ] && [ $rc -ne 0 ] && why="client exit $rc"
+	# the protocol check here, the decoding and ICRC checks of all captures at the end
+	if [ -z "$why" ] && ! timeout 120 "$ROCEMU" inspect --check --quiet "$cdir/rocemu.pcap" >"$cdir/checks.log" 2>&1; then
+		why="inspect --check"
+	fi
+	local line
+	line=$(printf '%-34s %-13s IPv%s %3d s (server ready %d s)' "$name" \
+		"$([ $side = rxe ] && echo 'rxe server' || echo 'rocemu server')" $fam $((SECONDS - t0)) $((t1 - t0)))
+	if [ -z "$why" ]; then
+		echo "PASS $line"
+		passed+=("$name")
+		captures+=("$cdir/rocemu.pcap")
+	else
+		echo "FAIL $line: $why"
+		failed+=("$name")
+		local f
+		for f in server.log client.log checks.log; do
+			[ -s "$cdir/$f" ] || continue
+			echo "  --- $f (${sv[*]} / ${cv[*]})"
+			tail -n 25 "$cdir/$f" | sed 's/^/  | /'
+		done
+	fi
+}
+
+# check_all: every passed case's capture through check_captures.sh, in one
+# tshark and one ICRC pass over their concatenation (each pass costs seconds
+# to start); when that fails, capture by capture to name the culprits.
+check_all() {
+	[ ${#captures[@]} -gt 0 ] || return 0
+	local t0=$SECONDS c name culprit=
+	mergecap -a -F nsecpcap -w "$bed_dir/all.pcap" "${captures[@]}" || return 1
+	if check_captures "$bed_dir/all.pcap" >"$bed_dir/checks.log" 2>&1; then
+		bed_log "captures of ${#captures[@]} cases: decode cleanly, every ICRC verifies ($((SECONDS - t0)) s)"
+		sed 's/^/  /' "$bed_dir/checks.log"
+		return 0
+	fi
+	for c in "${captures[@]}"; do
+		check_captures "$c" >"$c.checks" 2>&1 && continue
+		name=$(basename "$(dirname "$c")")
+		name=${name#*-}
+		echo "FAIL $name: capture check"
+		sed 's/^/  | /' "$c.checks"
+		passed=("${passed[@]/$name/}")
+		failed+=("$name")
+		culprit=1
+	done
+	if [ -z "$culprit" ]; then
+		echo "FAIL: the captures together fail the check, each alone passes:"
+		sed 's/^/  | /' "$bed_dir/checks.log"
+		failed+=(capture-check)
+	fi
+}
+
+# cases NAME SIDES FAMILIES LISTEN 'SERVER ARGS' 'CLIENT ARGS' [daemon]: the
+# case with each of SIDES serving (rxe, emu), in each of FAMILIES (4, 6)
+cases() {
+	local name=$1 sides=$2 fams=$3 f s
+	shift 3
+	for f in $fams; do
+		for s in $sides; do
+			run_case "$name-$s-server$([ $f = 6 ] && echo -ipv6)" $s $f "$@"
+		done
+	done
+}
+
+BOTH="rxe emu"
+N=20 # iterations: the guest's CPU is emulated
+cases rc-pingpong "$BOTH" "4 6" tcp "ibv_rc_pingpong -g @G@ -p @P@ -n $N" "ibv_rc_pingpong -g @G@ -p @P@ -n $N @S4@"
+cases rc-pingpong-check "$BOTH" 4 tcp "ibv_rc_pingpong -g @G@ -p @P@ -n $N -c" "ibv_rc_pingpong -g @G@ -p @P@ -n $N -c @S4@"
+cases rc-pingpong-s64 "$BOTH" 4 tcp "ibv_rc_pingpong -g @G@ -p @P@ -n $N -s 64" "ibv_rc_pingpong -g @G@ -p @P@ -n $N -s 64 @S4@"
+cases rc-pingpong-s8192 "$BOTH" 4 tcp "ibv_rc_pingpong -g @G@ -p @P@ -n $N -s 8192" "ibv_rc_pingpong -g @G@ -p @P@ -n $N -s 8192 @S4@"
+cases uc-pingpong "$BOTH" 4 tcp "ibv_uc_pingpong -g @G@ -p @P@ -n $N -c" "ibv_uc_pingpong -g @G@ -p @P@ -n $N -c @S4@"
+# UD messages must fit the path MTU (1024 on a 1500-byte Ethernet)
+cases ud-pingpong "$BOTH" "4 6" tcp "ibv_ud_pingpong -g @G@ -p @P@ -n $N -s 512 -c" "ibv_ud_pingpong -g @G@ -p @P@ -n $N -s 512 -c @S4@"
+cases srq-pingpong "$BOTH" 4 tcp "ibv_srq_pingpong -g @G@ -p @P@ -n $N -c" "ibv_srq_pingpong -g @G@ -p @P@ -n $N -c @S4@"
+# perftest with its defaults (message size, outstanding READs/atomics) but
+# the iteration count; -F: no cpufreq check
+cases ib-send-lat "$BOTH" 4 tcp "ib_send_lat -x @G@ -p @P@ -F -n 100" "ib_send_lat -x @G@ -p @P@ -F -n 100 @S4@"
+cases ib-write-bw "$BOTH" "4 6" tcp "ib_write_bw -x @G@ -p @P@ -F -n $N" "ib_write_bw -x @G@ -p @P@ -F -n $N @S4@"
+
+check_all
+passed=(${passed[@]})
+total=$((${#passed[@]} + ${#failed[@]}))
+echo "interop with $(cat "$bed_run/kernel") rdma_rxe: ${#passed[@]} of $total cases passed${failed:+; failed: ${failed[*]}}"
+[ $total -gt 0 ] || { echo "no case matches '$filter'"; exit 1; }
+[ ${#failed[@]} -eq 0 ]
