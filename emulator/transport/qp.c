@@ -402,8 +402,7 @@ int rocemu_qp_create(struct rocemu_pd *pd, struct rocemu_qp_init *init, struct r
 		qp->rq_mask = pow2_at_least(qp->cap.max_recv_wr) - 1;
 		qp->rq = calloc(qp->rq_mask + 1, sizeof(*qp->rq));
 	}
-	qp->resp.res = calloc(ROCEMU_MAX_RD_ATOM, sizeof(*qp->resp.res));
-	if (!qp->sq || (!qp->srq && !qp->rq) || !qp->resp.res)
+	if (!qp->sq || (!qp->srq && !qp->rq))
 		goto fail;
 	qp->timer_idx = UINT32_MAX;
 	rc = qpn_alloc(e, qp, init->source_qpn);
@@ -559,6 +558,25 @@ static void set_udp_sport(struct rocemu_qp *qp)
 	qp->path.udp_sport = (uint16_t)(ROCE_UDP_SPORT_MIN | (h & 0x3FFF));
 }
 
+/* Room for n responder resources (9.5.2: max_dest_rd_atomic READ/atomic
+ * requests in flight), kept across resets; the ones in use stay in place. */
+static int responder_resources(struct rocemu_qp *qp, uint32_t n)
+{
+	struct rocemu_rd_res *res;
+
+	if (n <= qp->resp.res_cap)
+		return 0;
+	res = calloc(n, sizeof(*res));
+	if (!res)
+		return -ENOMEM;
+	if (qp->resp.res)
+		memcpy(res, qp->resp.res, qp->resp.res_cap * sizeof(*res));
+	free(qp->resp.res);
+	qp->resp.res = res;
+	qp->resp.res_cap = n;
+	return 0;
+}
+
 static void qp_reset(struct rocemu_qp *qp)
 {
 	qp->sq_head = qp->sq_cur = qp->sq_tail = 0;
@@ -566,9 +584,12 @@ static void qp_reset(struct rocemu_qp *qp)
 	memset(&qp->req, 0, sizeof(qp->req));
 	memset(&qp->comp, 0, sizeof(qp->comp));
 	struct rocemu_rd_res *res = qp->resp.res;
+	uint32_t res_cap = qp->resp.res_cap;
 	memset(&qp->resp, 0, sizeof(qp->resp));
-	memset(res, 0, ROCEMU_MAX_RD_ATOM * sizeof(*res));
+	if (res)
+		memset(res, 0, res_cap * sizeof(*res));
 	qp->resp.res = res;
+	qp->resp.res_cap = res_cap;
 	qp->path.valid = false;
 	qp->sq_draining = false;
 }
@@ -688,6 +709,11 @@ static int qp_modify_locked(struct rocemu_qp *qp, const struct ibv_qp_attr *attr
 	if (next == IBV_QPS_ERR) {
 		rocemu_qp_to_error(qp, false);
 		return 0;
+	}
+	if (qp->type == IBV_QPT_RC && (mask & IBV_QP_MAX_DEST_RD_ATOMIC)) {
+		rc = responder_resources(qp, attr->max_dest_rd_atomic);
+		if (rc < 0)
+			return rc;
 	}
 	apply_attrs(qp, attr, mask);
 	if (qp->type == IBV_QPT_RC && (mask & IBV_QP_MAX_DEST_RD_ATOMIC))

@@ -26,7 +26,12 @@
 #define ROCEMU_MAX_QP	   16384
 #define ROCEMU_MAX_QP_WR   16384
 #define ROCEMU_MAX_INLINE  256
-#define ROCEMU_MAX_RD_ATOM 16
+/* READ/atomic requests a QP may have outstanding, as initiator and as
+ * responder: Linux Soft-RoCE's 128 (RXE_MAX_QP_RD_ATOM). perftest and rdma_cm
+ * pass the peer's limit straight to ibv_modify_qp, so a smaller one refuses
+ * connections rxe offers. An RC QP's responder holds max_dest_rd_atomic
+ * resources, allocated when the value is set. */
+#define ROCEMU_MAX_RD_ATOM 128
 #define ROCEMU_MAX_MSG_SZ  (1u << 31)
 #define ROCEMU_MAX_CQ	   16384
 #define ROCEMU_MAX_CQE	   (1u << 20)
@@ -306,7 +311,8 @@ struct rocemu_qp {
 		uint32_t oos_since_nak; /**< out-of-sequence packets since that NAK */
 		bool uc_drop;		/**< UC: discard until the next FIRST/ONLY */
 		bool ack_pending;
-		struct rocemu_rd_res *res;
+		struct rocemu_rd_res *res; /**< res_cap entries, nres of them in use */
+		uint32_t res_cap;
 		uint32_t nres;
 		uint32_t res_next; /**< slot the next request takes */
 		bool res_active;   /**< some READ response is being streamed */

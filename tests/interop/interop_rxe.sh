@@ -204,6 +204,8 @@ cases srq-pingpong "$BOTH" 4 tcp "ibv_srq_pingpong -g @G@ -p @P@ -n $N -c" "ibv_
 # the iteration count; -F: no cpufreq check
 cases ib-send-lat "$BOTH" 4 tcp "ib_send_lat -x @G@ -p @P@ -F -n 100" "ib_send_lat -x @G@ -p @P@ -F -n 100 @S4@"
 cases ib-write-bw "$BOTH" "4 6" tcp "ib_write_bw -x @G@ -p @P@ -F -n $N" "ib_write_bw -x @G@ -p @P@ -F -n $N @S4@"
+cases ib-read-bw "$BOTH" 4 tcp "ib_read_bw -x @G@ -p @P@ -F -n $N" "ib_read_bw -x @G@ -p @P@ -F -n $N @S4@"
+cases ib-atomic-bw "$BOTH" 4 tcp "ib_atomic_bw -x @G@ -p @P@ -F -n 100" "ib_atomic_bw -x @G@ -p @P@ -F -n 100 @S4@"
 
 check_all
 passed=(${passed[@]})

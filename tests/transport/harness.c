@@ -12,6 +12,7 @@
 #include "../port/port_test_util.h"
 
 uint8_t h_timeout = 14;
+uint8_t h_rd_atomic = 16;
 
 static int node_up(struct node *n, const char *spec, const char *ip4, const char *ip6,
 		   const char *mac, const char *capture, const char *const *opts)
@@ -147,7 +148,7 @@ static int half_connect(struct node *self, struct rocemu_qp *qp, struct node *pe
 	    .path_mtu = mtu,
 	    .dest_qp_num = peer_qpn,
 	    .rq_psn = rq_psn,
-	    .max_dest_rd_atomic = 16,
+	    .max_dest_rd_atomic = h_rd_atomic,
 	    .min_rnr_timer = 1,
 	    .ah_attr = {
 		.is_global = 1,
@@ -159,7 +160,7 @@ static int half_connect(struct node *self, struct rocemu_qp *qp, struct node *pe
 				  .timeout = h_timeout,
 				  .retry_cnt = 7,
 				  .rnr_retry = 7,
-				  .max_rd_atomic = 16};
+				  .max_rd_atomic = h_rd_atomic};
 	int rtr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
 	int rts_mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 	struct ibv_qp_attr q = {0};

@@ -46,6 +46,8 @@ void h_teardown(struct node *a, struct node *b);
 
 /** Local ACK timeout h_connect gives RC QPs (IBA encoding; default 14 = 67 ms). */
 extern uint8_t h_timeout;
+/** max_rd_atomic and max_dest_rd_atomic h_connect gives RC QPs (default 16). */
+extern uint8_t h_rd_atomic;
 
 struct rocemu_qp *h_qp(struct node *n, enum ibv_qp_type type, uint32_t depth,
 		       struct rocemu_srq *srq);

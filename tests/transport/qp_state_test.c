@@ -209,11 +209,11 @@ static void bad_rnr_timer(struct ibv_qp_attr *a)
 }
 static void bad_dest_rd(struct ibv_qp_attr *a)
 {
-	a->max_dest_rd_atomic = 17;
+	a->max_dest_rd_atomic = 129;
 }
 static void bad_rd(struct ibv_qp_attr *a)
 {
-	a->max_rd_atomic = 17;
+	a->max_rd_atomic = 129;
 }
 static void bad_dqpn(struct ibv_qp_attr *a)
 {
@@ -456,7 +456,7 @@ static void test_create_limits(void **state)
 	assert_true(caps.max_qp_wr >= 16384);
 	assert_int_equal(caps.max_sge, 32);
 	assert_true(caps.max_inline_data >= 256);
-	assert_int_equal(caps.max_qp_rd_atom, 16);
+	assert_int_equal(caps.max_qp_rd_atom, 128); /* Linux Soft-RoCE's */
 	assert_int_equal(rocemu_qp_create(A.pd, &init, &qp), -EINVAL);
 	init.cap.max_send_sge = 2;
 	init.cap.max_send_wr = caps.max_qp_wr + 1;

@@ -807,6 +807,40 @@ static void test_pipeline(void **state)
 	pair_down(&p);
 }
 
+/*
+ * Linux Soft-RoCE offers 128 outstanding READ/atomic requests, and perftest and
+ * rdma_cm hand the peer's value to ibv_modify_qp: a QP takes 128 both ways, and
+ * its responder really holds 128 requests at once (all posted before the
+ * first response can come back, none refused or dropped).
+ */
+static void test_rd_atomic_128(void **state)
+{
+	struct pair p;
+	static uint8_t src[128 * 64], dst[128 * 64];
+	struct rocemu_mr *ms, *md;
+	uint64_t naks = h_counter(B.e, "tx_nak_invalid_req");
+
+	(void)state;
+	h_rd_atomic = 128;
+	pair_up(&p, IBV_MTU_1024);
+	h_rd_atomic = 16;
+	h_fill(src, sizeof(src), 128);
+	memset(dst, 0, sizeof(dst));
+	ms = reg(&B, src, sizeof(src), ACC_ALL);
+	md = reg(&A, dst, sizeof(dst), ACC_ALL);
+	for (int i = 0; i < 128; i++)
+		assert_int_equal(post(p.qa, IBV_WR_RDMA_READ, i, dst + i * 64, 64, lkey(md),
+				      (uintptr_t)(src + i * 64), rkey(ms), 0),
+				 0);
+	for (int i = 0; i < 128; i++)
+		expect_wc(A.scq, i, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, NULL);
+	assert_memory_equal(src, dst, sizeof(src));
+	assert_int_equal(h_counter(B.e, "tx_nak_invalid_req"), naks);
+	rocemu_mr_dereg(ms);
+	rocemu_mr_dereg(md);
+	pair_down(&p);
+}
+
 static void test_ipv6_path(void **state)
 {
 	struct pair p;
@@ -891,6 +925,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_sgl),
 	    cmocka_unit_test(test_inline_and_unsignaled),
 	    cmocka_unit_test(test_pipeline),
+	    cmocka_unit_test(test_rd_atomic_128),
 	    cmocka_unit_test(test_atomics),
 	    cmocka_unit_test(test_fence_and_order),
 	    cmocka_unit_test(test_send_with_inv_and_local_inv),
