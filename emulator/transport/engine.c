@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rocemu_random.h"
 #include "rocemu_transport.h"
 
 static const char *const ctr_names[CTR_COUNT] = {
@@ -124,9 +125,9 @@ unsigned rocemu_engine_counters(const struct rocemu_engine *e, struct rocemu_cou
 
 struct rocemu_qp *rocemu_engine_qp_lookup(struct rocemu_engine *e, uint32_t qpn)
 {
-	if (qpn >= ROCEMU_QPN_TABLE)
-		return NULL;
-	return e->qpn_table[qpn];
+	struct rocemu_qp *qp = e->qpn_table[rocemu_qpn_slot(qpn)];
+
+	return qp && qp->qpn == qpn ? qp : NULL;
 }
 
 void rocemu_engine_schedule(struct rocemu_qp *qp)
@@ -575,7 +576,15 @@ int rocemu_engine_create(const struct rocemu_port_config *cfg, struct rocemu_eng
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	e->qpn_next = ROCEMU_QPN_FIRST;
+	rc = rocemu_random(&e->qpn_next, sizeof(e->qpn_next));
+	if (rc < 0) {
+		snprintf(err, errlen, "no random numbers for QPNs (getrandom): %s", strerror(-rc));
+		free(e->qpn_table);
+		free(e->timer_heap);
+		free(e);
+		return rc;
+	}
+	e->qpn_next &= ROCEMU_QPN_MASK;
 	engine_fill_caps(e);
 	rc = rocemu_mem_table_create(e->caps.max_mr, &e->mem);
 	if (rc < 0) {

@@ -315,14 +315,17 @@ static int qpn_alloc(struct rocemu_engine *e, struct rocemu_qp *qp, uint32_t sou
 		e->n_qps++;
 		return 0;
 	}
-	/* Rotate through the space so a destroyed QP's number is not reused at once
-	 * (stale packets for it then find no QP instead of a stranger). */
-	for (uint32_t n = 0; n < ROCEMU_QPN_TABLE; n++) {
+	/* The next free number in sequence (stale packets for a destroyed QP then
+	 * find no QP instead of a stranger); every slot is tried once. */
+	for (uint32_t tried = 0; tried < ROCEMU_QPN_TABLE - ROCEMU_QPN_FIRST;) {
 		uint32_t qpn = e->qpn_next;
 
-		e->qpn_next = qpn + 1 >= ROCEMU_QPN_TABLE ? ROCEMU_QPN_FIRST : qpn + 1;
-		if (!e->qpn_table[qpn]) {
-			e->qpn_table[qpn] = qp;
+		e->qpn_next = (qpn + 1) & ROCEMU_QPN_MASK;
+		if (rocemu_qpn_slot(qpn) < ROCEMU_QPN_FIRST || qpn == ROCEMU_QPN_MULTICAST)
+			continue; /* reserved */
+		tried++;
+		if (!e->qpn_table[rocemu_qpn_slot(qpn)]) {
+			e->qpn_table[rocemu_qpn_slot(qpn)] = qp;
 			qp->qpn = qpn;
 			e->n_qps++;
 			return 0;
@@ -441,7 +444,7 @@ int rocemu_qp_destroy(struct rocemu_qp *qp)
 
 	rocemu_engine_lock(e);
 	rocemu_engine_forget(qp);
-	e->qpn_table[qp->qpn] = NULL;
+	e->qpn_table[rocemu_qpn_slot(qp->qpn)] = NULL;
 	e->n_qps--;
 	rocemu_cq_put(qp->send_cq);
 	rocemu_cq_put(qp->recv_cq);

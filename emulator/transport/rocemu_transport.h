@@ -40,9 +40,25 @@
 #define ROCEMU_MAX_AH	   65536
 #define ROCEMU_MAX_SRQ	   16384
 #define ROCEMU_MAX_SRQ_WR  16384
-/** QPN space: 0 (SMI) and 1 (GSI) are reserved; data QPs start at 0x11. */
-#define ROCEMU_QPN_FIRST 0x11
-#define ROCEMU_QPN_TABLE (1u << 16)
+/**
+ * QPNs. QP0 (SMI) and QP1 (GSI) are fixed (IBA 3.9.2.1), 0xFFFFFF is the
+ * multicast QPN. A data QP's number is 24 bits whose low 16 bits are its slot
+ * in the engine's table; slots 0..0x10 are reserved (so 1 is only the GSI
+ * QP). Numbers are handed out in sequence from a random start, as HCAs do: a
+ * process that restarts does not offer its peers the QPN they still hold
+ * for the connection of its previous life (a kernel CM rejects that REQ/REP
+ * as stale, IBA 12.9.8.3.2), and a destroyed QP's number comes back only
+ * after the whole 24-bit space went round.
+ */
+#define ROCEMU_QPN_FIRST     0x11
+#define ROCEMU_QPN_TABLE     (1u << 16)
+#define ROCEMU_QPN_MASK      0xFFFFFFu
+#define ROCEMU_QPN_MULTICAST 0xFFFFFFu
+
+static inline uint32_t rocemu_qpn_slot(uint32_t qpn)
+{
+	return qpn & (ROCEMU_QPN_TABLE - 1);
+}
 
 /**
  * Most packets a requester keeps unacknowledged (its send window's ceiling).

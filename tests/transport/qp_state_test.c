@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "rocemu_transport.h"
 
 static struct node A, B;
 
@@ -476,6 +477,70 @@ static void test_create_limits(void **state)
 	assert_int_equal(rocemu_qp_destroy(qp), 0);
 }
 
+/* The first QPN a fresh engine hands out (its own ring pair, then gone). */
+static uint32_t first_qpn(const char *pair)
+{
+	struct node a, b;
+	struct rocemu_qp *qp;
+	uint32_t qpn;
+
+	assert_int_equal(h_setup(&a, &b, pair, NULL), 0);
+	qp = h_qp(&a, IBV_QPT_RC, 16, NULL);
+	assert_non_null(qp);
+	qpn = rocemu_qp_num(qp);
+	assert_int_equal(rocemu_qp_destroy(qp), 0);
+	h_teardown_all(&a, &b);
+	return qpn;
+}
+
+/*
+ * QPNs start at a random point of the 24-bit space and go on in sequence:
+ * a process that restarts must not offer its peer the QPN of its previous
+ * connection, which the peer's CM still holds in time-wait and rejects as
+ * stale (IBA 12.9.8.3.2; Linux Soft-RoCE answered rocemu's REP with REJ 10
+ * because every rocemu process numbered its QPs from 0x11 again).
+ */
+static void test_qpn_random_start(void **state)
+{
+	uint32_t q1 = first_qpn("qpn1"), q2 = first_qpn("qpn2"), q3 = first_qpn("qpn3");
+
+	(void)state;
+	/* three restarts, three numbers (equal by chance: about 1 in 2^23) */
+	assert_true(q1 != q2 || q2 != q3);
+	assert_true(q1 != 0x11 || q2 != 0x11 || q3 != 0x11);
+}
+
+/* Numbers rotate: a destroyed QP's number is not handed out again next, and
+ * a QPN that shares a table slot with a live QP does not reach it. */
+static void test_qpn_rotate(void **state)
+{
+	struct rocemu_qp *qp[64];
+	uint32_t prev = 0;
+
+	(void)state;
+	for (int i = 0; i < 64; i++) {
+		qp[i] = h_qp(&A, IBV_QPT_UD, 16, NULL);
+		assert_non_null(qp[i]);
+		uint32_t qpn = rocemu_qp_num(qp[i]);
+		assert_true(qpn <= ROCEMU_QPN_MASK && qpn != ROCEMU_QPN_MULTICAST);
+		assert_true(rocemu_qpn_slot(qpn) >= ROCEMU_QPN_FIRST); /* 0 and 1 stay reserved */
+		if (i > 0)
+			assert_int_not_equal(qpn, prev);
+		assert_ptr_equal(rocemu_engine_qp_lookup(A.e, qpn), qp[i]);
+		assert_null(rocemu_engine_qp_lookup(A.e, qpn ^ 0x010000));
+		assert_null(rocemu_engine_qp_lookup(A.e, qpn ^ 0x800000));
+		prev = qpn;
+		/* destroy every other one at once: its number must not come back */
+		if (i % 2 == 0) {
+			assert_int_equal(rocemu_qp_destroy(qp[i]), 0);
+			qp[i] = NULL;
+		}
+	}
+	for (int i = 0; i < 64; i++)
+		if (qp[i])
+			assert_int_equal(rocemu_qp_destroy(qp[i]), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -483,6 +548,8 @@ int main(void)
 	    cmocka_unit_test(test_illegal_transitions),
 	    cmocka_unit_test(test_post_rules),
 	    cmocka_unit_test(test_create_limits),
+	    cmocka_unit_test(test_qpn_random_start),
+	    cmocka_unit_test(test_qpn_rotate),
 	};
 
 	return h_run_group("transport_qp_state", tests, sizeof(tests) / sizeof(tests[0]), &A, &B,
