@@ -4,13 +4,15 @@
  * Inside of the memory layer: the MR object, the key table and the host
  * memory helpers. Nothing outside emulator/memory includes this.
  *
- * Keys. A key is (slot index << 8) | variant. The variant of a slot is
- * bumped every time the slot is handed out (and on every rereg), and is
- * never 0, so key 0 is never valid and a key kept after dereg fails until
- * the same slot has been reused 255 times. Free slots are reused in FIFO
- * order, which makes that as late as possible. lkey and rkey are the same
- * number: the rights recorded in the MR, not the key, decide what a remote
- * peer may do.
+ * Keys. A key is (slot index << 8) | variant. The variant of a slot moves
+ * on every time the slot is handed out (and on every rereg), through the
+ * values 1..255 in an order the table draws at random when it is created,
+ * from a random place per slot: it is never 0, so key 0 is never valid; a
+ * key kept after dereg fails until the same slot has been reused 255 times;
+ * and a peer that knows a slot cannot guess its key (issue 18.4). Free slots
+ * are reused in FIFO order, which makes reuse as late as possible. lkey and
+ * rkey are the same number: the rights recorded in the MR, not the key,
+ * decide what a remote peer may do.
  */
 #ifndef ROCEMU_MEM_PRIVATE_H
 #define ROCEMU_MEM_PRIVATE_H

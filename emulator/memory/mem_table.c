@@ -8,12 +8,14 @@
 #include <stdlib.h>
 
 #include "mem_private.h"
+#include "rocemu_random.h"
 
 struct rocemu_mem_table {
 	uint32_t max_mr;
 	uint32_t nr_mr;
 	struct rocemu_mr **slot; /**< by index */
-	uint8_t *variant;	 /**< variant last handed out per slot */
+	uint8_t *turn;		 /**< per slot: position in variants[] of its last key */
+	uint8_t variants[255];	 /**< 1..255 in a random order, drawn at creation */
 	uint32_t *free_fifo;	 /**< ring of free indices, oldest first */
 	uint32_t free_head;
 	uint32_t free_count;
@@ -22,10 +24,40 @@ struct rocemu_mem_table {
 	uint32_t last_pd_handle;
 };
 
+/*
+ * The variant order of the table (a shuffle of 1..255) and a random place in
+ * it for every slot, from the kernel's CSPRNG: a key's variant cannot be
+ * guessed from its slot, and differs from one process to the next.
+ */
+static int draw_variants(struct rocemu_mem_table *t)
+{
+	uint32_t r[255];
+	int rc;
+
+	rc = rocemu_random(r, sizeof(r));
+	if (rc == 0)
+		rc = rocemu_random(t->turn, t->max_mr);
+	if (rc < 0)
+		return rc;
+	for (uint32_t i = 0; i < 255; i++)
+		t->variants[i] = (uint8_t)(i + 1);
+	for (uint32_t i = 254; i > 0; i--) { /* Fisher-Yates */
+		uint32_t j = r[i] % (i + 1);
+		uint8_t v = t->variants[i];
+
+		t->variants[i] = t->variants[j];
+		t->variants[j] = v;
+	}
+	for (uint32_t i = 0; i < t->max_mr; i++)
+		t->turn[i] %= 255;
+	return 0;
+}
+
 int rocemu_mem_table_create(uint32_t max_mr, struct rocemu_mem_table **out)
 {
 	struct rocemu_mem_table *t;
 	uint32_t i;
+	int rc;
 
 	if (!out || max_mr == 0 || max_mr > ROCEMU_MEM_MAX_SLOTS)
 		return -EINVAL;
@@ -34,20 +66,26 @@ int rocemu_mem_table_create(uint32_t max_mr, struct rocemu_mem_table **out)
 		return -ENOMEM;
 	t->max_mr = max_mr;
 	t->slot = calloc(max_mr, sizeof(*t->slot));
-	t->variant = calloc(max_mr, sizeof(*t->variant));
+	t->turn = calloc(max_mr, sizeof(*t->turn));
 	t->free_fifo = calloc(max_mr, sizeof(*t->free_fifo));
-	if (!t->slot || !t->variant || !t->free_fifo) {
-		free(t->slot);
-		free(t->variant);
-		free(t->free_fifo);
-		free(t);
-		return -ENOMEM;
+	if (!t->slot || !t->turn || !t->free_fifo) {
+		rc = -ENOMEM;
+		goto fail;
 	}
+	rc = draw_variants(t);
+	if (rc < 0)
+		goto fail;
 	for (i = 0; i < max_mr; i++)
 		t->free_fifo[i] = i;
 	t->free_count = max_mr;
 	*out = t;
 	return 0;
+fail:
+	free(t->slot);
+	free(t->turn);
+	free(t->free_fifo);
+	free(t);
+	return rc;
 }
 
 static void release_kind(struct rocemu_mem_table *t, enum rocemu_obj_kind kind)
@@ -78,18 +116,17 @@ void rocemu_mem_table_destroy(struct rocemu_mem_table *t)
 		free(t->slot[i]);
 	release_kind(t, ROCEMU_OBJ_PD);
 	free(t->slot);
-	free(t->variant);
+	free(t->turn);
 	free(t->free_fifo);
 	free(t);
 }
 
-/* Next variant of a slot: never 0, so key 0 never translates. */
+/* Next variant of a slot: the next in the table's order, so a slot repeats a
+ * variant only after 255 keys; never 0, so key 0 never translates. */
 static uint32_t next_key(struct rocemu_mem_table *t, uint32_t index)
 {
-	uint8_t v = t->variant[index] == UINT8_MAX ? 1 : (uint8_t)(t->variant[index] + 1);
-
-	t->variant[index] = v;
-	return index << 8 | v;
+	t->turn[index] = (uint8_t)((t->turn[index] + 1) % 255);
+	return index << 8 | t->variants[t->turn[index]];
 }
 
 int rocemu_mem_key_alloc(struct rocemu_mem_table *t, struct rocemu_mr *mr)

@@ -555,6 +555,49 @@ static void test_stale_key_after_reuse(void **state)
 	guarded_free(&g);
 }
 
+/* The first keys of 64 slots, as a fresh engine hands them out. */
+static void first_keys(uint32_t keys[64])
+{
+	struct rocemu_engine *e = stub_engine_new(64);
+	struct guarded g = guarded_new(page);
+	struct rocemu_mr *mr[64];
+	struct rocemu_pd *pd;
+
+	assert_int_equal(rocemu_pd_alloc(e, &pd), 0);
+	for (unsigned i = 0; i < 64; i++) {
+		assert_int_equal(rocemu_mr_reg(pd, g.buf, 64, 0, 0, &mr[i]), 0);
+		keys[i] = key_of(mr[i]);
+		assert_int_not_equal(keys[i] & 0xff, 0);
+	}
+	for (unsigned i = 0; i < 64; i++)
+		assert_int_equal(rocemu_mr_dereg(mr[i]), 0);
+	assert_int_equal(rocemu_pd_free(pd), 0);
+	stub_engine_free(e);
+	guarded_free(&g);
+}
+
+/*
+ * Issue 18.4: a key's variant byte is random, per slot and per process. It
+ * was 1 for the first key of every slot, so a peer knowing (or counting) the
+ * slots of a fresh process knew its keys.
+ */
+static void test_key_variants_random(void **state)
+{
+	uint32_t a[64], b[64];
+	unsigned same_variant = 0, same_key = 0;
+
+	(void)state;
+	first_keys(a);
+	first_keys(b);
+	for (unsigned i = 1; i < 64; i++)
+		same_variant += (a[i] & 0xff) == (a[0] & 0xff);
+	for (unsigned i = 0; i < 64; i++)
+		same_key += a[i] == b[i];
+	/* chance of failing with random variants: about 64/255 equal, 64/255 alike */
+	assert_true(same_variant < 16);
+	assert_true(same_key < 16);
+}
+
 static void test_zero_length_region(void **state)
 {
 	struct fixture *f = *state;
@@ -1140,6 +1183,7 @@ int main(void)
 	    FIXTURE_TEST(test_missing_rights),
 	    FIXTURE_TEST(test_stale_key_after_dereg),
 	    FIXTURE_TEST(test_stale_key_after_reuse),
+	    cmocka_unit_test(test_key_variants_random),
 	    FIXTURE_TEST(test_zero_length_region),
 	    FIXTURE_TEST(test_gather_scatter),
 	    FIXTURE_TEST(test_implicit_odp),
