@@ -631,7 +631,14 @@ static int init_qp_attr(struct cma_id *c, struct ibv_qp_attr *a, int *mask)
 			return -EINVAL;
 		a->path_mtu = c->mtu;
 		a->dest_qp_num = c->remote_qpn;
-		a->rq_psn = c->remote_psn;
+		/* The starting PSN a REQ or REP carries is the one its sender
+		 * expects to receive: we wrote ours (local_psn) in our message, the
+		 * peer sends from there, and we send from the PSN the peer wrote
+		 * in its message. Linux's CM reads it so (cm.c: the passive side's
+		 * sq_psn from the REQ, the active side's from the REP; rdma_cm's
+		 * rq_psn is the id's own number); swapped, every SEND to a kernel
+		 * peer was a "duplicate" it ACKed with PSN-1 and never delivered. */
+		a->rq_psn = c->local_psn;
 		fill_ah(c, &a->ah_attr);
 		*mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
 		if (rc_qp) {
@@ -641,7 +648,7 @@ static int init_qp_attr(struct cma_id *c, struct ibv_qp_attr *a, int *mask)
 		}
 		return 0;
 	case IBV_QPS_RTS:
-		a->sq_psn = c->local_psn;
+		a->sq_psn = c->remote_psn;
 		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 		if (rc_qp) {
 			a->timeout = c->local_ack_timeout ? c->local_ack_timeout : CMA_ACK_TIMEOUT;
