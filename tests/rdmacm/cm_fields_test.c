@@ -2,7 +2,8 @@
 /*
  * The fields of rocemu's CM messages that a kernel CM (Linux's cm.c and
  * rdma_cm, as Soft-RoCE and every RoCE NIC driver use them) relies on
- * (issue 13 item 3). The state machine runs on the fake device of
+ * (issue 13 item 3), and the identifiers a peer must neither guess nor see
+ * repeat (issue 18.4). The state machine runs on the fake device of
  * cm_stub.c; what it sends is decoded and compared with what
  * rdma_init_qp_attr gives the QP. tests/interop runs the programs against
  * the real kernel.
@@ -238,12 +239,45 @@ static void conn_param_in_req(void **state)
 	rdma_destroy_id(id);
 }
 
+/*
+ * Issue 18.4: communication IDs, transaction IDs and starting PSNs come from
+ * the kernel's CSPRNG. Comm IDs were consecutive from one random start, and
+ * the rest came from an xorshift seeded with time ^ pid.
+ */
+static void ids_unpredictable(void **state)
+{
+	struct rdma_cm_id *id[32];
+	unsigned consecutive = 0;
+
+	(void)state;
+	for (int i = 0; i < 32; i++) {
+		assert_int_equal(rdma_create_id(ch, &id[i], NULL, RDMA_PS_TCP), 0);
+		assert_int_not_equal(cid(id[i])->local_comm_id, 0);
+		for (int j = 0; j < i; j++)
+			assert_int_not_equal(cid(id[i])->local_comm_id, cid(id[j])->local_comm_id);
+		if (i > 0)
+			consecutive += cid(id[i])->local_comm_id == cid(id[i - 1])->local_comm_id + 1;
+	}
+	assert_true(consecutive < 2);
+	for (int i = 0; i < 32; i++)
+		rdma_destroy_id(id[i]);
+
+	struct rdma_cm_id *a = active_id(), *b = active_id();
+	uint64_t tid_a, tid_b;
+	struct cm_req ra = connect_req(a, NULL, &tid_a), rb = connect_req(b, NULL, &tid_b);
+	assert_int_not_equal(tid_a >> 32, tid_b >> 32);
+	assert_int_not_equal(ra.starting_psn, rb.starting_psn); /* equal by chance: 1 in 2^24 */
+	rdma_destroy_id(a);
+	rdma_destroy_id(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(psn_passive, setup, teardown),
 	    cmocka_unit_test_setup_teardown(psn_active, setup, teardown),
 	    cmocka_unit_test_setup_teardown(conn_param_in_req, setup, teardown),
+	    cmocka_unit_test_setup_teardown(ids_unpredictable, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("rdmacm-fields", tests, NULL, NULL);

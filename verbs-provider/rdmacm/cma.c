@@ -20,12 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "cma.h"
 
 static struct cma_id *ids;
-static uint32_t next_comm_id;
 static uint16_t next_port;
 
 struct cma_stats cma_stats;
@@ -88,15 +88,37 @@ static struct cma_id *lock_in_state(struct rdma_cm_id *id, unsigned want)
 	return c;
 }
 
+/*
+ * Every number a peer sees and must neither guess nor see again after a
+ * restart (communication IDs, transaction IDs, starting PSNs, the REJ's ID)
+ * comes from the kernel's CSPRNG: a peer's CM keeps a closed connection's
+ * IDs in time-wait for seconds and rejects a REQ that repeats them as stale
+ * (12.9.8.3), and a host on the segment that could predict them could
+ * complete or end another's connection.
+ */
 static uint32_t random32(void)
 {
-	static uint64_t s;
-	if (!s)
-		s = cma_now_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ull;
-	s ^= s << 13;
-	s ^= s >> 7;
-	s ^= s << 17;
-	return (uint32_t)(s >> 16);
+	uint32_t v;
+	ssize_t n;
+
+	while ((n = getrandom(&v, sizeof(v), 0)) != (ssize_t)sizeof(v))
+		if (n >= 0 || errno != EINTR)
+			abort(); /* ENOSYS: a kernel older than 3.17, no safe source */
+	return v;
+}
+
+/* A communication ID no id of this process holds (0 is never one). */
+static uint32_t new_comm_id(void)
+{
+	for (;;) {
+		uint32_t id = random32();
+		bool used = id == 0;
+
+		for (struct cma_id *c = ids; c && !used; c = c->next)
+			used = c->local_comm_id == id;
+		if (!used)
+			return id;
+	}
 }
 
 static uint64_t resp_timeout_ns(void)
@@ -448,7 +470,7 @@ static struct cma_id *id_alloc(struct rdma_event_channel *channel, void *context
 	c->id.qp_type = qp_type;
 	c->id.port_num = 1;
 	c->state = CMA_IDLE;
-	c->local_comm_id = ++next_comm_id ? next_comm_id : ++next_comm_id;
+	c->local_comm_id = new_comm_id();
 	c->next = ids;
 	ids = c;
 	return c;
@@ -492,8 +514,6 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 	if (!channel)
 		return -1;
 	pthread_mutex_lock(&cma_lock);
-	if (!next_comm_id)
-		next_comm_id = random32();
 	struct cma_id *c = id_alloc(channel, context, ps, t);
 	pthread_mutex_unlock(&cma_lock);
 	if (!c) {
