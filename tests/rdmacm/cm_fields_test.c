@@ -151,7 +151,8 @@ static void psn_passive(void **state)
 	cm_mad_put_req(mad, 0x77, &req);
 	rx_from_peer(mad);
 	id = expect_event(RDMA_CM_EVENT_CONNECT_REQUEST);
-	struct rdma_conn_param p = {.qp_num = 0x456, .responder_resources = 1, .initiator_depth = 1};
+	struct rdma_conn_param p = {
+	    .qp_num = 0x456, .responder_resources = 1, .initiator_depth = 1};
 	stub_reset_sent();
 	assert_int_equal(rdma_accept(id, &p), 0);
 	assert_int_equal(sent_attr(0), CM_ATTR_REP);
@@ -240,6 +241,60 @@ static void conn_param_in_req(void **state)
 }
 
 /*
+ * The REQ's path fields as Linux's rdma_cm fills them for RoCE: the link's
+ * packet rate, a flow label from the two ports (sport * 31 + dport; rxe's
+ * REQ for port 7004 from 0xcf5d carried 0x9379f), local ACK timeout 19
+ * (packet life time 18 + 1, 2.1 s: with 14, 67 ms, seven retries gave a busy
+ * peer half a second). rocemu sent rate 0, no flow label and 14. The QP's
+ * AH carries the flow label, on both sides.
+ */
+static void req_path_fields(void **state)
+{
+	struct rdma_cm_id *id = active_id();
+	uint8_t mad[CM_MAD_SIZE];
+	uint64_t tid;
+	int mask;
+
+	(void)state;
+	struct cm_req req = connect_req(id, NULL, &tid);
+	uint16_t sport = ntohs(((struct sockaddr_in *)&id->route.addr.src_addr)->sin_port);
+	assert_int_equal(req.flow_label, (sport * 31u + 9000) & 0xFFFFF);
+	assert_int_equal(req.packet_rate, IBV_RATE_10_GBPS); /* the stub device's link */
+	assert_int_equal(req.local_ack_timeout, 19);
+	assert_int_equal(req.hop_limit, 64);
+	struct cm_rep rep = {.local_comm_id = 0x6002,
+			     .remote_comm_id = req.local_comm_id,
+			     .local_qpn = 0x789,
+			     .starting_psn = 1};
+	cm_mad_put_rep(mad, tid, &rep);
+	rx_from_peer(mad);
+	expect_event(RDMA_CM_EVENT_CONNECT_RESPONSE);
+	assert_int_equal(qp_attr(id, IBV_QPS_RTR, &mask).ah_attr.grh.flow_label, req.flow_label);
+	assert_int_equal(qp_attr(id, IBV_QPS_RTS, &mask).timeout, 19);
+	rdma_destroy_id(id);
+
+	/* passive: the REQ's flow label and ACK timeout are the connection's */
+	struct rdma_cm_id *listen, *pid;
+	struct sockaddr_in a;
+	sin_of(&a, 1, PORT);
+	assert_int_equal(rdma_create_id(ch, &listen, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_bind_addr(listen, (struct sockaddr *)&a), 0);
+	assert_int_equal(rdma_listen(listen, 4), 0);
+	cm_peer_req(&req, RDMA_PS_TCP, PORT, 0x5001, PEER, PEER_QPN);
+	req.flow_label = 0x9379f;
+	req.local_ack_timeout = 18;
+	cm_mad_put_req(mad, 0x78, &req);
+	rx_from_peer(mad);
+	pid = expect_event(RDMA_CM_EVENT_CONNECT_REQUEST);
+	struct rdma_conn_param p = {.qp_num = 0x457};
+	assert_int_equal(rdma_accept(pid, &p), 0);
+	assert_int_equal(qp_attr(pid, IBV_QPS_RTR, &mask).ah_attr.grh.flow_label, 0x9379f);
+	assert_int_equal(qp_attr(pid, IBV_QPS_RTS, &mask).timeout, 18);
+	rdma_destroy_id(pid);
+	rdma_destroy_id(listen);
+}
+
+/*
  * Issue 18.4: communication IDs, transaction IDs and starting PSNs come from
  * the kernel's CSPRNG. Comm IDs were consecutive from one random start, and
  * the rest came from an xorshift seeded with time ^ pid.
@@ -256,7 +311,8 @@ static void ids_unpredictable(void **state)
 		for (int j = 0; j < i; j++)
 			assert_int_not_equal(cid(id[i])->local_comm_id, cid(id[j])->local_comm_id);
 		if (i > 0)
-			consecutive += cid(id[i])->local_comm_id == cid(id[i - 1])->local_comm_id + 1;
+			consecutive +=
+			    cid(id[i])->local_comm_id == cid(id[i - 1])->local_comm_id + 1;
 	}
 	assert_true(consecutive < 2);
 	for (int i = 0; i < 32; i++)
@@ -277,6 +333,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(psn_passive, setup, teardown),
 	    cmocka_unit_test_setup_teardown(psn_active, setup, teardown),
 	    cmocka_unit_test_setup_teardown(conn_param_in_req, setup, teardown),
+	    cmocka_unit_test_setup_teardown(req_path_fields, setup, teardown),
 	    cmocka_unit_test_setup_teardown(ids_unpredictable, setup, teardown),
 	};
 

@@ -43,6 +43,7 @@ int cma_init(void)
 		stub_dev.gids[0].raw[15] = 1;
 		stub_gid_v4(&stub_dev.gids[1], 1);
 		stub_dev.max_rd_atom = 16;
+		stub_dev.rate = IBV_RATE_10_GBPS;
 		stub_ready = true;
 	}
 	return 0;

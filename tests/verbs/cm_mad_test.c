@@ -38,6 +38,7 @@ static void req_layout(void **state)
 	r.starting_psn = 0x123456, r.local_cm_timeout = 17, r.retry_count = 6;	     /* 44..47 */
 	r.path_mtu = 5, r.rnr_retry_count = 7, r.srq = true;			     /* 50, 51 */
 	r.local_ack_timeout = 14;
+	r.flow_label = 0x9379f, r.packet_rate = 3; /* 88..91 */
 	fill(r.local_gid, 16, 1);
 	fill(r.remote_gid, 16, 2);
 	fill(r.pdata, CM_REQ_PDATA, 3);
@@ -61,6 +62,12 @@ static void req_layout(void **state)
 	assert_int_equal(mad[24 + 51], 8 << 4 | 1 << 3);
 	assert_memory_equal(mad + 24 + 56, r.local_gid, 16);
 	assert_memory_equal(mad + 24 + 72, r.remote_gid, 16);
+	/* flow label in the top 20 bits of 88..91, packet rate in the low 6
+	 * bits of 91: bytes 93 79 f0 as Linux Soft-RoCE's REQ carries 0x9379f */
+	assert_int_equal(mad[24 + 88], 0x93);
+	assert_int_equal(mad[24 + 89], 0x79);
+	assert_int_equal(mad[24 + 90], 0xf0);
+	assert_int_equal(mad[24 + 91], 3);
 	assert_int_equal(mad[24 + 93], 64);
 	assert_int_equal(mad[24 + 95], 14 << 3);
 	assert_memory_equal(mad + 24 + 140, r.pdata, CM_REQ_PDATA); /* after both 44-byte paths */

@@ -618,6 +618,7 @@ static void fill_ah(const struct cma_id *c, struct ibv_ah_attr *ah)
 	ah->grh.dgid = c->remote_gid;
 	ah->grh.sgid_index = (uint8_t)c->sgid_index;
 	ah->grh.hop_limit = 64;
+	ah->grh.flow_label = c->flow_label;
 }
 
 /* rdma_init_qp_attr: what the QP needs for the state asked in attr->qp_state. */
@@ -928,6 +929,25 @@ static void ack_attached_event(struct rdma_cm_id *id)
 /* ------------------------------------------------------------------------ */
 /* Connect / accept / reject / disconnect                                     */
 
+/*
+ * The flow label of a new connection's path, as Linux's rdma_cm chooses it
+ * for RoCEv2: the IPv6 source's flow label when the program set one, else a
+ * hash of the two ports (sport * 31 + dport). Both sides put it in the GRH
+ * (IPv6 flow label) of the connection's packets; fabrics hash on it.
+ */
+static uint32_t path_flow_label(const struct cma_id *c)
+{
+	const struct sockaddr *src = (const struct sockaddr *)&c->id.route.addr.src_addr;
+	const struct sockaddr *dst = (const struct sockaddr *)&c->id.route.addr.dst_addr;
+
+	if (src->sa_family == AF_INET6) {
+		uint32_t fl = ntohl(((const struct sockaddr_in6 *)src)->sin6_flowinfo) & 0xFFFFF;
+		if (fl)
+			return fl;
+	}
+	return ((uint32_t)c->port * 31 + get_port(dst)) & 0xFFFFF;
+}
+
 static uint8_t cap8(unsigned v, unsigned max)
 {
 	return (uint8_t)(v > max ? max : v);
@@ -1021,6 +1041,9 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
 	r.srq = id->srq || (id->qp && id->qp->srq) || (p && p->srq);
 	memcpy(r.local_gid, c->dev->gids[c->sgid_index].raw, 16);
 	memcpy(r.remote_gid, c->remote_gid.raw, 16);
+	c->flow_label = path_flow_label(c);
+	r.flow_label = c->flow_label;
+	r.packet_rate = c->dev->rate;
 	r.hop_limit = 64;
 	r.local_ack_timeout = CMA_ACK_TIMEOUT;
 	cma_hdr_for(c, r.pdata);
@@ -1726,6 +1749,7 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 	c->retry_count = r.retry_count;
 	c->rnr_retry = r.rnr_retry_count;
 	c->local_ack_timeout = r.local_ack_timeout ? r.local_ack_timeout : CMA_ACK_TIMEOUT;
+	c->flow_label = r.flow_label;
 	c->mtu =
 	    r.path_mtu && r.path_mtu < d->active_mtu ? (enum ibv_mtu)r.path_mtu : d->active_mtu;
 	c->srq = r.srq;

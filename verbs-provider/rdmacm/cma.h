@@ -36,7 +36,12 @@
 #define CMA_RESP_TIMEOUT	  18 /* 4.096 us * 2^18 = 1.07 s between retransmissions */
 #define CMA_MAX_CM_RETRIES	  8
 #define CMA_UDP_QKEY		  0x01234567u /* RDMA_UDP_QKEY */
-#define CMA_ACK_TIMEOUT		  14	      /* QP local ACK timeout: 4.096 us * 2^14 = 67 ms */
+/* A QP's local ACK timeout, 4.096 us * 2^19 = 2.1 s, as Linux's CM puts it in
+ * a REQ over RoCE (the path's packet life time 18, CMA_IBOE_PACKET_LIFETIME,
+ * plus one): a slow peer (a busy host, an emulated CPU) must not exhaust the
+ * retries in half a second. Loss is recovered sooner than the timeout by the
+ * requester's probes (docs/transport.md). */
+#define CMA_ACK_TIMEOUT 19
 /* Requests not yet accepted or rejected that one listener holds; more are
  * dropped (counted) so that a flood of forged REQs cannot grow memory. */
 #define CMA_MAX_PENDING_REQ 256
@@ -101,6 +106,7 @@ struct cma_device {
 	int gid_len;
 	union ibv_gid gids[16];
 	uint8_t max_rd_atom;
+	uint8_t rate; /**< enum ibv_rate of the port's link, for the REQ's packet rate */
 };
 
 enum cma_state {
@@ -154,6 +160,7 @@ struct cma_id {
 	/* Connection parameters learned from the peer's REQ or REP. */
 	uint32_t remote_qpn, remote_psn, local_psn, local_qpn;
 	uint8_t remote_resp_res, remote_init_depth, retry_count, rnr_retry, local_ack_timeout;
+	uint32_t flow_label; /**< of the path: ours in the REQ (active), the REQ's (passive) */
 	uint8_t resp_res, init_depth; /* what we offered */
 	enum ibv_mtu mtu;
 	uint32_t remote_qkey;

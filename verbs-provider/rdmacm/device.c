@@ -46,6 +46,42 @@ static void gsi_post_recv(struct cma_device *d, unsigned slot)
 		fprintf(stderr, "rocemu rdmacm: cannot repost a GSI receive\n");
 }
 
+/* The lanes of an IB port width code (ibv_port_attr.active_width). */
+static int width_lanes(uint8_t width)
+{
+	switch (width) {
+	case 1:
+		return 1;
+	case 2:
+		return 4;
+	case 4:
+		return 8;
+	case 8:
+		return 12;
+	case 16:
+		return 2;
+	default:
+		return 0;
+	}
+}
+
+/* The port's link rate as a REQ's packet rate (IBA 12.6.5): lanes x lane
+ * speed, as Linux's rdma_cm gives the netdev's speed for RoCE; IBV_RATE_MAX
+ * (0, "the port's current rate") when unknown. */
+static enum ibv_rate port_rate(uint8_t width, uint8_t speed)
+{
+	static const struct {
+		uint8_t code; /* ibv_port_attr.active_speed */
+		int mbps;     /* per lane */
+	} lane[] = {{1, 2500},	 {2, 5000},   {4, 10000},  {8, 10000},
+		    {16, 14000}, {32, 25000}, {64, 50000}, {128, 100000}};
+
+	for (size_t i = 0; i < sizeof(lane) / sizeof(lane[0]); i++)
+		if (lane[i].code == speed && width_lanes(width))
+			return mbps_to_ibv_rate(width_lanes(width) * lane[i].mbps);
+	return IBV_RATE_MAX;
+}
+
 static int gsi_open(struct cma_device *d)
 {
 	struct ibv_device_attr da;
@@ -56,6 +92,7 @@ static int gsi_open(struct cma_device *d)
 	d->guid = da.node_guid;
 	d->active_mtu = pa.active_mtu;
 	d->max_rd_atom = (uint8_t)(da.max_qp_rd_atom > 255 ? 255 : da.max_qp_rd_atom);
+	d->rate = (uint8_t)port_rate(pa.active_width, pa.active_speed);
 	d->gid_len = pa.gid_tbl_len > 16 ? 16 : pa.gid_tbl_len;
 	for (int i = 0; i < d->gid_len; i++)
 		if (ibv_query_gid(d->verbs, 1, i, &d->gids[i]))
