@@ -137,6 +137,12 @@ bed_up() {
 	rxe_g6=$(awk '$2 ~ /^fd00:0087:/ { print $1 }' "$bed_run/gids")
 	[ -n "$rxe_g4" ] && [ -n "$rxe_g6" ] || { echo "FAIL: rxe0's GID table:"; cat "$bed_run/gids"; exit 1; }
 	bed_log "rxe0 GIDs: IPv4 index $rxe_g4, IPv6 index $rxe_g6"
+	# the guest's programs find their libraries and rxe0
+	if ! guest_run smoke 120 "ibv_devinfo -d rxe0 >/dev/null && rping -h 2>&1 | grep -q 'client side'"; then
+		echo "FAIL: the guest's user space does not run:"
+		cat "$bed_run/jobs/smoke.out"
+		exit 1
+	fi
 }
 
 on_bed() { ip netns exec "$bed_ns" "$@"; }

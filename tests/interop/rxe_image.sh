@@ -15,6 +15,9 @@
 # versions of the host packages copied in), so a second run reuses it and
 # any change rebuilds it. Needs root only to download (apt-get).
 set -euo pipefail
+# The host's own libraries, not rocemu's (meson runs tests with the build's
+# library directories in LD_LIBRARY_PATH).
+unset LD_LIBRARY_PATH LD_PRELOAD
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${1:?usage: rxe_image.sh CACHE_DIR}
 mkdir -p "$cache"
@@ -143,6 +146,10 @@ cp -a "$kdir/lib/modules" "$root/lib/"
 copy_elf() {
 	local f
 	for f in "$1" $(ldd "$1" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+		case $f in
+		/lib/* | /lib64/* | /usr/lib/* | /usr/lib64/* | /usr/bin/* | /usr/sbin/*) ;;
+		*) die "$1 needs $f, which is not the system's" ;;
+		esac
 		[ -e "$root$f" ] && continue
 		mkdir -p "$root$(dirname "$f")"
 		cp -L "$f" "$root$f"
