@@ -316,6 +316,57 @@ static void decode_random_bytes(void **state)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Flow table under crafted collisions (issue 18, fuzzing: a keyed hash)     */
+
+/* The unkeyed FNV-1a the flow table hashed its 40-byte key with (src GID,
+ * dst GID, dest QPN, source QP): what an attacker crafting a capture knows. */
+static uint64_t fnv_flow_key(const uint8_t src[16], const uint8_t dst[16], uint32_t dqpn)
+{
+	uint8_t k[40];
+	uint64_t h = 1469598103934665603ull;
+	uint32_t unknown = INSP_QPN_UNKNOWN;
+
+	memcpy(k, src, 16);
+	memcpy(k + 16, dst, 16);
+	memcpy(k + 32, &dqpn, 4);
+	memcpy(k + 36, &unknown, 4);
+	for (size_t i = 0; i < sizeof(k); i++) {
+		h ^= k[i];
+		h *= 1099511628211ull;
+	}
+	return h ^ (h >> 29);
+}
+
+/* 1024 flows whose FNV-1a hashes share their low 16 bits (one slot for any
+ * table up to 65536 entries): with the unkeyed hash every new flow walked
+ * the whole chain, ~n^2/2 = 500000 probes; keyed, a handful per flow. */
+static void flow_table_crafted_collisions(void **state)
+{
+	const unsigned n = 1024;
+	struct insp_state s;
+	struct insp_frame f;
+	uint8_t eth[512];
+	uint32_t len = build_send(eth, sizeof(eth), 1, 16, false), q = 0;
+
+	(void)state;
+	assert_int_equal(insp_state_init(&s, false), 0);
+	decode_one(DLT_EN10MB, eth, len, len, &f);
+	for (unsigned i = 0; i < n; i++, q++) {
+		while ((fnv_flow_key(f.src_gid, f.dst_gid, q) & 0xffff) != 0x1234)
+			q++;
+		f.dqpn = q;
+		f.index = i + 1;
+		f.ts_ns = 1000ull * i;
+		insp_flow_packet(&s, &f);
+	}
+	assert_int_equal(s.nhalves, n);
+	if (s.table_probes >= 16ull * n)
+		fail_msg("%llu probes for %u flows: the table degrades on crafted collisions",
+			 (unsigned long long)s.table_probes, n);
+	insp_state_free(&s);
+}
+
+/* ------------------------------------------------------------------------ */
 /* PSN analysis                                                              */
 
 static void feed(struct insp_state *s, uint32_t psn, uint64_t t, uint64_t index)
@@ -379,6 +430,7 @@ int main(void)
 	    cmocka_unit_test(decode_bad_icrc_keeps_the_qp),
 	    cmocka_unit_test(decode_every_truncation),
 	    cmocka_unit_test(decode_random_bytes),
+	    cmocka_unit_test(flow_table_crafted_collisions),
 	    cmocka_unit_test(psn_wraps_without_a_gap),
 	    cmocka_unit_test(psn_timeout_retransmission_vs_duplicate),
 	};

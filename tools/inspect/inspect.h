@@ -320,6 +320,11 @@ struct insp_state {
 	struct insp_half **table;
 	unsigned table_cap; /**< power of two */
 	uint64_t flow_table_full;
+	/** the flow table's hash key, drawn from getrandom per state: a capture
+	 * crafted so that its flows collide (a probe chain as long as the table,
+	 * O(n^2) to read) cannot know it */
+	uint64_t hash_key[2];
+	uint64_t table_probes; /**< slots looked at beyond the first (tests) */
 
 	uint64_t frames, frames_by_class[INSP_CLASS_COUNT];
 	uint64_t wire_bytes, truncated_frames, roce_truncated;

@@ -34,9 +34,13 @@
  * Memory is bounded by the number of halves: per half a fixed number of gaps,
  * a message ring of at most INSP_RING_MAX entries and a fixed histogram.
  */
+#include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/random.h>
 
 #include "inspect.h"
 
@@ -61,16 +65,74 @@ struct flow_key {
 	uint32_t dqpn, src_qp;
 };
 
-static uint64_t key_hash(const struct flow_key *k)
-{
-	uint64_t h = 1469598103934665603ull;
-	const uint8_t *p = (const uint8_t *)k;
+/*
+ * The flow table's hash: SipHash-2-4 (Aumasson and Bernstein's keyed PRF)
+ * under a key drawn per state. An unkeyed hash (FNV-1a before) lets a
+ * capture name thousands of flows that share one table slot, and every
+ * packet of them then walks the whole chain: O(n^2) for a file of n flows.
+ */
+#define SIP_ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIP_ROUND(v0, v1, v2, v3)                                                                  \
+	do {                                                                                       \
+		v0 += v1;                                                                          \
+		v1 = SIP_ROTL(v1, 13);                                                             \
+		v1 ^= v0;                                                                          \
+		v0 = SIP_ROTL(v0, 32);                                                             \
+		v2 += v3;                                                                          \
+		v3 = SIP_ROTL(v3, 16);                                                             \
+		v3 ^= v2;                                                                          \
+		v0 += v3;                                                                          \
+		v3 = SIP_ROTL(v3, 21);                                                             \
+		v3 ^= v0;                                                                          \
+		v2 += v1;                                                                          \
+		v1 = SIP_ROTL(v1, 17);                                                             \
+		v1 ^= v2;                                                                          \
+		v2 = SIP_ROTL(v2, 32);                                                             \
+	} while (0)
 
-	for (size_t i = 0; i < sizeof(*k); i++) {
-		h ^= p[i];
-		h *= 1099511628211ull;
+static uint64_t siphash24(const uint64_t key[2], const uint8_t *m, size_t len)
+{
+	uint64_t v0 = 0x736f6d6570736575ull ^ key[0], v1 = 0x646f72616e646f6dull ^ key[1];
+	uint64_t v2 = 0x6c7967656e657261ull ^ key[0], v3 = 0x7465646279746573ull ^ key[1];
+	uint64_t last = (uint64_t)len << 56, w;
+	size_t i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		memcpy(&w, m + i, 8);
+		w = le64toh(w);
+		v3 ^= w;
+		SIP_ROUND(v0, v1, v2, v3);
+		SIP_ROUND(v0, v1, v2, v3);
+		v0 ^= w;
 	}
-	return h ^ (h >> 29);
+	for (size_t j = 0; i + j < len; j++)
+		last |= (uint64_t)m[i + j] << (8 * j);
+	v3 ^= last;
+	SIP_ROUND(v0, v1, v2, v3);
+	SIP_ROUND(v0, v1, v2, v3);
+	v0 ^= last;
+	v2 ^= 0xff;
+	for (int r = 0; r < 4; r++)
+		SIP_ROUND(v0, v1, v2, v3);
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+static uint64_t key_hash(const struct insp_state *s, const struct flow_key *k)
+{
+	return siphash24(s->hash_key, (const uint8_t *)k, sizeof(*k));
+}
+
+/* A key nobody can predict: the kernel's CSPRNG (clock and pid only if it
+ * is unavailable, which leaves the table correct, just guessable). */
+static void hash_key_draw(uint64_t key[2])
+{
+	struct timespec ts;
+
+	if (getrandom(key, 2 * sizeof(*key), GRND_NONBLOCK) == (ssize_t)(2 * sizeof(*key)))
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	key[0] = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+	key[1] = (uint64_t)ts.tv_sec * 0xc2b2ae3d27d4eb4full ^ (uint64_t)(uintptr_t)key;
 }
 
 static bool half_has_key(const struct insp_half *h, const struct flow_key *k)
@@ -83,6 +145,7 @@ int insp_state_init(struct insp_state *s, bool want_series)
 {
 	memset(s, 0, sizeof(*s));
 	s->want_series = want_series;
+	hash_key_draw(s->hash_key);
 	s->table_cap = 1024;
 	s->table = calloc(s->table_cap, sizeof(*s->table));
 	s->events = calloc(INSP_EVENTS_MAX, sizeof(*s->events));
@@ -148,10 +211,12 @@ uint64_t insp_ops_get(const struct insp_opcounts *c, uint8_t op)
 
 static struct insp_half **table_slot(struct insp_state *s, const struct flow_key *k)
 {
-	unsigned mask = s->table_cap - 1, i = (unsigned)key_hash(k) & mask;
+	unsigned mask = s->table_cap - 1, i = (unsigned)key_hash(s, k) & mask;
 
-	while (s->table[i] && !half_has_key(s->table[i], k))
+	while (s->table[i] && !half_has_key(s->table[i], k)) {
 		i = (i + 1) & mask;
+		s->table_probes++;
+	}
 	return &s->table[i];
 }
 
