@@ -327,6 +327,19 @@ static int neigh_send_request(struct rocemu_port *port, struct port_neigh *e, ui
 	return nd_send_solicit(port, src, e->gid);
 }
 
+/* A neighbour's MAC is a unicast MAC that is not ours (a forged claim that
+ * a peer sits at our own or a group MAC would loop or spray our frames). */
+static bool neigh_mac_plausible(struct rocemu_port *port, const uint8_t mac[6])
+{
+	const struct rte_ether_addr *m = (const struct rte_ether_addr *)mac;
+
+	if (rte_is_unicast_ether_addr(m) && !rte_is_zero_ether_addr(m) &&
+	    !rte_is_same_ether_addr(m, &port->mac))
+		return true;
+	port_count_drop(port, "neigh_bad_mac");
+	return false;
+}
+
 /* Whether e's MAC may become mac now: the same one, a first one, or the
  * lock time since the last change has passed (counted when refused). */
 static bool neigh_mac_may_change(struct rocemu_port *port, const struct port_neigh *e,
@@ -355,7 +368,7 @@ static void neigh_update(struct rocemu_port *port, struct port_neigh *e, const u
 	bool same =
 	    e->state != NEIGH_INCOMPLETE && e->state != NEIGH_FAILED && !memcmp(e->mac, mac, 6);
 
-	if (!neigh_mac_may_change(port, e, mac, now))
+	if (!neigh_mac_plausible(port, mac) || !neigh_mac_may_change(port, e, mac, now))
 		return;
 	if (!same) {
 		if (e->state == NEIGH_INCOMPLETE || e->state == NEIGH_FAILED)
@@ -383,6 +396,8 @@ static void neigh_learn(struct rocemu_port *port, const uint8_t gid[16], const u
 	if (!e) {
 		int src = port_pick_src(port, gid);
 
+		if (!neigh_mac_plausible(port, mac))
+			return;
 		e = neigh_alloc(port, gid, false);
 		if (!e) {
 			port_count_event(port, "neigh_learn_skipped");

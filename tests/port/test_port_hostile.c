@@ -173,14 +173,14 @@ static uint32_t ip4(const char *s)
 	return v; /* network order */
 }
 
-/* An ARP frame (60 bytes) from the forger. */
+/* An ARP frame (60 bytes) from the forger's device (its MAC), claiming sha. */
 static void send_arp(struct pair *p, uint16_t op, const uint8_t eth_dst[6], const uint8_t sha[6],
 		     const char *sip, const char *tip)
 {
 	uint8_t f[60] = {0};
 	uint32_t s = ip4(sip), t = ip4(tip);
 
-	put_eth(f, eth_dst, sha, RTE_ETHER_TYPE_ARP);
+	put_eth(f, eth_dst, p->amac, RTE_ETHER_TYPE_ARP);
 	f[14] = 0, f[15] = 1;	 /* Ethernet */
 	f[16] = 0x08, f[17] = 0; /* IPv4 */
 	f[18] = 6, f[19] = 4;
@@ -343,6 +343,28 @@ static void test_arp_learnt_entry_is_confirmed_on_use(void **state)
 	assert_int_equal(resolve(p.b, "10.9.0.99", mac), 0);
 	assert_memory_equal(mac, evil_mac, 6);
 	assert_int_equal(ptu_counter(p.b, "arp_requests_tx"), req + 1);
+	pair_down(&p);
+}
+
+/* A claim that a neighbour sits at our own MAC (its frames would loop back
+ * to us) or at a group MAC is not learnt, by ARP or by ND. */
+static void test_neighbour_at_our_own_mac_refused(void **state)
+{
+	struct pair p;
+	uint8_t mac[6];
+	(void)state;
+
+	pair_up(&p);
+	send_arp(&p, 1, (const uint8_t[6]){0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, p.bmac, "10.9.0.50",
+		 "10.9.0.2");
+	send_nd(&p, 135, 0, "fd00:9::50", "fd00:9::2", p.bmac, "fd00:9::2", 1, p.bmac);
+	send_nd(&p, 135, 0, "fd00:9::51", "fd00:9::2", p.bmac, "fd00:9::2", 1,
+		(const uint8_t[6]){0x33, 0x33, 0, 0, 0, 1});
+	assert_int_equal(resolve(p.b, "10.9.0.50", mac), -EAGAIN);
+	assert_int_equal(resolve(p.b, "fd00:9::50", mac), -EAGAIN);
+	assert_int_equal(resolve(p.b, "fd00:9::51", mac), -EAGAIN);
+	/* the group SLLA never reaches the cache (7.2.3 learns unicast ones) */
+	assert_int_equal(ptu_counter(p.b, "drop_neigh_bad_mac"), 2);
 	pair_down(&p);
 }
 
@@ -580,6 +602,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_arp_forged_reply_does_not_redirect, teardown),
 	    cmocka_unit_test_teardown(test_arp_learn_flood_keeps_confirmed, teardown),
 	    cmocka_unit_test_teardown(test_arp_learnt_entry_is_confirmed_on_use, teardown),
+	    cmocka_unit_test_teardown(test_neighbour_at_our_own_mac_refused, teardown),
 	    cmocka_unit_test_teardown(test_nd_na_rules, teardown),
 	    cmocka_unit_test_teardown(test_nd_ns_learns_stale, teardown),
 	    cmocka_unit_test_teardown(test_icmp_echo_abuse, teardown),
