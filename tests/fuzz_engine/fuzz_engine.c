@@ -2,26 +2,45 @@
 /*
  * libFuzzer target over rocemu's whole receive path: port receive
  * dispatch (parse, ICRC) -> transport (responder, completer, UD) -> memory
- * (a registered region with canaries and guard pages around it).
+ * (registered regions with canaries and guard pages around them).
  *
- * Set up once (LLVMFuzzerInitialize): EAL, an engine on "ring:fzring:a", a
- * bare peer port on "ring:fzring:b" that answers ARP and swallows what the
- * engine sends, one RC, one UC and one UD QP in RTS. Both progress threads
- * are stopped. Per input: the QPs are reset and brought back to RTS (so an
- * input behaves the same whenever it runs), the RC QP posts a SEND, a READ
- * and a FETCH_ADD (so response frames meet a requester with work in
- * flight), receive WQEs are posted, then each record of the input goes
- * through the port's receive function exactly as a frame from the wire,
- * and the engine's progress runs. Canary bytes around the region must
- * survive every input.
+ * Set up once (LLVMFuzzerInitialize): EAL, an engine on "ring:fzring:a"
+ * (10.80.0.1/24 and fd00:80::1/64), a bare peer port on "ring:fzring:b"
+ * that answers ARP/ND and swallows what the engine sends, two PDs, an SRQ,
+ * and seven QPs: RC, UC, UD, an RC over IPv6, an RC on the SRQ, an RC in
+ * the second PD (all in PD 1 but the last). Regions, each between canaries
+ * and PROT_NONE guard pages: R (PD 1, every right, registered afresh for
+ * every input), O (PD 1, on-demand paging), R2 (PD 2), and the local
+ * buffer L the QPs receive into and send from (LOCAL_WRITE only). Both
+ * progress threads are stopped.
  *
- * Input: records [flags:1][len:2 LE][frame:len], at most 16.
- * flags bit 7: "shape" the frame: parse it (no ICRC check), then point it at
- *   us (MACs, IPv4 addresses), bits 2-3 pick the QP (0 keep, 1 RC, 2 UC,
- *   3 UD), bit 4 puts the PSN near the one the QP expects (low nibble of
- *   the PSN as a signed offset), bit 5 uses the region's rkey, bit 6 puts
- *   the RETH/AtomicETH va inside or near the region; rebuild it.
+ * Per input: R is registered again (a fresh key: nothing an earlier input
+ * did to it lasts), the QPs are reset and brought back to RTS (timeout 14,
+ * or 1 = 8 us with config bit 0, so the transport and RNR timers expire
+ * between records), receive WQEs are posted on the QPs and the SRQ, the RC
+ * QPs post a SEND, a READ and a FETCH_ADD (and, config bit 1, a 136-packet
+ * SEND: longer than the 128-packet send window), then each record goes
+ * through the port's receive function exactly as a frame from the wire, or
+ * is an action, and the engine's progress runs. Config: the input's last
+ * byte. The canaries around every region and around L must survive.
+ *
+ * Records: [flags:1][len:2 LE][bytes:len], at most 24.
+ * A frame (len without both top bits set):
+ * flags bit 7: "shape" the frame: parse it (no ICRC check), point it at us
+ *   (MACs, addresses; IPv6 for the IPv6 QP), bits 2-3 pick the QP (0 keep,
+ *   1 RC, 2 UC, 3 UD; with bit 1 set: 0 RC over IPv6, 1 RC on the SRQ, 2 RC
+ *   in PD 2, 3 keep),
+ *   bit 4 puts the PSN near the one the QP expects (low nibble of the PSN
+ *   as a signed offset), bit 5 uses a region's rkey (the frame's rkey, low
+ *   2 bits: 0-1 R, 2 O, 3 R2), bit 6 puts the RETH/AtomicETH va inside or
+ *   near that region; rebuild it.
  * flags bit 0: recompute the ICRC (else the frame goes as it is).
+ * An action (len & 0xC000 == 0xC000; len & 0x3fff argument bytes follow), flags % 8:
+ *   0 deregister R (its key goes stale), 1 register R again, 2 move a QP
+ *   (argument byte 0) to ERR, SQD, RESET then RTS again, or RTS (byte 1),
+ *   3 wait (byte 0 % 4) x 100 us, 4 post more work on a QP (byte 0: QP,
+ *   byte 1: SEND, WRITE, READ, atomic, long SEND), 5 register O again,
+ *   6 poll the CQs, 7 run progress passes.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -29,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <rte_mbuf.h>
 
@@ -39,26 +59,41 @@
 
 #define FZ_REGION_LEN  8192u
 #define FZ_REGION_IOVA 0x5a5a00000000ull
+#define FZ_ODP_IOVA    0x5a5b00000000ull
+#define FZ_R2_IOVA     0x5a5c00000000ull
+#define FZ_LOCAL_LEN   (256u * 1024u)
 #define FZ_CANARY      0xC5
 #define FZ_PEER_QPN    0x000BEEu
 #define FZ_EPSN	       0x000100u
 #define FZ_SPSN	       0x001000u
-#define FZ_MAX_RECORDS 16
+#define FZ_MAX_RECORDS 24
 #define FZ_FRAME_MAX   9000
+#define FZ_ACTION      0xC000u
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 void fuzz_engine_report(FILE *out);
 
+/* Memory between canaries: PROT_NONE | 2 KiB canary | len | 6 KiB canary | PROT_NONE. */
+struct guarded {
+	uint8_t *rw, *buf;
+	size_t rw_len, len;
+};
+
+enum { QP_RC, QP_UC, QP_UD, QP_RC6, QP_SRQ, QP_PD2, QP_COUNT };
+
 static struct {
 	bool ready;
 	struct engine_peer ep;
-	struct rocemu_pd *pd;
+	uint8_t egid6[16], pgid6[16];
+	int egid6_index;
+	struct rocemu_pd *pd, *pd2;
 	struct rocemu_cq *scq, *rcq;
-	struct rocemu_qp *rc, *uc, *ud;
-	struct rocemu_mr *mr, *mr_local;
-	uint8_t *rw, *region, *local;
-	size_t rw_len;
+	struct rocemu_srq *srq;
+	struct rocemu_qp *qp[QP_COUNT];
+	struct rocemu_mr *mr, *mr_odp, *mr_r2, *mr_local, *mr_local2;
+	struct guarded region, odp, r2, local;
+	uint8_t cfg;
 	uint64_t peer_frames;
 } F;
 
@@ -77,24 +112,70 @@ static void die(const char *what)
 	exit(1);
 }
 
-static struct rocemu_qp *make_qp(enum ibv_qp_type type)
+static void guarded_alloc(struct guarded *g, size_t len)
+{
+	size_t pg = 4096, span = (2048 + len + 6144 + pg - 1) / pg * pg;
+	uint8_t *map =
+	    mmap(NULL, span + 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (map == MAP_FAILED)
+		die("mmap");
+	mprotect(map, pg, PROT_NONE);
+	mprotect(map + pg + span, pg, PROT_NONE);
+	g->rw = map + pg;
+	g->rw_len = span;
+	g->buf = g->rw + 2048;
+	g->len = len;
+	memset(g->rw, FZ_CANARY, g->rw_len);
+	for (size_t i = 0; i < len; i++)
+		g->buf[i] = (uint8_t)(i * 7 + 1);
+}
+
+static void guarded_check(const struct guarded *g, const char *what)
+{
+	static uint8_t canary[8192];
+	size_t before = (size_t)(g->buf - g->rw), after = g->rw_len - before - g->len;
+
+	if (canary[0] != FZ_CANARY)
+		memset(canary, FZ_CANARY, sizeof(canary));
+	if (memcmp(g->rw, canary, before) != 0 ||
+	    memcmp(g->buf + g->len, canary, after < sizeof(canary) ? after : sizeof(canary)) != 0) {
+		fprintf(stderr, "fuzz_engine: a byte outside %s changed\n", what);
+		abort();
+	}
+}
+
+static struct rocemu_qp *make_qp(enum ibv_qp_type type, struct rocemu_pd *pd,
+				 struct rocemu_srq *srq)
 {
 	struct rocemu_qp_init init = {
 	    .qp_type = type,
 	    .send_cq = F.scq,
 	    .recv_cq = F.rcq,
-	    .cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 2, .max_recv_sge = 2},
+	    .srq = srq,
+	    .cap = {.max_send_wr = 16,
+		    .max_recv_wr = srq ? 0 : 16,
+		    .max_send_sge = 2,
+		    .max_recv_sge = 2},
 	};
 	struct rocemu_qp *qp = NULL;
 
-	if (rocemu_qp_create(F.pd, &init, &qp) < 0)
+	if (rocemu_qp_create(pd, &init, &qp) < 0)
 		die("qp create");
 	return qp;
 }
 
-/* RESET -> INIT -> RTR -> RTS with fixed attributes (every input starts alike). */
-static void qp_restart(struct rocemu_qp *qp, enum ibv_qp_type type)
+static enum ibv_qp_type qp_type(unsigned i)
 {
+	return i == QP_UC ? IBV_QPT_UC : i == QP_UD ? IBV_QPT_UD : IBV_QPT_RC;
+}
+
+/* RESET -> INIT -> RTR -> RTS with fixed attributes (every input starts alike). */
+static void qp_restart(unsigned i)
+{
+	struct rocemu_qp *qp = F.qp[i];
+	enum ibv_qp_type type = qp_type(i);
+	bool short_timers = F.cfg & 1;
 	struct ibv_qp_attr a = {0};
 	int mask;
 
@@ -124,12 +205,17 @@ static void qp_restart(struct rocemu_qp *qp, enum ibv_qp_type type)
 		a.ah_attr.is_global = 1;
 		a.ah_attr.port_num = 1;
 		a.ah_attr.grh.hop_limit = 64;
-		a.ah_attr.grh.sgid_index = (uint8_t)F.ep.egid_index;
-		memcpy(a.ah_attr.grh.dgid.raw, F.ep.pgid, 16);
+		if (i == QP_RC6) {
+			a.ah_attr.grh.sgid_index = (uint8_t)F.egid6_index;
+			memcpy(a.ah_attr.grh.dgid.raw, F.pgid6, 16);
+		} else {
+			a.ah_attr.grh.sgid_index = (uint8_t)F.ep.egid_index;
+			memcpy(a.ah_attr.grh.dgid.raw, F.ep.pgid, 16);
+		}
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
 		if (type == IBV_QPT_RC) {
 			a.max_dest_rd_atomic = 4;
-			a.min_rnr_timer = 1;
+			a.min_rnr_timer = short_timers ? 1 : 14;
 			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 		}
 	}
@@ -140,9 +226,9 @@ static void qp_restart(struct rocemu_qp *qp, enum ibv_qp_type type)
 	a.sq_psn = FZ_SPSN;
 	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 	if (type == IBV_QPT_RC) {
-		a.timeout = 14;
-		a.retry_cnt = 7;
-		a.rnr_retry = 7;
+		a.timeout = short_timers ? 1 : 14;
+		a.retry_cnt = short_timers ? 2 : 7;
+		a.rnr_retry = short_timers ? 1 : 7;
 		a.max_rd_atomic = 4;
 		mask |=
 		    IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
@@ -163,11 +249,66 @@ static void drain(void)
 		;
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
+/* The engine at 10.80.0.1 and fd00:80::1, the peer at .2 and ::2. */
+static void open_engine_and_peer(void)
 {
 	struct rocemu_port_upper up = {.rx = peer_rx};
-	uint8_t *map;
+	struct rocemu_port_config cfg;
 	char err[256];
+
+	if (engine_peer_config(&cfg, "fzring", 1, "10.80.0.1", 0x80, err, sizeof(err)) ||
+	    rocemu_port_config_set(&cfg, "ip", "fd00:80::1/64", err, sizeof(err)) ||
+	    rocemu_engine_create(&cfg, &F.ep.e, err, sizeof(err)))
+		die(err);
+	F.ep.eport = rocemu_engine_port(F.ep.e);
+	if (engine_peer_config(&cfg, "fzring", 2, "10.80.0.2", 0x80, err, sizeof(err)) ||
+	    rocemu_port_config_set(&cfg, "ip", "fd00:80::2/64", err, sizeof(err)) ||
+	    rocemu_port_open(&cfg, &F.ep.pport, err, sizeof(err)))
+		die(err);
+	rocemu_port_set_upper(F.ep.pport, &up);
+	rocemu_port_progress_thread_stop(F.ep.eport);
+	rocemu_port_progress_thread_stop(F.ep.pport);
+	rocemu_port_mac(F.ep.eport, F.ep.emac);
+	rocemu_port_mac(F.ep.pport, F.ep.pmac);
+	rocemu_gid_parse("10.80.0.1", F.ep.egid);
+	rocemu_gid_parse("10.80.0.2", F.ep.pgid);
+	rocemu_gid_parse("fd00:80::1", F.egid6);
+	rocemu_gid_parse("fd00:80::2", F.pgid6);
+	F.ep.egid_index = rocemu_port_gid_find(F.ep.eport, F.ep.egid);
+	F.egid6_index = rocemu_port_gid_find(F.ep.eport, F.egid6);
+	if (F.ep.egid_index < 0 || F.egid6_index < 0)
+		die("GID table");
+}
+
+static void reg_region(void)
+{
+	if (F.mr)
+		rocemu_mr_dereg(F.mr);
+	F.mr = NULL;
+	if (rocemu_mr_reg(F.pd, F.region.buf, FZ_REGION_LEN, FZ_REGION_IOVA,
+			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+			      IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC,
+			  &F.mr))
+		die("mr");
+}
+
+static void reg_odp(void)
+{
+	if (F.mr_odp)
+		rocemu_mr_dereg(F.mr_odp);
+	F.mr_odp = NULL;
+	if (rocemu_mr_reg(F.pd, F.odp.buf, FZ_REGION_LEN, FZ_ODP_IOVA,
+			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+			      IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC |
+			      IBV_ACCESS_ON_DEMAND,
+			  &F.mr_odp))
+		die("odp mr");
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	const unsigned all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+			     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
 
 	(void)argc;
 	(void)argv;
@@ -175,122 +316,163 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		fprintf(stderr, "fuzz_engine: EAL cannot start: %s\n", rocemu_eal_error());
 		exit(1);
 	}
-	if (engine_peer_open(&F.ep, "fzring", "10.80.0.1", "10.80.0.2", 0x80, &up, err,
-			     sizeof(err)) < 0)
-		die(err);
-	if (rocemu_pd_alloc(F.ep.e, &F.pd) ||
-	    rocemu_cq_create(F.ep.e, 1024, NULL, NULL, NULL, &F.scq) ||
-	    rocemu_cq_create(F.ep.e, 1024, NULL, NULL, NULL, &F.rcq))
-		die("pd/cq");
-
-	/* PROT_NONE | 2 KiB canary | region | 6 KiB canary | PROT_NONE */
-	map = mmap(NULL, 6 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (map == MAP_FAILED)
-		die("mmap");
-	mprotect(map, 4096, PROT_NONE);
-	mprotect(map + 5 * 4096, 4096, PROT_NONE);
-	F.rw = map + 4096;
-	F.rw_len = 4 * 4096;
-	F.region = F.rw + 2048;
-	memset(F.rw, FZ_CANARY, F.rw_len);
-	for (uint32_t i = 0; i < FZ_REGION_LEN; i++)
-		F.region[i] = (uint8_t)(i * 7 + 1);
-	F.local = mmap(NULL, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (F.local == MAP_FAILED)
-		die("mmap");
-	if (rocemu_mr_reg(F.pd, F.region, FZ_REGION_LEN, FZ_REGION_IOVA,
-			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
-			      IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC,
-			  &F.mr) ||
-	    rocemu_mr_reg(F.pd, F.local, 65536, (uint64_t)(uintptr_t)F.local,
-			  IBV_ACCESS_LOCAL_WRITE, &F.mr_local))
+	open_engine_and_peer();
+	if (rocemu_pd_alloc(F.ep.e, &F.pd) || rocemu_pd_alloc(F.ep.e, &F.pd2) ||
+	    rocemu_cq_create(F.ep.e, 4096, NULL, NULL, NULL, &F.scq) ||
+	    rocemu_cq_create(F.ep.e, 4096, NULL, NULL, NULL, &F.rcq) ||
+	    rocemu_srq_create(F.pd, 64, 2, 0, NULL, &F.srq))
+		die("pd/cq/srq");
+	guarded_alloc(&F.region, FZ_REGION_LEN);
+	guarded_alloc(&F.odp, FZ_REGION_LEN);
+	guarded_alloc(&F.r2, FZ_REGION_LEN);
+	guarded_alloc(&F.local, FZ_LOCAL_LEN);
+	reg_region();
+	reg_odp();
+	if (rocemu_mr_reg(F.pd2, F.r2.buf, FZ_REGION_LEN, FZ_R2_IOVA, all, &F.mr_r2) ||
+	    rocemu_mr_reg(F.pd, F.local.buf, FZ_LOCAL_LEN, (uint64_t)(uintptr_t)F.local.buf,
+			  IBV_ACCESS_LOCAL_WRITE, &F.mr_local) ||
+	    rocemu_mr_reg(F.pd2, F.local.buf, FZ_LOCAL_LEN, (uint64_t)(uintptr_t)F.local.buf,
+			  IBV_ACCESS_LOCAL_WRITE, &F.mr_local2))
 		die("mr");
-	F.rc = make_qp(IBV_QPT_RC);
-	F.uc = make_qp(IBV_QPT_UC);
-	F.ud = make_qp(IBV_QPT_UD);
+	for (unsigned i = 0; i < QP_COUNT; i++)
+		F.qp[i] =
+		    make_qp(qp_type(i), i == QP_PD2 ? F.pd2 : F.pd, i == QP_SRQ ? F.srq : NULL);
 	F.ready = true;
 	return 0;
 }
 
-static void check_canaries(void)
+static uint32_t lkey_for(unsigned qp)
 {
-	static uint8_t canary[4 * 4096];
-	size_t before = (size_t)(F.region - F.rw), after = F.rw_len - before - FZ_REGION_LEN;
+	struct rocemu_mr_info li;
 
-	if (canary[0] != FZ_CANARY)
-		memset(canary, FZ_CANARY, sizeof(canary));
-	if (memcmp(F.rw, canary, before) != 0 ||
-	    memcmp(F.region + FZ_REGION_LEN, canary, after) != 0) {
-		fprintf(stderr, "fuzz_engine: a byte outside the registered region changed\n");
-		abort();
+	rocemu_mr_info(qp == QP_PD2 ? F.mr_local2 : F.mr_local, &li);
+	return li.lkey;
+}
+
+/* One send WR on QP i: kind 0 SEND, 1 WRITE, 2 READ, 3 FETCH_ADD, 4 a
+ * 136 KiB SEND (136 packets at MTU 1024: longer than the send window). */
+static void post_one(unsigned i, unsigned kind)
+{
+	struct rocemu_send_wr wr = {0};
+	struct ibv_sge sg = {
+	    .addr = (uintptr_t)(F.local.buf + 131072), .length = 2048, .lkey = lkey_for(i)};
+
+	if (qp_type(i) == IBV_QPT_UD)
+		return; /* UD needs an AH: the receive side is what is fuzzed */
+	wr.sg_list = &sg;
+	wr.num_sge = 1;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.remote_addr = 0x1000;
+	wr.rkey = 0x77;
+	switch (kind % 5) {
+	case 0:
+		wr.opcode = IBV_WR_SEND;
+		break;
+	case 1:
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		break;
+	case 2:
+		if (qp_type(i) != IBV_QPT_RC)
+			return;
+		wr.opcode = IBV_WR_RDMA_READ;
+		break;
+	case 3:
+		if (qp_type(i) != IBV_QPT_RC)
+			return;
+		sg.length = 8;
+		wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+		wr.compare_add = 1;
+		break;
+	default:
+		sg.addr = (uintptr_t)F.local.buf;
+		sg.length = 136 * 1024;
+		wr.opcode = IBV_WR_SEND;
+		break;
 	}
+	rocemu_qp_post_send(F.qp[i], &wr);
 }
 
 static void post_work(void)
 {
-	struct rocemu_mr_info li, ri;
-	struct ibv_sge sg;
-	struct rocemu_send_wr wr = {0};
+	for (unsigned i = 0; i < QP_COUNT; i++) {
+		for (int k = 0; k < 4 && i != QP_SRQ; k++) {
+			struct ibv_sge sg = {.addr = (uintptr_t)(F.local.buf + 4096 * (k + 4 * i)),
+					     .length = 4096,
+					     .lkey = lkey_for(i)};
 
-	rocemu_mr_info(F.mr_local, &li);
-	rocemu_mr_info(F.mr, &ri);
-	for (int i = 0; i < 4; i++) {
-		sg = (struct ibv_sge){
-		    .addr = (uintptr_t)(F.local + 4096 * i), .length = 4096, .lkey = li.lkey};
-		rocemu_qp_post_recv(F.rc, 10 + i, &sg, 1);
-		rocemu_qp_post_recv(F.uc, 20 + i, &sg, 1);
-		rocemu_qp_post_recv(F.ud, 30 + i, &sg, 1);
+			rocemu_qp_post_recv(F.qp[i], 10 * i + k, &sg, 1);
+		}
 	}
-	sg =
-	    (struct ibv_sge){.addr = (uintptr_t)(F.local + 32768), .length = 2048, .lkey = li.lkey};
-	wr.sg_list = &sg;
-	wr.num_sge = 1;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.opcode = IBV_WR_SEND; /* PSNs SPSN, SPSN+1 */
-	rocemu_qp_post_send(F.rc, &wr);
-	wr.opcode = IBV_WR_RDMA_READ; /* SPSN+2 .. SPSN+3 */
-	wr.remote_addr = 0x1000;
-	wr.rkey = 0x77;
-	rocemu_qp_post_send(F.rc, &wr);
-	sg.length = 8;
-	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD; /* SPSN+4 */
-	wr.compare_add = 1;
-	rocemu_qp_post_send(F.rc, &wr);
+	for (int k = 0; k < 4; k++) {
+		struct ibv_sge sg = {.addr = (uintptr_t)(F.local.buf + 98304 + 4096 * k),
+				     .length = 4096,
+				     .lkey = lkey_for(QP_RC)};
+
+		rocemu_srq_post_recv(F.srq, 100 + k, &sg, 1);
+	}
+	/* RC: PSNs SPSN (SEND), SPSN+1 (READ of 2048 bytes: 2 PSNs), SPSN+3 (FETCH_ADD) */
+	for (unsigned i = 0; i < QP_COUNT; i++) {
+		if (qp_type(i) != IBV_QPT_RC && i != QP_UC)
+			continue;
+		post_one(i, 0);
+		post_one(i, 2);
+		post_one(i, 3);
+	}
+	if (F.cfg & 2)
+		post_one(QP_RC, 4);
 }
 
-static struct rocemu_qp *pick_qp(unsigned sel)
+/* flags bits 2-3, and bit 1 for the second four */
+static unsigned pick_qp(uint8_t flags)
 {
-	switch (sel & 3) {
+	switch (((flags >> 2) & 3) | ((flags & 2) << 1)) {
 	case 1:
-		return F.rc;
+		return QP_RC;
 	case 2:
-		return F.uc;
+		return QP_UC;
 	case 3:
-		return F.ud;
+		return QP_UD;
+	case 4:
+		return QP_RC6;
+	case 5:
+		return QP_SRQ;
+	case 6:
+		return QP_PD2;
 	default:
-		return NULL;
+		return QP_COUNT;
 	}
 }
 
-/* Parse (no ICRC check), steer at our QPs and region, rebuild. Returns the new length, or the
- * old one if the frame does not parse far enough to be shaped. */
+/* Parse (no ICRC check), steer at our QPs and regions, rebuild. Returns the
+ * new length, or the old one if the frame does not parse far enough to be shaped. */
 static uint32_t shape(uint8_t *buf, uint32_t len, uint8_t flags)
 {
 	static uint8_t out[FZ_FRAME_MAX];
 	struct roce_pkt p;
-	struct rocemu_qp *qp;
+	struct rocemu_qp *qp = NULL;
 	struct rocemu_mr_info ri;
+	struct rocemu_mr *mr;
+	uint64_t base;
+	unsigned sel;
 	uint32_t flen;
 	int hl;
 
-	if (roce_parse(buf, len, 0, &p) != ROCE_PARSE_OK || p.path.ip_version != 4 ||
-	    p.path.has_vlan)
+	if (roce_parse(buf, len, 0, &p) != ROCE_PARSE_OK || p.path.has_vlan)
 		return len;
+	sel = pick_qp(flags);
+	if (sel < QP_COUNT)
+		qp = F.qp[sel];
 	memcpy(p.path.dst_mac, F.ep.emac, 6);
 	memcpy(p.path.src_mac, F.ep.pmac, 6);
-	memcpy(p.path.src_gid, F.ep.pgid, 16);
-	memcpy(p.path.dst_gid, F.ep.egid, 16);
-	qp = pick_qp(flags >> 2);
+	if (sel == QP_RC6 || (sel == QP_COUNT && p.path.ip_version == 6)) {
+		p.path.ip_version = 6;
+		memcpy(p.path.src_gid, F.pgid6, 16);
+		memcpy(p.path.dst_gid, F.egid6, 16);
+	} else {
+		p.path.ip_version = 4;
+		memcpy(p.path.src_gid, F.ep.pgid, 16);
+		memcpy(p.path.dst_gid, F.ep.egid, 16);
+	}
 	if (qp)
 		p.dqpn = rocemu_qp_num(qp);
 	if (flags & 0x10) {
@@ -298,21 +480,35 @@ static uint32_t shape(uint8_t *buf, uint32_t len, uint8_t flags)
 		int32_t delta = (int32_t)(p.psn & 0xF) - ((p.psn & 0x8) ? 16 : 0);
 
 		if (t) {
-			uint32_t base =
-			    (p.op->flags & ROCE_OPF_RESPONSE) ? t->comp.psn : t->resp.epsn;
+			uint32_t b = (p.op->flags & ROCE_OPF_RESPONSE) ? t->comp.psn : t->resp.epsn;
 
-			p.psn = roce_psn_add(base, (uint32_t)delta & ROCE_PSN_MASK);
+			p.psn = roce_psn_add(b, (uint32_t)delta & ROCE_PSN_MASK);
 		}
 	}
-	rocemu_mr_info(F.mr, &ri);
-	if (flags & 0x20) {
+	/* which region: the rkey's low 2 bits */
+	switch (((flags & 0x20) ? p.reth.rkey | p.atomic.rkey | p.ieth_rkey : 0) & 3) {
+	case 2:
+		mr = F.mr_odp;
+		base = FZ_ODP_IOVA;
+		break;
+	case 3:
+		mr = F.mr_r2;
+		base = FZ_R2_IOVA;
+		break;
+	default:
+		mr = F.mr;
+		base = FZ_REGION_IOVA;
+		break;
+	}
+	if ((flags & 0x20) && mr) {
+		rocemu_mr_info(mr, &ri);
 		p.reth.rkey = ri.rkey;
 		p.atomic.rkey = ri.rkey;
 		p.ieth_rkey = ri.rkey;
 	}
 	if (flags & 0x40) {
-		p.reth.va = FZ_REGION_IOVA + (p.reth.va & 0x3FFF) - 0x800;
-		p.atomic.va = FZ_REGION_IOVA + (p.atomic.va & 0x3FFF) - 0x800;
+		p.reth.va = base + (p.reth.va & 0x3FFF) - 0x800;
+		p.atomic.va = base + (p.atomic.va & 0x3FFF) - 0x800;
 	}
 	if (p.payload_len > sizeof(out) - ROCE_MAX_HDR_LEN - 8)
 		return len;
@@ -353,26 +549,106 @@ static void inject(const uint8_t *frame, uint32_t len, uint8_t flags)
 	rocemu_port_unlock(F.ep.eport);
 }
 
+static void modify_qp(unsigned i, unsigned how)
+{
+	struct ibv_qp_attr a = {0};
+
+	switch (how % 4) {
+	case 0:
+		a.qp_state = IBV_QPS_ERR;
+		rocemu_qp_modify(F.qp[i], &a, IBV_QP_STATE);
+		break;
+	case 1:
+		a.qp_state = IBV_QPS_SQD;
+		a.en_sqd_async_notify = 1;
+		rocemu_qp_modify(F.qp[i], &a, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY);
+		break;
+	case 2:
+		qp_restart(i); /* through RESET */
+		break;
+	default:
+		a.qp_state = IBV_QPS_RTS;
+		rocemu_qp_modify(F.qp[i], &a, IBV_QP_STATE);
+		break;
+	}
+}
+
+static void act(uint8_t code, const uint8_t *arg, uint32_t n)
+{
+	uint8_t a0 = n > 0 ? arg[0] : 0, a1 = n > 1 ? arg[1] : 0;
+	struct rocemu_wc wc[16];
+
+	switch (code % 8) {
+	case 0:
+		if (F.mr)
+			rocemu_mr_dereg(F.mr);
+		F.mr = NULL;
+		break;
+	case 1:
+		reg_region();
+		break;
+	case 2:
+		modify_qp(a0 % QP_COUNT, a1);
+		break;
+	case 3:
+		usleep(100u * (a0 % 4));
+		break;
+	case 4:
+		post_one(a0 % QP_COUNT, a1);
+		break;
+	case 5:
+		reg_odp();
+		break;
+	case 6:
+		while (rocemu_cq_poll(F.scq, 16, wc) > 0 || rocemu_cq_poll(F.rcq, 16, wc) > 0)
+			;
+		break;
+	default:
+		for (unsigned k = 0; k < 1u + a0 % 8u; k++) {
+			rocemu_port_progress(F.ep.eport);
+			rocemu_port_progress(F.ep.pport);
+		}
+		break;
+	}
+}
+
+static void check_canaries(void)
+{
+	guarded_check(&F.region, "region R");
+	guarded_check(&F.odp, "ODP region O");
+	guarded_check(&F.r2, "region R2 (PD 2)");
+	guarded_check(&F.local, "the local buffer L");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	size_t off = 0;
 
 	if (!F.ready)
 		LLVMFuzzerInitialize(NULL, NULL);
-	qp_restart(F.rc, IBV_QPT_RC);
-	qp_restart(F.uc, IBV_QPT_UC);
-	qp_restart(F.ud, IBV_QPT_UD);
+	F.cfg = size ? data[size - 1] : 0;
+	for (unsigned i = 0; i < QP_COUNT; i++)
+		qp_restart(i);
 	drain();
+	reg_region();
+	if (!F.mr_odp)
+		reg_odp();
 	post_work();
 	rocemu_port_progress(F.ep.eport);
 	for (int r = 0; r < FZ_MAX_RECORDS && off + 3 <= size; r++) {
 		uint8_t flags = data[off];
 		uint32_t len = (uint32_t)data[off + 1] | (uint32_t)data[off + 2] << 8;
+		bool action = (len & FZ_ACTION) == FZ_ACTION;
 
 		off += 3;
+		if (action)
+			len &= ~FZ_ACTION;
 		if (len > size - off)
 			len = (uint32_t)(size - off);
-		inject(data + off, len, flags);
+		if (action)
+			act(flags, data + off, len);
+		else
+			inject(data + off, len, flags);
 		off += len;
 		rocemu_port_progress(F.ep.eport);
 	}

@@ -11,14 +11,17 @@
 
 #include "../../emulator/wire/roce_wire.h"
 
-#define SHAPE 0x80
-#define ICRC  0x01
-#define QP_RC (1u << 2)
-#define QP_UC (2u << 2)
-#define QP_UD (3u << 2)
-#define PSN   0x10
-#define RKEY  0x20
-#define VA    0x40
+#define SHAPE  0x80
+#define ICRC   0x01
+#define QP_RC  (1u << 2)
+#define QP_UC  (2u << 2)
+#define QP_UD  (3u << 2)
+#define QP_RC6 (2u | (0u << 2))
+#define QP_SRQ (2u | (1u << 2))
+#define QP_PD2 (2u | (2u << 2))
+#define PSN    0x10
+#define RKEY   0x20
+#define VA     0x40
 
 struct rec {
 	uint8_t op;
@@ -76,6 +79,40 @@ static void add(const struct rec *r)
 	out[out_len++] = (uint8_t)(flen >> 8);
 	memcpy(out + out_len, buf, flen);
 	out_len += flen;
+}
+
+/* An action record (fuzz_engine.c): code, then argument bytes. */
+static void action(uint8_t code, uint8_t a0, uint8_t a1)
+{
+	out[out_len++] = code;
+	out[out_len++] = 2;
+	out[out_len++] = 0xC0;
+	out[out_len++] = a0;
+	out[out_len++] = a1;
+}
+
+/* The input's last byte is its configuration (bit 0 short timers, bit 1 a
+ * SEND longer than the send window); action records may come first. */
+static void emit_cfg(const char *dir, const char *name, const struct rec *recs, unsigned n,
+		     const uint8_t *acts, unsigned nacts, uint8_t cfg)
+{
+	char path[4096];
+	FILE *f;
+
+	out_len = 0;
+	for (unsigned i = 0; i < n; i++) {
+		add(&recs[i]);
+		if (i < nacts && acts[i * 3] != 0xFF)
+			action(acts[i * 3], acts[i * 3 + 1], acts[i * 3 + 2]);
+	}
+	out[out_len++] = cfg;
+	snprintf(path, sizeof(path), "%s/seed-%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(out, 1, out_len, f) != out_len) {
+		perror(path);
+		return;
+	}
+	fclose(f);
 }
 
 static void emit(const char *dir, const char *name, const struct rec *recs, unsigned n)
@@ -138,5 +175,35 @@ int main(int argc, char **argv)
 	    {ROCE_TRANSPORT_UD | ROCE_OP_SEND_ONLY_IMM, ALL | QP_UD, 0, 0, 0, 0, 0});
 	ONE("cnp", {ROCE_OPCODE_CNP, ALL | QP_RC, 0, 0, 0, 0, 0});
 	ONE("raw_send", {ROCE_OP_SEND_ONLY, ICRC, 64, 0, 0, 0, 0});
+	/* issue 18: the other QPs, regions, actions and configurations */
+	ONE("rc6_write", {ROCE_OP_WRITE_ONLY, ALL | QP_RC6, 256, 0, 256, 0x900, 0});
+	ONE("srq_send", {ROCE_OP_SEND_ONLY, ALL | QP_SRQ, 64, 0, 0, 0, 0},
+	    {ROCE_OP_SEND_FIRST, ALL | QP_SRQ, 1024, 1, 0, 0, 0},
+	    {ROCE_OP_SEND_LAST, ALL | QP_SRQ, 10, 2, 0, 0, 0});
+	ONE("pd2_write_other_region", {ROCE_OP_WRITE_ONLY, ALL | QP_PD2, 64, 0, 64, 0x803, 0});
+	{
+		/* rkey low bits 2: the ODP region (the frame's rkey is 0 here: the
+		 * shaping reads the low bits of whatever the fuzzer puts there) */
+		const struct rec r[] = {{ROCE_OP_FETCH_ADD, ALL | QP_RC, 0, 0, 0, 0x808, 0},
+					{ROCE_OP_WRITE_ONLY, ALL | QP_RC, 64, 1, 64, 0x900, 0}};
+		const uint8_t acts[] = {0, 0, 0, 1, 0, 0}; /* dereg R after the first, reg after */
+
+		emit_cfg(dir, "dereg_between", r, 2, acts, 2, 0);
+	}
+	{
+		const struct rec r[] = {{ROCE_OP_ACK, ALL | QP_RC, 0, 0, 0, 0, 0x1F},
+					{ROCE_OP_ACK, ALL | QP_RC, 0, 1, 0, 0, 0x1F}};
+		const uint8_t acts[] = {3, 3, 0, 7, 7, 0}; /* wait 1.5 ms: timers expire */
+
+		emit_cfg(dir, "short_timers", r, 2, acts, 2, 1);
+	}
+	{
+		const struct rec r[] = {
+		    {ROCE_OP_ACK, ALL | QP_RC, 0, 5, 0, 0, 0x1F},
+		    {ROCE_OP_ACK, ALL | QP_RC, 0, 0, 0, 0, ROCE_AETH_SYNDROME(3, 0)}};
+		const uint8_t acts[] = {0xFF, 0, 0, 2, 0, 1}; /* then RC to SQD */
+
+		emit_cfg(dir, "long_send_and_sqd", r, 2, acts, 2, 2);
+	}
 	return 0;
 }
