@@ -1,11 +1,14 @@
 #!/usr/bin/python3
 """Write docs/CONFORMANCE.md from a conformance run (never edit it by hand).
 
-usage: gen_conformance.py [--runner CF_RUNNER] --results DIR --out FILE
+usage: gen_conformance.py [--runner CF_RUNNER] [--port-runner TEST_PORT_HOSTILE]
+                          --results DIR --out FILE
 
 With --runner, every scenario group is run first (the runner writes
 DIR/GROUP.tsv); without it, the .tsv files already in DIR are used (for
-example those `meson test --suite conformance` left behind).
+example those `meson test --suite conformance` left behind). With
+--port-runner, tests/port/test_port_hostile runs too and adds its rules
+(neighbours, ICMP, frames: issue 18) as DIR/port.tsv.
 Exit status: 1 if some scenario failed unexpectedly, else 0.
 """
 import argparse
@@ -36,6 +39,14 @@ def run_all(runner, results):
         if rc == 77:
             sys.exit("conformance runner cannot run here (skipped): no document written")
     return groups
+
+
+def run_port(runner, results):
+    os.makedirs(results, exist_ok=True)
+    rc = subprocess.run([runner, "--results", os.path.join(results, "port.tsv")]).returncode
+    if rc == 77:
+        sys.exit("port tests cannot run here (skipped): no document written")
+    return ["port"]
 
 
 def read_results(results, groups):
@@ -73,7 +84,9 @@ def write_doc(rows, out):
         "`net_ring` pair crafts frames with rocemu's wire codec and checks, frame by frame, what",
         "rocemu answers, which completions it generates, which counters move, and that memory",
         "outside what the rule allows (canary bytes and PROT_NONE guard pages around the",
-        "registered region) never changes.",
+        "registered region) never changes. The rules of the port below the transport (ARP,",
+        "ND, ICMP echo, which frames are RoCE: groups neighbour, icmp, frames) are played by",
+        "`tests/port/test_port_hostile.c`, a forger on the other end of a ring pair.",
         "",
         "Rules: *IBA* is the InfiniBand Architecture Specification vol. 1 rel. 1.4, *A17* its",
         "RoCEv2 annex. The specification text was not at hand: subsection numbers are the ones",
@@ -106,10 +119,13 @@ def write_doc(rows, out):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runner")
+    ap.add_argument("--port-runner")
     ap.add_argument("--results", required=True)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     groups = run_all(a.runner, a.results) if a.runner else None
+    if a.port_runner:
+        groups = (groups or []) + run_port(a.port_runner, a.results)
     fails = write_doc(read_results(a.results, groups), a.out)
     print("wrote %s" % a.out)
     return 1 if fails else 0

@@ -80,21 +80,86 @@ static void pair_up(struct pair *p)
 	open_b = p->b;
 }
 
-static void pair_down(struct pair *p)
+static bool test_ended; /* the running test got to its last pair_down */
+
+static void ports_close(struct pair *p)
 {
 	rocemu_port_close(p->a);
 	rocemu_port_close(p->b);
 	open_a = open_b = NULL;
 }
 
+/* The end of a test: its ports close, and it passed. */
+static void pair_down(struct pair *p)
+{
+	ports_close(p);
+	test_ended = true;
+}
+
+/* Each test's rule, for docs/CONFORMANCE.md (--results FILE writes one
+ * tab-separated line per test, as cf_runner does: name, group, rule,
+ * result, what, note). */
+struct rule_row {
+	const char *name, *group, *rule, *what;
+};
+
+static const struct rule_row rules[] = {
+    {"arp_forged_reply_does_not_redirect", "neighbour",
+     "RFC 826 (update what the table has) with a 1 s lock time (Linux locktime)",
+     "an unsolicited ARP reply or gratuitous ARP naming another MAC for a fresh entry is "
+     "refused; after the lock time it is taken unconfirmed and re-asked on the next use"},
+    {"arp_learn_flood_keeps_confirmed", "neighbour",
+     "RFC 826 (learn senders of requests for us) without evicting confirmed entries",
+     "200 ARP requests from forged sources do not push out an entry our own request confirmed"},
+    {"arp_learnt_entry_is_confirmed_on_use", "neighbour",
+     "RFC 4861 7.3.3 (STALE: confirm on use), applied to ARP",
+     "a sender learnt from its ARP request is used, and confirmed by a request of ours first"},
+    {"neighbour_at_our_own_mac_refused", "neighbour",
+     "RFC 826 / RFC 4861 7.2.3 (a neighbour's link-layer address is a unicast one not ours)",
+     "an ARP or NS claiming a sender at our own MAC or a multicast MAC is not learnt"},
+    {"nd_na_rules", "neighbour", "RFC 4861 7.1.2 (NA validation), 7.2.5 (Override, Solicited)",
+     "an NA without Override cannot change a MAC; a Solicited NA to a multicast destination is "
+     "invalid; an Override NA within the lock time is refused; an NA for an unknown target "
+     "creates nothing"},
+    {"nd_ns_learns_stale", "neighbour", "RFC 4861 7.2.3 (NS: SLLA creates a STALE entry)",
+     "an NS with a source link-layer option creates an unconfirmed entry, confirmed on use; one "
+     "without creates none"},
+    {"icmp_echo_abuse", "icmp",
+     "RFC 1122 3.2.2.6, RFC 1812 4.3.2.7 (no echo reply to group sources), RFC 791 (header "
+     "checksum)",
+     "echo requests with a bad IPv4 header checksum or from broadcast/multicast sources are "
+     "not answered; a burst is answered at most 50 at once (1000 per second)"},
+    {"ping_counts_only_its_replies", "icmp", "RFC 792 (echo identifier and sequence number)",
+     "`rocemu port --ping` counts a reply only for its identifier and an outstanding sequence "
+     "number: spoofed, unasked and repeated replies do not count"},
+    {"roce_tagged_or_group_mac_dropped", "frames",
+     "A17 (RoCEv2 over the port's Ethernet; no VLAN configured)",
+     "RoCE frames with an 802.1Q tag, or to the broadcast or a multicast MAC, are dropped and "
+     "counted"},
+};
+
+static FILE *results;
+static unsigned test_no;
+
 static int teardown(void **state)
 {
+	bool failed = !test_ended;
+
 	(void)state;
+	test_ended = false;
 	if (open_a) {
 		struct pair p = {.a = open_a, .b = open_b};
 
-		pair_down(&p);
+		ports_close(&p);
 	}
+	if (results && test_no < sizeof(rules) / sizeof(rules[0])) {
+		const struct rule_row *r = &rules[test_no];
+
+		fprintf(results, "%s\t%s\t%s\t%s\t%s\t%s\n", r->name, r->group, r->rule,
+			failed ? "fail" : "pass", r->what,
+			failed ? "see the test's output (test_port_hostile)" : "");
+	}
+	test_no++;
 	return 0;
 }
 
@@ -596,7 +661,7 @@ static int setup(void **state)
 	return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_teardown(test_arp_forged_reply_does_not_redirect, teardown),
@@ -610,9 +675,21 @@ int main(void)
 	    cmocka_unit_test_teardown(test_roce_tagged_or_group_mac_dropped, teardown),
 	};
 
+	int rc;
+
+	if (argc == 3 && !strcmp(argv[1], "--results")) {
+		results = fopen(argv[2], "w");
+		if (!results) {
+			perror(argv[2]);
+			return 1;
+		}
+	}
 	if (rocemu_eal_init() < 0) {
 		fprintf(stderr, "SKIP: EAL cannot start here: %s\n", rocemu_eal_error());
 		return 77;
 	}
-	return cmocka_run_group_tests(tests, setup, NULL);
+	rc = cmocka_run_group_tests(tests, setup, NULL);
+	if (results)
+		fclose(results);
+	return rc;
 }
