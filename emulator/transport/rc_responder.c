@@ -67,8 +67,24 @@ static int send_aeth(struct rocemu_qp *qp, uint8_t opcode, uint32_t psn, uint8_t
 
 static void send_pending_nak(struct rocemu_qp *qp);
 
+/*
+ * The requester's MAC cannot be resolved (its neighbour entry FAILED: no
+ * ARP/ND answer): what we had to answer is dropped and counted instead of
+ * kept on the work list, where every pass would try again (a spinning
+ * progress thread for as long as the entry stays failed). The requester
+ * resends on its timer and is answered once it is reachable again.
+ */
+static void response_unreachable(struct rocemu_qp *qp)
+{
+	qp->resp.ack_pending = false;
+	qp->resp.nak_pending = false;
+	ENGINE_COUNT(qp->engine, drop_resp_unreachable);
+}
+
 void rocemu_resp_flush_ack(struct rocemu_qp *qp)
 {
+	int rc;
+
 	if (!qp->resp.ack_pending)
 		return;
 	if (qp->state == IBV_QPS_ERR || qp->state == IBV_QPS_RESET) {
@@ -81,10 +97,13 @@ void rocemu_resp_flush_ack(struct rocemu_qp *qp)
 		send_pending_nak(qp);
 		return;
 	}
-	if (send_aeth(qp, ROCE_OP_ACK, roce_psn_add(qp->resp.epsn, ROCE_PSN_MASK), ack_syndrome(),
-		      0, qp->resp.msn) == 0) {
+	rc = send_aeth(qp, ROCE_OP_ACK, roce_psn_add(qp->resp.epsn, ROCE_PSN_MASK), ack_syndrome(),
+		       0, qp->resp.msn);
+	if (rc == 0) {
 		qp->resp.ack_pending = false;
 		ENGINE_COUNT(qp->engine, tx_acks);
+	} else if (rc == -EHOSTUNREACH) {
+		response_unreachable(qp);
 	}
 }
 
@@ -136,11 +155,15 @@ static void send_pending_nak(struct rocemu_qp *qp)
 {
 	struct rocemu_engine *e = qp->engine;
 	uint8_t syn = qp->resp.nak_syndrome;
+	int rc;
 
 	qp->resp.ack_pending = true; /* keeps the QP on the work list until sent */
 	if (qp->resp.res_active)
 		return;
-	if (send_aeth(qp, ROCE_OP_ACK, qp->resp.nak_psn, syn, 0, qp->resp.msn) < 0)
+	rc = send_aeth(qp, ROCE_OP_ACK, qp->resp.nak_psn, syn, 0, qp->resp.msn);
+	if (rc == -EHOSTUNREACH)
+		response_unreachable(qp);
+	if (rc < 0)
 		return;
 	qp->resp.nak_pending = false;
 	qp->resp.ack_pending = false; /* a NAK acknowledges the PSNs before it */
@@ -411,6 +434,7 @@ unsigned rocemu_resp_run(struct rocemu_qp *qp, unsigned budget)
 {
 	struct rocemu_engine *e = qp->engine;
 	unsigned sent = 0;
+	bool unreachable;
 
 	if (!qp->resp.res_active || qp->state == IBV_QPS_ERR || qp->state == IBV_QPS_RESET) {
 		qp->resp.res_active = false;
@@ -424,12 +448,21 @@ unsigned rocemu_resp_run(struct rocemu_qp *qp, unsigned budget)
 		if (!r->valid || !r->active)
 			continue;
 		if (r->is_atomic) {
-			if (sent >= budget || send_atomic_ack(qp, r) < 0)
+			int rc = sent >= budget ? -EAGAIN : send_atomic_ack(qp, r);
+
+			if (rc == -EHOSTUNREACH) {
+				/* replayed when the requester asks again */
+				r->active = false;
+				ENGINE_COUNT(e, drop_resp_unreachable);
+				continue;
+			}
+			if (rc < 0)
 				goto blocked;
 			sent++;
 			r->active = false;
 			continue;
 		}
+		unreachable = false;
 		while (r->sent < r->npkts && sent < budget) {
 			struct roce_pkt pkt = {0};
 			uint32_t i = r->sent, n = r->npkts;
@@ -439,8 +472,15 @@ unsigned rocemu_resp_run(struct rocemu_qp *qp, unsigned budget)
 			uint8_t op, *payload;
 			struct rte_mbuf *m;
 			uint32_t crc;
+			int rc = rocemu_engine_fill_path(e, &qp->path, &pkt);
 
-			if (rocemu_engine_fill_path(e, &qp->path, &pkt) < 0)
+			if (rc == -EHOSTUNREACH) {
+				/* re-executed when the requester asks again (a duplicate READ) */
+				ENGINE_COUNT(e, drop_resp_unreachable);
+				unreachable = true;
+				break;
+			}
+			if (rc < 0)
 				goto blocked;
 			op = n == 1	  ? ROCE_OP_READ_RESP_ONLY
 			     : i == 0	  ? ROCE_OP_READ_RESP_FIRST
@@ -477,7 +517,7 @@ unsigned rocemu_resp_run(struct rocemu_qp *qp, unsigned budget)
 			r->sent++;
 			sent++;
 		}
-		if (r->sent < r->npkts)
+		if (r->sent < r->npkts && !unreachable)
 			goto blocked;
 		r->active = false;
 	}

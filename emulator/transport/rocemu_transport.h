@@ -118,6 +118,7 @@ static inline uint32_t rocemu_qpn_slot(uint32_t qpn)
 	X(drop_resp_unsent_psn)                                                                    \
 	X(drop_resp_bad_opcode)                                                                    \
 	X(drop_resp_bad_syndrome)                                                                  \
+	X(drop_resp_unreachable)                                                                   \
 	X(drop_dup_unknown)                                                                        \
 	X(drop_dup_read_mismatch)                                                                  \
 	X(dup_requests)                                                                            \

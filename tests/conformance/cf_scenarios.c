@@ -301,6 +301,15 @@ const struct scenario cf_scenarios[] = {
 	     {.k = T_WC, .chk = C_STATUS | C_BLEN, .status = IBV_WC_SUCCESS, .byte_len = 8},
 	     {.k = T_LOCAL_EQ, .off = 0, .len = 8, .fill = 0x22})),
 
+    SC("ack_to_unresolvable_requester_dropped", "ack",
+       "rocemu's rule: a response whose destination's MAC cannot be resolved is dropped, not "
+       "retried on every pass (the requester resends on its timer)",
+       "a WRITE from an address nobody answers ARP for: once resolution has failed the ACK is "
+       "dropped and counted once, instead of being tried again on every progress pass",
+       STEPS(TX(.op = ROCE_OP_WRITE_ONLY, .psn = 0, .off = 0, .len = 64, .fill = 0xEE,
+		.dqp = D_OTHER_QP, .mangle = M_SRC, .ackreq = true),
+	     WAIT(3800), CTR("resolve_failed", 1), CTR("drop_resp_unreachable", 1))),
+
     /* ------------------------------------------------------------ access */
     SC("acc_write_guessed_rkey", "access", "IBA 9.7.4.1.5 (R_Key check), 9.9.3 (responder errors)",
        "WRITE with a guessed R_Key: NAK remote access error, memory unchanged, responder QP to "
