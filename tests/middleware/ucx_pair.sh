@@ -9,8 +9,8 @@
 #  memif: both processes here (no root), the perftest's TCP handshake on
 #         127.0.0.1, RDMA over memif;
 #  veth:  two network namespaces joined by a veth pair, af_packet ports.
-# Both must exit 0 and the client print its Final line; both captures must
-# decode cleanly with every ICRC verified; every RoCE frame must carry DSCP
+# Both must exit 0 and the client print its Final line; host B's capture
+# must decode cleanly with every ICRC verified; every RoCE frame must carry DSCP
 # 26, UCX's traffic class for a RoCE v2 GID (it uses 0 on what it takes for
 # RoCE v1, so this shows it read the GID types); the BTH opcodes must be
 # those of the transports asked for (RC traffic with rc_verbs, only UD
@@ -36,8 +36,10 @@ sargv=(ucx_perftest -p $pair_tcp)
 cargv=(ucx_perftest -p $pair_tcp $server -t $test -n $n)
 pair_run $pair_tcp ""
 grep -q "^Final: *$n " $dir/b.log || { echo "no Final line for $n iterations"; fail=1; }
-check_captures $dir/a.pcap $dir/b.pcap || fail=1
-for f in $dir/a.pcap $dir/b.pcap; do
+# host B's capture holds both directions; decoding host A's copy as well would
+# double the longest part of the test
+check_captures $dir/b.pcap || fail=1
+for f in $dir/b.pcap; do
 	mw_roce $f
 	echo "$(basename $f): $mw_all RoCE frames, $mw_v2 with DSCP 26, $mw_rc RC, $mw_ud UD (count x opcode: $mw_ops)"
 	[ "$mw_all" -gt 0 ] && [ "$mw_v2" -eq "$mw_all" ] || { echo "frames without UCX's RoCE v2 traffic class"; fail=1; }
