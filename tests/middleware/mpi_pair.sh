@@ -10,6 +10,7 @@
 #         each with an interface of the same name: mpirun runs in the first,
 #         its rsh agent (nsrsh.sh) starts the daemon of the second with
 #         `ip netns exec`, and every rank runs --rank-port af_packet:mpi0.
+# Over memif, when run as root, the job runs a second time as user nobody.
 # The program (mpi_pingpong.c, built here with mpicc) checks every byte of a
 # ping-pong of 1 B..1 MiB and an allreduce. Both ranks must report, and the
 # capture of rank 1 must decode cleanly with every ICRC verified and hold the
@@ -63,6 +64,20 @@ for r in 0 1; do
 	grep -q "^mpi_pingpong: rank $r of 2: 88 messages .* checked$" $dir/log ||
 		{ echo "FAIL: rank $r did not report"; fail=1; }
 done
+# memif, as root: the same job as user nobody, each rank in a user namespace
+# of its own for the view (Open MPI's daemons and PMIx stay outside)
+if [ "$mode" = memif ] && [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	nobody_rocemu=$(mw_nobody_rocemu $dir)
+	mkdir -m 777 $dir/nobody
+	(cd $dir/nobody && mw_as_nobody env HOME=$dir/nobody TMPDIR=$dir/nobody \
+		timeout -s KILL $TIMEOUT "${mpi[@]}" --oversubscribe "$nobody_rocemu" run \
+		--rank-port memif:$dir/nobody/job.sock --rank-ip 10.93.$pair_net.1/24 \
+		-- $dir/mpi_pingpong) >$dir/nobody.log 2>&1
+	rc=$?
+	echo "== the same job as nobody (exit $rc)"; cat $dir/nobody.log
+	[ $rc -eq 0 ] && [ "$(grep -c '^mpi_pingpong: rank [01] of 2: 88 messages .* checked$' \
+		$dir/nobody.log)" = 2 ] || { echo "FAIL: the job as nobody"; fail=1; }
+fi
 check_captures $dir/rank-1.pcap || fail=1
 mw_roce $dir/rank-1.pcap
 read -r sends reads < <(timeout 120 tshark -n -r $dir/rank-1.pcap -Y infiniband.bth -T fields \
