@@ -28,6 +28,7 @@
 #include "roce_mbuf.h"
 #include "roce_wire.h"
 #include "rocemu_port.h"
+#include "port_internal.h" /* port_rx_frame, the neighbour cache: time-controlled tests */
 #include "port_test_util.h"
 
 static unsigned pair_seq;
@@ -96,6 +97,11 @@ static void pair_down(struct pair *p)
 	test_ended = true;
 }
 
+/* Nonzero: frames skip the ring and enter b's receive dispatch directly, as
+ * received at this time (rocemu_now_ns clock): tests that are about time
+ * (lock time, reply rate) do not depend on how promptly they are scheduled. */
+static uint64_t frame_now;
+
 /* Each test's rule, for docs/CONFORMANCE.md (--results FILE writes one
  * tab-separated line per test, as cf_runner does: name, group, rule,
  * result, what, note). */
@@ -147,6 +153,7 @@ static int teardown(void **state)
 
 	(void)state;
 	test_ended = false;
+	frame_now = 0;
 	if (open_a) {
 		struct pair p = {.a = open_a, .b = open_b};
 
@@ -211,14 +218,47 @@ static void queue_frame(struct pair *p, const void *frame, uint16_t len)
 	rocemu_port_unlock(p->a);
 }
 
-/* queue_frame, then the passes that deliver it. */
+
+static void deliver_at(struct pair *p, const void *frame, uint16_t len, uint64_t now)
+{
+	struct rte_mbuf *m;
+
+	rocemu_port_lock(p->b);
+	m = rocemu_port_alloc_mbuf(p->b);
+	assert_non_null(m);
+	memcpy(rte_pktmbuf_append(m, len), frame, len);
+	port_rx_frame(p->b, m, now);
+	port_rx_flush_upper(p->b);
+	rocemu_port_flush(p->b);
+	rocemu_port_unlock(p->b);
+}
+
+/* queue_frame, then the passes that deliver it (or deliver_at frame_now). */
 static void inject(struct pair *p, const void *frame, uint16_t len)
 {
+	if (frame_now) {
+		deliver_at(p, frame, len, frame_now);
+		pump(p, 1);
+		return;
+	}
 	queue_frame(p, frame, len);
 	pump(p, 2);
 }
 
-static bool hold_frames; /* queue frames without running passes */
+/* When b's entry for addr last had its MAC set (0: no entry). */
+static uint64_t neigh_updated_ns(struct pair *p, const char *addr)
+{
+	uint8_t gid[16];
+	uint64_t t = 0;
+
+	assert_int_equal(rocemu_gid_parse(addr, gid), 0);
+	rocemu_port_lock(p->b);
+	for (unsigned i = 0; i < PORT_NEIGH_SLOTS; i++)
+		if (p->b->neigh[i].state != NEIGH_FREE && !memcmp(p->b->neigh[i].gid, gid, 16))
+			t = p->b->neigh[i].updated_ns;
+	rocemu_port_unlock(p->b);
+	return t;
+}
 
 static void put_eth(uint8_t *f, const uint8_t dst[6], const uint8_t src[6], uint16_t type)
 {
@@ -332,10 +372,7 @@ static void send_echo4(struct pair *p, uint8_t type, const uint8_t esrc[6], cons
 	ic[6] = (uint8_t)(seq >> 8), ic[7] = (uint8_t)seq;
 	ck = csum_fold(csum_add(0, ic, 8 + 56));
 	ic[2] = (uint8_t)(ck >> 8), ic[3] = (uint8_t)ck;
-	if (hold_frames)
-		queue_frame(p, f, sizeof(f));
-	else
-		inject(p, f, sizeof(f));
+	inject(p, f, sizeof(f));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -350,17 +387,21 @@ static void test_arp_forged_reply_does_not_redirect(void **state)
 
 	pair_up(&p);
 	b_learns_a(&p, "10.9.0.1");
-	/* an unsolicited reply and a gratuitous ARP naming another MAC for a */
+	/* 1 ms after the entry got a's MAC: an unsolicited reply and a
+	 * gratuitous ARP naming another MAC for a */
+	frame_now = neigh_updated_ns(&p, "10.9.0.1") + 1000000;
 	send_arp(&p, 2, p.bmac, evil_mac, "10.9.0.1", "10.9.0.2");
 	send_arp(&p, 1, (const uint8_t[6]){0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, evil_mac,
 		 "10.9.0.1", "10.9.0.1");
+	frame_now = 0;
 	assert_int_equal(resolve(p.b, "10.9.0.1", mac), 0);
 	assert_memory_equal(mac, p.amac, 6);
-	assert_true(ptu_counter(p.b, "drop_neigh_locked") >= 2);
+	assert_int_equal(ptu_counter(p.b, "drop_neigh_locked"), 2);
 	/* after the lock time a changed MAC is accepted only as unconfirmed:
 	 * the next use asks again, and a's own answer puts it right */
-	ptu_sleep_ms(1100);
+	frame_now = neigh_updated_ns(&p, "10.9.0.1") + 1500000000ull;
 	send_arp(&p, 2, p.bmac, evil_mac, "10.9.0.1", "10.9.0.2");
+	frame_now = 0;
 	req = ptu_counter(p.b, "arp_requests_tx");
 	assert_int_equal(resolve(p.b, "10.9.0.1", mac), 0);
 	assert_int_equal(ptu_counter(p.b, "arp_requests_tx"), req + 1);
@@ -445,6 +486,7 @@ static void test_nd_na_rules(void **state)
 
 	pair_up(&p);
 	b_learns_a(&p, "fd00:9::1");
+	frame_now = neigh_updated_ns(&p, "fd00:9::1") + 1000000; /* inside the lock time */
 	/* no Override, another address: ignored (the entry only becomes doubtful) */
 	send_nd(&p, 136, 0x00, "fd00:9::1", "fd00:9::2", p.bmac, "fd00:9::1", 2, evil_mac);
 	assert_int_equal(resolve(p.b, "fd00:9::1", mac), 0);
@@ -457,6 +499,7 @@ static void test_nd_na_rules(void **state)
 	assert_int_equal(resolve(p.b, "fd00:9::1", mac), 0);
 	assert_memory_equal(mac, p.amac, 6);
 	assert_true(ptu_counter(p.b, "drop_neigh_locked") >= 1);
+	frame_now = 0;
 	/* an NA for an address b never asked about creates nothing */
 	send_nd(&p, 136, 0x60, "fd00:9::55", "fd00:9::2", p.bmac, "fd00:9::55", 2, evil_mac);
 	assert_int_equal(resolve(p.b, "fd00:9::55", mac), -EAGAIN);
@@ -511,22 +554,23 @@ static void test_icmp_echo_abuse(void **state)
 		   false);
 	assert_int_equal(ptu_counter(p.b, "icmp_echo_replies_tx"), 1);
 	assert_int_equal(ptu_counter(p.b, "drop_icmp_bad_source"), 4);
-	/* a burst of 200 requests, all in b's receive ring at once: the replies
-	 * are rate limited (the bucket holds 50; b handles the burst in a few
-	 * passes, far quicker than 150 more tokens accrue at 1000 per second) */
+	/* a burst of 200 requests received at one instant: at most 50 replies
+	 * (the bucket), the rest dropped; a second later 50 more are allowed */
 	replies = ptu_counter(p.b, "icmp_echo_replies_tx");
-	hold_frames = true;
+	frame_now = rocemu_now_ns();
 	for (int i = 0; i < 200; i++)
 		send_echo4(&p, 8, p.amac, "10.9.0.1", "10.9.0.2", 2, (uint16_t)i, false);
-	hold_frames = false;
-	for (int i = 0; i < 20; i++)
-		rocemu_port_progress(p.b);
-	pump(&p, 2);
-	assert_true(ptu_counter(p.b, "icmp_echo_replies_tx") - replies < 200);
-	assert_true(ptu_counter(p.b, "drop_icmp_rate_limited") > 0);
+	assert_true(ptu_counter(p.b, "icmp_echo_replies_tx") - replies <= 50);
+	assert_true(ptu_counter(p.b, "drop_icmp_rate_limited") >= 150);
 	assert_int_equal(ptu_counter(p.b, "icmp_echo_replies_tx") - replies +
 			     ptu_counter(p.b, "drop_icmp_rate_limited"),
 			 200);
+	replies = ptu_counter(p.b, "icmp_echo_replies_tx");
+	frame_now += 1000000000ull;
+	for (int i = 0; i < 100; i++)
+		send_echo4(&p, 8, p.amac, "10.9.0.1", "10.9.0.2", 3, (uint16_t)i, false);
+	frame_now = 0;
+	assert_int_equal(ptu_counter(p.b, "icmp_echo_replies_tx") - replies, 50);
 	pair_down(&p);
 }
 
