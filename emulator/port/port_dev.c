@@ -26,51 +26,6 @@
 /* by default about this many bytes of buffers, 2048 to 8192 of them */
 #define PORT_POOL_BYTES (40u << 20)
 
-/* One line per link kind: a new kind is a new port_link_KIND.c and a line. */
-static const struct port_link_ops *const port_links[] = {
-    &port_link_memif, &port_link_afpacket, &port_link_afxdp, &port_link_ring, &port_link_dpdk,
-};
-
-static atomic_uint port_seq;
-
-unsigned port_next_seq(void)
-{
-	return atomic_fetch_add(&port_seq, 1);
-}
-
-const struct port_link_ops *port_link_parse(const char *spec, char *arg, size_t arglen, char *err,
-					    size_t errlen)
-{
-	char kinds[256] = "";
-	size_t used = 0;
-
-	if (!spec || !*spec) {
-		port_fail(err, errlen, -EINVAL, "empty port specification");
-		return NULL;
-	}
-	for (size_t i = 0; i < RTE_DIM(port_links); i++) {
-		const struct port_link_ops *l = port_links[i];
-		const char *rest = spec + strlen(l->prefix);
-
-		used += (size_t)snprintf(kinds + used, sizeof(kinds) - used, "%s%s", i ? ", " : "",
-					 l->usage);
-		if (used >= sizeof(kinds))
-			used = sizeof(kinds) - 1;
-		if (strncmp(spec, l->prefix, strlen(l->prefix)))
-			continue;
-		if (l->check_arg && l->check_arg(rest, err, errlen))
-			return NULL;
-		if (strlen(rest) >= arglen) {
-			port_fail(err, errlen, -EINVAL, "port specification too long");
-			return NULL;
-		}
-		snprintf(arg, arglen, "%s", rest);
-		return l;
-	}
-	port_fail(err, errlen, -EINVAL, "unknown port kind (%s)", kinds);
-	return NULL;
-}
-
 /* A whole frame (MTU + Ethernet + VLAN) in one segment, at least a
  * 4096-byte-MTU RoCE frame, rounded to a cache line. */
 uint32_t port_default_data_room(const struct rocemu_port *port)
@@ -309,23 +264,12 @@ static int bring_up(struct rocemu_port *port, const char *arg, char *err, size_t
 	return 0;
 }
 
-int rocemu_port_open(const struct rocemu_port_config *cfg, struct rocemu_port **out, char *err,
-		     size_t errlen)
+static int open_once(const struct rocemu_port_config *cfg, const struct port_link_ops *link,
+		     const char *arg, struct rocemu_port **out, char *err, size_t errlen)
 {
-	const struct port_link_ops *link;
-	struct rocemu_port *port;
-	char arg[ROCEMU_PORT_SPEC_MAX];
-	int rc;
+	struct rocemu_port *port = port_alloc(cfg, link);
+	int rc = 0;
 
-	*out = NULL;
-	rc = rocemu_port_config_validate(cfg, err, errlen);
-	if (rc)
-		return rc;
-	link = port_link_parse(cfg->spec, arg, sizeof(arg), NULL, 0);
-	rc = port_eal_init(link->needs_pci && link->needs_pci(arg));
-	if (rc)
-		return port_fail(err, errlen, rc, "%s", rocemu_eal_error());
-	port = port_alloc(cfg, link);
 	if (!port)
 		return port_fail(err, errlen, -ENOMEM, "out of memory");
 	if (link->mtu)
@@ -342,6 +286,36 @@ int rocemu_port_open(const struct rocemu_port_config *cfg, struct rocemu_port **
 	}
 	*out = port;
 	return 0;
+}
+
+int rocemu_port_open(const struct rocemu_port_config *cfg, struct rocemu_port **out, char *err,
+		     size_t errlen)
+{
+	const struct port_link_ops *link;
+	char arg[ROCEMU_PORT_SPEC_MAX];
+	unsigned retry_ms;
+	int rc;
+
+	*out = NULL;
+	rc = rocemu_port_config_validate(cfg, err, errlen);
+	if (rc)
+		return rc;
+	link = port_link_parse(cfg->spec, arg, sizeof(arg), NULL, 0);
+	rc = port_eal_init(link->needs_pci && link->needs_pci(arg));
+	if (rc)
+		return port_fail(err, errlen, rc, "%s", rocemu_eal_error());
+	retry_ms = link->open_retry_ms ? link->open_retry_ms() : 0;
+	if (retry_ms && link->pmd_log)
+		port_log_quiet(link->pmd_log, true);
+	for (unsigned ms = 0;; ms += 20) {
+		rc = open_once(cfg, link, arg, out, err, errlen);
+		if (rc != -EINVAL || ms >= retry_ms)
+			break;
+		nanosleep(&(struct timespec){0, 20000000}, NULL);
+	}
+	if (retry_ms && link->pmd_log)
+		port_log_quiet(link->pmd_log, false);
+	return rc;
 }
 
 void rocemu_port_close(struct rocemu_port *port)

@@ -253,6 +253,8 @@ bool port_app_is_polling(struct rocemu_port *port, uint64_t now);
 bool port_trace_on(const char *topic);
 void port_trace(const struct rocemu_port *port, const char *topic, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* A PMD's log held to critical messages while on (nested, any thread). */
+void port_log_quiet(const char *logtype, bool on);
 /* A line for the user while open waits (cfg.notice; nothing without it). */
 void port_notice(const struct rocemu_port *port, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -53,6 +53,12 @@ struct port_link_ops {
 	int (*create)(struct rocemu_port *port, const char *arg, char *err, size_t errlen);
 	/* Ask the device for port->eth_mtu before starting it. */
 	bool set_dev_mtu;
+	/* An open may fail for a while after a device of the link went (af_xdp:
+	 * the kernel frees the old socket's buffer pool later): how long to try
+	 * the whole open again (ms, 0: no retry) when it failed with -EINVAL,
+	 * with the PMD's log type (pmd_log) held back meanwhile. */
+	unsigned (*open_retry_ms)(void);
+	const char *pmd_log;
 	/* Start the configured device (default: rte_eth_dev_start). */
 	int (*start)(struct rocemu_port *port, char *err, size_t errlen);
 	/* Choose port->mac; dev_mac is the device's (NULL when it has none).
@@ -98,14 +104,14 @@ extern const struct port_link_ops port_link_dpdk;
 #define PORT_SOFT_LINK_MTU 4200
 #define PORT_DEFAULT_MTU   1500
 
-/* port_dev.c: the link of a spec, and arg (what follows the prefix). NULL
+/* port_link.c: the link of a spec, and arg (what follows the prefix). NULL
  * with err when the spec is bad. */
 const struct port_link_ops *port_link_parse(const char *spec, char *arg, size_t arglen, char *err,
 					    size_t errlen);
 
-/* Helpers for link drivers (port_dev.c). */
-/* A number unique in the process, for device and pool names. */
+/* A number unique in the process, for device and pool names (port_link.c). */
 unsigned port_next_seq(void);
+/* Helpers for link drivers (port_dev.c). */
 /* rte_dev_probe(devargs) and find the ethdev named port->dev_name. */
 int port_dev_probe(struct rocemu_port *port, const char *devargs, char *err, size_t errlen);
 /* Stop, close and (a vdev) remove the device. */

@@ -4,9 +4,25 @@
  * UMEM chunks must fit a page, so mbufs keep the standard 2 KB data room and
  * the MTU at most 3498. The xsk descriptor is not exposed through ethdev in
  * DPDK 22.11: nothing wakes the progress thread on a frame (1 ms naps).
+ *
+ * Open, close, open again: DPDK 22.11's eth_dev_close never deletes the
+ * UMEM of a queue (its reference count test is off by one), and the UMEM's
+ * AF_XDP socket, bound to the interface's queue 0, stays open: a second
+ * open in the process failed ("Failed to create xsk socket", EINVAL). So
+ * the sockets the device opened are noted (the AF_XDP descriptors that
+ * appear between create and attach, under a lock so that two opens do not
+ * mix them up) and closed after the device is removed. The kernel lets go
+ * of the queue a little later (the socket's pool is freed by deferred
+ * work): an open soon after is tried again while it fails, 5 s at most.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
@@ -15,6 +31,82 @@
 
 /* the largest MTU whose frames fit an XDP frame of a 4 KB page */
 #define AF_XDP_MAX_MTU 3498
+#ifndef AF_XDP
+#define AF_XDP 44
+#endif
+#define XSK_MAX 16
+
+struct afxdp_link {
+	ino_t before[XSK_MAX]; /* AF_XDP sockets open before the device was made */
+	unsigned n_before;
+	int xsk_fd[XSK_MAX]; /* the ones the device opened */
+	ino_t xsk_ino[XSK_MAX];
+	unsigned n_xsk;
+	bool locked; /* xsk_lock held from create to attach */
+};
+
+static pthread_mutex_t xsk_lock = PTHREAD_MUTEX_INITIALIZER;
+/* when the process last closed an af_xdp device (rocemu_now_ns) */
+static atomic_uint_fast64_t last_release_ns;
+
+/* fd's inode when it is an AF_XDP socket, else 0. */
+static ino_t xsk_inode(int fd)
+{
+	struct stat st;
+	socklen_t len = sizeof(int);
+	int domain;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) || domain != AF_XDP ||
+	    fstat(fd, &st))
+		return 0;
+	return st.st_ino;
+}
+
+/* Call fn for each AF_XDP socket of the process. */
+static void each_xsk(struct afxdp_link *l, void (*fn)(struct afxdp_link *, int, ino_t))
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		char *end;
+		long fd = strtol(e->d_name, &end, 10);
+		ino_t ino;
+
+		if (*end || end == e->d_name || fd == dirfd(d))
+			continue;
+		ino = xsk_inode((int)fd);
+		if (ino)
+			fn(l, (int)fd, ino);
+	}
+	if (d)
+		closedir(d);
+}
+
+static void note_before(struct afxdp_link *l, int fd, ino_t ino)
+{
+	(void)fd;
+	if (l->n_before < XSK_MAX)
+		l->before[l->n_before++] = ino;
+}
+
+static void note_new(struct afxdp_link *l, int fd, ino_t ino)
+{
+	for (unsigned i = 0; i < l->n_before; i++)
+		if (l->before[i] == ino)
+			return;
+	if (l->n_xsk < XSK_MAX) {
+		l->xsk_fd[l->n_xsk] = fd;
+		l->xsk_ino[l->n_xsk++] = ino;
+	}
+}
+
+static void unlock_xsk(struct afxdp_link *l)
+{
+	if (l->locked)
+		pthread_mutex_unlock(&xsk_lock);
+	l->locked = false;
+}
 
 static int afxdp_check_arg(const char *arg, char *err, size_t errlen)
 {
@@ -49,7 +141,12 @@ static uint32_t afxdp_data_room(const struct rocemu_port *port)
 
 static int afxdp_create(struct rocemu_port *port, const char *arg, char *err, size_t errlen)
 {
+	struct afxdp_link *l = port->link_priv;
 	char devargs[ROCEMU_PORT_SPEC_MAX + 128];
+
+	pthread_mutex_lock(&xsk_lock);
+	l->locked = true;
+	each_xsk(l, note_before);
 
 	snprintf(port->dev_name, sizeof(port->dev_name), "net_af_xdp_re%u", port_next_seq());
 	snprintf(devargs, sizeof(devargs), "%s,iface=%s,start_queue=0,queue_count=1",
@@ -59,19 +156,53 @@ static int afxdp_create(struct rocemu_port *port, const char *arg, char *err, si
 
 static void afxdp_attach(struct rocemu_port *port, const char *arg)
 {
+	struct afxdp_link *l = port->link_priv;
+
 	(void)arg;
+	each_xsk(l, note_new);
+	unlock_xsk(l);
 	port_iface_hold_roce_udp(port);
+}
+
+/* After the device went: close the sockets it left open (see the top). */
+static void afxdp_release(struct rocemu_port *port)
+{
+	struct afxdp_link *l = port->link_priv;
+
+	port_dev_remove(port);
+	for (unsigned i = 0; i < l->n_xsk; i++)
+		if (xsk_inode(l->xsk_fd[i]) == l->xsk_ino[i])
+			close(l->xsk_fd[i]);
+	l->n_xsk = 0;
+	unlock_xsk(l);
+	atomic_store(&last_release_ns, rocemu_now_ns());
+}
+
+/* Shortly after a close in this process, the kernel may still hold queue
+ * 0's buffer pool: try the open again (5 s at most, a loaded machine delays
+ * the kernel's deferred work). Not the queue setup alone: each failed one
+ * keeps the fill queue's mbufs, and the pool runs dry. A first open fails
+ * at once. */
+static unsigned afxdp_open_retry_ms(void)
+{
+	uint64_t last = atomic_load(&last_release_ns);
+
+	return last && rocemu_now_ns() - last < 5000000000ull ? 5000 : 0;
 }
 
 const struct port_link_ops port_link_afxdp = {
     .name = "af_xdp",
     .prefix = "af_xdp:",
     .usage = "af_xdp:IFACE",
+    .priv_size = sizeof(struct afxdp_link),
     .check_arg = afxdp_check_arg,
     .preview_mac = afxdp_preview_mac,
     .mtu = afxdp_mtu,
     .data_room = afxdp_data_room,
     .create = afxdp_create,
+    .open_retry_ms = afxdp_open_retry_ms,
+    .pmd_log = "pmd.net.af_xdp",
     .mac = port_iface_mac_choose,
     .attach = afxdp_attach,
+    .release = afxdp_release,
 };

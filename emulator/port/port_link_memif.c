@@ -141,32 +141,13 @@ static int memif_listening(const char *path)
 	return found;
 }
 
-static pthread_mutex_t quiet_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned quiet_depth;
-static uint32_t quiet_saved;
-
-/*
- * Around calls that may fail as expected (a client's start while its server
- * goes, a server's probe when another one raced it), the memif PMD's log is
- * held to critical messages: rocemu says what happened, in one line, and a
- * reconnecting client no longer writes "Failed to connect socket" per try.
- * ROCEMU_LOG=LEVEL keeps DPDK's own lines.
- */
+/* Around calls that may fail as expected (a client's start while its
+ * server goes, a server's probe when another one raced it) the PMD's log is
+ * held back (port_log_quiet): rocemu says what happened, in one line, and a
+ * reconnecting client no longer writes "Failed to connect socket" per try. */
 static void memif_quiet(bool on)
 {
-	int type;
-
-	if (getenv("ROCEMU_LOG"))
-		return;
-	pthread_mutex_lock(&quiet_lock);
-	type = rte_log_register("pmd.net.memif");
-	if (type >= 0 && on && quiet_depth++ == 0) {
-		quiet_saved = rte_log_get_level(type);
-		rte_log_set_level(type, RTE_LOG_CRIT);
-	} else if (type >= 0 && !on && quiet_depth && --quiet_depth == 0) {
-		rte_log_set_level(type, quiet_saved);
-	}
-	pthread_mutex_unlock(&quiet_lock);
+	port_log_quiet("pmd.net.memif", on);
 }
 
 static int start_quietly(struct rocemu_port *port)
