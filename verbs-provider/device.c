@@ -22,6 +22,15 @@ static unsigned g_n_devices;
 static int g_config_errno;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
+/* What the port says while an open waits (a memif client for its server):
+ * one line on stderr, like the provider's errors. */
+static void device_notice(void *arg, const char *line)
+{
+	const struct rocemu_vdevice *d = arg;
+
+	fprintf(stderr, "rocemu: %s: %s\n", d->cfg.name, line);
+}
+
 static void load_devices(void)
 {
 	static struct rocemu_port_config cfgs[ROCEMU_MAX_DEVICES];
@@ -45,6 +54,8 @@ static void load_devices(void)
 			return;
 		}
 		d->cfg = cfgs[i];
+		d->cfg.notice = device_notice;
+		d->cfg.notice_arg = d;
 		d->index = i;
 		pthread_mutex_init(&d->lock, NULL);
 		d->ibdev.node_type = IBV_NODE_CA;
@@ -59,8 +70,12 @@ static void load_devices(void)
 			 "/sys/class/infiniband_verbs/uverbs%u", i);
 		snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path),
 			 ROCEMU_SYSFS_CLASS "/%.*s", nl, cfgs[i].name);
-		if (cfgs[i].mac_set) {
-			d->guid = rocemu_guid_from_mac(cfgs[i].mac);
+		/* The GUID comes from the MAC: --mac, memif's and ring's generated
+		 * one, the interface's (af_packet, af_xdp) are known without
+		 * opening the port; only dpdk: ports need a look at the device. */
+		uint8_t mac[6];
+		if (rocemu_port_config_mac(&cfgs[i], mac) == 0) {
+			d->guid = rocemu_guid_from_mac(mac);
 			d->guid_known = true;
 		}
 		g_devices[g_n_devices++] = d;
@@ -264,7 +279,7 @@ __be64 ibv_get_device_guid(struct ibv_device *device)
 		errno = EINVAL;
 		return 0;
 	}
-	/* Without a configured MAC, only the port knows it (af_packet uses the interface's). */
+	/* Known from the config but for dpdk: ports: only the device knows. */
 	if (!d->guid_known && engine_acquire(d) == 0)
 		engine_release(d);
 	return d->guid;

@@ -47,6 +47,8 @@ static void usage(FILE *f)
 	       "  --capture-filter EXPR  BPF filter for the capture (libpcap syntax)\n"
 	       "  --capture-rotate BYTES start FILE.1, FILE.2, ... when a file reaches BYTES\n"
 	       "  --arp-timeout MS, --arp-retries N, --arp-expire MS   neighbour resolution\n"
+	       "  --memif-wait MS        memif client: wait this long for its server (10000;\n"
+	       "                         0: fail at once with ECONNREFUSED)\n"
 	       "  --fault-drop|dup|reorder|corrupt|delay [tx:|rx:]PPM, --fault-delay-us N,\n"
 	       "  --fault-drop-list tx:1,2,..|rx:..., --fault-seed N   fault injector\n"
 	       "  --ping ADDR            send echo requests to ADDR, then exit (0 = all answered)\n"
@@ -54,6 +56,13 @@ static void usage(FILE *f)
 	       "  --interval MS          time between echo requests (200)\n"
 	       "  --stay                 with --ping: keep running afterwards until a signal\n"
 	       "  --duration SECONDS     exit after this long (default: run until a signal)\n");
+}
+
+/* A line from the port while it opens (a memif client waiting for its server). */
+static void port_notice(void *arg, const char *line)
+{
+	(void)arg;
+	fprintf(stderr, "rocemu port: %s\n", line);
 }
 
 static void sleep_ms(unsigned ms)
@@ -183,6 +192,7 @@ int rocemu_cmd_port(int argc, char **argv)
 	bool stay = false;
 
 	rocemu_port_config_init(&cfg);
+	cfg.notice = port_notice;
 	for (int i = 1; i < argc; i++) {
 		char opt[64];
 		const char *arg = argv[i], *val, *eq;

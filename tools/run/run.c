@@ -45,6 +45,7 @@ static void usage(FILE *f)
 	    "  --mac MAC  --mtu N  --capture FILE.pcap  --capture-filter BPF  --capture-rotate "
 	    "BYTES\n"
 	    "  --name NAME        device name (default rocemu0)\n"
+	    "  --memif-wait MS    a memif client waits this long for its server (10000)\n"
 	    "  --fault-*          fault injection, see 'rocemu port --help'\n"
 	    "Under mpirun/srun (one command line for every rank):\n"
 	    "  --rank-port memif:SOCK  rank 0 the memif server, rank 1 the client (2 ranks)\n"
