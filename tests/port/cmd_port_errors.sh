@@ -5,8 +5,12 @@
 # clear line naming the option; --help succeeds; a ping to an address nobody
 # answers ends with "cannot resolve ADDR (ARP)" and status 1 instead of
 # hanging; a ping to our own address is answered through loopback; --ip
-# without a prefix takes the documented default.
-# Uses a ring port (in-process), so it needs neither root nor a network.
+# without a prefix takes the documented default. memif (issue 20.3, 20.4): a
+# client with no server says once that it waits, then fails with one line
+# (ECONNREFUSED with --memif-wait 0, ETIMEDOUT after a wait) and no line of
+# DPDK's; a second server on a socket path another process listens on fails
+# with "socket path in use by another server".
+# Uses ring and memif ports, so it needs neither root nor a network.
 #
 # usage: cmd_port_errors.sh ROCEMU
 set -u
@@ -75,4 +79,41 @@ done
 expect_run "ping to our own address answered through loopback" 0 \
 	"2/2 echo requests to 10.0.0.1 answered" "^loopback_frames +4$" -- \
 	--port ring:e3:a --ip 10.0.0.1/24 --ping 10.0.0.1 --count 2
+# memif without a server: nothing from DPDK, one notice, one error
+work=$(mktemp -d /tmp/rocemu-cmdport-XXXXXX)
+trap 'kill $srv 2>/dev/null; wait $srv 2>/dev/null; rm -rf "$work"' EXIT
+srv=
+expect_memif() { # WHAT WAIT_MS WAITING_LINES ERROR_PATTERN
+	local out rc t0 t1
+	t0=$(date +%s%N)
+	out=$(timeout 30 "$rocemu" port --port "memif:client:$work/none.sock" --ip 10.0.9.2/24 \
+		--memif-wait "$2" 2>&1)
+	rc=$?
+	t1=$(date +%s%N)
+	if [ $rc = 1 ] && [ "$(grep -c "waiting for a memif server on $work/none.sock" <<<"$out")" = "$3" ] &&
+		grep -qE -- "$4" <<<"$out" && ! grep -qiE "memif_|Failed to connect|EAL" <<<"$out" &&
+		[ $(((t1 - t0) / 1000000)) -ge "$2" ] && [ "$(wc -l <<<"$out")" -le 2 ]; then
+		echo "ok: $1"
+	else
+		echo "FAIL: $1: status $rc after $(((t1 - t0) / 1000000)) ms:"
+		echo "$out"
+		status=1
+	fi
+}
+expect_memif "memif client, no server, --memif-wait 0: refused at once" 0 0 \
+	"no memif server listening on .*none\.sock"
+expect_memif "memif client, no server, --memif-wait 700: one notice, then timed out" 700 1 \
+	"no memif server on .*none\.sock within 700 ms"
+# a server, then a second one on the same path in another process
+"$rocemu" port --port "memif:server:$work/s.sock" --ip 10.0.8.1/24 >"$work/srv.out" 2>&1 &
+srv=$!
+for _ in $(seq 100); do grep -q "link" "$work/srv.out" && break; sleep 0.1; done
+expect_run "a second memif server on one socket path: 'socket path in use by another server'" 1 \
+	"^rocemu port: memif:server:.*/s\.sock: socket path in use by another server$" -- \
+	--port "memif:server:$work/s.sock" --ip 10.0.8.2/24
+if out=$(timeout 30 "$rocemu" port --port "memif:server:$work/s.sock" --ip 10.0.8.2/24 2>&1) ||
+	grep -qiE "Address already in use|memif_socket|EAL" <<<"$out"; then
+	echo "FAIL: the second server's output has DPDK's lines: $out"
+	status=1
+fi
 exit $status

@@ -3,8 +3,8 @@
 #
 # Integration: memif in any start order, and across restarts, with real
 # `rocemu port` processes (no root needed: memif is a Unix socket).
-#  A. A client starts first, its server 1.5 s later: the client's pings are
-#     answered.
+#  A. A client starts first, its server 1.5 s later: the client says once that
+#     it waits (no line of DPDK's), and its pings are answered.
 #  B. That client exits and a new one comes at once to the same server: its
 #     pings are answered (the server takes the new connection although the
 #     old client announced its close).
@@ -59,6 +59,10 @@ srv1=$last
 wait "$cli1" || fail "A: the client started first got no answers"
 show cli1
 answered cli1 2 "$srv_ip" || fail "A: client's pings (server started 1.5 s after it)"
+# it said once that it waited, and DPDK said nothing of its attempts
+[ "$(grep -c "waiting for a memif server on $sock" "$work/cli1.out")" = 1 ] ||
+	fail "A: the client's 'waiting for a memif server' line (once)"
+grep -q "Failed to connect" "$work/cli1.out" && fail "A: DPDK's connect failures in the client's output"
 
 # B. a new client to the same server, at once
 client cli2 --ping "$srv_ip" --count 2 --stay
