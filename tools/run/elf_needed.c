@@ -5,7 +5,8 @@
  * follows them through the usual library directories, like ldd would,
  * without running anything; a library known to load libibverbs as a plugin
  * (UCX's libuct, Open MPI's libmpi) counts. Every offset is bounds-checked: the file is
- * untrusted input.
+ * untrusted input. Offsets need not be aligned either, so every header is
+ * copied out with memcpy rather than read through a cast pointer.
  */
 #include <elf.h>
 #include <errno.h>
@@ -32,13 +33,21 @@ static bool in_bounds(const struct elf_view *v, uint64_t off, uint64_t n)
 	return off <= v->len && n <= v->len - off;
 }
 
+/* Program header i; the caller has bounds-checked the table. */
+static Elf64_Phdr phdr_at(const struct elf_view *v, const Elf64_Ehdr *eh, unsigned i)
+{
+	Elf64_Phdr ph;
+	memcpy(&ph, v->p + eh->e_phoff + (uint64_t)i * sizeof(ph), sizeof(ph));
+	return ph;
+}
+
 /* File offset of virtual address va, through the PT_LOAD segments. */
 static bool va_to_off(const struct elf_view *v, const Elf64_Ehdr *eh, uint64_t va, uint64_t *off)
 {
 	for (unsigned i = 0; i < eh->e_phnum; i++) {
-		const Elf64_Phdr *ph = (const Elf64_Phdr *)(v->p + eh->e_phoff + i * sizeof(*ph));
-		if (ph->p_type == PT_LOAD && va >= ph->p_vaddr && va - ph->p_vaddr < ph->p_filesz) {
-			*off = ph->p_offset + (va - ph->p_vaddr);
+		Elf64_Phdr ph = phdr_at(v, eh, i);
+		if (ph.p_type == PT_LOAD && va >= ph.p_vaddr && va - ph.p_vaddr < ph.p_filesz) {
+			*off = ph.p_offset + (va - ph.p_vaddr);
 			return true;
 		}
 	}
@@ -50,37 +59,50 @@ static int read_needed(const struct elf_view *v, char names[][256], int max)
 {
 	if (!in_bounds(v, 0, sizeof(Elf64_Ehdr)) || memcmp(v->p, ELFMAG, SELFMAG))
 		return -ENOEXEC;
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)v->p;
+	Elf64_Ehdr ehdr;
+	memcpy(&ehdr, v->p, sizeof(ehdr));
+	const Elf64_Ehdr *eh = &ehdr;
 	if (eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_phentsize != sizeof(Elf64_Phdr) ||
 	    !in_bounds(v, eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr)))
 		return -ENOEXEC;
-	const Elf64_Phdr *dyn = NULL;
+	Elf64_Phdr dyn = {0};
+	bool have_dyn = false;
 	for (unsigned i = 0; i < eh->e_phnum; i++) {
-		const Elf64_Phdr *ph = (const Elf64_Phdr *)(v->p + eh->e_phoff + i * sizeof(*ph));
-		if (ph->p_type == PT_DYNAMIC)
+		Elf64_Phdr ph = phdr_at(v, eh, i);
+		if (ph.p_type == PT_DYNAMIC) {
 			dyn = ph;
+			have_dyn = true;
+		}
 	}
-	if (!dyn)
+	if (!have_dyn)
 		return 0; /* statically linked */
-	if (!in_bounds(v, dyn->p_offset, dyn->p_filesz))
+	if (!in_bounds(v, dyn.p_offset, dyn.p_filesz))
 		return -ENOEXEC;
-	const Elf64_Dyn *d = (const Elf64_Dyn *)(v->p + dyn->p_offset);
-	size_t nd = dyn->p_filesz / sizeof(*d);
+	const uint8_t *dyns = v->p + dyn.p_offset;
+	size_t nd = dyn.p_filesz / sizeof(Elf64_Dyn);
 	uint64_t strtab = 0, strsz = 0, stroff;
-	for (size_t i = 0; i < nd && d[i].d_tag != DT_NULL; i++) {
-		if (d[i].d_tag == DT_STRTAB)
-			strtab = d[i].d_un.d_ptr;
-		if (d[i].d_tag == DT_STRSZ)
-			strsz = d[i].d_un.d_val;
+	for (size_t i = 0; i < nd; i++) {
+		Elf64_Dyn d;
+		memcpy(&d, dyns + i * sizeof(d), sizeof(d));
+		if (d.d_tag == DT_NULL)
+			break;
+		if (d.d_tag == DT_STRTAB)
+			strtab = d.d_un.d_ptr;
+		if (d.d_tag == DT_STRSZ)
+			strsz = d.d_un.d_val;
 	}
 	if (!strtab || !va_to_off(v, eh, strtab, &stroff) || !in_bounds(v, stroff, strsz))
 		return -ENOEXEC;
 	int n = 0;
-	for (size_t i = 0; i < nd && d[i].d_tag != DT_NULL && n < max; i++) {
-		if (d[i].d_tag != DT_NEEDED || d[i].d_un.d_val >= strsz)
+	for (size_t i = 0; i < nd && n < max; i++) {
+		Elf64_Dyn d;
+		memcpy(&d, dyns + i * sizeof(d), sizeof(d));
+		if (d.d_tag == DT_NULL)
+			break;
+		if (d.d_tag != DT_NEEDED || d.d_un.d_val >= strsz)
 			continue;
-		const char *s = (const char *)v->p + stroff + d[i].d_un.d_val;
-		size_t room = strsz - d[i].d_un.d_val;
+		const char *s = (const char *)v->p + stroff + d.d_un.d_val;
+		size_t room = strsz - d.d_un.d_val;
 		size_t l = strnlen(s, room);
 		if (l == room || l >= 256)
 			continue;
