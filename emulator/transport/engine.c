@@ -391,6 +391,7 @@ static void dispatch_one(struct rocemu_engine *e, struct rte_mbuf *m, const stru
 		ENGINE_COUNT(e, drop_addr_mismatch);
 		return;
 	}
+	qp->comp.heard = true; /* the peer is running (the transport timer's back-off) */
 	if (pkt->op->flags & ROCE_OPF_RESPONSE)
 		rocemu_comp_rx(qp, m, pkt);
 	else

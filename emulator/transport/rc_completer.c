@@ -101,7 +101,8 @@ void rocemu_comp_rearm(struct rocemu_qp *qp, uint64_t now)
 		qp->comp.probe_ns = 0;
 		return;
 	}
-	qp->comp.deadline_ns = now + t;
+	qp->comp.deadline_ns = now + (t << qp->comp.backoff);
+	qp->comp.heard = false;
 	p = qp->comp.probes >= ROCEMU_PROBES || qp->comp.rnr_until_ns ? 0 : probe_wait_ns(qp, t);
 	qp->comp.probe_ns = p ? now + (p << qp->comp.probes) : 0;
 }
@@ -159,6 +160,7 @@ static void progress_made(struct rocemu_qp *qp)
 {
 	qp->comp.reread_pending = false;
 	qp->comp.probes = 0;
+	qp->comp.backoff = 0;
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.nak_retry_left = 8 * (qp->attr.retry_cnt + 1);
 	qp->comp.rnr_left = qp->attr.rnr_retry;
@@ -635,6 +637,22 @@ unsigned rocemu_comp_timers(struct rocemu_qp *qp, uint64_t now)
 		} else {
 			ENGINE_COUNT(qp->engine, retransmit_timeouts);
 			uint32_t from = oldest_unacked(qp);
+
+			/* Nothing came from the peer for a whole period: it may be
+			 * dead, or alive but not scheduled (one-way delays of tens of
+			 * ms on a loaded machine). A lost packet is not told from
+			 * either, so this expiry counts against retry_cnt as usual
+			 * (9.7.6.1.3), but the next period is longer: a busy peer
+			 * gets time to run before RETRY_EXC, a dead one still ends
+			 * in RETRY_EXC in bounded time. A peer heard from is
+			 * running: its periods stay T. */
+			if (qp->comp.heard) {
+				qp->comp.backoff = 0;
+			} else {
+				ENGINE_COUNT(qp->engine, retransmit_timeouts_silent);
+				if (qp->comp.backoff < ROCEMU_TIMER_BACKOFF_MAX)
+					qp->comp.backoff++;
+			}
 
 			/* responses still in flight from before the timeout are stale */
 			qp->comp.reread_pending = true;

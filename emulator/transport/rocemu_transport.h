@@ -91,6 +91,14 @@ static inline uint32_t rocemu_qpn_slot(uint32_t qpn)
 #define ROCEMU_PROBE_MIN_NS 250000ull
 /** Probes per stall (the second after twice the wait) before the transport timer decides. */
 #define ROCEMU_PROBES 2
+/**
+ * Transport timer back-off: after an expiry in which nothing at all came from
+ * the peer on the QP, the next period doubles, up to 2^this times the Local
+ * ACK Timeout (T, 2T, 4T, 4T...). A peer that is alive but not scheduled
+ * (a loaded machine) then has 27 T instead of 8 T at retry_cnt 7 before
+ * RETRY_EXC; a dead peer still gets it, in 27 T (1.8 s at timeout 14).
+ */
+#define ROCEMU_TIMER_BACKOFF_MAX 2
 /** AckReq is set at least every this many packets of a long message. */
 #define ROCEMU_ACKREQ_INTERVAL 32
 /** Packets one QP may transmit per progress pass (fairness, tx ring room). */
@@ -145,6 +153,7 @@ static inline uint32_t rocemu_qpn_slot(uint32_t qpn)
 	X(rx_rnr_nak)                                                                              \
 	X(retransmit_packets)                                                                      \
 	X(retransmit_timeouts)                                                                     \
+	X(retransmit_timeouts_silent)                                                              \
 	X(retransmit_probes)                                                                       \
 	X(window_shrinks)                                                                          \
 	X(retry_exceeded)                                                                          \
@@ -291,7 +300,9 @@ struct rocemu_qp {
 		uint32_t retry_left;	 /**< timeouts (and READ gaps) left without progress */
 		uint32_t nak_retry_left; /**< PSN-sequence NAK go-backs left without progress */
 		uint32_t rnr_left;
-		uint64_t deadline_ns;  /**< retransmission timer, 0 = off */
+		uint64_t deadline_ns; /**< retransmission timer, 0 = off */
+		bool heard;	      /**< a packet came from the peer since the timer was armed */
+		uint8_t backoff;      /**< the timer runs T << backoff (silent expiries in a row) */
 		uint64_t rnr_until_ns; /**< RNR back-off end, 0 = none */
 		uint32_t rnr_psn;
 		bool reread_pending; /**< a READ gap was re-requested from reread_psn */

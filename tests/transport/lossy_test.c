@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -253,6 +254,62 @@ static void test_peer_gone(void **state)
 	rocemu_mr_dereg(m);
 }
 
+/*
+ * Issue 20.7: a peer that is alive but not scheduled is not a dead peer. B
+ * runs no pass at all for 10 transport timer periods (timeout 14: 10 x 67 ms)
+ * while A's SEND waits for its ACK; retry_cnt 7 alone would end in RETRY_EXC
+ * after 8 periods. A hears nothing from B, so its timer backs off (T, 2T,
+ * 4T...: 27 T before RETRY_EXC) and the SEND completes once B runs again.
+ * The pause is a lower bound (a late wake-up only lengthens it): a build
+ * without the back-off fails here whenever A's own thread runs in the pause.
+ */
+static void test_peer_paused(void **state)
+{
+	struct rocemu_qp *qa, *qb;
+	static uint8_t src[3000], dst[3000];
+	struct rocemu_mr *ms, *md;
+	struct rocemu_wc wc;
+	struct ibv_sge sge;
+	struct timespec pause = {0, 670 * 1000000L};
+	int rc;
+
+	(void)state;
+	rc = h_setup_opts(&A, &B, "paused", NULL, NULL, NULL);
+	if (rc == 77)
+		skip();
+	assert_int_equal(rc, 0);
+	h_timeout = 14; /* 67 ms */
+	qa = h_qp(&A, IBV_QPT_RC, 16, NULL);
+	qb = h_qp(&B, IBV_QPT_RC, 16, NULL);
+	assert_int_equal(h_connect(&A, qa, &B, qb, IBV_MTU_1024, 1, 2, H_ACC_ALL, false), 0);
+	h_fill(src, sizeof(src), 5);
+	memset(dst, 0, sizeof(dst));
+	ms = reg(&A, src, sizeof(src));
+	md = reg(&B, dst, sizeof(dst));
+	sge = (struct ibv_sge){(uintptr_t)dst, sizeof(dst), h_key(md, false)};
+	assert_int_equal(rocemu_qp_post_recv(qb, 1, &sge, 1), 0);
+
+	rocemu_port_progress_thread_stop(rocemu_engine_port(B.e));
+	assert_int_equal(post1(qa, IBV_WR_SEND, 1, src, sizeof(src), h_key(ms, false), NULL, 0, 0),
+			 0);
+	while (nanosleep(&pause, &pause) != 0)
+		;
+	assert_int_equal(rocemu_port_progress_thread_start(rocemu_engine_port(B.e)), 0);
+
+	assert_int_equal(h_poll(A.scq, &wc), 1);
+	if (wc.status != IBV_WC_SUCCESS)
+		h_dump_counters(A.e, "A");
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(h_poll(B.rcq, &wc), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_memory_equal(src, dst, sizeof(src));
+	assert_int_equal(h_counter(A.e, "retry_exceeded"), 0);
+	assert_int_equal(rocemu_qp_destroy(qa), 0);
+	assert_int_equal(rocemu_qp_destroy(qb), 0);
+	rocemu_mr_dereg(ms);
+	rocemu_mr_dereg(md);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +322,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_corrupt5, cleanup),
 	    cmocka_unit_test_teardown(test_mixed, cleanup),
 	    cmocka_unit_test_teardown(test_peer_gone, cleanup),
+	    cmocka_unit_test_teardown(test_peer_paused, cleanup),
 	};
 
 	if (rocemu_eal_init() < 0) {
