@@ -2,8 +2,9 @@
 /*
  * Link kind `memif:server:SOCK` / `memif:client:SOCK`: DPDK's net_memif over
  * an abstract Unix socket (DPDK 22.11's default), shared memory between two
- * processes. The bell that wakes a sleeping peer is port_memif_bell.c; this
- * file is the device and its life:
+ * processes. The bell that wakes a sleeping peer is port_memif_bell.c, the
+ * socket as seen from outside the PMD port_memif_socket.c; this file is the
+ * device and its life:
  *  - open: a server refuses a socket path another server listens on
  *    (EADDRINUSE, before DPDK tries); a client waits for its server
  *    (`memif-wait`, one notice line), then fails with ECONNREFUSED/ETIMEDOUT;
@@ -17,7 +18,6 @@
  *    listening socket, which DPDK 22.11 leaves bound, is released so that the
  *    same process can open the server again.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -33,8 +32,6 @@
 
 #include <rte_alarm.h>
 #include <rte_ethdev.h>
-#include <rte_interrupts.h>
-#include <rte_log.h>
 
 #include "port_memif.h"
 
@@ -106,41 +103,6 @@ void memif_link_set(struct rocemu_port *port, enum memif_link_state to, const ch
 	__atomic_store_n(&l->state, to, __ATOMIC_RELAXED);
 }
 
-/* ------------------------------------------------------------------------ */
-/* The socket as the kernel shows it, and the PMD's quiet.                   */
-
-/*
- * Is a memif server listening on path (an abstract SOCK_SEQPACKET socket,
- * shown as "@path" in /proc/net/unix)? 1 yes, 0 no, -errno when we cannot
- * tell. Looking costs nothing to the server, unlike a connection attempt
- * (which the PMD would take for a client, and log).
- */
-static int memif_listening(const char *path)
-{
-	FILE *f = fopen("/proc/net/unix", "re");
-	char line[1024];
-	int found = 0;
-
-	if (!f)
-		return -errno;
-	while (!found && fgets(line, sizeof(line), f)) {
-		unsigned flags, type, st;
-		int off = 0;
-		char *p;
-
-		if (sscanf(line, "%*s %*x %*x %x %x %x %*u %n", &flags, &type, &st, &off) != 3 ||
-		    !off)
-			continue;
-		p = line + off;
-		p[strcspn(p, "\n")] = 0;
-		/* __SO_ACCEPTCON: a listening socket */
-		found = type == SOCK_SEQPACKET && (flags & 0x10000) && p[0] == '@' &&
-			!strcmp(p + 1, path);
-	}
-	fclose(f);
-	return found;
-}
-
 /* Around calls that may fail as expected (a client's start while its
  * server goes, a server's probe when another one raced it) the PMD's log is
  * held back (port_log_quiet): rocemu says what happened, in one line, and a
@@ -158,212 +120,6 @@ static int start_quietly(struct rocemu_port *port)
 	rc = rte_eth_dev_start(port->port_id);
 	memif_quiet(false);
 	return rc;
-}
-
-/* ------------------------------------------------------------------------ */
-/* EAL's interrupt thread, and the server's listening socket.               */
-
-struct intr_call {
-	void (*fn)(void *);
-	void *arg;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool done;
-};
-
-static void intr_call_cb(void *arg)
-{
-	struct intr_call *c = arg;
-
-	c->fn(c->arg);
-	pthread_mutex_lock(&c->lock);
-	c->done = true;
-	pthread_cond_signal(&c->cond);
-	pthread_mutex_unlock(&c->lock);
-}
-
-/*
- * Run fn(arg) on EAL's interrupt thread and wait for it. The memif PMD
- * handles its control channel there (the peer's "disconnect", or its socket
- * closing, runs memif_disconnect: rings unmapped, queue interrupt handles
- * closed, regions freed). Closing the device from another thread at the
- * same moment ran the same teardown twice, concurrently: double rte_free
- * ("EAL: Error: Invalid memory") and use after free, a SIGSEGV at exit once
- * in ~75 program pairs. Callbacks on the interrupt thread run one at a
- * time, so a close run there cannot overlap the PMD's handler. If the
- * alarm cannot be set (or we are on that thread), fn runs here.
- */
-static void run_on_intr_thread(void (*fn)(void *), void *arg)
-{
-	struct intr_call c = {.fn = fn, .arg = arg, .done = false};
-	struct timespec until;
-
-	if (rte_thread_is_intr()) {
-		fn(arg);
-		return;
-	}
-	pthread_mutex_init(&c.lock, NULL);
-	pthread_cond_init(&c.cond, NULL);
-	if (rte_eal_alarm_set(1, intr_call_cb, &c)) {
-		fn(arg);
-	} else {
-		pthread_mutex_lock(&c.lock);
-		while (!c.done) {
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec += 5;
-			if (pthread_cond_timedwait(&c.cond, &c.lock, &until) == ETIMEDOUT &&
-			    rte_eal_alarm_cancel(intr_call_cb, &c) > 0) {
-				/* the interrupt thread is stuck: the alarm never ran */
-				pthread_mutex_unlock(&c.lock);
-				fn(arg);
-				pthread_mutex_lock(&c.lock);
-				break;
-			}
-		}
-		pthread_mutex_unlock(&c.lock);
-	}
-	pthread_cond_destroy(&c.cond);
-	pthread_mutex_destroy(&c.lock);
-}
-
-/* fd is a listening AF_UNIX SOCK_SEQPACKET socket bound to "\0path". */
-static bool is_listener(int fd, const char *path)
-{
-	struct sockaddr_un a;
-	socklen_t len = sizeof(a), ol;
-	int v;
-	size_t n = strlen(path);
-
-	ol = sizeof(v);
-	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &ol) || v != AF_UNIX)
-		return false;
-	ol = sizeof(v);
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &ol) || v != SOCK_SEQPACKET)
-		return false;
-	ol = sizeof(v);
-	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &ol) || !v)
-		return false;
-	if (getsockname(fd, (struct sockaddr *)&a, &len) ||
-	    len != offsetof(struct sockaddr_un, sun_path) + 1 + n)
-		return false;
-	return a.sun_path[0] == 0 && !memcmp(a.sun_path + 1, path, n);
-}
-
-/* The PMD's listening socket for path, among our descriptors, or -1. */
-static int find_listener(const char *path)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int fd = -1;
-
-	if (!d)
-		return -1;
-	while (fd < 0 && (e = readdir(d))) {
-		char *end;
-		long v = strtol(e->d_name, &end, 10);
-
-		if (*end || end == e->d_name || v == dirfd(d))
-			continue;
-		if (is_listener((int)v, path))
-			fd = (int)v;
-	}
-	closedir(d);
-	return fd;
-}
-
-static pthread_once_t placeholder_once = PTHREAD_ONCE_INIT;
-static int placeholder_fd = -1;
-
-static void placeholder_open(void)
-{
-	placeholder_fd = eventfd(0, EFD_CLOEXEC);
-}
-
-/*
- * DPDK 22.11's memif PMD, removing the last device of a socket path, frees
- * its bookkeeping but neither closes the server's listening socket nor
- * unregisters its interrupt callback: the abstract name stays bound for the
- * life of the process (a second open of the same server failed with
- * "Address already in use", then EPERM), and a client connecting to it
- * later made the callback run on freed memory. So before the last memif
- * device of a path in this process goes, on the interrupt thread, the
- * listening descriptor is made to point at an eventfd that is never
- * written: the socket is released (its name freed, no client can connect),
- * and the callback, still registered under that number, never fires. The
- * number stays taken: one descriptor per server path closed in the
- * process. (While another device of the path stays, the PMD keeps using
- * the socket, and a new server of the path joins it.)
- */
-static void forget_listener(void *arg)
-{
-	struct memif_link *l = arg;
-	int fd = find_listener(l->path);
-
-	pthread_once(&placeholder_once, placeholder_open);
-	if (fd >= 0 && placeholder_fd >= 0)
-		dup3(placeholder_fd, fd, O_CLOEXEC);
-}
-
-/*
- * The memif devices of this process by socket path (the PMD keeps one
- * socket per path for all of them): whether a path already has a server
- * here, and whether a device is the path's last.
- */
-static pthread_mutex_t users_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct memif_link *users[64];
-
-/* Count the users of path: servers in *servers, all in the return value. */
-static unsigned users_of(const char *path, unsigned *servers)
-{
-	unsigned n = 0;
-
-	*servers = 0;
-	for (unsigned i = 0; i < RTE_DIM(users); i++)
-		if (users[i] && !strcmp(users[i]->path, path)) {
-			n++;
-			*servers += !users[i]->client;
-		}
-	return n;
-}
-
-/* Join the path's users; -EADDRINUSE when l is a server and the path has
- * one here already, -ENOSPC when the table is full. */
-static int users_join(struct memif_link *l)
-{
-	unsigned servers, slot = RTE_DIM(users);
-	int rc = 0;
-
-	pthread_mutex_lock(&users_lock);
-	users_of(l->path, &servers);
-	for (unsigned i = 0; i < RTE_DIM(users) && slot == RTE_DIM(users); i++)
-		if (!users[i])
-			slot = i;
-	if (!l->client && servers)
-		rc = -EADDRINUSE;
-	else if (slot == RTE_DIM(users))
-		rc = -ENOSPC;
-	else
-		users[slot] = l;
-	l->registered = rc == 0;
-	pthread_mutex_unlock(&users_lock);
-	return rc;
-}
-
-/* Leave; true when l was the path's last user in this process. */
-static bool users_leave(struct memif_link *l)
-{
-	unsigned servers, left;
-
-	if (!l->registered)
-		return false;
-	pthread_mutex_lock(&users_lock);
-	for (unsigned i = 0; i < RTE_DIM(users); i++)
-		if (users[i] == l)
-			users[i] = NULL;
-	left = users_of(l->path, &servers);
-	pthread_mutex_unlock(&users_lock);
-	l->registered = false;
-	return left == 0;
 }
 
 static void remove_device(void *arg)
@@ -420,14 +176,14 @@ static int memif_create(struct rocemu_port *port, const char *arg, char *err, si
 	l->client = strncmp(arg, "server:", 7) != 0;
 	snprintf(l->path, sizeof(l->path), "%s", arg + 7);
 	l->state = MEMIF_LINK_CREATED;
-	rc = users_join(l);
+	rc = memif_users_join(l);
 	if (rc == -EADDRINUSE)
 		return in_use(l->path, err, errlen);
 	if (rc)
 		return port_fail(err, errlen, rc, "too many memif devices in this process");
 	/* a listener of another process (ours, kept by a device of the path
 	 * still open here, the PMD reuses) */
-	if (!l->client && memif_listening(l->path) == 1 && find_listener(l->path) < 0)
+	if (!l->client && memif_listening(l->path) == 1 && memif_find_listener(l->path) < 0)
 		return in_use(l->path, err, errlen);
 	snprintf(port->dev_name, sizeof(port->dev_name), "net_memif_re%u", port_next_seq());
 	/* Buffers as large as our mbufs' data room: a frame then takes one
@@ -440,7 +196,7 @@ static int memif_create(struct rocemu_port *port, const char *arg, char *err, si
 	memif_quiet(true);
 	rc = port_dev_probe(port, devargs, err, errlen);
 	memif_quiet(false);
-	if (rc && !l->client && memif_listening(l->path) == 1 && find_listener(l->path) < 0)
+	if (rc && !l->client && memif_listening(l->path) == 1 && memif_find_listener(l->path) < 0)
 		return in_use(l->path, err, errlen); /* another server was quicker */
 	if (rc || l->client)
 		return rc;
@@ -767,10 +523,10 @@ static void memif_release(struct rocemu_port *port)
 	if (l->state != MEMIF_LINK_CLOSING)
 		memif_link_set(port, MEMIF_LINK_CLOSING, "close");
 	memif_close_handshake(port);
-	if (users_leave(l))
-		run_on_intr_thread(forget_listener, l);
+	if (memif_users_leave(l))
+		memif_run_on_intr_thread(memif_forget_listener, l);
 	if (port->port_id != UINT16_MAX)
-		run_on_intr_thread(remove_device, port);
+		memif_run_on_intr_thread(remove_device, port);
 	memif_bell_page_close(port);
 	l->bell_peer_len = 0;
 }

@@ -113,6 +113,21 @@ const char *memif_link_state_name(enum memif_link_state s);
 bool memif_link_transition_legal(enum memif_link_state from, enum memif_link_state to, bool client);
 void memif_link_set(struct rocemu_port *port, enum memif_link_state to, const char *why);
 
+/* port_memif_socket.c */
+/* A server listens on path: 1, 0, or -errno when /proc/net/unix cannot say. */
+int memif_listening(const char *path);
+/* The PMD's listening socket for path among our descriptors, or -1. */
+int memif_find_listener(const char *path);
+/* On the interrupt thread, before the path's last device goes: release the
+ * listening socket DPDK 22.11 leaves bound (arg: the memif_link). */
+void memif_forget_listener(void *arg);
+/* The process's memif devices per path: join (-EADDRINUSE for a second
+ * server here, -ENOSPC), leave (true when l was the path's last). */
+int memif_users_join(struct memif_link *l);
+bool memif_users_leave(struct memif_link *l);
+/* Run fn(arg) on EAL's interrupt thread and wait for it. */
+void memif_run_on_intr_thread(void (*fn)(void *), void *arg);
+
 /* port_memif_bell.c */
 void memif_bell_page_name(char *buf, size_t len, const char *path);
 void memif_bell_page_open(struct rocemu_port *port);
