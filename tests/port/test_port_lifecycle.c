@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A port's life in one process (issues 14.1, 20.2-20.4): open, close and
- * open again, many times, for every link kind; a memif server closed and
+ * open again, many times, for every link kind (ring, dpdk: with net_null,
+ * memif here; af_packet and af_xdp with IFACE); a memif server closed and
  * opened again while its client stays (the client reconnects by itself);
  * the MAC a config announces before it opens is the one the port has; a
  * memif client with no server fails with ECONNREFUSED at once or ETIMEDOUT
@@ -104,11 +105,12 @@ static void reopen(const char *spec, const char *ip)
 	}
 }
 
-static void test_ring_reopen(void **state)
+static void test_ring_and_dpdk_reopen(void **state)
 {
 	struct rocemu_port_config ca, cb;
 	(void)state;
 	reopen("ring:life:a", "10.78.0.1/24");
+	reopen("dpdk:net_null_life0", "10.78.0.3/24"); /* a vdev of any PMD */
 	config(&ca, "ring:life2:a", "10.78.1.1/24");
 	config(&cb, "ring:life2:b", "10.78.1.2/24");
 	for (int i = 0; i < REOPENS; i++) {
@@ -231,7 +233,7 @@ static void test_iface_reopen(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_ring_reopen),
+	    cmocka_unit_test(test_ring_and_dpdk_reopen),
 	    cmocka_unit_test(test_memif_server_reopen),
 	    cmocka_unit_test(test_memif_server_reopened_under_client),
 	    cmocka_unit_test(test_second_server_refused),
