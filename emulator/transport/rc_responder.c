@@ -4,15 +4,17 @@
  * expected-PSN tracking, opcode sequence checks, SEND reassembly into the
  * receive WQE (QP RQ or SRQ), RDMA WRITE placement checked against the RETH
  * of the first packet, READ responses streamed from the responder resources,
- * atomics answered with ATOMIC ACKNOWLEDGE, coalesced ACKs honouring AckReq,
- * and the NAKs of 9.7.5.2 (PSN sequence error once per gap, RNR, invalid
- * request, remote access error, remote operational error).
+ * atomics answered with ATOMIC ACKNOWLEDGE, ACKs requested by AckReq, and
+ * which NAK of 9.7.5.2 a request earns (PSN sequence error once per gap,
+ * RNR, invalid request, remote access error, remote operational error).
+ * Sending the answers (coalesced ACK, NAKs queued behind READ responses) is
+ * rc_responder_ack.c.
  */
 #include <endian.h>
 #include <errno.h>
 #include <string.h>
 
-#include "rocemu_transport.h"
+#include "rc_responder.h"
 
 /** Outcome of placing one request packet. */
 enum resp_result {
@@ -27,150 +29,6 @@ enum resp_result {
 static uint32_t packets_for(uint32_t len, uint32_t mtu)
 {
 	return len == 0 ? 1 : (len + mtu - 1) / mtu;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Sending responses                                                          */
-
-static uint8_t ack_syndrome(void)
-{
-	/* End-to-end credits are not used (no SRQ-less flow control): "invalid" credit count. */
-	return ROCE_AETH_SYNDROME(ROCE_AETH_ACK, ROCE_AETH_CREDITS_INVALID);
-}
-
-/** ACK, NAK, RNR NAK or ATOMIC ACKNOWLEDGE. 0 or -errno (-EAGAIN: try later). */
-static int send_aeth(struct rocemu_qp *qp, uint8_t opcode, uint32_t psn, uint8_t syndrome,
-		     uint64_t orig, uint32_t msn)
-{
-	struct rocemu_engine *e = qp->engine;
-	struct roce_pkt pkt = {0};
-	struct rte_mbuf *m;
-	uint8_t *payload;
-	int rc;
-
-	rc = rocemu_engine_fill_path(e, &qp->path, &pkt);
-	if (rc < 0)
-		return rc;
-	pkt.opcode = opcode;
-	pkt.op = roce_opcode_info(opcode);
-	pkt.pkey = ROCE_DEFAULT_PKEY;
-	pkt.dqpn = qp->attr.dest_qp_num;
-	pkt.psn = psn;
-	pkt.aeth.syndrome = syndrome;
-	pkt.aeth.msn = msn & ROCE_PSN_MASK;
-	pkt.atomic_orig = orig;
-	m = rocemu_engine_pkt_alloc(e, &pkt, &payload);
-	if (!m)
-		return -ENOBUFS;
-	return rocemu_engine_pkt_send(e, m, &pkt);
-}
-
-static void send_pending_nak(struct rocemu_qp *qp);
-
-/*
- * The requester's MAC cannot be resolved (its neighbour entry FAILED: no
- * ARP/ND answer): what we had to answer is dropped and counted instead of
- * kept on the work list, where every pass would try again (a spinning
- * progress thread for as long as the entry stays failed). The requester
- * resends on its timer and is answered once it is reachable again.
- */
-static void response_unreachable(struct rocemu_qp *qp)
-{
-	qp->resp.ack_pending = false;
-	qp->resp.nak_pending = false;
-	ENGINE_COUNT(qp->engine, drop_resp_unreachable);
-}
-
-void rocemu_resp_flush_ack(struct rocemu_qp *qp)
-{
-	int rc;
-
-	if (!qp->resp.ack_pending)
-		return;
-	if (qp->state == IBV_QPS_ERR || qp->state == IBV_QPS_RESET) {
-		qp->resp.ack_pending = false;
-		return;
-	}
-	if (qp->resp.res_active)
-		return; /* READ responses still streaming: the ACK goes after them */
-	if (qp->resp.nak_pending) {
-		send_pending_nak(qp);
-		return;
-	}
-	rc = send_aeth(qp, ROCE_OP_ACK, roce_psn_add(qp->resp.epsn, ROCE_PSN_MASK), ack_syndrome(),
-		       0, qp->resp.msn);
-	if (rc == 0) {
-		qp->resp.ack_pending = false;
-		ENGINE_COUNT(qp->engine, tx_acks);
-	} else if (rc == -EHOSTUNREACH) {
-		response_unreachable(qp);
-	}
-}
-
-static int send_nak(struct rocemu_qp *qp, uint8_t code, uint32_t psn)
-{
-	struct rocemu_engine *e = qp->engine;
-	int rc;
-
-	/* Any response implicitly acknowledges the PSNs before it. */
-	qp->resp.ack_pending = false;
-	rc = send_aeth(qp, ROCE_OP_ACK, psn, ROCE_AETH_SYNDROME(ROCE_AETH_NAK, code), 0,
-		       qp->resp.msn);
-	if (rc < 0)
-		return rc;
-	switch (code) {
-	case ROCE_NAK_PSN_SEQ_ERR:
-		ENGINE_COUNT(e, tx_nak_psn_seq);
-		break;
-	case ROCE_NAK_INVALID_REQUEST:
-		ENGINE_COUNT(e, tx_nak_invalid_req);
-		break;
-	case ROCE_NAK_REMOTE_ACCESS_ERR:
-		ENGINE_COUNT(e, tx_nak_remote_access);
-		break;
-	default:
-		ENGINE_COUNT(e, tx_nak_remote_op);
-		break;
-	}
-	return 0;
-}
-
-/**
- * A PSN-sequence or RNR NAK names a PSN after every request accepted so far,
- * so it leaves after the READ responses still streaming (responses in PSN
- * order, 9.7.5.1.1: the requester would take a READ whose responses come
- * after a later NAK for lost and ask again), and one the port could not
- * queue (tx ring full) goes on the next pass: the requester learns of the
- * gap from this NAK only, the responder stays silent for the rest of it.
- */
-static void queue_nak(struct rocemu_qp *qp, uint8_t syndrome, uint32_t psn)
-{
-	qp->resp.nak_pending = true;
-	qp->resp.nak_syndrome = syndrome;
-	qp->resp.nak_psn = psn;
-	send_pending_nak(qp);
-}
-
-static void send_pending_nak(struct rocemu_qp *qp)
-{
-	struct rocemu_engine *e = qp->engine;
-	uint8_t syn = qp->resp.nak_syndrome;
-	int rc;
-
-	qp->resp.ack_pending = true; /* keeps the QP on the work list until sent */
-	if (qp->resp.res_active)
-		return;
-	rc = send_aeth(qp, ROCE_OP_ACK, qp->resp.nak_psn, syn, 0, qp->resp.msn);
-	if (rc == -EHOSTUNREACH)
-		response_unreachable(qp);
-	if (rc < 0)
-		return;
-	qp->resp.nak_pending = false;
-	qp->resp.ack_pending = false; /* a NAK acknowledges the PSNs before it */
-	if (ROCE_AETH_TYPE(syn) == ROCE_AETH_RNR_NAK)
-		ENGINE_COUNT(e, tx_rnr_nak);
-	else
-		ENGINE_COUNT(e, tx_nak_psn_seq);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -378,7 +236,8 @@ static enum resp_result do_read(struct rocemu_qp *qp, const struct roce_pkt *pkt
 
 static int send_atomic_ack(struct rocemu_qp *qp, const struct rocemu_rd_res *r)
 {
-	int rc = send_aeth(qp, ROCE_OP_ATOMIC_ACK, r->psn, ack_syndrome(), r->atomic_orig, r->msn);
+	int rc = rc_resp_send_aeth(qp, ROCE_OP_ATOMIC_ACK, r->psn, rc_resp_ack_syndrome(),
+				   r->atomic_orig, r->msn);
 
 	if (rc == 0)
 		ENGINE_COUNT(qp->engine, tx_atomic_ack);
@@ -491,7 +350,7 @@ unsigned rocemu_resp_run(struct rocemu_qp *qp, unsigned budget)
 			pkt.pkey = ROCE_DEFAULT_PKEY;
 			pkt.dqpn = qp->attr.dest_qp_num;
 			pkt.psn = roce_psn_add(r->psn, i);
-			pkt.aeth.syndrome = ack_syndrome();
+			pkt.aeth.syndrome = rc_resp_ack_syndrome();
 			pkt.aeth.msn = r->msn & ROCE_PSN_MASK;
 			pkt.payload_len = plen;
 			m = rocemu_engine_pkt_alloc(e, &pkt, &payload);
@@ -505,7 +364,7 @@ unsigned rocemu_resp_run(struct rocemu_qp *qp, unsigned budget)
 				/* The region went away after the request was accepted. */
 				rte_pktmbuf_free(m);
 				r->active = false;
-				send_nak(qp, ROCE_NAK_REMOTE_ACCESS_ERR, pkt.psn);
+				rc_resp_send_nak(qp, ROCE_NAK_REMOTE_ACCESS_ERR, pkt.psn);
 				rocemu_qp_to_error(qp, false);
 				rocemu_engine_raise(e, IBV_EVENT_QP_ACCESS_ERR, qp->user_ctx);
 				return sent;
@@ -541,7 +400,8 @@ static void rc_error(struct rocemu_qp *qp, enum resp_result res, uint32_t psn)
 	case RESP_RNR:
 		/* 9.7.5.2.8: RNR NAK carrying our min_rnr_timer; the message is retried
 		 * from this PSN, so later packets are dropped without a sequence NAK. */
-		queue_nak(qp, ROCE_AETH_SYNDROME(ROCE_AETH_RNR_NAK, qp->attr.min_rnr_timer), psn);
+		rc_resp_queue_nak(qp, ROCE_AETH_SYNDROME(ROCE_AETH_RNR_NAK, qp->attr.min_rnr_timer),
+				  psn);
 		qp->resp.nak_seq_sent = true;
 		qp->resp.rnr_sent = true;
 		qp->resp.last_oos_psn = psn;
@@ -563,7 +423,7 @@ static void rc_error(struct rocemu_qp *qp, enum resp_result res, uint32_t psn)
 		break;
 	}
 	/* 9.9.3: these errors are fatal for the responder QP: NAK, then ERR. */
-	send_nak(qp, code, psn);
+	rc_resp_send_nak(qp, code, psn);
 	if (qp->resp.have_wqe)
 		recv_complete(qp, st, qp->resp.in_write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
 			      0, NULL, false);
@@ -686,8 +546,9 @@ static void rc_rx(struct rocemu_qp *qp, const struct roce_pkt *pkt, const uint8_
 			qp->resp.nak_seq_sent = false; /* new pass, or our NAK was lost */
 		qp->resp.last_oos_psn = pkt->psn;
 		if (!qp->resp.nak_seq_sent) {
-			queue_nak(qp, ROCE_AETH_SYNDROME(ROCE_AETH_NAK, ROCE_NAK_PSN_SEQ_ERR),
-				  qp->resp.epsn);
+			rc_resp_queue_nak(qp,
+					  ROCE_AETH_SYNDROME(ROCE_AETH_NAK, ROCE_NAK_PSN_SEQ_ERR),
+					  qp->resp.epsn);
 			qp->resp.nak_seq_sent = true;
 			qp->resp.oos_since_nak = 0;
 		}

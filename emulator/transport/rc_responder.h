@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Private to the RC/UC responder: what rc_responder.c (requests: placement,
+ * READ and atomic resources, sequence checks) asks of rc_responder_ack.c
+ * (the AETH answers: ACK, NAK, RNR NAK, ATOMIC ACKNOWLEDGE).
+ */
+#ifndef ROCEMU_RC_RESPONDER_H
+#define ROCEMU_RC_RESPONDER_H
+
+#include "rocemu_transport.h"
+
+/* The syndrome of a positive ACK. End-to-end credits are not used (no
+ * SRQ-less flow control): the "invalid" credit count. */
+static inline uint8_t rc_resp_ack_syndrome(void)
+{
+	return ROCE_AETH_SYNDROME(ROCE_AETH_ACK, ROCE_AETH_CREDITS_INVALID);
+}
+
+/* ACK, NAK, RNR NAK or ATOMIC ACKNOWLEDGE now. 0 or -errno (-EAGAIN: try
+ * later; -EHOSTUNREACH: the requester's MAC cannot be resolved). */
+int rc_resp_send_aeth(struct rocemu_qp *qp, uint8_t opcode, uint32_t psn, uint8_t syndrome,
+		      uint64_t orig, uint32_t msn);
+/* A NAK (code: ROCE_NAK_*) for psn now, counted by code; it acknowledges the
+ * PSNs before it. 0 or -errno. */
+int rc_resp_send_nak(struct rocemu_qp *qp, uint8_t code, uint32_t psn);
+/* A PSN-sequence or RNR NAK (syndrome) for psn: sent after the READ
+ * responses still streaming, or on a later pass when the tx queue is full. */
+void rc_resp_queue_nak(struct rocemu_qp *qp, uint8_t syndrome, uint32_t psn);
+
+#endif
