@@ -2,7 +2,7 @@
 /**
  * @file
  * Private to the transport proper (engine.c, qp.c, rc_requester.c,
- * rc_responder.c, rc_completer.c, ud.c): the engine and QP structures, the
+ * rc_responder*.c, rc_completer.c, ud.c): the engine and QP structures, the
  * transport counters, and the functions the roles call on one another.
  * Memory and queues never include this; they see rocemu_internal.h only.
  *
@@ -454,7 +454,7 @@ uint64_t rocemu_comp_next_deadline(const struct rocemu_qp *qp);
 /** Map a memory error on a local access to a WC status. */
 enum ibv_wc_status rocemu_comp_local_status(enum rocemu_mem_err err);
 
-/* rc_responder.c (RC and UC) */
+/* rc_responder.c, rc_responder_ack.c (RC and UC) */
 void rocemu_resp_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_pkt *pkt);
 /** Flush the coalesced ACK, if one is pending. */
 void rocemu_resp_flush_ack(struct rocemu_qp *qp);
