@@ -10,10 +10,11 @@
 #       both must exit 0 having done the largest size (6m), and host B's
 #       capture must decode cleanly with every ICRC verified and hold the
 #       rdma_cm connection on QP1.
-#  memif: one network namespace whose loopback holds both hosts' addresses
-#         (the verbs provider finds a device through the kernel interface
-#         that has its address; the control connection reaches host A
-#         through the kernel), RDMA over memif;
+#  memif: one network namespace in which an interface (one end of a veth
+#         pair; the verbs provider skips loopback interfaces) holds both hosts'
+#         addresses: the provider finds a device through the kernel interface
+#         that has its address, the control connection reaches host A through
+#         the kernel, RDMA crosses memif;
 #  veth:  two namespaces joined by a veth pair, af_packet ports.
 set -u
 TIMEOUT=${PAIR_TIMEOUT:-180}
@@ -27,7 +28,14 @@ else
 	ipA=10.83.0.1 ipB=10.83.0.2
 fi
 pair_hosts fab "$mode" $ipA $ipB 24
-[ "$mode" = memif ] && ip -n $nsA addr add $ipB/32 dev lo
+if [ "$mode" = memif ]; then
+	# the verbs provider skips loopback interfaces: both addresses go on one
+	# end of a veth pair inside the namespace (any interface that is up would do)
+	ip -n $nsA addr del $ipA/32 dev lo
+	ip -n $nsA link add fab0 type veth peer name fab1 || { echo "SKIP: cannot create veth"; exit 77; }
+	ip -n $nsA addr add $ipA/32 dev fab0 && ip -n $nsA addr add $ipB/32 dev fab0
+	ip -n $nsA link set fab0 up && ip -n $nsA link set fab1 up
+fi
 export ROCEMU_STATS=1
 
 if [ "$what" = info ]; then
