@@ -441,36 +441,46 @@ static void test_atomics(void **state)
 	pair_down(&p);
 }
 
+/*
+ * IBV_SEND_FENCE (10.8.3.3): a fenced WR waits until every earlier READ and
+ * atomic completed. The classic use: READ remote data into a buffer, then
+ * SEND that buffer on. B runs no pass until both WRs are posted, so the READ
+ * cannot be answered before the SEND is due: without the fence the SEND
+ * gathers the buffer at once (still zeros); with it, it carries the READ's
+ * data. Completions come in posting order.
+ */
 static void test_fence_and_order(void **state)
 {
 	struct pair p;
-	uint8_t remote[8192], local[8192], msg[16], rbuf[16];
-	struct rocemu_mr *mr_r, *mr_l, *mm, *mrb;
+	static uint8_t remote[8192], local[8192], rbuf[8192];
+	struct rocemu_mr *mr_r, *mr_l, *mrb;
 	struct rocemu_wc wc;
 
 	(void)state;
 	pair_up(&p, IBV_MTU_1024);
 	h_fill(remote, sizeof(remote), 3);
 	memset(local, 0, sizeof(local));
-	h_fill(msg, sizeof(msg), 4);
+	memset(rbuf, 0, sizeof(rbuf));
 	mr_r = reg(&B, remote, sizeof(remote), ACC_ALL);
 	mr_l = reg(&A, local, sizeof(local), ACC_ALL);
-	mm = reg(&A, msg, sizeof(msg), 0);
 	mrb = reg(&B, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
 	post_recv(p.qb, 9, rbuf, sizeof(rbuf), lkey(mrb));
+	rocemu_port_progress_thread_stop(rocemu_engine_port(B.e));
 	assert_int_equal(post(p.qa, IBV_WR_RDMA_READ, 1, local, sizeof(local), lkey(mr_l),
 			      (uintptr_t)remote, rkey(mr_r), 0),
 			 0);
 	assert_int_equal(
-	    post(p.qa, IBV_WR_SEND, 2, msg, sizeof(msg), lkey(mm), 0, 0, IBV_SEND_FENCE), 0);
-	/* completions are in posting order, and the fenced SEND arrives after the READ's data */
+	    post(p.qa, IBV_WR_SEND, 2, local, sizeof(local), lkey(mr_l), 0, 0, IBV_SEND_FENCE), 0);
+	assert_int_equal(rocemu_port_progress_thread_start(rocemu_engine_port(B.e)), 0);
 	expect_wc(A.scq, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, NULL);
 	expect_wc(A.scq, 2, IBV_WC_SUCCESS, IBV_WC_SEND, NULL);
 	expect_wc(B.rcq, 9, IBV_WC_SUCCESS, IBV_WC_RECV, &wc);
+	assert_int_equal(wc.byte_len, sizeof(rbuf));
 	assert_memory_equal(local, remote, sizeof(remote));
+	/* the SEND left after the READ's data arrived: it forwarded that data */
+	assert_memory_equal(rbuf, remote, sizeof(remote));
 	rocemu_mr_dereg(mr_r);
 	rocemu_mr_dereg(mr_l);
-	rocemu_mr_dereg(mm);
 	rocemu_mr_dereg(mrb);
 	pair_down(&p);
 }
