@@ -54,6 +54,9 @@ veth)
 	srv=(-p 18601) cli=(-p 18601 10.86.0.1) ;;
 xdp)
 	pair_require "$checker"
+	# a machine without af_xdp skips; after this any af_xdp failure fails
+	. "$(dirname "$0")/../port/port_lib.sh"
+	port_need_af_xdp
 	pair_hosts pcx veth 10.85.0.1 10.85.0.2 24
 	# rocemu owns the addresses: the kernel keeps none on the veth ends
 	for ns in $nsA $nsB; do ip -n $ns addr flush dev ${ns}e; done
