@@ -49,6 +49,8 @@ enum step_kind {
 	T_KEY_VALID, /* the key of `key` (K_GOOD or K_LOCAL) still translates for its owner */
 	T_DISCARD,   /* forget every frame rocemu sent so far (after `ms` of progress) */
 	T_UNMAP,     /* the application unmaps the region (and its canaries), still registered */
+	T_LOCAL_U64, /* 8 local buffer bytes at off hold `swap` (host order) */
+	T_PROBES,    /* up to two stall probes (resends of op/psn with AckReq) may be there */
 };
 
 /* Which rkey a crafted request carries. */
@@ -106,6 +108,7 @@ struct step {
 	int32_t psn; /* offset from the base PSN */
 	bool spsn;   /* base = rocemu's send PSN (else its expected PSN) */
 	bool ackreq, se;
+	bool fence;   /* T_POST: IBV_SEND_FENCE */
 	uint32_t len; /* payload length / WR length / WQE length */
 	uint8_t fill; /* payload byte */
 	int64_t off;  /* RETH/AtomicETH va = REGION_IOVA + off */

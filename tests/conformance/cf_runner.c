@@ -70,7 +70,21 @@ static struct {
 	struct rocemu_counter ctr0[256];
 	unsigned n_ctr0;
 	char why[512];
+
+	/* rocemu's posted send WRs in order: PSN ranges for the RETH/AtomicETH
+	 * check, wr_ids for the completion check */
+	struct posted {
+		uint64_t wr_id;
+		enum ibv_wr_opcode op;
+		uint32_t first_psn, npkts, len;
+		uint64_t va, cmp, swap;
+	} posted[64];
+	unsigned n_posted, send_wc_next;
+	uint64_t recv_wr_next, recv_wc_next; /* receive wr_ids are 1000, 1001, ... */
+	uint32_t next_spsn, mtu;
 } H;
+
+#define CF_RKEY 0x4242u /* the rkey rocemu's requests carry */
 
 static uint64_t now_ns(void)
 {
@@ -291,7 +305,10 @@ static int connect_qp(struct rocemu_qp *qp, const struct qp_cfg *c, const uint8_
 	a.sq_psn = H.spsn;
 	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 	if (type == IBV_QPT_RC) {
-		a.timeout = c->timeout ? c->timeout : 14;
+		/* 20: 4.3 s. No timer a scenario does not ask for may fire while a
+		 * slow runner (a loaded machine) walks through its steps: the
+		 * resend would be legitimate, yet unexpected. */
+		a.timeout = c->timeout ? c->timeout : 20;
 		a.retry_cnt = c->retry_set ? c->retry_cnt : 7;
 		a.rnr_retry = c->retry_set ? c->rnr_retry : 7;
 		a.max_rd_atomic = 16;
@@ -478,6 +495,61 @@ static const char *op_name(uint8_t op)
 	return n ? n : "?";
 }
 
+/* The posted WR whose PSN range holds psn, or NULL. */
+static const struct posted *posted_of(uint32_t psn)
+{
+	for (unsigned i = 0; i < H.n_posted; i++) {
+		const struct posted *w = &H.posted[i];
+		int32_t d = roce_psn_diff(psn, w->first_psn);
+
+		if (d >= 0 && (uint32_t)d < w->npkts)
+			return w;
+	}
+	return NULL;
+}
+
+/*
+ * Every request rocemu sends carries the RETH or AtomicETH of its WR: a
+ * WRITE's first packet the WR's address, rkey and whole length; a READ
+ * request (first or re-requested from PSN first + d) the address d MTUs on
+ * and the length left; an atomic its address, rkey, add or swap and
+ * compare values.
+ */
+static int check_req_fields(const struct roce_pkt *p)
+{
+	const struct posted *w;
+	uint32_t d;
+
+	if (!(p->op->hdrs & (ROCE_HDR_RETH | ROCE_HDR_ATOMIC_ETH)) ||
+	    (p->op->flags & ROCE_OPF_RESPONSE))
+		return 0;
+	w = posted_of(p->psn);
+	if (!w)
+		return fail("%s PSN %#x belongs to no posted WR", op_name(p->opcode), p->psn);
+	d = (uint32_t)roce_psn_diff(p->psn, w->first_psn);
+	if (p->op->hdrs & ROCE_HDR_ATOMIC_ETH) {
+		uint64_t add_swap = w->op == IBV_WR_ATOMIC_FETCH_AND_ADD ? w->cmp : w->swap;
+
+		if (p->atomic.va != w->va || p->atomic.rkey != CF_RKEY ||
+		    p->atomic.swap_add != add_swap ||
+		    (w->op == IBV_WR_ATOMIC_CMP_AND_SWP && p->atomic.compare != w->cmp))
+			return fail("%s AtomicETH va %#" PRIx64 " rkey %#x swap/add %#" PRIx64
+				    " compare %#" PRIx64 " differ from the WR's",
+				    op_name(p->opcode), p->atomic.va, p->atomic.rkey,
+				    p->atomic.swap_add, p->atomic.compare);
+		return 0;
+	}
+	if (w->op == IBV_WR_RDMA_READ ? d * H.mtu >= (w->len ? w->len : 1) : d != 0)
+		return fail("%s with a RETH at PSN offset %u of its WR", op_name(p->opcode), d);
+	if (p->reth.va != w->va + (uint64_t)d * H.mtu || p->reth.rkey != CF_RKEY ||
+	    p->reth.dma_len != w->len - d * H.mtu)
+		return fail("%s RETH va %#" PRIx64 " rkey %#x length %u, expected %#" PRIx64
+			    " %#x %u",
+			    op_name(p->opcode), p->reth.va, p->reth.rkey, p->reth.dma_len,
+			    w->va + (uint64_t)d * H.mtu, CF_RKEY, w->len - d * H.mtu);
+	return 0;
+}
+
 static int expect_rx(const struct step *s)
 {
 	struct captured *c = &H.last;
@@ -527,12 +599,39 @@ static int expect_rx(const struct step *s)
 			return fail("%s payload differs from region bytes at offset %" PRId64,
 				    op_name(p->opcode), s->off);
 	}
+	if (check_req_fields(p))
+		return -1;
 	if (s->chk & C_FILL) {
 		for (uint32_t i = 0; i < p->payload_len; i++)
 			if (c->data[p->payload_off + i] != s->fill)
 				return fail("%s payload byte %u is %#x, expected %#x",
 					    op_name(p->opcode), i, c->data[p->payload_off + i],
 					    s->fill);
+	}
+	return 0;
+}
+
+/*
+ * A stall probe (docs/transport.md): a requester that has an RTT estimate
+ * and waits for an answer resends its oldest unacknowledged packet with
+ * AckReq, at most ROCEMU_PROBES (2) times per stall, after its estimate
+ * (at least 250 us). Whether a scenario's waits last that long depends on
+ * the machine's load, so where a request is left unanswered on purpose the
+ * scenario takes, once its answer came, up to two resends of exactly that
+ * PSN with AckReq; any other frame stays for the next step.
+ */
+static int take_probes(const struct step *s)
+{
+	unsigned taken = 0;
+
+	pump(); /* what was sent before the answer reaches the capture */
+	while (H.cap_head != H.cap_tail && taken < 2) {
+		const struct captured *c = &H.cap[H.cap_head % CAP_SLOTS];
+
+		if (c->pkt.opcode != s->op || c->pkt.psn != psn_of(s) || !c->pkt.ackreq)
+			break;
+		H.cap_head++;
+		taken++;
 	}
 	return 0;
 }
@@ -556,7 +655,7 @@ static int post_recv(const struct step *s)
 
 		rocemu_mr_info(H.mr_local, &info);
 		sg.lkey = info.lkey;
-		if (rocemu_qp_post_recv(H.qp, 1000 + i, &sg, 1))
+		if (rocemu_qp_post_recv(H.qp, H.recv_wr_next++, &sg, 1))
 			return fail("post_recv failed");
 	}
 	return 0;
@@ -575,18 +674,37 @@ static int post_send(const struct step *s)
 	sg.addr = (uintptr_t)H.local;
 	sg.length = s->len;
 	sg.lkey = info.lkey;
-	wr.wr_id = 7;
+	if (H.n_posted == sizeof(H.posted) / sizeof(H.posted[0]))
+		return fail("scenario bug: too many posts");
+	wr.wr_id = 0x5E000 + H.n_posted;
 	wr.opcode = s->wr;
-	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.send_flags = IBV_SEND_SIGNALED | (s->fence ? IBV_SEND_FENCE : 0);
 	wr.sg_list = &sg;
 	wr.num_sge = 1;
 	wr.remote_addr = va_of(s);
-	wr.rkey = 0x4242;
+	wr.rkey = CF_RKEY;
 	wr.compare_add = s->cmp;
 	wr.swap = s->swap;
 	rc = rocemu_qp_post_send(H.qp, &wr);
 	if (rc)
 		return fail("post_send: %s", strerror(-rc));
+	{
+		bool atomic =
+		    s->wr == IBV_WR_ATOMIC_CMP_AND_SWP || s->wr == IBV_WR_ATOMIC_FETCH_AND_ADD;
+		uint32_t n = atomic ? 1 : (s->len + H.mtu - 1) / H.mtu;
+
+		H.posted[H.n_posted++] = (struct posted){
+		    .wr_id = wr.wr_id,
+		    .op = s->wr,
+		    .first_psn = H.next_spsn,
+		    .npkts = n ? n : 1,
+		    .len = s->len,
+		    .va = wr.remote_addr,
+		    .cmp = s->cmp,
+		    .swap = s->swap,
+		};
+		H.next_spsn = roce_psn_add(H.next_spsn, n ? n : 1);
+	}
 	pump();
 	return 0;
 }
@@ -628,6 +746,18 @@ static int expect_wc(const struct step *s)
 	} while (n == 0 && now_ns() < end);
 	if (n <= 0)
 		return fail("expected a %s completion, none came", s->recv_cq ? "receive" : "send");
+	/* completions come in posting order, each with its WR's wr_id */
+	if (s->recv_cq ? wc.wr_id != H.recv_wc_next
+		       : H.send_wc_next >= H.n_posted || wc.wr_id != H.posted[H.send_wc_next].wr_id)
+		return fail("%s completion with wr_id %#" PRIx64 ", expected %#" PRIx64,
+			    s->recv_cq ? "receive" : "send", wc.wr_id,
+			    s->recv_cq			  ? H.recv_wc_next
+			    : H.send_wc_next < H.n_posted ? H.posted[H.send_wc_next].wr_id
+							  : 0);
+	if (s->recv_cq)
+		H.recv_wc_next++;
+	else
+		H.send_wc_next++;
 	if ((s->chk & C_STATUS) && wc.status != s->status)
 		return fail("completion status %s, expected %s", wc_status_name(wc.status),
 			    wc_status_name(s->status));
@@ -651,16 +781,42 @@ static int expect_no_wc(const struct step *s)
 	return 0;
 }
 
+/* A counter's value: the engine and the port may both have one of a name
+ * (drop_bad_length: a length the opcode does not allow / a frame the parser
+ * finds too short), so all of that name are added up. */
+static uint64_t ctr_sum(const struct rocemu_counter *c, unsigned n, const char *name)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		if (!strcmp(c[i].name, name))
+			v += c[i].value;
+	return v;
+}
+
 static int check_ctr(const struct step *s)
 {
 	struct rocemu_counter c[256];
 	unsigned n = ctr_collect(c, 256);
-	int64_t d =
-	    (int64_t)(ptu_counter_in(c, n, s->ctr) - ptu_counter_in(H.ctr0, H.n_ctr0, s->ctr));
+	int64_t d = (int64_t)(ctr_sum(c, n, s->ctr) - ctr_sum(H.ctr0, H.n_ctr0, s->ctr));
 
-	if (s->n ? d < s->delta : d != s->delta)
-		return fail("counter %s grew by %" PRId64 ", expected %s%" PRId64, s->ctr, d,
-			    s->n ? ">= " : "", s->delta);
+	if (s->n ? d < s->delta : d != s->delta) {
+		char grew[256] = "";
+		size_t at = 0;
+
+		/* name the counters that did move: the reason is usually there */
+		for (unsigned i = 0; i < n && at + 1 < sizeof(grew); i++) {
+			uint64_t was = i < H.n_ctr0 && !strcmp(H.ctr0[i].name, c[i].name)
+					   ? H.ctr0[i].value
+					   : 0;
+
+			if (c[i].value != was)
+				at += (size_t)snprintf(grew + at, sizeof(grew) - at, " %s+%" PRIu64,
+						       c[i].name, c[i].value - was);
+		}
+		return fail("counter %s grew by %" PRId64 ", expected %s%" PRId64 " (moved:%s)",
+			    s->ctr, d, s->n ? ">= " : "", s->delta, grew);
+	}
 	return 0;
 }
 
@@ -727,6 +883,17 @@ static int run_step(const struct step *s)
 	case T_MEM_SET:
 		memset(H.region + s->off, s->fill, s->len);
 		return 0;
+	case T_PROBES:
+		return take_probes(s);
+	case T_LOCAL_U64: {
+		uint64_t v;
+
+		memcpy(&v, H.local + s->off, 8);
+		if (v != s->swap)
+			return fail("local u64 at %" PRId64 " is %#" PRIx64 ", expected %#" PRIx64,
+				    s->off, v, s->swap);
+		return 0;
+	}
 	case T_MEM_U64: {
 		uint64_t v;
 
@@ -758,7 +925,7 @@ static int run_step(const struct step *s)
 	case T_SINCE_GE:
 		if (H.last.at_ns < H.mark_ns + (uint64_t)s->ms * 1000000ull)
 			return fail("frame came %.3f ms after the mark, expected >= %u ms",
-				    (double)(H.last.at_ns - H.mark_ns) / 1e6, s->ms);
+				    ((double)H.last.at_ns - (double)H.mark_ns) / 1e6, s->ms);
 		return 0;
 	case T_KEY_VALID: {
 		/* ibv_advise_mr(3) translates the key for its owner: EFAULT once invalidated */
@@ -828,6 +995,10 @@ static int run_scenario(const struct scenario *sc)
 	drain_cqs();
 	pump_for(2);
 	H.cap_head = H.cap_tail = 0;
+	H.n_posted = H.send_wc_next = 0;
+	H.recv_wr_next = H.recv_wc_next = 1000;
+	H.next_spsn = H.spsn;
+	H.mtu = 128u << (c->mtu ? c->mtu : IBV_MTU_1024);
 	H.n_ctr0 = ctr_collect(H.ctr0, 256);
 	for (i = 0; sc->steps[i].k != T_END; i++) {
 		rc = run_step(&sc->steps[i]);
@@ -838,6 +1009,23 @@ static int run_scenario(const struct scenario *sc)
 			snprintf(H.why, sizeof(H.why), "%s", tmp);
 			break;
 		}
+	}
+	/* Nothing may follow the last frame a scenario checked: a spurious ACK,
+	 * NAK or resend after it fails the scenario like any other wrong frame.
+	 * (A scenario that ends with rocemu still sending lists those frames.) */
+	if (rc == 0 && H.cap_head != H.cap_tail) {
+		const struct captured *c2 = &H.cap[H.cap_head % CAP_SLOTS];
+
+		rc = fail("after the last step rocemu sent %s PSN %#x (syndrome %#04x), unchecked",
+			  op_name(c2->pkt.opcode), c2->pkt.psn, c2->pkt.aeth.syndrome);
+	}
+	if (rc == 0)
+		rc = expect_none(&(struct step){.k = T_NONE});
+	if (rc != 0 && strncmp(H.why, "step ", 5) != 0) {
+		char tmp[512];
+
+		snprintf(tmp, sizeof(tmp), "end: %s", H.why);
+		snprintf(H.why, sizeof(H.why), "%s", tmp);
 	}
 	if (rc == 0 && !H.unmapped)
 		rc = check_canaries();

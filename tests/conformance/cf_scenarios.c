@@ -60,6 +60,8 @@
 /* rocemu's request at send-PSN offset p */
 #define REQ(o, p) RX(.op = (o), .chk = C_PSN, .spsn = true, .psn = (p))
 #define REQ_LEN(o, p, l) RX(.op = (o), .chk = C_PSN | C_LEN, .spsn = true, .psn = (p), .len = (l))
+/* stall probes of rocemu's request at send-PSN offset p, if the waits were long enough */
+#define PROBES(o, p) {.k = T_PROBES, .op = (o), .spsn = true, .psn = (p)}
 
 #define UD_SEND_ONLY (ROCE_TRANSPORT_UD | ROCE_OP_SEND_ONLY)
 #define UC(op) (ROCE_TRANSPORT_UC | (op))
@@ -213,27 +215,47 @@ const struct scenario cf_scenarios[] = {
 	     WC_SEND(IBV_WC_RNR_RETRY_EXC_ERR), NONE(), STATE(IBV_QPS_ERR))),
 
     /* ------------------------------------------------------------ retry */
+    /* Timer scenarios: timeout 12, T = 4.096 us x 2^12 = 16.8 ms. MARK comes
+     * before the POST, so a resend's capture time minus the mark is at least
+     * its true delay since the first send: SINCE_GE is a lower bound that a
+     * slow runner cannot break, and a resend that did not wait fails it. */
     SC("retry_timeout_exhausted", "retry", "IBA 9.7 (transport timer, retry count), 9.9",
-       "no answer: retry_cnt = 2 retransmissions on timeout, then RETRY_EXC_ERR and ERR",
-       .cfg = {.timeout = 8, .retry_set = true, .retry_cnt = 2, .rnr_retry = 7},
-       STEPS(POST(.wr = IBV_WR_SEND, .len = 16), REQ(ROCE_OP_SEND_ONLY, 0),
-	     REQ(ROCE_OP_SEND_ONLY, 0), REQ(ROCE_OP_SEND_ONLY, 0),
-	     WC_SEND(IBV_WC_RETRY_EXC_ERR), NONE(), STATE(IBV_QPS_ERR))),
+       "no answer: retry_cnt = 2 retransmissions, each after the timer (T, then 2T: the peer is "
+       "silent, the timer backs off), then RETRY_EXC_ERR and ERR",
+       .cfg = {.timeout = 12, .retry_set = true, .retry_cnt = 2, .rnr_retry = 7},
+       STEPS(MARK(), POST(.wr = IBV_WR_SEND, .len = 16), REQ(ROCE_OP_SEND_ONLY, 0),
+	     REQ(ROCE_OP_SEND_ONLY, 0), SINCE_GE(15), REQ(ROCE_OP_SEND_ONLY, 0), SINCE_GE(45),
+	     WC_SEND(IBV_WC_RETRY_EXC_ERR), NONE(), STATE(IBV_QPS_ERR),
+	     CTR("retransmit_timeouts", 3), CTR("retransmit_timeouts_silent", 3))),
     SC("retry_timeout_then_ack", "retry", "IBA 9.7 (transport timer)",
-       "a timed-out request is resent with the same PSN; a late ACK completes it and the QP "
-       "stays in RTS",
-       .cfg = {.timeout = 8, .retry_set = true, .retry_cnt = 7, .rnr_retry = 7},
-       STEPS(POST(.wr = IBV_WR_RDMA_WRITE, .len = 16, .off = 0), REQ(ROCE_OP_WRITE_ONLY, 0),
-	     REQ(ROCE_OP_WRITE_ONLY, 0), PEER_ACK(0), WC_SEND(IBV_WC_SUCCESS),
-	     STATE(IBV_QPS_RTS), CTR_GE("retransmit_timeouts", 1))),
+       "a request unanswered for the timer's period is resent with the same PSN, not earlier; a "
+       "late ACK completes it and the QP stays in RTS",
+       .cfg = {.timeout = 12, .retry_set = true, .retry_cnt = 7, .rnr_retry = 7},
+       STEPS(MARK(), POST(.wr = IBV_WR_RDMA_WRITE, .len = 16, .off = 0),
+	     REQ(ROCE_OP_WRITE_ONLY, 0), REQ(ROCE_OP_WRITE_ONLY, 0), SINCE_GE(15), PEER_ACK(0),
+	     WC_SEND(IBV_WC_SUCCESS), STATE(IBV_QPS_RTS), CTR_GE("retransmit_timeouts", 1))),
     SC("retry_read_response_restarts", "retry", "IBA 9.7 (transport timer)",
-       "READ response lost: the timeout re-requests the READ with the same PSN",
-       .cfg = {.timeout = 8, .retry_set = true, .retry_cnt = 7, .rnr_retry = 7},
-       STEPS(POST(.wr = IBV_WR_RDMA_READ, .len = 64, .off = 0), REQ(ROCE_OP_READ_REQUEST, 0),
-	     REQ(ROCE_OP_READ_REQUEST, 0),
+       "READ response lost: after the timer the READ is requested again with the same PSN, "
+       "address and length; the late response lands in the local buffer",
+       .cfg = {.timeout = 12, .retry_set = true, .retry_cnt = 7, .rnr_retry = 7},
+       STEPS(MARK(), POST(.wr = IBV_WR_RDMA_READ, .len = 64, .off = 0),
+	     REQ(ROCE_OP_READ_REQUEST, 0), REQ(ROCE_OP_READ_REQUEST, 0), SINCE_GE(15),
 	     TX(.op = ROCE_OP_READ_RESP_ONLY, .spsn = true, .psn = 0, .len = 64, .fill = 0x77,
 		.syn_type = ROCE_AETH_ACK, .syn_val = 31),
-	     {.k = T_WC, .chk = C_STATUS | C_BLEN, .status = IBV_WC_SUCCESS, .byte_len = 64})),
+	     {.k = T_WC, .chk = C_STATUS | C_BLEN, .status = IBV_WC_SUCCESS, .byte_len = 64},
+	     {.k = T_LOCAL_EQ, .off = 0, .len = 64, .fill = 0x77},
+	     {.k = T_LOCAL_EQ, .off = 64, .len = 4096, .fill = 0x3C})),
+    SC("fence_waits_for_read", "retry", "IBA 10.8.3.3 (fence: a WR waits for earlier READs and atomics)",
+       "a fenced SEND after a READ into the same buffer is not sent before the READ's response "
+       "came, and carries the data the READ brought",
+       STEPS(POST(.wr = IBV_WR_RDMA_READ, .len = 64, .off = 0, .fill = 0x11),
+	     POST(.wr = IBV_WR_SEND, .len = 64, .fill = 0x22, .fence = true),
+	     REQ(ROCE_OP_READ_REQUEST, 0), NONE(),
+	     TX(.op = ROCE_OP_READ_RESP_ONLY, .spsn = true, .psn = 0, .len = 64, .fill = 0x77,
+		.syn_type = ROCE_AETH_ACK, .syn_val = 31),
+	     RX(.op = ROCE_OP_SEND_ONLY, .chk = C_PSN | C_LEN | C_FILL, .spsn = true, .psn = 1,
+		.len = 64, .fill = 0x77),
+	     PEER_ACK(1), WC_SEND(IBV_WC_SUCCESS), WC_SEND(IBV_WC_SUCCESS))),
 
     /* ------------------------------------------------------------ ack */
     SC("ack_coalesced_on_ackreq", "ack", "IBA 9.7 (ACK coalescing), 9.2 (BTH AckReq)",
@@ -264,14 +286,16 @@ const struct scenario cf_scenarios[] = {
        .cfg = {.mtu = IBV_MTU_256, .timeout = 18},
        STEPS(POST(.wr = IBV_WR_SEND, .len = 65536), WAIT(20), PEER_ACK(255), NOWC(),
 	     CTR("drop_resp_unsent_psn", 1), DISCARD(), PEER_ACK(127), REQ(ROCE_OP_SEND_MIDDLE, 128),
-	     WAIT(20), PEER_ACK(255), WC_SEND(IBV_WC_SUCCESS), STATE(IBV_QPS_RTS))),
+	     WAIT(20), PEER_ACK(255), WC_SEND(IBV_WC_SUCCESS), STATE(IBV_QPS_RTS),
+	     DISCARD() /* PSNs 129..255, sent before the ACK of 255 counted */)),
     SC("nak_seq_for_unsent_psn_dropped", "ack", "IBA 9.7 (requester: response PSN validation)",
        "a PSN-sequence NAK naming PSN 200 of a 256-packet SEND of which 128 were sent is dropped: "
        "the send point does not move past what was sent (PSN 128 still goes out next)",
        .cfg = {.mtu = IBV_MTU_256, .timeout = 18},
        STEPS(POST(.wr = IBV_WR_SEND, .len = 65536), WAIT(20), PEER_NAK(200, ROCE_NAK_PSN_SEQ_ERR),
 	     NOWC(), DISCARD(), PEER_ACK(127), REQ(ROCE_OP_SEND_MIDDLE, 128),
-	     CTR("drop_resp_unsent_psn", 1), WAIT(20), PEER_ACK(255), WC_SEND(IBV_WC_SUCCESS))),
+	     CTR("drop_resp_unsent_psn", 1), WAIT(20), PEER_ACK(255), WC_SEND(IBV_WC_SUCCESS),
+	     DISCARD() /* PSNs 129..255, sent before the ACK of 255 counted */)),
     SC("ack_read_response_rnr_syndrome", "ack",
        "IBA 9.7.5.1 (READ responses carry an ACK AETH; NAKs travel as ACKNOWLEDGE; rule number not "
        "confirmed here)",
@@ -508,7 +532,8 @@ const struct scenario cf_scenarios[] = {
 		.syn_type = ROCE_AETH_ACK, .syn_val = 31),
 	     {.k = T_WC, .chk = C_STATUS | C_BLEN, .status = IBV_WC_SUCCESS, .byte_len = 3 * MTU},
 	     {.k = T_LOCAL_EQ, .off = 0, .len = MTU, .fill = 0xA1},
-	     {.k = T_LOCAL_EQ, .off = 2 * MTU, .len = MTU, .fill = 0xA3})),
+	     {.k = T_LOCAL_EQ, .off = 2 * MTU, .len = MTU, .fill = 0xA3},
+	     PROBES(ROCE_OP_READ_REQUEST, 0))),
     SC("seq_write_last_without_first", "opseq", "IBA 9.7 (opcode sequence check), C9-89",
        "WRITE LAST with no WRITE in progress: NAK invalid request, memory unchanged",
        STEPS(TX(.op = ROCE_OP_WRITE_LAST, .psn = 0, .len = 16, .fill = 0xEE),
@@ -599,19 +624,31 @@ const struct scenario cf_scenarios[] = {
 	     TX(.op = UD_SEND_ONLY, .psn = 1, .len = 32, .qkey = 0x11111111u),
 	     WC_RECV(IBV_WC_SUCCESS, 40 + 32))),
     SC("ud_controlled_qkey_from_wire_rejected", "ud", "IBA 10.2.4 (controlled Q_Key)",
-       "a UD SEND with a controlled Q_Key (high bit set) the QP does not have is dropped",
+       "a UD SEND with a controlled Q_Key (high bit set) the QP does not have is dropped, while "
+       "the same SEND with the QP's Q_Key is delivered",
        .cfg = {.type = IBV_QPT_UD, .qkey = 0x11111111u},
-       STEPS(RECV(1, 2048), TX(.op = UD_SEND_ONLY, .psn = 0, .len = 32, .qkey = 0x91111111u),
-	     NOWC(), CTR("drop_ud_qkey", 1))),
+       STEPS(RECV(2, 2048), TX(.op = UD_SEND_ONLY, .psn = 0, .len = 32, .qkey = 0x91111111u),
+	     NOWC(), CTR("drop_ud_qkey", 1),
+	     TX(.op = UD_SEND_ONLY, .psn = 0, .len = 32, .qkey = 0x11111111u),
+	     WC_RECV(IBV_WC_SUCCESS, 40 + 32), CTR("drop_ud_qkey", 1))),
+    SC("ud_controlled_qkey_matches_on_wire", "ud", "IBA 10.2.4 (controlled Q_Key)",
+       "a QP whose own Q_Key is controlled (high bit set) takes a SEND carrying exactly that "
+       "Q_Key and drops one with the high bit clear: the wire Q_Key is compared whole",
+       .cfg = {.type = IBV_QPT_UD, .qkey = 0x91111111u},
+       STEPS(RECV(2, 2048), TX(.op = UD_SEND_ONLY, .psn = 0, .len = 32, .qkey = 0x11111111u),
+	     NOWC(), CTR("drop_ud_qkey", 1),
+	     TX(.op = UD_SEND_ONLY, .psn = 0, .len = 32, .qkey = 0x91111111u),
+	     WC_RECV(IBV_WC_SUCCESS, 40 + 32))),
 
     /* ------------------------------------------------------------ uc */
     SC("uc_gap_drops_message", "uc", "IBA 9.8.3 (UC: a PSN gap drops the message)",
        "UC SEND FIRST then SEND LAST two PSNs later: nothing delivered, no ACK; the next "
        "message is delivered into the same WQE",
        .cfg = {.type = IBV_QPT_UC},
-       STEPS(RECV(1, 4096), TX(.op = UC(ROCE_OP_SEND_FIRST), .psn = 0, .len = MTU),
-	     TX(.op = UC(ROCE_OP_SEND_LAST), .psn = 2, .len = 16), NONE(), NOWC(),
-	     TX(.op = UC(ROCE_OP_SEND_ONLY), .psn = 3, .len = 24), WC_RECV(IBV_WC_SUCCESS, 24),
+       STEPS(RECV(1, 4096), TX(.op = UC(ROCE_OP_SEND_FIRST), .psn = 0, .len = MTU, .fill = 0x61),
+	     TX(.op = UC(ROCE_OP_SEND_LAST), .psn = 2, .len = 16, .fill = 0x62), NONE(), NOWC(),
+	     TX(.op = UC(ROCE_OP_SEND_ONLY), .psn = 3, .len = 24, .fill = 0x63),
+	     WC_RECV(IBV_WC_SUCCESS, 24), {.k = T_LOCAL_EQ, .off = 0, .len = 24, .fill = 0x63},
 	     NONE())),
 
     /* ------------------------------------------------------------ malformed */
@@ -634,12 +671,12 @@ const struct scenario cf_scenarios[] = {
        "a frame cut inside its headers is dropped silently and counted",
        STEPS(TX(.op = ROCE_OP_WRITE_ONLY, .psn = 0, .off = 0, .len = 64, .mangle = M_TRUNC,
 		.ackreq = true),
-	     NONE(), CTR_GE("rx_drops", 1), CTR("rx_packets", 0), MEM_SAME())),
+	     NONE(), CTR("drop_bad_ip_length", 1), CTR("rx_packets", 0), MEM_SAME())),
     SC("mal_udp_length", "malformed", "A17 (UDP encapsulation): silent drop",
        "UDP length larger than the datagram: dropped silently and counted",
        STEPS(RECV(1, 64),
 	     TX(.op = ROCE_OP_SEND_ONLY, .psn = 0, .len = 16, .mangle = M_UDP_LEN, .ackreq = true),
-	     NONE(), NOWC(), CTR_GE("rx_drops", 1), CTR("rx_packets", 0))),
+	     NONE(), NOWC(), CTR("drop_bad_udp_length", 1), CTR("rx_packets", 0))),
     SC("mal_ip_checksum", "malformed", "A17 (IP encapsulation): silent drop",
        "IPv4 header checksum wrong (ICRC masks it): dropped silently and counted",
        STEPS(RECV(1, 64),
@@ -649,7 +686,7 @@ const struct scenario cf_scenarios[] = {
        "PadCnt 3 on a frame with no payload: dropped silently and counted",
        STEPS(RECV(1, 64),
 	     TX(.op = ROCE_OP_SEND_ONLY, .psn = 0, .len = 0, .mangle = M_PAD, .ackreq = true),
-	     NONE(), NOWC(), CTR_GE("rx_drops", 1), CTR("rx_packets", 0))),
+	     NONE(), NOWC(), CTR("drop_bad_length", 1), CTR("rx_packets", 0))),
     SC("mal_reserved_opcode", "malformed", "IBA 9.2, table 38 (reserved opcodes)",
        "a reserved RC opcode (0x15) is dropped silently and counted",
        STEPS(RECV(1, 64),
@@ -686,12 +723,15 @@ const struct scenario cf_scenarios[] = {
 	     RX(.op = ROCE_OP_ATOMIC_ACK, .chk = C_PSN | C_ORIG, .psn = 0, .swap = 0),
 	     MEM_U64(256, 0))),
     SC("atomic_requester_result", "atomic", "IBA ch. 9 atomic operations (requester)",
-       "rocemu's FETCH_ADD completes with byte_len 8 when the ATOMIC ACKNOWLEDGE arrives",
+       "rocemu's FETCH_ADD completes with byte_len 8 when the ATOMIC ACKNOWLEDGE arrives, and "
+       "the original value it carries is in the local buffer",
        STEPS(POST(.wr = IBV_WR_ATOMIC_FETCH_AND_ADD, .len = 8, .off = 64, .cmp = 1),
 	     REQ(ROCE_OP_FETCH_ADD, 0),
 	     TX(.op = ROCE_OP_ATOMIC_ACK, .spsn = true, .psn = 0, .swap = 0x1122334455667788ull,
 		.syn_type = ROCE_AETH_ACK, .syn_val = 31),
-	     {.k = T_WC, .chk = C_STATUS | C_BLEN, .status = IBV_WC_SUCCESS, .byte_len = 8})),
+	     {.k = T_WC, .chk = C_STATUS | C_BLEN, .status = IBV_WC_SUCCESS, .byte_len = 8},
+	     {.k = T_LOCAL_U64, .off = 0, .swap = 0x1122334455667788ull},
+	     {.k = T_LOCAL_EQ, .off = 8, .len = 64, .fill = 0x3C})),
 
     /* ------------------------------------------------------------ zero */
     SC("zero_len_send", "zero", "IBA 9.7 (zero-length messages)",
@@ -724,7 +764,8 @@ const struct scenario cf_scenarios[] = {
        "an ACK for a PSN already acknowledged completes nothing more",
        STEPS(POST(.wr = IBV_WR_SEND, .len = 16), REQ(ROCE_OP_SEND_ONLY, 0), PEER_ACK(0),
 	     WC_SEND(IBV_WC_SUCCESS), POST(.wr = IBV_WR_SEND, .len = 16), REQ(ROCE_OP_SEND_ONLY, 1),
-	     PEER_ACK(0), NOWC(), PEER_ACK(1), WC_SEND(IBV_WC_SUCCESS))),
+	     PEER_ACK(0), NOWC(), PEER_ACK(1), WC_SEND(IBV_WC_SUCCESS),
+	     PROBES(ROCE_OP_SEND_ONLY, 1))),
     SC("req_nak_invalid_request", "retry", "IBA 9.9 (requester errors: invalid request NAK)",
        "an invalid-request NAK completes the WQE with REM_INV_REQ_ERR and moves the QP to ERR",
        STEPS(POST(.wr = IBV_WR_SEND, .len = 16), REQ(ROCE_OP_SEND_ONLY, 0),
