@@ -78,13 +78,13 @@ stop "$srv1" || fail "C: the first server exited with an error"
 show srv1
 sleep 1
 server srv2 --ping "$cli_ip" --count 3
-wait "$last" || true
+wait "$last" || fail "C: the new server's ping run exited with an error"
 show srv2
 answered srv2 3 "$cli_ip" || fail "C: the new server's pings to the client that stayed"
 
 # D. and again with no pause between the servers
 server srv3 --ping "$cli_ip" --count 3
-wait "$last" || true
+wait "$last" || fail "D: the next server's ping run exited with an error"
 show srv3
 answered srv3 3 "$cli_ip" || fail "D: pings from a server started right after the last one exited"
 

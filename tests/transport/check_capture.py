@@ -64,16 +64,27 @@ def main():
         print(f"FAIL: {binary} exited {r.returncode}")
         return 1
 
-    bad = subprocess.run(TSHARK + ["-r", pcap, "-Y",
-                                   "_ws.malformed || _ws.expert.severity >= error"],
-                         capture_output=True, text=True).stdout.strip()
+    # Every tshark run must succeed: a filter tshark rejects, or a file it
+    # cannot read, prints nothing on stdout and would pass as "no problem".
+    # Severity as a number (error = 0x800000), not a name a version may lack.
+    def tshark(display_filter):
+        r = subprocess.run(TSHARK + ["-r", pcap, "-Y", display_filter],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"tshark -Y '{display_filter}' exited {r.returncode}: "
+                               + r.stderr.strip()[:500])
+        return r.stdout
+
+    try:
+        bad = tshark("_ws.malformed || _ws.expert.severity >= 8388608").strip()
+        total = tshark("udp.dstport == 4791").count("\n")
+        ib = tshark("udp.dstport == 4791 && infiniband").count("\n")
+    except RuntimeError as e:
+        print(f"FAIL: {e}")
+        return 1
     if bad:
         print("FAIL: tshark reports malformed frames or errors:\n" + bad[:4000])
         return 1
-    total = subprocess.run(TSHARK + ["-r", pcap, "-Y", "udp.dstport == 4791"],
-                           capture_output=True, text=True).stdout.count("\n")
-    ib = subprocess.run(TSHARK + ["-r", pcap, "-Y", "udp.dstport == 4791 && infiniband"],
-                        capture_output=True, text=True).stdout.count("\n")
     if total == 0 or ib != total:
         print(f"FAIL: {total} RoCEv2 frames, {ib} dissected as InfiniBand")
         return 1

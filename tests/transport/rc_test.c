@@ -639,20 +639,24 @@ static void test_access_checks(void **state)
 static void test_local_access(void **state)
 {
 	struct pair p;
-	uint8_t buf[512];
-	struct rocemu_mr *m;
+	uint8_t buf[512], rbuf[512];
+	struct rocemu_mr *m, *mb;
 	struct rocemu_wc wc;
 
 	(void)state;
 	pair_up(&p, IBV_MTU_256);
 	m = reg(&A, buf, 256, 0);
+	mb = reg(&B, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
+	/* B is ready to receive: a SEND that went out anyway would complete there */
+	post_recv(p.qb, 5, rbuf, sizeof(rbuf), lkey(mb));
 	/* one byte past the local region */
 	assert_int_equal(post(p.qa, IBV_WR_SEND, 1, buf, 257, lkey(m), 0, 0, 0), 0);
 	expect_wc(A.scq, 1, IBV_WC_LOC_PROT_ERR, IBV_WC_SEND, NULL);
 	assert_int_equal(rocemu_qp_state(p.qa), IBV_QPS_ERR);
-	/* nothing reached B's receive queue */
+	/* nothing reached B's posted receive */
 	assert_int_equal(h_poll_quiet(B.rcq, &wc, 50), 0);
 	rocemu_mr_dereg(m);
+	rocemu_mr_dereg(mb);
 	pair_down(&p);
 }
 

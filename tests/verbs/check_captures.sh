@@ -18,14 +18,27 @@ check_captures() {
 	for f in "$@"; do
 		if [ ! -s "$f" ]; then echo "capture $f: missing"; rc=1; continue; fi
 		# one tshark pass: per frame the BTH opcode (RoCEv2 decoded), the
-		# malformed marker and the expert severities (error = 0x800000)
-		read -r n bad < <(timeout 120 tshark -n $nohe -r "$f" -T fields -E separator=/t \
-			-e infiniband.bth.opcode -e _ws.malformed -e _ws.expert.severity 2>/dev/null |
-			awk -F'\t' '$1 != "" { n++ }
+		# malformed marker and the expert severities (error = 0x800000).
+		# tshark must finish: counts from a run cut short by the timeout (or
+		# one that failed) are partial and prove nothing. The timeout only
+		# guards against a hang, it is no deadline.
+		local fields=$f.fields st
+		timeout 1200 tshark -n $nohe -r "$f" -T fields -E separator=/t \
+			-e infiniband.bth.opcode -e _ws.malformed -e _ws.expert.severity \
+			>"$fields" 2>"$fields.err"
+		st=$?
+		if [ $st -ne 0 ]; then
+			echo "capture $f: tshark exited $st: $(head -c 300 "$fields.err")"
+			rc=1
+			rm -f "$fields" "$fields.err"
+			continue
+		fi
+		read -r n bad < <(awk -F'\t' '$1 != "" { n++ }
 				{ b = ($2 != ""); k = split($3, s, ",")
 				  for (i = 1; i <= k; i++) if (s[i] + 0 >= 8388608) b = 1
 				  bad += b }
-				END { print n + 0, bad + 0 }')
+				END { print n + 0, bad + 0 }' "$fields")
+		rm -f "$fields" "$fields.err"
 		echo "capture $(basename "$f"): $n RoCEv2 frames, $bad malformed/error (tshark)"
 		[ "$n" -gt 0 ] && [ "$bad" -eq 0 ] || rc=1
 		$PY "$SRC/tests/verbs/icrc_check.py" "$f" || rc=1

@@ -123,9 +123,18 @@ pair_run() {
 		-- "${cargv[@]}" >$dir/b.log 2>&1
 	rb=$?
 	if [ -n "$daemon" ]; then
-		if kill -0 $pa 2>/dev/null; then ra=0; else wait $pa; ra=$?; [ $ra -eq 0 ] && ra=1; fi
-		kill $pa 2>/dev/null
-		wait $pa 2>/dev/null
+		if kill -0 $pa 2>/dev/null; then
+			# still serving, as it should: stop the program itself ($pa is
+			# the shell around `timeout`, which hands SIGTERM on) and take
+			# its status: ended by that SIGTERM (143) or cleanly is fine, a
+			# crash or an error exit on the way out is not
+			pkill -TERM -P $pa 2>/dev/null
+			wait $pa
+			ra=$?
+			case $ra in 0 | 143) ra=0 ;; *) echo "host A's daemon ended with status $ra" ;; esac
+		else
+			wait $pa; ra=$?; [ $ra -eq 0 ] && ra=1
+		fi
 	else
 		wait $pa
 		ra=$?
