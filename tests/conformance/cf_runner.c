@@ -1131,6 +1131,7 @@ int main(int argc, char **argv)
 			} else {
 				tsv_field(out, ok ? (sc->xfail ? sc->xfail : "") : H.why, true);
 			}
+			fflush(out); /* a crash in the next scenario keeps this row */
 		}
 	}
 	if (out)

@@ -9,7 +9,10 @@ DIR/GROUP.tsv); without it, the .tsv files already in DIR are used (for
 example those `meson test --suite conformance` left behind). With
 --port-runner, tests/port/test_port_hostile runs too and adds its rules
 (neighbours, ICMP, frames: issue 18) as DIR/port.tsv.
-Exit status: 1 if some scenario failed unexpectedly, else 0.
+Every scenario the runner lists must have a result row: a group whose run
+crashed, or ended before some of its scenarios, or left a line that cannot
+be read, shows those as failures (the document never just has fewer rows).
+Exit status: 1 if some scenario failed unexpectedly or has no result, else 0.
 """
 import argparse
 import datetime
@@ -25,45 +28,77 @@ RESULT_WORDS = {
 }
 
 
-def run_all(runner, results):
-    os.makedirs(results, exist_ok=True)
+def list_scenarios(runner):
+    """(group, name, rule) of every scenario, in the runner's order."""
     listing = subprocess.run([runner, "--list"], check=True, capture_output=True, text=True)
-    groups = []
-    for line in listing.stdout.splitlines():
-        g = line.split("\t")[0]
-        if g not in groups:
-            groups.append(g)
-    for g in groups:
+    return [tuple(line.split("\t")[:3]) for line in listing.stdout.splitlines() if line]
+
+
+def run_all(runner, results):
+    """Run every group; returns {group: exit status}."""
+    os.makedirs(results, exist_ok=True)
+    status = {}
+    for g, _, _ in list_scenarios(runner):
+        if g in status:
+            continue
         out = os.path.join(results, g + ".tsv")
+        if os.path.exists(out):
+            os.unlink(out)
         rc = subprocess.run([runner, "--group", g, "--results", out]).returncode
         if rc == 77:
             sys.exit("conformance runner cannot run here (skipped): no document written")
-    return groups
+        status[g] = rc
+    return status
 
 
 def run_port(runner, results):
+    """Run the port's rules; returns their exit status."""
     os.makedirs(results, exist_ok=True)
-    rc = subprocess.run([runner, "--results", os.path.join(results, "port.tsv")]).returncode
+    out = os.path.join(results, "port.tsv")
+    if os.path.exists(out):
+        os.unlink(out)
+    rc = subprocess.run([runner, "--results", out]).returncode
     if rc == 77:
         sys.exit("port tests cannot run here (skipped): no document written")
-    return ["port"]
+    return rc
 
 
-def read_results(results, groups):
+def read_results(results, scenarios, status, extra_groups=()):
+    """Result rows; scenarios (from --list, or None) that have none become failures."""
     rows = []
-    names = groups or sorted(f[:-4] for f in os.listdir(results) if f.endswith(".tsv"))
-    for g in names:
+    groups = []
+    for g, _, _ in scenarios or []:
+        if g not in groups:
+            groups.append(g)
+    if not groups:
+        groups = sorted(f[:-4] for f in os.listdir(results) if f.endswith(".tsv"))
+    groups += [g for g in extra_groups if g not in groups]
+    for g in groups:
         path = os.path.join(results, g + ".tsv")
         if not os.path.exists(path):
             rows.append(dict(name="(group %s)" % g, group=g, rule="", result="fail",
                              what="the group did not run", note="no results file"))
             continue
         with open(path, encoding="utf-8") as f:
-            for line in f:
+            for n, line in enumerate(f, 1):
                 parts = line.rstrip("\n").split("\t")
                 if len(parts) != 6:
+                    rows.append(dict(name="(%s.tsv line %d)" % (g, n), group=g, rule="",
+                                     result="fail", what="an unreadable result line",
+                                     note=line.strip()[:200]))
                     continue
                 rows.append(dict(zip(("name", "group", "rule", "result", "what", "note"), parts)))
+        rc = (status or {}).get(g, 0)
+        if rc not in (0, 1):
+            rows.append(dict(name="(group %s)" % g, group=g, rule="", result="fail",
+                             what="the runner ended abnormally",
+                             note="exit status %d (a crash or signal)" % rc))
+    seen = {r["name"] for r in rows}
+    for g, name, rule in scenarios or []:
+        if name not in seen:
+            rows.append(dict(name=name, group=g, rule=rule, result="fail",
+                             what="(no result)",
+                             note="the runner stopped before this scenario reported"))
     return rows
 
 
@@ -123,10 +158,14 @@ def main():
     ap.add_argument("--results", required=True)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    groups = run_all(a.runner, a.results) if a.runner else None
+    scenarios = list_scenarios(a.runner) if a.runner else None
+    status = run_all(a.runner, a.results) if a.runner else None
+    extra = []
     if a.port_runner:
-        groups = (groups or []) + run_port(a.port_runner, a.results)
-    fails = write_doc(read_results(a.results, groups), a.out)
+        status = status or {}
+        status["port"] = run_port(a.port_runner, a.results)
+        extra = ["port"]
+    fails = write_doc(read_results(a.results, scenarios, status, extra), a.out)
     print("wrote %s" % a.out)
     return 1 if fails else 0
 

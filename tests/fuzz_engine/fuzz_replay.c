@@ -53,7 +53,11 @@ int main(int argc, char **argv)
 			continue;
 		}
 		d = opendir(argv[i]);
-		while (d && (de = readdir(d)) != NULL) {
+		if (!d) {
+			perror(argv[i]);
+			return 1;
+		}
+		while ((de = readdir(d)) != NULL) {
 			char path[4096];
 
 			if (de->d_name[0] == '.')
@@ -61,10 +65,14 @@ int main(int argc, char **argv)
 			snprintf(path, sizeof(path), "%s/%s", argv[i], de->d_name);
 			rc |= replay_file(path);
 		}
-		if (d)
-			closedir(d);
+		closedir(d);
 	}
 	fuzz_engine_report(stdout);
+	/* a corpus that went missing must not pass as "nothing crashed" */
+	if (replayed == 0) {
+		printf("FAIL: no input to replay (the corpus is empty or missing)\n");
+		return 1;
+	}
 	printf("replayed %u inputs, no crash, no byte outside the region changed\n", replayed);
 	return rc ? 1 : 0;
 }

@@ -35,8 +35,10 @@ static int child(const char *capture)
 	}
 	rc = rocemu_port_open(&cfg, &port, err, sizeof(err));
 	if (rc) {
+		/* only a machine without memory for the mbuf pools is a reason to
+		 * skip; any other error (-EINVAL included) is a failure of rocemu */
 		fprintf(stderr, "open: %s\n", err);
-		return rc == -ENOMEM || rc == -EINVAL ? 77 : 1;
+		return rc == -ENOMEM ? 77 : 1;
 	}
 	rocemu_gid_parse("10.74.0.1", self);
 	for (uint16_t seq = 1; seq <= 3; seq++) {
@@ -78,7 +80,7 @@ int main(int argc, char **argv)
 	if (pid < 0 || waitpid(pid, &status, 0) != pid)
 		return 1;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
-		printf("SKIP: the child could not bring a port up\n");
+		printf("SKIP: no memory for the port's mbuf pools here\n");
 		return 77;
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
