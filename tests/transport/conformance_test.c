@@ -70,7 +70,13 @@ static bool b_has_work(void *ctx)
 	return false;
 }
 
-/** Next frame B received (waits up to ~5 s); false when none came. */
+/* An expected frame: waiting longer costs nothing when it comes, and no
+ * loaded machine delays an engine pass by a minute (a hang guard, not a
+ * deadline). Silence checks keep short windows: a slow engine can only make
+ * them pass. */
+#define FRAME_WAIT_MS 60000
+
+/** Next frame B received (waits up to wait_ms or more); false when none came. */
 static bool b_next(struct seen *out, unsigned wait_ms)
 {
 	for (unsigned i = 0; i < wait_ms * 10; i++) {
@@ -204,7 +210,7 @@ static struct rocemu_mr *reg(void *p, size_t len)
 
 static void expect_aeth(struct seen *s, uint8_t type, uint8_t value, uint32_t psn)
 {
-	assert_true(b_next(s, 5000));
+	assert_true(b_next(s, FRAME_WAIT_MS));
 	assert_int_equal(s->pkt.opcode, ROCE_OP_ACK);
 	assert_int_equal(s->pkt.dqpn, PEER_QPN);
 	assert_int_equal(ROCE_AETH_TYPE(s->pkt.aeth.syndrome), type);
@@ -370,12 +376,12 @@ static void test_resp_read_and_duplicate(void **state)
 	h_fill(buf, sizeof(buf), 3);
 	for (int pass = 0; pass < 2; pass++) {
 		b_send(ROCE_OP_READ_REQUEST, rocemu_qp_num(qp), 0xB0, true, fill_reth, &r, NULL, 0);
-		assert_true(b_next(&s, 5000));
+		assert_true(b_next(&s, FRAME_WAIT_MS));
 		assert_int_equal(s.pkt.opcode, ROCE_OP_READ_RESP_FIRST);
 		assert_int_equal(s.pkt.psn, 0xB0);
 		assert_int_equal(s.pkt.payload_len, 1024);
 		assert_memory_equal(s.payload, buf, 1024);
-		assert_true(b_next(&s, 5000));
+		assert_true(b_next(&s, FRAME_WAIT_MS));
 		assert_int_equal(s.pkt.opcode, ROCE_OP_READ_RESP_LAST);
 		assert_int_equal(s.pkt.psn, 0xB1);
 		assert_int_equal(s.pkt.payload_len, 976);
@@ -415,7 +421,7 @@ static void test_resp_atomic_duplicate(void **state)
 	(void)state;
 	for (int pass = 0; pass < 3; pass++) {
 		b_send(ROCE_OP_FETCH_ADD, rocemu_qp_num(qp), 0xD0, true, fill_atomic, &a, NULL, 0);
-		assert_true(b_next(&s, 5000));
+		assert_true(b_next(&s, FRAME_WAIT_MS));
 		assert_int_equal(s.pkt.opcode, ROCE_OP_ATOMIC_ACK);
 		assert_int_equal(s.pkt.psn, 0xD0);
 		assert_int_equal(s.pkt.atomic_orig, 40);
@@ -460,7 +466,7 @@ static void expect_in_order(struct rocemu_qp *qp, uint32_t psn, uint32_t npkts, 
 	}
 	for (int tries = 0; tries < 20; tries++)
 		rocemu_engine_progress(T.e);
-	assert_true(b_next(&s, 1000));
+	assert_true(b_next(&s, FRAME_WAIT_MS));
 	assert_int_equal(s.pkt.opcode, ROCE_OP_ATOMIC_ACK);
 	assert_int_equal(s.pkt.psn, roce_psn_add(psn, npkts));
 	assert_int_equal(s.pkt.atomic_orig, orig);
@@ -549,7 +555,14 @@ static void test_unknown_qp(void **state)
 
 	(void)state;
 	b_send(ROCE_OP_SEND_ONLY, 0xABCDE, 1, true, NULL, NULL, NULL, 0);
-	assert_false(b_next(&s, 100));
+	/* no time window: wait until the engine took the frame (the drop is
+	 * counted in the pass that received it, which would also have queued
+	 * any answer), then nothing may have come back */
+	while (h_counter(T.e, "drop_unknown_qp") == before) {
+		rocemu_engine_progress(T.e);
+		usleep(100);
+	}
+	assert_false(b_next(&s, 20));
 	assert_int_equal(h_counter(T.e, "drop_unknown_qp"), before + 1);
 }
 
@@ -592,7 +605,7 @@ static void test_req_nak_seq_then_ack(void **state)
 	a_post_send(qp, 5, buf, 3000, h_key(m, false));
 	/* FIRST, MIDDLE, LAST with PSNs 0x200..0x202, AckReq on the last */
 	for (uint32_t i = 0; i < 3; i++) {
-		assert_true(b_next(&s, 5000));
+		assert_true(b_next(&s, FRAME_WAIT_MS));
 		assert_int_equal(s.pkt.psn, 0x200 + i);
 		assert_int_equal(s.pkt.ackreq, i == 2);
 	}
@@ -600,7 +613,7 @@ static void test_req_nak_seq_then_ack(void **state)
 	/* "lost" the middle one: NAK from 0x201 */
 	b_send(ROCE_OP_ACK, rocemu_qp_num(qp), 0x201, false, fill_aeth, &nak, NULL, 0);
 	for (uint32_t i = 1; i < 3; i++) {
-		assert_true(b_next(&s, 5000));
+		assert_true(b_next(&s, FRAME_WAIT_MS));
 		assert_int_equal(s.pkt.psn, 0x200 + i);
 		assert_memory_equal(s.payload, buf + i * 1024, s.pkt.payload_len);
 	}
@@ -629,8 +642,8 @@ static void test_req_nak_access(void **state)
 	b_drain();
 	a_post_send(qp, 1, buf, 16, h_key(m, false));
 	a_post_send(qp, 2, buf, 16, h_key(m, false));
-	assert_true(b_next(&s, 5000));
-	assert_true(b_next(&s, 5000));
+	assert_true(b_next(&s, FRAME_WAIT_MS));
+	assert_true(b_next(&s, FRAME_WAIT_MS));
 	b_send(ROCE_OP_ACK, rocemu_qp_num(qp), 0x400, false, fill_aeth, &nak, NULL, 0);
 	assert_int_equal(h_poll(T.scq, &wc), 1);
 	assert_int_equal(wc.wr_id, 1);
@@ -669,7 +682,7 @@ static void test_req_ack_during_go_back(void **state)
 	for (uint64_t i = 0; i < 3; i++)
 		a_post_send(qp, 10 + i, buf, 16, h_key(m, false));
 	for (uint32_t i = 0; i < 3; i++) {
-		assert_true(b_next(&s, 5000));
+		assert_true(b_next(&s, FRAME_WAIT_MS));
 		assert_int_equal(s.pkt.psn, 0x700 + i);
 	}
 	/* NAK from 0x700, then (overtaking the resend) an ACK of all three: A's
@@ -687,12 +700,13 @@ static void test_req_ack_during_go_back(void **state)
 	/* the same NAK again, duplicated or reordered: stale */
 	b_drain();
 	b_send(ROCE_OP_ACK, rocemu_qp_num(qp), 0x700, false, fill_aeth, &nak, NULL, 0);
-	for (int i = 0; i < 5000 && h_counter(T.e, "drop_resp_duplicate") == stale; i++)
+	while (h_counter(T.e, "drop_resp_duplicate") ==
+	       stale) /* no deadline: a hang guard is the test timeout */
 		usleep(100);
 	assert_int_equal(h_counter(T.e, "drop_resp_duplicate"), stale + 1);
 	assert_false(b_next(&s, 50));
 	a_post_send(qp, 20, buf, 16, h_key(m, false));
-	assert_true(b_next(&s, 5000));
+	assert_true(b_next(&s, FRAME_WAIT_MS));
 	assert_int_equal(s.pkt.psn, 0x703);
 	b_send(ROCE_OP_ACK, rocemu_qp_num(qp), 0x703, false, fill_aeth, &ack, NULL, 0);
 	assert_int_equal(h_poll(T.scq, &wc), 1);
@@ -712,7 +726,7 @@ static void test_req_ghost_ack(void **state)
 
 	(void)state;
 	b_send(ROCE_OP_ACK, rocemu_qp_num(qp), 0x650, false, fill_aeth, &ack, NULL, 0);
-	for (int i = 0; i < 5000 && h_counter(T.e, "drop_resp_unsent_psn") == before; i++)
+	while (h_counter(T.e, "drop_resp_unsent_psn") == before)
 		usleep(100);
 	assert_int_equal(h_counter(T.e, "drop_resp_unsent_psn"), before + 1);
 	assert_int_equal(rocemu_qp_state(qp), IBV_QPS_RTS);

@@ -337,8 +337,19 @@ int main(int argc, char **argv)
 	}
 	rc = server ? run_server(qp, &n, count, size, counter)
 		    : run_client(qp, &n, count, size, peer_rkey, peer_va);
-	/* linger so the last ACKs reach the peer */
-	usleep(300000);
+	/* third rendezvous instead of a pause: neither engine goes away before
+	 * the other is done (the client is done once every completion is in,
+	 * so the server's last ACKs have reached it) */
+	{
+		char me[32], other[32];
+		uint32_t x, y;
+		uint64_t z;
+
+		snprintf(me, sizeof(me), "%s.done", server ? "server" : "client");
+		snprintf(other, sizeof(other), "%s.done", server ? "client" : "server");
+		if (write_info(argv[5], me, 0, 0, 0) || read_info(argv[5], other, &x, &y, &z))
+			rc = 1;
+	}
 	{
 		struct rocemu_counter c[128];
 		unsigned k = rocemu_engine_counters(n.e, c, 128);

@@ -106,7 +106,8 @@ qdisc_setup() {
 fail=0
 run() {
 	name=$1
-	rm -f "$DIR"/server "$DIR"/client "$DIR"/server.ready "$DIR"/client.ready
+	rm -f "$DIR"/server "$DIR"/client "$DIR"/server.ready "$DIR"/client.ready \
+		"$DIR"/server.done "$DIR"/client.done
 	ip netns exec trnB timeout 300 "$PEER" server af_packet:trnB0 10.81.0.2/24 10.81.0.1 "$DIR" $COUNT $SIZE > "$DIR/s.log" 2>&1 &
 	spid=$!
 	ip netns exec trnA timeout 300 "$PEER" client af_packet:trnA0 10.81.0.1/24 10.81.0.2 "$DIR" $COUNT $SIZE > "$DIR/c.log" 2>&1
@@ -222,8 +223,9 @@ run_prog() {
 	ip netns exec trnA timeout -s KILL 240 "$ROCEMU" run --port af_packet:trnA0 --ip 10.81.0.1/24 \
 		--capture "$DIR/a.pcap" -- $prog -p 18517 "$@" > "$DIR/a.log" 2>&1 &
 	pa=$!
-	for _ in $(seq 100); do
-		ip netns exec trnA ss -ltn 2>/dev/null | grep -q ":18517 " && break
+	# until the server listens (or ended): no deadline, the timeout above
+	# guards against a hang
+	while ! ip netns exec trnA ss -ltn 2>/dev/null | grep -q ":18517 "; do
 		kill -0 $pa 2>/dev/null || break
 		sleep 0.1
 	done

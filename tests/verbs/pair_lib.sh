@@ -88,11 +88,11 @@ pair_hosts() {
 	portB=(--port af_packet:${B}e --ip $ipb/$len)
 }
 
-# pair_wait_listen NS PID TCP_PORT: wait (10 s at most) until something in
-# namespace NS listens on TCP_PORT, or process PID has ended.
+# pair_wait_listen NS PID TCP_PORT: wait until something in namespace NS
+# listens on TCP_PORT, or process PID has ended. No deadline: a loaded
+# machine only makes this slower (the hosts' own timeout catches a hang).
 pair_wait_listen() {
-	for _ in $(seq 100); do
-		on "$1" ss -ltn 2>/dev/null | grep -q ":$3 " && break
+	while ! on "$1" ss -ltn 2>/dev/null | grep -q ":$3 "; do
 		kill -0 $2 2>/dev/null || break
 		sleep 0.1
 	done
@@ -113,8 +113,11 @@ pair_run() {
 	if [ -n "$tcp" ]; then
 		pair_wait_listen "$nsA" $pa $tcp
 	else
-		for _ in $(seq 100); do
-			[ -e $dir/a.pcap ] && { sleep 0.5; break; }
+		# host A's port is open once its capture exists (a memif server's
+		# socket is there then). An rdma_cm client may still come before
+		# the server listens: its REQ is retransmitted (CM timers), so no
+		# pause is added here.
+		while [ ! -e $dir/a.pcap ]; do
 			kill -0 $pa 2>/dev/null || break
 			sleep 0.1
 		done
