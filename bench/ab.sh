@@ -4,7 +4,9 @@
 # (server on CPU 1, client on CPU 0): each round runs, for build A then build
 # B, ib_write_bw -s 65536, ib_write_bw -s 64, ib_write_lat -s 2 and
 # ib_send_lat -s 2, so a slow spell of a shared machine hits both builds.
-# Prints the median and every value per build and measure.
+# Prints the median and every value per build and measure, then B/A per
+# round (the two runs of a round are minutes apart at most): the median ratio
+# and its range, the spread to read any difference against.
 #
 #   bench/ab.sh BUILD_A BUILD_B [ROUNDS]
 #
@@ -13,7 +15,8 @@
 # --buildtype debugoptimized && ninja -C /tmp/old/build tools/rocemu
 # verbs-provider/libibverbs.so.1`). Needs perftest; root only for nothing.
 set -u
-[ $# -ge 2 ] || { sed -n '3,16p' "$0"; exit 2; }
+shopt -s lastpipe # note() below runs in this shell, at the end of a pipe
+[ $# -ge 2 ] || { sed -n '3,18p' "$0"; exit 2; }
 A=$(cd "$1" && pwd) B=$(cd "$2" && pwd) R=${3:-5}
 for b in "$A" "$B"; do
 	[ -x "$b/tools/rocemu" ] || { echo "no $b/tools/rocemu" >&2; exit 2; }
@@ -35,21 +38,39 @@ pair() {
 }
 
 declare -A res
+# one value per run, "-" for a run that printed none, so rounds stay aligned
+note() { local v; v=$(cat); res[$1]+="${v:--} "; }
 for ((i = 0; i < R; i++)); do
 	for tag in A B; do
 		d=${!tag}
-		res[$tag.bw64k_MBps]+="$(pair "$d" ib_write_bw -s 65536 -D 2 | awk '{printf "%.0f", $4 * 1.048576}') "
-		res[$tag.rate64_Mpps]+="$(pair "$d" ib_write_bw -s 64 -D 2 | awk '{print $5}') "
-		res[$tag.write_lat_us]+="$(pair "$d" ib_write_lat -s 2 -n 3000 | awk '{print $5}') "
-		res[$tag.send_lat_us]+="$(pair "$d" ib_send_lat -s 2 -n 5000 | awk '{print $5}') "
+		pair "$d" ib_write_bw -s 65536 -D 2 | awk '{printf "%.0f", $4 * 1.048576}' | note $tag.bw64k_MBps
+		pair "$d" ib_write_bw -s 64 -D 2 | awk '{print $5}' | note $tag.rate64_Mpps
+		pair "$d" ib_write_lat -s 2 -n 3000 | awk '{print $5}' | note $tag.write_lat_us
+		pair "$d" ib_send_lat -s 2 -n 5000 | awk '{print $5}' | note $tag.send_lat_us
 	done
 done
+# the median of the numbers among $*, "none" when there is none
+median() {
+	printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g |
+		awk '{a[NR] = $1} END {print NR ? a[int((NR + 1) / 2)] : "none"}'
+}
 echo "A = $A"
 echo "B = $B"
 for k in bw64k_MBps rate64_Mpps write_lat_us send_lat_us; do
 	for tag in A B; do
 		v=${res[$tag.$k]}
-		med=$(echo $v | tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print NR ? a[int((NR+1)/2)] : "none"}')
-		printf "%s %-13s median %-9s all: %s\n" "$tag" "$k" "$med" "$v"
+		printf "%s %-13s median %-9s all: %s\n" "$tag" "$k" "$(median $v)" "$v"
 	done
+done
+echo "B/A per round (a lost run leaves its round out): median [min .. max]"
+for k in bw64k_MBps rate64_Mpps write_lat_us send_lat_us; do
+	r=$(paste <(printf '%s\n' ${res[A.$k]}) <(printf '%s\n' ${res[B.$k]}) |
+		awk '$1 + 0 > 0 && $2 + 0 > 0 {printf "%.3f\n", $2 / $1}' | sort -g)
+	n=$(echo "$r" | grep -c .)
+	if [ "$n" -eq 0 ]; then
+		printf "%-13s none\n" "$k"
+	else
+		printf "%-13s %s [%s .. %s] (%d rounds)\n" "$k" "$(median $r)" "$(echo "$r" | head -1)" \
+			"$(echo "$r" | tail -1)" "$n"
+	fi
 done
