@@ -13,7 +13,9 @@
 # Commands run in the guest through its agent (guest/rxe-agent) over a 9p
 # share ($bed_run, on the host). Everything started here is stopped and the
 # namespace deleted when the shell exits, however it exits; a namespace left
-# by a run that was killed with SIGKILL is removed by the next run.
+# by a run that was killed with SIGKILL is removed by the next run. The run's
+# files (captures, logs, the guest's console) are removed unless
+# $ROCEMU_INTEROP_KEEP or $bed_keep is set (interop_rxe.sh: a case failed).
 #   bed_up            build or reuse the image, set up the namespace, boot
 #   guest_start ID CMD / guest_wait ID SECS / guest_run ID SECS CMD
 #   guest_up ID SECS  wait until a job touched $JOB.up (a server listens)
@@ -48,7 +50,11 @@ bed_down() {
 	local p
 	for p in $(ip netns pids "$bed_ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
 	ip netns del "$bed_ns" 2>/dev/null
-	[ -n "${ROCEMU_INTEROP_KEEP:-}" ] || rm -rf "${bed_dir:-/nonexistent}"
+	if [ -n "${ROCEMU_INTEROP_KEEP:-}${bed_keep:-}" ]; then
+		[ -n "${bed_dir:-}" ] && echo "files of the run kept in $bed_dir"
+	else
+		rm -rf "${bed_dir:-/nonexistent}"
+	fi
 }
 
 # Namespaces of earlier runs whose shell is gone (killed with SIGKILL): their
