@@ -3,8 +3,9 @@
 # rocemu against Linux Soft-RoCE (rdma_rxe in a qemu guest, bed.sh): every
 # program of the matrix in both directions (rocemu server, rxe client and the
 # reverse), over IPv4 and, where the program takes an IPv6 GID or address,
-# IPv6; then the restart case (one rocemu process after another against the
-# same rxe, each connecting through rdma_cm, client and server).
+# IPv6; rsockets; then the restart cases (one rocemu process after another
+# against the same rxe, connecting through rdma_cm and with plain verbs,
+# client and server) and the REJ cases.
 # docs/interop.md.
 #   interop_rxe.sh [REGEX]   only the cases whose name matches REGEX (or
 #                            $ROCEMU_INTEROP_CASES: meson test --suite interop)
@@ -296,12 +297,24 @@ cases udaddy "$BOTH" "4 6" cm:7174 "udaddy -b @S@ -C 10" "udaddy -s @S@ -C 10"
 for t in rc_bw rc_rdma_read_lat; do
 	cases qperf-${t//_/-} "$BOTH" 4 tcp "qperf -lp @P@" "qperf -lp @P@ -cm1 -t 1 @S4@ $t" daemon
 done
+# rsockets (rdma-core's rsocket protocol, version 1: rocemu's own rsocket*.c
+# against librdmacm's on rxe), with their data checks (-T v): blocking,
+# nonblocking and asynchronous (rpoll) streams, and riostream's iomap
+# (direct RDMA WRITEs).
+cases rstream-block "$BOTH" "4 6" cm "rstream -b @S@ -p @P@ -S 4096 -C 20 -T v -T b" "rstream -s @S@ -p @P@ -S 4096 -C 20 -T v -T b"
+cases rstream-nonblock "$BOTH" 4 cm "rstream -b @S@ -p @P@ -S 65536 -C 10 -T v" "rstream -s @S@ -p @P@ -S 65536 -C 10 -T v"
+cases rstream-async-1m "$BOTH" 4 cm "rstream -b @S@ -p @P@ -S 1048576 -C 4 -T v -T a" "rstream -s @S@ -p @P@ -S 1048576 -C 4 -T v -T a"
+cases riostream "$BOTH" 4 cm "riostream -b @S@ -p @P@ -S 16384 -C 10 -T v -T b" "riostream -s @S@ -p @P@ -S 16384 -C 10 -T v -T b"
 # Restart: rocemu connects, exits, and a new rocemu process connects again
 # to the same rxe at once, as client and as server; rxe's CM still holds the
 # first connection (time-wait) and rejects a REQ or REP that repeats its QPN
-# or communication ID as stale (REJ 10).
+# or communication ID as stale (REJ 10). The same with plain verbs
+# (ibv_rc_pingpong, QPNs and PSNs exchanged over TCP).
 for i in 1 2; do
 	cases restart-$i "$BOTH" 4 cm "rping -s -a @S@ -p @P@ -C 2 -V" "rping -c -a @S@ -p @P@ -C 2 -V"
+done
+for i in 1 2; do
+	cases restart-pingpong-$i "$BOTH" 4 tcp "ibv_rc_pingpong -g @G@ -p @P@ -n 5" "ibv_rc_pingpong -g @G@ -p @P@ -n 5 @S4@"
 done
 reject_cases
 

@@ -3,8 +3,8 @@
 # Build the Soft-RoCE guest of the interop tests: Debian's own kernel
 # (linux-image-amd64, fetched with apt-get download) and an initramfs that
 # is the whole root file system: busybox, the kernel modules rdma_rxe needs,
-# and this host's own rdma-core, ibverbs-utils, perftest, rdmacm-utils and
-# qperf binaries with the libraries ldd finds for them (the guest runs the
+# and this host's own rdma-core, ibverbs-utils, perftest, rdmacm-utils (with
+# the rsocket programs rstream and riostream) and qperf binaries with the libraries ldd finds for them (the guest runs the
 # same Debian 12 user space as the host).
 #
 #   rxe_image.sh CACHE_DIR     prints the directory holding vmlinuz, initrd.gz
@@ -44,7 +44,8 @@ bins=(/usr/bin/dash /usr/bin/ip /usr/bin/rdma /usr/bin/kmod
 	/usr/bin/ibv_ud_pingpong /usr/bin/ibv_srq_pingpong
 	/usr/bin/ib_send_lat /usr/bin/ib_send_bw /usr/bin/ib_write_lat /usr/bin/ib_write_bw
 	/usr/bin/ib_read_lat /usr/bin/ib_read_bw /usr/bin/ib_atomic_lat /usr/bin/ib_atomic_bw
-	/usr/bin/rping /usr/bin/ucmatose /usr/bin/udaddy /usr/bin/qperf)
+	/usr/bin/rping /usr/bin/ucmatose /usr/bin/udaddy /usr/bin/rstream /usr/bin/riostream
+	/usr/bin/qperf)
 # What rdma_rxe needs beyond its own dependencies: rxe asks the crypto API
 # for "crc32" (its ICRC), which no module depends on by symbol.
 mods=(virtio_pci virtio_net 9pnet_virtio 9p crc32_generic crc32_pclmul
