@@ -303,7 +303,11 @@ done
 # (direct RDMA WRITEs).
 cases rstream-block "$BOTH" "4 6" cm "rstream -b @S@ -p @P@ -S 4096 -C 20 -T v -T b" "rstream -s @S@ -p @P@ -S 4096 -C 20 -T v -T b"
 cases rstream-nonblock "$BOTH" 4 cm "rstream -b @S@ -p @P@ -S 65536 -C 10 -T v" "rstream -s @S@ -p @P@ -S 65536 -C 10 -T v"
-cases rstream-async-1m "$BOTH" 4 cm "rstream -b @S@ -p @P@ -S 1048576 -C 4 -T v -T a" "rstream -s @S@ -p @P@ -S 1048576 -C 4 -T v -T a"
+# Asynchronous (-T a) with rxe serving only: rstream's client reads the last
+# transfer through rpoll, and rdma-core's rpoll (rxe's side) reports POLLHUP
+# with the data once the server's DISCONNECT is in, which rstream takes for
+# an error (exit 16) before it read the data (docs/interop.md).
+cases rstream-async-1m rxe 4 cm "rstream -b @S@ -p @P@ -S 1048576 -C 4 -T v -T a" "rstream -s @S@ -p @P@ -S 1048576 -C 4 -T v -T a"
 cases riostream "$BOTH" 4 cm "riostream -b @S@ -p @P@ -S 16384 -C 10 -T v -T b" "riostream -s @S@ -p @P@ -S 16384 -C 10 -T v -T b"
 # Restart: rocemu connects, exits, and a new rocemu process connects again
 # to the same rxe at once, as client and as server; rxe's CM still holds the
