@@ -109,6 +109,10 @@ bed_up() {
 	ip netns exec "$bed_ns" sysctl -qw net.ipv6.conf.br0.disable_ipv6=1
 	$n addr add $bed_ip4/24 dev emu0
 	$n addr add $bed_ip6/64 dev emu0 nodad
+	# The host's TCP in one-segment frames: rocemu's af_packet port captures
+	# what the kernel sends on emu0, and a GSO frame of several segments is
+	# captured truncated (IPv4 total length exceeds packet length).
+	$n link set emu0 gso_max_segs 1
 	for i in br0 tap0 emu0br emu0; do $n link set $i up; done
 
 	# The guest dies with this shell even on SIGKILL (parent-death signal).
