@@ -67,8 +67,9 @@ int rocemu_port_config_mac(const struct rocemu_port_config *cfg, uint8_t mac[6])
 void port_choose_mac(struct rocemu_port *port)
 {
 	struct rte_ether_addr dev_mac;
-	bool have =
-	    rte_eth_macaddr_get(port->port_id, &dev_mac) == 0 && !rte_is_zero_ether_addr(&dev_mac);
+	bool have = port->port_id != UINT16_MAX &&
+		    rte_eth_macaddr_get(port->port_id, &dev_mac) == 0 &&
+		    !rte_is_zero_ether_addr(&dev_mac);
 
 	if (port->link->mac)
 		port->link->mac(port, have ? &dev_mac : NULL);
@@ -149,6 +150,8 @@ bool rocemu_port_link_up(const struct rocemu_port *port)
 {
 	struct rte_eth_link link;
 
+	if (port->link->link_up)
+		return port->link->link_up(port);
 	if (rte_eth_link_get_nowait(port->port_id, &link))
 		return false;
 	return link.link_status == RTE_ETH_LINK_UP;
@@ -158,7 +161,7 @@ uint32_t rocemu_port_link_speed(const struct rocemu_port *port)
 {
 	struct rte_eth_link link;
 
-	if (rte_eth_link_get_nowait(port->port_id, &link) ||
+	if (port->port_id == UINT16_MAX || rte_eth_link_get_nowait(port->port_id, &link) ||
 	    link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN)
 		return 0;
 	return link.link_speed;

@@ -87,15 +87,23 @@ void port_dev_remove(struct rocemu_port *port)
 	port->port_id = UINT16_MAX;
 }
 
-/* One rx and one tx queue; the MTU where the link asks for it; start. */
+bool port_has_device(const struct rocemu_port *port)
+{
+	return port->port_id != UINT16_MAX || port->link->tx_burst != NULL;
+}
+
+/* One rx and one tx queue; the MTU where the link asks for it; start. A
+ * link without an ethdev only starts itself. */
 static int start_device(struct rocemu_port *port, char *err, size_t errlen)
 {
 	struct rte_eth_dev_info info;
 	struct rte_eth_conf conf;
 	uint16_t nb_rxd = PORT_RX_DESC, nb_txd = PORT_TX_DESC, id = port->port_id;
-	int socket = rte_eth_dev_socket_id(id);
-	int rc;
+	int socket, rc;
 
+	if (port->link->tx_burst)
+		return port->link->start ? port->link->start(port, err, errlen) : 0;
+	socket = rte_eth_dev_socket_id(id);
 	if (socket < 0)
 		socket = (int)rte_socket_id();
 	rc = rte_eth_dev_info_get(id, &info);
@@ -180,7 +188,7 @@ static void close_drain(struct rocemu_port *port)
 	uint64_t start = rocemu_now_ns(), now = start;
 	struct timespec ts = {0, 200000};
 
-	if (port->port_id == UINT16_MAX)
+	if (!port_has_device(port))
 		return;
 	for (;;) {
 		rocemu_port_flush(port);
@@ -208,7 +216,7 @@ void port_close_at_exit(struct rocemu_port *port)
 		port->link->offline(port);
 	rocemu_port_progress_thread_stop(port);
 	rocemu_port_lock(port);
-	if (!port->closed_at_exit && port->port_id != UINT16_MAX)
+	if (!port->closed_at_exit && port_has_device(port))
 		close_drain(port);
 	release_device(port);
 	port->closed_at_exit = true;
@@ -336,6 +344,17 @@ void rocemu_port_close(struct rocemu_port *port)
 	close_drain(port);
 	rocemu_port_unlock(port);
 	release(port);
+}
+
+int rocemu_port_qpn_alloc(struct rocemu_port *port, bool gsi, uint32_t *qpn)
+{
+	return port->link->qpn_alloc ? port->link->qpn_alloc(port, gsi, qpn) : -ENOTSUP;
+}
+
+void rocemu_port_qpn_free(struct rocemu_port *port, uint32_t qpn)
+{
+	if (port->link->qpn_free)
+		port->link->qpn_free(port, qpn);
 }
 
 const struct rocemu_port_config *rocemu_port_get_config(const struct rocemu_port *port)

@@ -235,6 +235,9 @@ bool port_in_forked_child(void);
 
 /* port_dev.c */
 void port_close_at_exit(struct rocemu_port *port);
+/* The port has a device to send on: an ethdev, or a link that moves frames
+ * itself (port_link.h: rx_burst/tx_burst). */
+bool port_has_device(const struct rocemu_port *port);
 
 /* port_tx.c */
 int port_transmit(struct rocemu_port *port, struct rte_mbuf *m);

@@ -13,7 +13,8 @@
 #include "port_link.h"
 
 static const struct port_link_ops *const port_links[] = {
-    &port_link_memif, &port_link_afpacket, &port_link_afxdp, &port_link_ring, &port_link_dpdk,
+    &port_link_memif, &port_link_afpacket, &port_link_afxdp,
+    &port_link_ring,  &port_link_dpdk,	   &port_link_host,
 };
 
 static atomic_uint port_seq;

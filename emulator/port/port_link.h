@@ -13,8 +13,14 @@
  *  - blocked, wake_peer, app_note: the engine lock held (any thread);
  *  - sleep: the progress thread only; wake: any thread, no lock;
  *  - tx_in_flight: close, the engine lock held;
- *  - offline, release: close or the exit handler, no pass running.
+ *  - offline, release: close or the exit handler, no pass running;
+ *  - rx_burst, tx_burst, resolve, qpn_free: the engine lock held;
+ *  - link_up: any thread; qpn_alloc: the engine lock held (it may block
+ *    for a round trip to a host).
  * Every hook but create may be NULL: the generic behaviour is then used.
+ * A link whose frames do not go through a DPDK device (the host link:
+ * rings in shared memory) sets rx_burst and tx_burst: create then makes no
+ * ethdev (port->port_id stays UINT16_MAX) and the port never configures one.
  */
 #ifndef ROCEMU_PORT_LINK_H
 #define ROCEMU_PORT_LINK_H
@@ -91,6 +97,26 @@ struct port_link_ops {
 	/* Give back the device and the link's kernel resources (default:
 	 * port_dev_remove). Memory stays until port_link_free. */
 	void (*release)(struct rocemu_port *port);
+
+	/* A link without an ethdev moves frames itself (default: the ethdev's
+	 * rte_eth_rx_burst / rte_eth_tx_burst). tx_burst takes ownership of
+	 * the frames it accepts (returns how many). */
+	uint16_t (*rx_burst)(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n);
+	uint16_t (*tx_burst)(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n);
+	/* Link state (default: the ethdev's). */
+	bool (*link_up)(const struct rocemu_port *port);
+	/* Neighbours are resolved elsewhere (the host link: by the host, for
+	 * every process on it): rocemu_port_resolve asks this instead of the
+	 * port's own ARP/ND, and the port announces nothing at link up. */
+	int (*resolve)(struct rocemu_port *port, unsigned src_index, const uint8_t dst[16],
+		       uint8_t mac[6]);
+	/* QPNs come from elsewhere (a host owns the QPN space): see
+	 * rocemu_port_qpn_alloc. */
+	int (*qpn_alloc)(struct rocemu_port *port, bool gsi, uint32_t *qpn);
+	void (*qpn_free)(struct rocemu_port *port, uint32_t qpn);
+	/* Frames to our own MAC go to the link too (a host switches them
+	 * between its processes) instead of the port's internal loopback. */
+	bool switched_loopback;
 };
 
 extern const struct port_link_ops port_link_memif;
@@ -98,6 +124,7 @@ extern const struct port_link_ops port_link_afpacket;
 extern const struct port_link_ops port_link_afxdp;
 extern const struct port_link_ops port_link_ring;
 extern const struct port_link_ops port_link_dpdk;
+extern const struct port_link_ops port_link_host;
 
 /* Default Ethernet MTU of point-to-point software links (memif, ring):
  * large enough that a 4096-byte IB MTU fits over IPv6 (4096 + 92 = 4188). */

@@ -17,7 +17,7 @@
 #include <rte_ether.h>
 #include <rte_ip.h>
 
-#include "port_internal.h"
+#include "port_link.h"
 
 #define DEFAULT_TIMEOUT_MS 1000
 #define DEFAULT_RETRIES	   3
@@ -448,6 +448,8 @@ int rocemu_port_resolve(struct rocemu_port *port, unsigned src_index, const uint
 	struct port_neigh *e;
 	int src;
 
+	if (port->link->resolve) /* the host link: the host resolves for all */
+		return port->link->resolve(port, src_index, dst, mac);
 	if (port_ip_is_ours(port, dst)) {
 		memcpy(mac, port->mac.addr_bytes, 6);
 		return 0;

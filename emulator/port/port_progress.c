@@ -72,7 +72,7 @@ static unsigned check_link(struct rocemu_port *port, uint64_t now)
 		return 0;
 	port->link_up = up;
 	port_count(port, PC_LINK_CHANGES);
-	if (up)
+	if (up && !port->link->resolve)
 		port_announce(port); /* gratuitous ARP / unsolicited NA */
 	return 1;
 }
@@ -90,7 +90,8 @@ static bool from_ourselves(const struct rocemu_port *port, const struct rte_mbuf
 static unsigned rx_device(struct rocemu_port *port, uint64_t now)
 {
 	struct rte_mbuf *pkts[PORT_BURST];
-	uint16_t n = rte_eth_rx_burst(port->port_id, 0, pkts, PORT_BURST);
+	uint16_t n = port->link->rx_burst ? port->link->rx_burst(port, pkts, PORT_BURST)
+					  : rte_eth_rx_burst(port->port_id, 0, pkts, PORT_BURST);
 
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
@@ -110,7 +111,8 @@ static unsigned rx_device(struct rocemu_port *port, uint64_t now)
 		}
 		if (unlikely(port->capture != NULL))
 			port_capture_frame(port, m);
-		if (unlikely(from_ourselves(port, m))) {
+		/* (on a host link, another process of the host shares our MAC) */
+		if (unlikely(from_ourselves(port, m)) && !port->link->switched_loopback) {
 			rte_pktmbuf_free(m);
 			port_count_drop(port, "own_source_mac");
 			port_count(port, PC_RX_DROPS);

@@ -43,7 +43,7 @@ int port_transmit(struct rocemu_port *port, struct rte_mbuf *m)
 	if (unlikely(port->capture != NULL))
 		port_capture_frame(port, m);
 	eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
-	if (rte_is_same_ether_addr(&eth->dst_addr, &port->mac))
+	if (rte_is_same_ether_addr(&eth->dst_addr, &port->mac) && !port->link->switched_loopback)
 		return loop_enqueue(port, m);
 	if (port->tx_n == PORT_TX_BUF) {
 		rocemu_port_flush(port);
@@ -105,7 +105,7 @@ void rocemu_port_flush(struct rocemu_port *port)
 	const char *blocked;
 	uint16_t sent;
 
-	if (port->tx_n == 0 || unlikely(port->port_id == UINT16_MAX))
+	if (port->tx_n == 0 || unlikely(!port_has_device(port)))
 		return;
 	blocked = port->link->blocked ? port->link->blocked(port) : NULL;
 	if (unlikely(blocked != NULL)) {
@@ -115,7 +115,9 @@ void rocemu_port_flush(struct rocemu_port *port)
 	/* lengths first: once sent, the device owns the mbufs */
 	for (unsigned i = 0; i < port->tx_n; i++)
 		len[i] = port->tx_buf[i]->pkt_len;
-	sent = rte_eth_tx_burst(port->port_id, 0, port->tx_buf, (uint16_t)port->tx_n);
+	sent = port->link->tx_burst
+		   ? port->link->tx_burst(port, port->tx_buf, (uint16_t)port->tx_n)
+		   : rte_eth_tx_burst(port->port_id, 0, port->tx_buf, (uint16_t)port->tx_n);
 	for (uint16_t i = 0; i < sent; i++)
 		port->fixed[PC_TX_BYTES] += len[i];
 	port->fixed[PC_TX_FRAMES] += sent;

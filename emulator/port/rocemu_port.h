@@ -225,6 +225,17 @@ void rocemu_port_close(struct rocemu_port *port);
 const struct rocemu_port_config *rocemu_port_get_config(const struct rocemu_port *port);
 void rocemu_port_set_upper(struct rocemu_port *port, const struct rocemu_port_upper *upper);
 
+/**
+ * A QPN from whoever owns the port's QPN space (engine lock held): a host
+ * (`host:NAME` ports) hands out the numbers of every process on it. 0 and
+ * *qpn set; -ENOTSUP when the port has no such owner (the engine numbers its
+ * QPs itself); another -errno when the owner refused or is gone. gsi: the
+ * GSI QP (QP1). May block for a round trip to the host.
+ */
+int rocemu_port_qpn_alloc(struct rocemu_port *port, bool gsi, uint32_t *qpn);
+/** Give back a number from rocemu_port_qpn_alloc (engine lock held). */
+void rocemu_port_qpn_free(struct rocemu_port *port, uint32_t qpn);
+
 /* Addressing */
 void rocemu_port_mac(const struct rocemu_port *port, uint8_t mac[6]);
 unsigned rocemu_port_gid_count(const struct rocemu_port *port);

@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * The host link: what `rocemu host` (tools/host/) and an attached process's
+ * port (port_link_host.c, spec `host:NAME`) share. docs/host.md explains the
+ * design; this file is the wire and memory format, in one place.
+ *
+ * The host owns the uplink, the MAC, the GID table and the QPN space. Each
+ * attached process runs its own transport and exchanges frames with the
+ * host through two single-producer single-consumer rings of fixed slots in
+ * a memfd that the host makes for it (the process's *region*): `up` (process
+ * to host) and `down` (host to process). Control goes over a SOCK_SEQPACKET
+ * Unix socket, RUNDIR/ctl.sock: one connection per process, held open for
+ * the process's life, so its end (exit, SIGKILL) is the host's EOF.
+ *
+ * Attach:
+ *   process -> host  HELLO {version, pid}
+ *   host -> process  WELCOME {addressing, geometry} + SCM_RIGHTS: the
+ *                    region's memfd, the host page's memfd (read-only)
+ * Requests after that (one at a time, each answered by REPLY {rc, value}):
+ *   QPN_ALLOC {qp_type, gsi}  -> the number, or -errno
+ *   QPN_FREE {qpn}            -> 0 (the number rests for the quiet time)
+ *   RESOLVE {src_index, gid}  -> no reply: the answer appears in the host
+ *                                page's neighbour table
+ *   STAT {json}               -> text in chunks, then an empty chunk
+ *
+ * Nothing a process writes is trusted by the host: slot lengths are
+ * bounded, indices are taken modulo the ring, frames are parsed again.
+ */
+#ifndef ROCEMU_HOST_H
+#define ROCEMU_HOST_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rocemu_port.h"
+
+#define ROCEMU_HOST_VERSION  1
+#define ROCEMU_HOST_NAME_MAX 64
+
+/** Slots per ring (a power of two) and the largest frame a slot holds. */
+#define ROCEMU_HOST_RING_SLOTS 1024u
+#define ROCEMU_HOST_SLOT_HDR   8u
+
+/* ------------------------------------------------------------------------ */
+/* Shared memory                                                               */
+
+/** One direction: the producer writes slots then publishes head; the
+ * consumer reads slots then publishes tail. Both count forever (mod 2^32). */
+struct rocemu_host_ring {
+	_Alignas(64) _Atomic uint32_t head;
+	_Alignas(64) _Atomic uint32_t tail;
+	_Alignas(64) uint8_t slots[]; /* ROCEMU_HOST_RING_SLOTS x slot_size */
+};
+
+/** A slot: the frame's length, then the frame. */
+struct rocemu_host_slot {
+	uint32_t len;
+	uint32_t reserved;
+	uint8_t frame[];
+};
+
+/** The first page of a process's region. */
+struct rocemu_host_region {
+	uint32_t magic; /* ROCEMU_HOST_REGION_MAGIC */
+	uint32_t version;
+	uint32_t slot_size; /* bytes per slot, header included */
+	uint32_t n_slots;
+	uint64_t up_offset;   /* of the process -> host ring */
+	uint64_t down_offset; /* of the host -> process ring */
+	uint64_t size;	      /* of the whole region */
+	/* The process's progress thread sleeps on proc_bell (a futex word)
+	 * while proc_sleeping is 1; the host bumps the word and wakes it after
+	 * it put frames in `down`. */
+	_Alignas(64) _Atomic uint32_t proc_bell;
+	_Atomic uint32_t proc_sleeping;
+	/* The process's application is inside a verb (app_busy) or polled at
+	 * app_waiting_tsc (TSC; 0 = not waiting): it will see its frames
+	 * without the progress thread, so the host does not ring. */
+	_Atomic uint32_t app_busy;
+	_Atomic uint64_t app_waiting_tsc;
+	/* set by the host when it stops serving this process (host shutdown) */
+	_Alignas(64) _Atomic uint32_t host_gone;
+};
+
+#define ROCEMU_HOST_REGION_MAGIC 0x52434d48u /* "RCMH" */
+#define ROCEMU_HOST_REGION_HDR	 4096u
+
+/** Neighbour entries the host publishes (host page). */
+enum rocemu_host_neigh_state {
+	ROCEMU_HOST_NEIGH_FREE = 0,
+	ROCEMU_HOST_NEIGH_RESOLVING,
+	ROCEMU_HOST_NEIGH_REACHABLE,
+	ROCEMU_HOST_NEIGH_FAILED,
+};
+
+struct rocemu_host_neigh {
+	_Atomic uint32_t seq; /* odd while the host writes the entry */
+	uint32_t state;
+	uint8_t gid[16];
+	uint8_t mac[6];
+	uint8_t pad[2];
+};
+
+#define ROCEMU_HOST_NEIGH_SLOTS 256u
+
+/** The host page: one for the host, mapped read-only by every process,
+ * except the host's bell, which processes ring (a second, writable page). */
+struct rocemu_host_page {
+	uint32_t magic; /* ROCEMU_HOST_PAGE_MAGIC */
+	uint32_t version;
+	uint32_t host_pid;
+	uint32_t n_neigh;
+	struct rocemu_host_neigh neigh[ROCEMU_HOST_NEIGH_SLOTS];
+};
+
+#define ROCEMU_HOST_PAGE_MAGIC 0x52434d50u /* "RCMP" */
+
+/** The host's bell: one futex word the host's forwarding thread sleeps on
+ * while `sleeping` is 1, in a page every process maps writable (a thread
+ * waits on one word only, so every process rings the same one). */
+struct rocemu_host_bell {
+	_Alignas(64) _Atomic uint32_t bell;
+	_Atomic uint32_t sleeping;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Control messages (SOCK_SEQPACKET)                                           */
+
+enum rocemu_host_msg_type {
+	ROCEMU_HOST_HELLO = 1,
+	ROCEMU_HOST_WELCOME,
+	ROCEMU_HOST_REFUSED,
+	ROCEMU_HOST_QPN_ALLOC,
+	ROCEMU_HOST_QPN_FREE,
+	ROCEMU_HOST_RESOLVE,
+	ROCEMU_HOST_REPLY,
+	ROCEMU_HOST_STAT,
+	ROCEMU_HOST_STAT_CHUNK,
+	ROCEMU_HOST_INFO, /* a connection's first message instead of HELLO: WELCOME, no fds */
+};
+
+struct rocemu_host_hello {
+	uint32_t type; /* HELLO */
+	uint32_t version;
+	uint32_t pid;
+	uint32_t reserved;
+};
+
+struct rocemu_host_welcome {
+	uint32_t type; /* WELCOME */
+	uint32_t version;
+	uint32_t host_pid;
+	uint32_t proc_id; /* the host's number for this process */
+	uint8_t mac[6];
+	uint16_t eth_mtu;
+	uint32_t n_ips;
+	struct rocemu_ip_addr ips[ROCEMU_PORT_MAX_IPS];
+	char host_name[ROCEMU_HOST_NAME_MAX];
+	/* fds follow in SCM_RIGHTS: [0] region (rw), [1] host page (ro),
+	 * [2] host bell page (rw) */
+};
+
+struct rocemu_host_refused {
+	uint32_t type; /* REFUSED */
+	int32_t err;   /* -errno */
+	char why[120];
+};
+
+struct rocemu_host_request {
+	uint32_t type; /* QPN_ALLOC, QPN_FREE, RESOLVE, STAT */
+	uint32_t arg;  /* ALLOC: qp type; FREE: qpn; RESOLVE: src index; STAT: json */
+	uint8_t gid[16];
+};
+
+struct rocemu_host_reply {
+	uint32_t type; /* REPLY */
+	int32_t rc;    /* 0 or -errno */
+	uint32_t value;
+	uint32_t reserved;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Helpers both sides use                                                     */
+
+/**
+ * The host's runtime directory for name: name itself when it contains a
+ * '/', else $XDG_RUNTIME_DIR/rocemu/NAME, /run/rocemu/NAME for root, or
+ * /tmp/rocemu-UID/NAME. 0, or -EINVAL (bad or too long a name).
+ */
+int rocemu_host_dir(const char *name, char *out, size_t len);
+
+/**
+ * Connect to the control socket of the host NAME (SOCK_SEQPACKET, 10 s
+ * timeouts). The descriptor, or -errno with one line in err.
+ */
+int rocemu_host_connect(const char *name, char *err, size_t errlen);
+
+/**
+ * Ask the host NAME for its addressing (MAC, MTU, addresses) without
+ * attaching: what `rocemu run --host` shows in its sysfs view. 0, or -errno
+ * with one line in err.
+ */
+int rocemu_host_query(const char *name, struct rocemu_host_welcome *info, char *err, size_t errlen);
+
+/** The slot size for frames of up to max_frame bytes (a multiple of 64). */
+static inline uint32_t rocemu_host_slot_size(uint32_t max_frame)
+{
+	return (max_frame + ROCEMU_HOST_SLOT_HDR + 63u) & ~63u;
+}
+
+static inline struct rocemu_host_slot *rocemu_host_ring_slot(struct rocemu_host_ring *r,
+							     uint32_t slot_size, uint32_t idx)
+{
+	return (struct rocemu_host_slot *)(r->slots + (size_t)(idx & (ROCEMU_HOST_RING_SLOTS - 1)) *
+							  slot_size);
+}
+
+/** Bytes of a region whose slots hold slot_size bytes. */
+static inline uint64_t rocemu_host_region_size(uint32_t slot_size)
+{
+	uint64_t ring =
+	    sizeof(struct rocemu_host_ring) + (uint64_t)ROCEMU_HOST_RING_SLOTS * slot_size;
+
+	ring = (ring + 4095) & ~4095ull;
+	return ROCEMU_HOST_REGION_HDR + 2 * ring;
+}
+
+#endif
