@@ -304,10 +304,49 @@ static uint32_t pow2_at_least(uint32_t n)
 	return p;
 }
 
+/*
+ * A number from the port's QPN owner (a host hands out the numbers of every
+ * process on it, docs/host.md): -ENOTSUP when the port has none. The host
+ * never gives out two live numbers of the same slot, so a slot in use here
+ * means a number another engine of this process took; ask again.
+ */
+static int qpn_from_port(struct rocemu_engine *e, struct rocemu_qp *qp, bool gsi)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		uint32_t qpn;
+		int rc = rocemu_port_qpn_alloc(e->port, gsi, &qpn);
+
+		if (rc < 0)
+			return rc;
+		if (gsi && qpn == 1)
+			return 0;
+		if (!e->qpn_table[rocemu_qpn_slot(qpn)] &&
+		    rocemu_qpn_slot(qpn) >= ROCEMU_QPN_FIRST && qpn != ROCEMU_QPN_MULTICAST) {
+			e->qpn_table[rocemu_qpn_slot(qpn)] = qp;
+			qp->qpn = qpn;
+			e->n_qps++;
+			return 0;
+		}
+		rocemu_port_qpn_free(e->port, qpn);
+	}
+	return -ENOMEM;
+}
+
 static int qpn_alloc(struct rocemu_engine *e, struct rocemu_qp *qp, uint32_t source_qpn)
 {
+	int rc;
+
 	if (e->n_qps >= e->caps.max_qp)
 		return -ENOMEM;
+	if (source_qpn != 1) {
+		rc = qpn_from_port(e, qp, false);
+		if (rc != -ENOTSUP)
+			return rc;
+	} else {
+		rc = qpn_from_port(e, qp, true);
+		if (rc < 0 && rc != -ENOTSUP)
+			return rc;
+	}
 	/* The GSI QP has the fixed number 1 (IBA 3.9.2.1); qp_check_init checked it is free. */
 	if (source_qpn == 1) {
 		e->qpn_table[1] = qp;
@@ -445,6 +484,8 @@ int rocemu_qp_destroy(struct rocemu_qp *qp)
 	rocemu_engine_lock(e);
 	rocemu_engine_forget(qp);
 	e->qpn_table[rocemu_qpn_slot(qp->qpn)] = NULL;
+	if (qp->qpn != 1)
+		rocemu_port_qpn_free(e->port, qp->qpn);
 	e->n_qps--;
 	rocemu_cq_put(qp->send_cq);
 	rocemu_cq_put(qp->recv_cq);

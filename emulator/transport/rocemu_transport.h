@@ -23,9 +23,9 @@
 /* ------------------------------------------------------------------------ */
 /* Limits (what rocemu_engine_caps reports).                                  */
 
-#define ROCEMU_MAX_QP	   16384
-#define ROCEMU_MAX_QP_WR   16384
-#define ROCEMU_MAX_INLINE  256
+#define ROCEMU_MAX_QP	  16384
+#define ROCEMU_MAX_QP_WR  16384
+#define ROCEMU_MAX_INLINE 256
 /* READ/atomic requests a QP may have outstanding, as initiator and as
  * responder: Linux Soft-RoCE's 128 (RXE_MAX_QP_RD_ATOM). perftest and rdma_cm
  * pass the peer's limit straight to ibv_modify_qp, so a smaller one refuses
@@ -48,11 +48,13 @@
  * process that restarts does not offer its peers the QPN they still hold
  * for the connection of its previous life (a kernel CM rejects that REQ/REP
  * as stale, IBA 12.9.8.3.2), and a destroyed QP's number comes back only
- * after the whole 24-bit space went round.
+ * after the whole 24-bit space went round. On a port of a rocemu host the
+ * host hands out the numbers of every process on it instead, keeping their
+ * slots distinct (docs/host.md).
  */
 #define ROCEMU_QPN_FIRST     0x11
 #define ROCEMU_QPN_TABLE     (1u << 16)
-#define ROCEMU_QPN_MASK      0xFFFFFFu
+#define ROCEMU_QPN_MASK	     0xFFFFFFu
 #define ROCEMU_QPN_MULTICAST 0xFFFFFFu
 
 static inline uint32_t rocemu_qpn_slot(uint32_t qpn)
