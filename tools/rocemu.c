@@ -23,6 +23,10 @@ static const struct subcommand subcommands[] = {
     {"run", rocemu_cmd_run, "run an unmodified RDMA program on a rocemu device"},
     {"demo", rocemu_cmd_demo, "two hosts over memif: ibv_rc_pingpong and ib_write_bw, captured"},
 #endif
+#ifdef ROCEMU_HAVE_CMD_HOST
+    {"host", rocemu_cmd_host, "one emulated NIC shared by every process on this host"},
+    {"stat", rocemu_cmd_stat, "live counters of a rocemu host, per process and QP"},
+#endif
 #ifdef ROCEMU_HAVE_CMD_INSPECT
     {"inspect", rocemu_cmd_inspect, "explain a RoCEv2 capture (pcap/pcapng)"},
 #endif

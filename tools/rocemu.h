@@ -8,5 +8,7 @@ int rocemu_cmd_port(int argc, char **argv);
 int rocemu_cmd_run(int argc, char **argv);
 int rocemu_cmd_demo(int argc, char **argv);
 int rocemu_cmd_inspect(int argc, char **argv);
+int rocemu_cmd_host(int argc, char **argv);
+int rocemu_cmd_stat(int argc, char **argv);
 
 #endif
