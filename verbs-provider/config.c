@@ -11,6 +11,8 @@
  *    `rocemu port` and `rocemu run` accept the same words.
  *  - Otherwise $ROCEMU_DEVICE holds one device as newline-separated
  *    key=value lines (what `rocemu run` sets); "name" defaults to rocemu0.
+ *  - Otherwise $ROCEMU_HOST=NAME makes rocemu0 a context on the rocemu host
+ *    NAME (port = host:NAME), for programs another launcher starts.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -243,8 +245,16 @@ int rocemu_config_load(struct rocemu_port_config *cfgs, unsigned max, unsigned *
 
 	err[0] = '\0';
 	*n = 0;
+	const char *host = getenv(ROCEMU_ENV_HOST);
+	char host_dev[ROCEMU_PORT_SPEC_MAX + 16];
+
 	if (path && *path)
 		return rocemu_config_parse_file(path, cfgs, max, n, err, errlen);
+	if ((!dev || !*dev) && host && *host) {
+		/* a program started by another launcher (mpirun) on a rocemu host */
+		snprintf(host_dev, sizeof(host_dev), "port=host:%s", host);
+		dev = host_dev;
+	}
 	if (!dev || !*dev || max == 0)
 		return 0;
 	char *text = strdup(dev);

@@ -17,6 +17,8 @@
 
 #define ROCEMU_ENV_CONFIG "ROCEMU_CONFIG"
 #define ROCEMU_ENV_DEVICE "ROCEMU_DEVICE"
+/** A rocemu host to attach rocemu0 to when nothing else is configured. */
+#define ROCEMU_ENV_HOST "ROCEMU_HOST"
 /** Set by `rocemu run` when the program has its private /sys view: the
  * directory of the devices' sysfs files, which the provider refreshes from the
  * engine when it opens a device (tools/run/view.c). */

@@ -46,6 +46,8 @@ static void usage(FILE *f)
 	    "BYTES\n"
 	    "  --name NAME        device name (default rocemu0)\n"
 	    "  --memif-wait MS    a memif client waits this long for its server (10000)\n"
+	    "  --host NAME        the device is a context on the rocemu host NAME ('rocemu\n"
+	    "                     host'): its addresses, QPNs and capture are the host's\n"
 	    "  --fault-*          fault injection, see 'rocemu port --help'\n"
 	    "Under mpirun/srun (one command line for every rank):\n"
 	    "  --rank-port memif:SOCK  rank 0 the memif server, rank 1 the client (2 ranks)\n"
@@ -290,6 +292,12 @@ int rocemu_cmd_run(int argc, char **argv)
 		if (!strcmp(key, "config")) {
 			config = val;
 			continue;
+		}
+		char host_spec[ROCEMU_PORT_SPEC_MAX];
+		if (!strcmp(key, "host")) { /* --host H: a context on the rocemu host H */
+			snprintf(key, sizeof(key), "port");
+			snprintf(host_spec, sizeof(host_spec), "host:%s", val);
+			val = host_spec;
 		}
 		char ranked[ROCEMU_PATH_MAX];
 		if (run_rank_option(key, sizeof(key), val, ranked, sizeof(ranked), err,
