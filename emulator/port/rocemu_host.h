@@ -6,20 +6,24 @@
  * design; this file is the wire and memory format, in one place.
  *
  * The host owns the uplink, the MAC, the GID table and the QPN space. Each
- * attached process runs its own transport and exchanges frames with the
- * host through two single-producer single-consumer rings of fixed slots in
- * a memfd that the host makes for it (the process's *region*): `up` (process
- * to host) and `down` (host to process). Control goes over a SOCK_SEQPACKET
+ * attached process runs its own transport and exchanges frames through
+ * single-producer single-consumer rings of fixed slots in memfds the host
+ * makes: its *region* holds its ring to the host (`up`), its *inbound
+ * region* every ring into it: ring 0 from the host, ring k from a process
+ * the host paired it with (same-host frames without the host's thread,
+ * unless the host captures). Control goes over a SOCK_SEQPACKET
  * Unix socket, RUNDIR/ctl.sock: one connection per process, held open for
  * the process's life, so its end (exit, SIGKILL) is the host's EOF.
  *
  * Attach:
  *   process -> host  HELLO {version, pid}
- *   host -> process  WELCOME {addressing, geometry} + SCM_RIGHTS: the
- *                    region's memfd, the host page's memfd (read-only)
+ *   host -> process  WELCOME {addressing} + SCM_RIGHTS: its region, its
+ *                    inbound region, the host page (read-only), the bell
  * Requests after that (one at a time, each answered by REPLY {rc, value}):
  *   QPN_ALLOC {qp_type, gsi}  -> the number, or -errno
- *   QPN_FREE {qpn}            -> 0 (the number rests for the quiet time)
+ *   QPN_FREE {qpn}            -> no reply (the number rests for the quiet time)
+ *   PAIR {owner index}        -> the ring k assigned to us in the owner's
+ *                                inbound region, whose fd comes with it
  *   RESOLVE {src_index, gid}  -> no reply: the answer appears in the host
  *                                page's neighbour table
  *   STAT {json}               -> text in chunks, then an empty chunk
@@ -39,19 +43,26 @@
 #define ROCEMU_HOST_VERSION  1
 #define ROCEMU_HOST_NAME_MAX 64
 
-/** Slots per ring (a power of two) and the largest frame a slot holds. */
+/** Slots of the host's ring to a process and of the process's ring to the
+ * host, and of each direct ring between two processes (powers of two). */
 #define ROCEMU_HOST_RING_SLOTS 1024u
+#define ROCEMU_HOST_PEER_SLOTS 256u
 #define ROCEMU_HOST_SLOT_HDR   8u
+/** Rings into a process: 0 from the host, 1.. from other processes. */
+#define ROCEMU_HOST_INBOUND_RINGS 32u
+/** Processes a host serves at once (an index fits the QPN owner table). */
+#define ROCEMU_HOST_MAX_PROCS 255u
 
 /* ------------------------------------------------------------------------ */
 /* Shared memory                                                               */
 
 /** One direction: the producer writes slots then publishes head; the
- * consumer reads slots then publishes tail. Both count forever (mod 2^32). */
+ * consumer reads slots then publishes tail. Both count forever (mod 2^32);
+ * slot i is at i mod the ring's slot count. */
 struct rocemu_host_ring {
 	_Alignas(64) _Atomic uint32_t head;
 	_Alignas(64) _Atomic uint32_t tail;
-	_Alignas(64) uint8_t slots[]; /* ROCEMU_HOST_RING_SLOTS x slot_size */
+	_Alignas(64) uint8_t slots[];
 };
 
 /** A slot: the frame's length, then the frame. */
@@ -61,31 +72,50 @@ struct rocemu_host_slot {
 	uint8_t frame[];
 };
 
-/** The first page of a process's region. */
+/** A process's private region (host and process only): its ring to the
+ * host. */
 struct rocemu_host_region {
 	uint32_t magic; /* ROCEMU_HOST_REGION_MAGIC */
 	uint32_t version;
 	uint32_t slot_size; /* bytes per slot, header included */
 	uint32_t n_slots;
-	uint64_t up_offset;   /* of the process -> host ring */
-	uint64_t down_offset; /* of the host -> process ring */
-	uint64_t size;	      /* of the whole region */
-	/* The process's progress thread sleeps on proc_bell (a futex word)
-	 * while proc_sleeping is 1; the host bumps the word and wakes it after
-	 * it put frames in `down`. */
-	_Alignas(64) _Atomic uint32_t proc_bell;
-	_Atomic uint32_t proc_sleeping;
-	/* The process's application is inside a verb (app_busy) or polled at
-	 * app_waiting_tsc (TSC; 0 = not waiting): it will see its frames
-	 * without the progress thread, so the host does not ring. */
-	_Atomic uint32_t app_busy;
-	_Atomic uint64_t app_waiting_tsc;
+	uint64_t up_offset; /* of the process -> host ring */
+	uint64_t size;	    /* of the whole region */
 	/* set by the host when it stops serving this process (host shutdown) */
 	_Alignas(64) _Atomic uint32_t host_gone;
 };
 
 #define ROCEMU_HOST_REGION_MAGIC 0x52434d48u /* "RCMH" */
 #define ROCEMU_HOST_REGION_HDR	 4096u
+
+/**
+ * A process's inbound region: every ring that leads into the process, and
+ * its bell. Ring 0 is the host's; ring k >= 1 belongs to the one process
+ * the host assigned it to (bit k of `assigned`), which maps this region to
+ * write frames straight into it (same-host traffic without the host's
+ * thread). A writer can only put frames in front of this process, as it
+ * could through the host: the process parses and checks each like any.
+ */
+struct rocemu_host_inbound {
+	uint32_t magic; /* ROCEMU_HOST_INBOUND_MAGIC */
+	uint32_t version;
+	uint32_t slot_size;
+	uint32_t n_rings;
+	uint64_t size;
+	/* bit k: ring k has a writer (written by the host only) */
+	_Alignas(64) _Atomic uint32_t assigned;
+	/* The process's progress thread sleeps on proc_bell (a futex word)
+	 * while proc_sleeping is 1; a writer bumps the word and wakes it after
+	 * it put frames in a ring, unless the application is inside a verb
+	 * (app_busy) or polled lately (app_waiting_tsc, TSC; 0 = not waiting):
+	 * it will see the frames without the thread. */
+	_Alignas(64) _Atomic uint32_t proc_bell;
+	_Atomic uint32_t proc_sleeping;
+	_Atomic uint32_t app_busy;
+	_Atomic uint64_t app_waiting_tsc;
+};
+
+#define ROCEMU_HOST_INBOUND_MAGIC 0x52434d49u /* "RCMI" */
 
 /** Neighbour entries the host publishes (host page). */
 enum rocemu_host_neigh_state {
@@ -112,8 +142,23 @@ struct rocemu_host_page {
 	uint32_t version;
 	uint32_t host_pid;
 	uint32_t n_neigh;
+	/* 1: same-host frames go through the host (it captures or injects
+	 * faults): no direct rings */
+	uint32_t switch_all;
+	uint32_t reserved;
 	struct rocemu_host_neigh neigh[ROCEMU_HOST_NEIGH_SLOTS];
+	/* QPN owners, by slot (a QPN's low 16 bits): ROCEMU_HOST_OWNER_*() */
+	_Atomic uint64_t qpn_owner[1u << 16];
 };
+
+/** An owner entry: the QPN (24 bits), the owner's index + 1 (8 bits, 0 =
+ * none), the owner's attach generation (32 bits: a new process in the same
+ * index has another). */
+#define ROCEMU_HOST_OWNER(qpn, idx, gen)                                                           \
+	((uint64_t)(qpn) | (uint64_t)((idx) + 1) << 24 | (uint64_t)(gen) << 32)
+#define ROCEMU_HOST_OWNER_QPN(e) ((uint32_t)((e)&0xFFFFFFu))
+#define ROCEMU_HOST_OWNER_IDX(e) ((int)(((e) >> 24) & 0xFF) - 1)
+#define ROCEMU_HOST_OWNER_GEN(e) ((uint32_t)((e) >> 32))
 
 #define ROCEMU_HOST_PAGE_MAGIC 0x52434d50u /* "RCMP" */
 
@@ -139,6 +184,7 @@ enum rocemu_host_msg_type {
 	ROCEMU_HOST_STAT,
 	ROCEMU_HOST_STAT_CHUNK,
 	ROCEMU_HOST_INFO, /* a connection's first message instead of HELLO: WELCOME, no fds */
+	ROCEMU_HOST_PAIR, /* a direct ring into process `arg`: REPLY value = ring, + its fd */
 };
 
 struct rocemu_host_hello {
@@ -152,14 +198,15 @@ struct rocemu_host_welcome {
 	uint32_t type; /* WELCOME */
 	uint32_t version;
 	uint32_t host_pid;
-	uint32_t proc_id; /* the host's number for this process */
+	uint32_t proc_id;  /* the host's number for this process */
+	uint32_t proc_gen; /* its attach generation */
 	uint8_t mac[6];
 	uint16_t eth_mtu;
 	uint32_t n_ips;
 	struct rocemu_ip_addr ips[ROCEMU_PORT_MAX_IPS];
 	char host_name[ROCEMU_HOST_NAME_MAX];
-	/* fds follow in SCM_RIGHTS: [0] region (rw), [1] host page (ro),
-	 * [2] host bell page (rw) */
+	/* fds follow in SCM_RIGHTS: [0] region (rw), [1] inbound region (rw),
+	 * [2] host page (ro), [3] host bell page (rw) */
 };
 
 struct rocemu_host_refused {
@@ -210,21 +257,44 @@ static inline uint32_t rocemu_host_slot_size(uint32_t max_frame)
 	return (max_frame + ROCEMU_HOST_SLOT_HDR + 63u) & ~63u;
 }
 
+/** Slot idx of a ring of n_slots (a power of two) slots of slot_size bytes. */
 static inline struct rocemu_host_slot *rocemu_host_ring_slot(struct rocemu_host_ring *r,
-							     uint32_t slot_size, uint32_t idx)
+							     uint32_t slot_size, uint32_t n_slots,
+							     uint32_t idx)
 {
-	return (struct rocemu_host_slot *)(r->slots + (size_t)(idx & (ROCEMU_HOST_RING_SLOTS - 1)) *
-							  slot_size);
+	return (struct rocemu_host_slot *)(r->slots + (size_t)(idx & (n_slots - 1)) * slot_size);
 }
 
-/** Bytes of a region whose slots hold slot_size bytes. */
+/** Bytes of a ring of n_slots slots, page-aligned. */
+static inline uint64_t rocemu_host_ring_bytes(uint32_t slot_size, uint32_t n_slots)
+{
+	uint64_t ring = sizeof(struct rocemu_host_ring) + (uint64_t)n_slots * slot_size;
+
+	return (ring + 4095) & ~4095ull;
+}
+
+/** Bytes of a private region whose slots hold slot_size bytes. */
 static inline uint64_t rocemu_host_region_size(uint32_t slot_size)
 {
-	uint64_t ring =
-	    sizeof(struct rocemu_host_ring) + (uint64_t)ROCEMU_HOST_RING_SLOTS * slot_size;
+	return ROCEMU_HOST_REGION_HDR + rocemu_host_ring_bytes(slot_size, ROCEMU_HOST_RING_SLOTS);
+}
 
-	ring = (ring + 4095) & ~4095ull;
-	return ROCEMU_HOST_REGION_HDR + 2 * ring;
+/** Slots of inbound ring k. */
+static inline uint32_t rocemu_host_inbound_slots(unsigned k)
+{
+	return k == 0 ? ROCEMU_HOST_RING_SLOTS : ROCEMU_HOST_PEER_SLOTS;
+}
+
+/** Offset of inbound ring k; k = ROCEMU_HOST_INBOUND_RINGS gives the size. */
+static inline uint64_t rocemu_host_inbound_offset(uint32_t slot_size, unsigned k)
+{
+	uint64_t off = ROCEMU_HOST_REGION_HDR;
+
+	if (k > 0)
+		off +=
+		    rocemu_host_ring_bytes(slot_size, ROCEMU_HOST_RING_SLOTS) +
+		    (uint64_t)(k - 1) * rocemu_host_ring_bytes(slot_size, ROCEMU_HOST_PEER_SLOTS);
+	return off;
 }
 
 #endif

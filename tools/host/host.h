@@ -25,7 +25,7 @@
 #include "rocemu_host.h"
 #include "rocemu_port.h"
 
-#define HOST_MAX_PROCS	   256
+#define HOST_MAX_PROCS	   ROCEMU_HOST_MAX_PROCS
 #define HOST_MAX_ALLOWED   16
 #define HOST_QPN_SLOTS	   (1u << 16)
 #define HOST_QPN_FIRST	   0x11u
@@ -60,13 +60,20 @@ struct host_proc {
 	uid_t uid;
 	char comm[32];
 	uint64_t attached_ns;
+	uint32_t gen; /* attach generation (host-wide counter) */
 	int region_fd;
 	struct rocemu_host_region *region;
 	size_t region_size;
 	struct rocemu_host_ring *up, *down;
-	bool gsi;	/* has a GSI QP: gets QP1 frames */
-	unsigned n_qps; /* live QPNs */
-	bool want_ring; /* frames put in `down` since the last ring check */
+	/* rings into it: ring 0 (down) is ours, ring k >= 1 process writer[k] */
+	int inbound_fd;
+	struct rocemu_host_inbound *inbound;
+	size_t inbound_size;
+	int16_t writer[ROCEMU_HOST_INBOUND_RINGS];
+	unsigned n_pairs; /* direct rings it writes into others */
+	bool gsi;	  /* has a GSI QP: gets QP1 frames */
+	unsigned n_qps;	  /* live QPNs */
+	bool want_ring;	  /* frames put in `down` since the last ring check */
 	/* counters (frames through the host) */
 	uint64_t up_frames, up_bytes;	  /* from the process */
 	uint64_t down_frames, down_bytes; /* to the process */
@@ -107,6 +114,7 @@ struct host {
 	/* processes and QPNs (engine lock) */
 	struct host_proc procs[HOST_MAX_PROCS];
 	unsigned n_procs;
+	uint32_t next_gen;
 	struct host_qpn *qpns; /* HOST_QPN_SLOTS */
 	uint32_t qpn_next;
 	unsigned n_qpns_live;
@@ -138,6 +146,9 @@ int host_proc_create(struct host *h, int sock, pid_t pid, uid_t uid, struct host
 void host_proc_destroy(struct host *h, struct host_proc *p);
 int host_qpn_alloc(struct host *h, struct host_proc *p, bool gsi, uint32_t *qpn);
 int host_qpn_free(struct host *h, struct host_proc *p, uint32_t qpn);
+/* a direct ring from p into the process of index owner: 0, *ring and *fd
+ * (the owner's inbound region, not to be closed), or -errno */
+int host_pair(struct host *h, struct host_proc *p, unsigned owner, unsigned *ring, int *fd);
 void host_resolve_request(struct host *h, unsigned src_index, const uint8_t gid[16]);
 void host_switch_fini(struct host *h);
 

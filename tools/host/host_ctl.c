@@ -160,7 +160,7 @@ static int on_hello(struct host *h, struct conn *c, const struct rocemu_host_hel
 {
 	struct rocemu_host_welcome w;
 	struct host_proc *p;
-	int fds[3], rc;
+	int fds[4], rc;
 
 	if (m->version != ROCEMU_HOST_VERSION) {
 		refuse(c->fd, -EPROTO, "protocol version mismatch (rebuild rocemu)");
@@ -171,6 +171,7 @@ static int on_hello(struct host *h, struct conn *c, const struct rocemu_host_hel
 	rc = host_proc_create(h, c->fd, c->cred.pid, c->cred.uid, &p);
 	if (rc == 0) {
 		w.proc_id = p->index;
+		w.proc_gen = p->gen;
 		read_comm(c->cred.pid, p->comm, sizeof(p->comm));
 	}
 	rocemu_port_unlock(h->port);
@@ -179,9 +180,10 @@ static int on_hello(struct host *h, struct conn *c, const struct rocemu_host_hel
 		return rc;
 	}
 	fds[0] = p->region_fd;
-	fds[1] = h->page_ro_fd;
-	fds[2] = h->bell_fd;
-	rc = send_fds(c->fd, &w, sizeof(w), fds, 3);
+	fds[1] = p->inbound_fd;
+	fds[2] = h->page_ro_fd;
+	fds[3] = h->bell_fd;
+	rc = send_fds(c->fd, &w, sizeof(w), fds, 4);
 	if (rc) {
 		rocemu_port_lock(h->port);
 		host_proc_destroy(h, p);
@@ -284,6 +286,22 @@ static int on_message(struct host *h, struct conn *c, const void *buf, ssize_t n
 		rocemu_port_unlock(h->port);
 		ring_fwd(h);
 		return 0;
+	case ROCEMU_HOST_PAIR: {
+		struct rocemu_host_reply r = {.type = ROCEMU_HOST_REPLY};
+		unsigned ring = 0;
+		int fd = -1;
+
+		rocemu_port_lock(h->port);
+		r.rc = host_pair(h, c->proc, rq->arg, &ring, &fd);
+		/* the fd is sent while the owner cannot go (the lock) */
+		r.value = ring;
+		if (r.rc == 0)
+			r.rc = send_fds(c->fd, &r, sizeof(r), &fd, 1) ? -EIO : 0;
+		rocemu_port_unlock(h->port);
+		if (r.rc)
+			reply(c->fd, r.rc, 0);
+		return 0;
+	}
 	case ROCEMU_HOST_STAT:
 		return on_stat(h, c, rq->arg != 0);
 	default:

@@ -243,13 +243,19 @@ static void ready(int *ready_fd, int code)
 	(void)write(*ready_fd, &code, sizeof(code));
 	close(*ready_fd);
 	*ready_fd = -1;
+	/* a terminal or a pipe is the caller's, which would wait for our end;
+	 * output to a file stays there (a log) */
 	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (devnull >= 0) {
-		dup2(devnull, 0);
-		dup2(devnull, 1);
-		dup2(devnull, 2);
-		close(devnull);
+	if (devnull < 0)
+		return;
+	dup2(devnull, 0);
+	for (int fd = 1; fd <= 2; fd++) {
+		struct stat st;
+
+		if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+			dup2(devnull, fd);
 	}
+	close(devnull);
 }
 
 int rocemu_cmd_host(int argc, char **argv)
@@ -402,7 +408,7 @@ int rocemu_cmd_host(int argc, char **argv)
 	host_ctl_stop(h);
 	host_switch_stop(h);
 	rocemu_port_capture_sync(h->port);
-	if (!do_detach) {
+	{
 		printf("counters:\n");
 		rocemu_port_counters_print(h->port, stdout);
 		fflush(stdout);

@@ -67,19 +67,19 @@ static void futex_wake(_Atomic uint32_t *word)
  * its progress thread sleeps and its application is not polling. */
 static void ring_proc(struct host_proc *p)
 {
-	struct rocemu_host_region *r = p->region;
+	struct rocemu_host_inbound *in = p->inbound;
 	uint64_t waiting;
 
 	p->want_ring = false;
-	if (!atomic_load_explicit(&r->proc_sleeping, memory_order_seq_cst))
+	if (!atomic_load_explicit(&in->proc_sleeping, memory_order_seq_cst))
 		return;
-	if (atomic_load_explicit(&r->app_busy, memory_order_acquire))
+	if (atomic_load_explicit(&in->app_busy, memory_order_acquire))
 		return;
-	waiting = atomic_load_explicit(&r->app_waiting_tsc, memory_order_relaxed);
+	waiting = atomic_load_explicit(&in->app_waiting_tsc, memory_order_relaxed);
 	if (waiting && rte_rdtsc() - waiting < app_fresh_tsc)
 		return;
-	atomic_fetch_add(&r->proc_bell, 1);
-	futex_wake(&r->proc_bell);
+	atomic_fetch_add(&in->proc_bell, 1);
+	futex_wake(&in->proc_bell);
 	p->rings++;
 }
 
@@ -95,7 +95,7 @@ static bool deliver(struct host *h, struct host_proc *p, const struct rte_mbuf *
 		p->drop_ring_full++;
 		return false;
 	}
-	s = rocemu_host_ring_slot(d, h->slot_size, head);
+	s = rocemu_host_ring_slot(d, h->slot_size, ROCEMU_HOST_RING_SLOTS, head);
 	memcpy(s->frame, rte_pktmbuf_mtod(m, const void *), m->data_len);
 	s->len = m->data_len;
 	atomic_store_explicit(&d->head, head + 1, memory_order_seq_cst);
@@ -181,7 +181,8 @@ static unsigned drain_proc(struct host *h, struct host_proc *p, unsigned budget)
 		return 0;
 	}
 	for (i = 0; i < avail && i < budget; i++) {
-		const struct rocemu_host_slot *s = rocemu_host_ring_slot(u, h->slot_size, tail + i);
+		const struct rocemu_host_slot *s =
+		    rocemu_host_ring_slot(u, h->slot_size, ROCEMU_HOST_RING_SLOTS, tail + i);
 		uint32_t len = s->len;
 		struct rte_mbuf *m;
 
@@ -327,13 +328,33 @@ static unsigned sw_poll(void *ctx, uint64_t now)
 /* ------------------------------------------------------------------------ */
 /* Processes and QPNs (engine lock held)                                      */
 
+static void *map_new(const char *name, uint64_t size, int *fd)
+{
+	void *p;
+
+	*fd = memfd_create(name, MFD_CLOEXEC);
+	if (*fd < 0)
+		return NULL;
+	if (ftruncate(*fd, (off_t)size)) {
+		close(*fd);
+		return NULL;
+	}
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	if (p == MAP_FAILED) {
+		close(*fd);
+		return NULL;
+	}
+	return p;
+}
+
 int host_proc_create(struct host *h, int sock, pid_t pid, uid_t uid, struct host_proc **out)
 {
 	struct host_proc *p = NULL;
 	struct rocemu_host_region *r;
+	struct rocemu_host_inbound *in;
 	uint64_t size = rocemu_host_region_size(h->slot_size);
-	uint64_t ring = (size - ROCEMU_HOST_REGION_HDR) / 2;
-	int fd;
+	uint64_t in_size = rocemu_host_inbound_offset(h->slot_size, ROCEMU_HOST_INBOUND_RINGS);
+	int fd, in_fd;
 
 	for (unsigned i = 0; i < HOST_MAX_PROCS; i++)
 		if (!h->procs[i].used) {
@@ -342,15 +363,12 @@ int host_proc_create(struct host *h, int sock, pid_t pid, uid_t uid, struct host
 		}
 	if (!p)
 		return -EUSERS;
-	fd = memfd_create("rocemu-host-region", MFD_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, (off_t)size)) {
-		close(fd);
-		return -errno;
-	}
-	r = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (r == MAP_FAILED) {
+	r = map_new("rocemu-host-region", size, &fd);
+	if (!r)
+		return -ENOMEM;
+	in = map_new("rocemu-host-inbound", in_size, &in_fd);
+	if (!in) {
+		munmap(r, size);
 		close(fd);
 		return -ENOMEM;
 	}
@@ -359,10 +377,16 @@ int host_proc_create(struct host *h, int sock, pid_t pid, uid_t uid, struct host
 	r->slot_size = h->slot_size;
 	r->n_slots = ROCEMU_HOST_RING_SLOTS;
 	r->up_offset = ROCEMU_HOST_REGION_HDR;
-	r->down_offset = ROCEMU_HOST_REGION_HDR + ring;
 	r->size = size;
+	in->magic = ROCEMU_HOST_INBOUND_MAGIC;
+	in->version = ROCEMU_HOST_VERSION;
+	in->slot_size = h->slot_size;
+	in->n_rings = ROCEMU_HOST_INBOUND_RINGS;
+	in->size = in_size;
+	atomic_store(&in->assigned, 1u); /* ring 0: ours */
 	memset(p, 0, sizeof(*p));
 	p->index = (unsigned)(p - h->procs);
+	p->gen = ++h->next_gen;
 	p->sock = sock;
 	p->pid = pid;
 	p->uid = uid;
@@ -371,12 +395,64 @@ int host_proc_create(struct host *h, int sock, pid_t pid, uid_t uid, struct host
 	p->region = r;
 	p->region_size = size;
 	p->up = (struct rocemu_host_ring *)((uint8_t *)r + r->up_offset);
-	p->down = (struct rocemu_host_ring *)((uint8_t *)r + r->down_offset);
+	p->inbound_fd = in_fd;
+	p->inbound = in;
+	p->inbound_size = in_size;
+	p->down = (struct rocemu_host_ring *)((uint8_t *)in +
+					      rocemu_host_inbound_offset(h->slot_size, 0));
+	for (unsigned k = 0; k < ROCEMU_HOST_INBOUND_RINGS; k++)
+		p->writer[k] = -1;
 	p->used = true;
 	h->n_procs++;
 	h->procs_attached++;
 	*out = p;
 	return 0;
+}
+
+static void owner_publish(struct host *h, uint32_t qpn, const struct host_proc *p)
+{
+	atomic_store_explicit(&h->page->qpn_owner[qpn & (HOST_QPN_SLOTS - 1)],
+			      p ? ROCEMU_HOST_OWNER(qpn, p->index, p->gen) : 0,
+			      memory_order_release);
+}
+
+/*
+ * A direct ring from p into process `owner`: the first of the owner's rings
+ * without a writer. Its indices go on from where the last writer left them
+ * (head set to the reader's tail: a dead writer's garbage is not read).
+ */
+int host_pair(struct host *h, struct host_proc *p, unsigned owner, unsigned *ring, int *fd)
+{
+	struct host_proc *o;
+
+	if (owner >= HOST_MAX_PROCS || !h->procs[owner].used || owner == p->index)
+		return -ENOENT;
+	if (h->page->switch_all) /* set once, before any attach */
+		return -ENOTSUP; /* the host captures: every frame through it */
+	o = &h->procs[owner];
+	for (unsigned k = 1; k < ROCEMU_HOST_INBOUND_RINGS; k++) {
+		if (o->writer[k] == (int16_t)p->index) {
+			*ring = k;
+			*fd = o->inbound_fd;
+			return 0;
+		}
+	}
+	for (unsigned k = 1; k < ROCEMU_HOST_INBOUND_RINGS; k++) {
+		struct rocemu_host_ring *r;
+
+		if (o->writer[k] >= 0)
+			continue;
+		r = (struct rocemu_host_ring *)((uint8_t *)o->inbound +
+						rocemu_host_inbound_offset(h->slot_size, k));
+		atomic_store(&r->head, atomic_load(&r->tail));
+		o->writer[k] = (int16_t)p->index;
+		atomic_fetch_or(&o->inbound->assigned, 1u << k);
+		p->n_pairs++;
+		*ring = k;
+		*fd = o->inbound_fd;
+		return 0;
+	}
+	return -ENOSPC; /* more writers than rings: the rest go through the host */
 }
 
 /* A process is gone (or detached): its QPNs rest for the quiet time, its
@@ -395,13 +471,34 @@ void host_proc_destroy(struct host *h, struct host_proc *p)
 			q->state = HOST_QPN_QUIET;
 			q->quiet_until = until;
 			h->n_qpns_live--;
+			owner_publish(h, q->qpn, NULL);
 		}
 	}
+	/* its direct rings into others get free for other writers */
+	for (unsigned i = 0; i < HOST_MAX_PROCS; i++) {
+		struct host_proc *o = &h->procs[i];
+
+		if (!o->used || o == p)
+			continue;
+		for (unsigned k = 1; k < ROCEMU_HOST_INBOUND_RINGS; k++)
+			if (o->writer[k] == (int16_t)p->index) {
+				atomic_fetch_and(&o->inbound->assigned, ~(1u << k));
+				o->writer[k] = -1;
+			}
+	}
+	/* writers into it lose nothing they need: their frames would find no
+	 * QP (the owner table says so, and they go through the host) */
+	for (unsigned k = 1; k < ROCEMU_HOST_INBOUND_RINGS; k++)
+		if (p->writer[k] >= 0 && h->procs[p->writer[k]].used)
+			h->procs[p->writer[k]].n_pairs--;
 	atomic_store(&p->region->host_gone, 1);
 	munmap(p->region, p->region_size);
+	munmap(p->inbound, p->inbound_size);
 	close(p->region_fd);
+	close(p->inbound_fd);
 	p->used = false;
 	p->region = NULL;
+	p->inbound = NULL;
 	h->n_procs--;
 	h->procs_gone++;
 }
@@ -431,6 +528,7 @@ int host_qpn_alloc(struct host *h, struct host_proc *p, bool gsi, uint32_t *qpn)
 				       .state = HOST_QPN_LIVE,
 				       .proc = (uint16_t)(p->index + 1),
 				       .created_ns = now};
+		owner_publish(h, n, p);
 		p->n_qps++;
 		p->qpns_allocated++;
 		h->n_qpns_live++;
@@ -449,6 +547,7 @@ int host_qpn_free(struct host *h, struct host_proc *p, uint32_t qpn)
 		return -EINVAL;
 	q->state = HOST_QPN_QUIET;
 	q->quiet_until = rocemu_now_ns() + (uint64_t)h->quiet_ms * 1000000ull;
+	owner_publish(h, qpn, NULL);
 	p->n_qps--;
 	h->n_qpns_live--;
 	return 0;
@@ -542,6 +641,8 @@ int host_switch_init(struct host *h, char *err, size_t errlen)
 	h->page->version = ROCEMU_HOST_VERSION;
 	h->page->host_pid = (uint32_t)getpid();
 	h->page->n_neigh = ROCEMU_HOST_NEIGH_SLOTS;
+	/* a capture or faults see every frame: no direct rings then */
+	h->page->switch_all = h->cfg.capture_path[0] || h->cfg.fault_enabled;
 	/* processes get the page read-only: a descriptor of its own, opened
 	 * O_RDONLY, which no mmap can make writable */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", h->page_fd);
