@@ -448,6 +448,7 @@ static bool host_app_note(struct rocemu_port *port, enum port_app_note what)
 		return atomic_exchange_explicit(&in->app_waiting_tsc, 0, memory_order_seq_cst) &&
 		       host_frames_waiting(l);
 	case PORT_APP_AWAY:
+		atomic_store_explicit(&in->app_busy, 0, memory_order_relaxed);
 		atomic_store_explicit(&in->app_waiting_tsc, 0, memory_order_seq_cst);
 		return false;
 	}
