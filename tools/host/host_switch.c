@@ -41,8 +41,10 @@
 /* Frames taken from one process's ring per pass, and from all. */
 #define UP_BUDGET_PROC 32u
 #define UP_BUDGET_PASS 256u
-/* The thread keeps spinning this long after the last work it saw. */
-#define SPIN_AFTER_WORK_NS 200000ull
+/* The thread keeps spinning this long after the last work it saw: long
+ * enough for the next frame of a burst, short enough that an idle host
+ * leaves the CPU to its processes (a process rings the host's bell). */
+#define SPIN_AFTER_WORK_NS 50000ull
 /* ... and sleeps at most this long (uplink frames are found by then). */
 #define IDLE_SLEEP_NS 1000000ull
 /* A process whose application polled within this long is not rung. */
