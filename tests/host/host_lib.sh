@@ -1,0 +1,82 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Sourced by the rocemu host tests (tests/host/*.sh): hosts started with
+# --detach and stopped at exit, programs attached to them, captures checked.
+# bash; pair_lib.sh's paths and helpers (on, pair_need_prog, check_captures).
+. "$(dirname "${BASH_SOURCE[0]}")/../verbs/pair_lib.sh"
+
+host_pids=()
+host_jobs=()
+
+host_cleanup() {
+	local p
+	for p in "${host_jobs[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	for p in "${host_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	for p in "${host_pids[@]}"; do
+		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$p" 2>/dev/null
+	done
+	pair_cleanup
+}
+
+# host_dir TAG: the work directory ($dir), cleaned up at exit with every host
+# and program started here.
+host_dir() {
+	dir=$(mktemp -d /tmp/rocemu-$1-XXXXXX)
+	chmod 755 "$dir"
+	[ -n "${PAIR_KEEP:-}" ] && echo "files kept in $dir"
+	trap host_cleanup EXIT
+}
+
+# host_start NAME NS ARGS...: `rocemu host --name $dir/NAME ARGS` in network
+# namespace NS (empty: here), detached; returns once it serves attaches.
+host_start() {
+	local name=$1 ns=$2
+	shift 2
+	if ! on "$ns" "$ROCEMU" host --name "$dir/$name" --detach --pid-file "$dir/$name.pid" \
+		--verbose "$@" >"$dir/$name.log" 2>&1; then
+		echo "rocemu host $name did not start:"
+		cat "$dir/$name.log"
+		return 1
+	fi
+	host_pids+=("$(cat "$dir/$name.pid")")
+}
+
+# host_stop NAME: SIGTERM, wait for its end (its capture is complete then);
+# prints its log (counters last).
+host_stop() {
+	local pid
+	pid=$(cat "$dir/$1.pid" 2>/dev/null) || return 0
+	kill -TERM "$pid" 2>/dev/null
+	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	echo "== host $1"
+	grep -v ' 0$' "$dir/$1.log"
+}
+
+# host_stat NAME: rocemu stat, or nothing (and 1) once the host is gone.
+host_stat() {
+	"$ROCEMU" stat --host "$dir/$1" 2>/dev/null
+}
+
+# host_run NAME NS LOG PROGRAM ARGS...: PROGRAM attached to host NAME, in the
+# background (its pid in $!, remembered for cleanup).
+host_run() {
+	local name=$1 ns=$2 log=$3
+	shift 3
+	on "$ns" timeout -s KILL "${TIMEOUT:-300}" "$ROCEMU" run --no-check --host "$dir/$name" \
+		-- "$@" >"$log" 2>&1 &
+	host_jobs+=($!)
+}
+
+# host_wait_listen NS PID TCP_PORT: wait until something in namespace NS
+# listens on TCP_PORT, or process PID has ended (pair_wait_listen's 10 s are
+# too short for a process's start on a loaded machine: the client would find
+# nothing to connect to; bounded by the process's own timeout).
+host_wait_listen() {
+	while kill -0 $2 2>/dev/null; do
+		on "$1" ss -ltn 2>/dev/null | grep -q ":$3 " && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+. "$(dirname "${BASH_SOURCE[0]}")/../verbs/check_captures.sh"
