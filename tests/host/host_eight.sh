@@ -25,7 +25,7 @@ for k in 0 1 2 3; do
 done
 host_run h "" $dir/slat.log ib_send_lat -d rocemu0 -x 1 -F -p $((base + 4)) -s 2 -n 2000 -u 20
 pids+=($!)
-for k in 0 1 2 3 4; do host_wait_listen "" ${pids[$k]} $((base + k)); done
+for k in 0 1 2 3 4; do pair_wait_listen "" ${pids[$k]} $((base + k)); done
 for k in 0 1 2 3; do
 	host_run h "" $dir/c$k.log ib_write_bw -d rocemu0 -x 1 -F -p $((base + k)) -s 65536 -n 300 -u 20 127.0.0.1
 	pids+=($!)

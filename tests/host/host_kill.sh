@@ -25,14 +25,14 @@ base=$((pair_tcp % 20000 + 30000))
 # the bystander pair
 host_run h "" $dir/bs.log ibv_rc_pingpong -g 1 -c -n 2000 -s 1024 -p $((base + 1))
 bs=$!
-host_wait_listen "" $bs $((base + 1))
+pair_wait_listen "" $bs $((base + 1))
 host_run h "" $dir/bc.log ibv_rc_pingpong -g 1 -c -n 2000 -s 1024 -p $((base + 1)) 127.0.0.1
 bc=$!
 
 # the victim's pair: far more iterations than run before the kill
 host_run h "" $dir/vs.log ib_write_bw -d rocemu0 -x 1 -F -p $base -s 4096 -n 100000000
 vs=$!
-host_wait_listen "" $vs $base
+pair_wait_listen "" $vs $base
 host_run h "" $dir/vc.log ib_write_bw -d rocemu0 -x 1 -F -p $base -s 4096 -n 100000000 127.0.0.1
 vc=$!
 
@@ -71,7 +71,7 @@ wait $vs
 # a new pair, attached after the kill
 host_run h "" $dir/ns.log ibv_rc_pingpong -g 1 -c -n 200 -s 4096 -p $((base + 2))
 ns=$!
-host_wait_listen "" $ns $((base + 2))
+pair_wait_listen "" $ns $((base + 2))
 host_run h "" $dir/nc.log ibv_rc_pingpong -g 1 -c -n 200 -s 4096 -p $((base + 2)) 127.0.0.1
 nc=$!
 for p in $bs $bc $ns $nc; do

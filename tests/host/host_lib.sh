@@ -67,16 +67,4 @@ host_run() {
 	host_jobs+=($!)
 }
 
-# host_wait_listen NS PID TCP_PORT: wait until something in namespace NS
-# listens on TCP_PORT, or process PID has ended (pair_wait_listen's 10 s are
-# too short for a process's start on a loaded machine: the client would find
-# nothing to connect to; bounded by the process's own timeout).
-host_wait_listen() {
-	while kill -0 $2 2>/dev/null; do
-		on "$1" ss -ltn 2>/dev/null | grep -q ":$3 " && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 . "$(dirname "${BASH_SOURCE[0]}")/../verbs/check_captures.sh"

@@ -24,7 +24,7 @@ base=$((pair_tcp % 20000 + 30000))
 
 host_run h "" $dir/s.log ib_write_bw -d rocemu0 -x 1 -F -p $base -s 4096 -n 100000000
 s=$!
-host_wait_listen "" $s $base
+pair_wait_listen "" $s $base
 host_run h "" $dir/c.log ib_write_bw -d rocemu0 -x 1 -F -p $base -s 4096 -n 100000000 127.0.0.1
 c=$!
 switched() { host_stat h | sed -n 's/.*switched \([0-9]*\) frames.*from them.*/\1/p'; }
@@ -50,7 +50,7 @@ echo "== the host again, same name"
 host_start h "" --port memif:server:$dir/up2.sock --ip $ip --capture $dir/h.pcap || exit 1
 host_run h "" $dir/ns.log ibv_rc_pingpong -g 1 -c -n 200 -s 4096 -p $((base + 1))
 ns=$!
-host_wait_listen "" $ns $((base + 1))
+pair_wait_listen "" $ns $((base + 1))
 host_run h "" $dir/nc.log ibv_rc_pingpong -g 1 -c -n 200 -s 4096 -p $((base + 1)) 127.0.0.1
 nc=$!
 for p in $ns $nc; do wait $p || { echo "FAIL: the new pair failed"; fail=1; }; done

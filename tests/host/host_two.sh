@@ -62,7 +62,7 @@ for r in 0 1 2 3 4 5 6; do
 	done
 	for i in 0 1 2 3; do
 		s=${order[$i]} port=$((base + r * 4 + i))
-		host_wait_listen "$(ns_of $s)" ${spids[$i]} $port
+		pair_wait_listen "$(ns_of $s)" ${spids[$i]} $port
 	done
 	for i in 0 1 2 3; do
 		s=${order[$i]} c=${order[$((7 - i))]} port=$((base + r * 4 + i))
