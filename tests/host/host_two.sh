@@ -10,7 +10,8 @@
 # seven rounds of four concurrent `ibv_rc_pingpong -c -e` pairs (every
 # received buffer checked, waits on completion events), same-host and
 # cross-host pairs alike, each process a fresh attach. Every pair must
-# exit 0; neither host may drop a frame; both hosts' captures must be clean.
+# exit 0; neither host may drop a frame but for a process that has exited;
+# both hosts' captures must be clean.
 set -u
 mode=${1:?memif or veth}
 TIMEOUT=${HOST_TIMEOUT:-200}
@@ -88,7 +89,10 @@ echo "$pairs pairs, $cross across the two hosts"
 for h in a b; do
 	st=$(host_stat $h)
 	echo "$st" | head -4
-	echo "$st" | grep -q 'dropped: no such QP 0, QP of a process gone 0, malformed 0' ||
+	# (frames for a process that has exited are counted, not an error:
+	# ibv_rc_pingpong ends with no final handshake, so its peer's last
+	# frames may come after it)
+	echo "$st" | grep -q 'dropped: no such QP 0, QP of a process gone [0-9]*, malformed 0' ||
 		{ echo "FAIL: host $h dropped frames"; fail=1; }
 	echo "$st" | grep -q ' 0 processes attached (28 since start, 0 refused, 28 gone); QPNs: 0 live' ||
 		{ echo "FAIL: host $h: processes or QPNs still held"; fail=1; }
