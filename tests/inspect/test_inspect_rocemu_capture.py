@@ -14,9 +14,12 @@ did, the same opcode counts as tshark, and no violation:
    sending 5% of its frames twice: each sender's own capture calls exactly
    its transport's resends resent and none a duplicate; B's network
    duplicates show in both captures; capture points and lost frames named.
-A pair that does not complete under `rocemu run` is reported and left out
-(that is the emulator's business, not the inspector's); the test skips (77)
-when no pair ran.
+A pair that does not complete under `rocemu run` fails the test: the
+emulator broke the program, and the inspector's checks on its captures
+(the loss-recovery ones above all) would be lost. One exception is
+printed, not failed: the resends pair's known failure (RESENDS_KNOWN
+below). Missing programs
+(ibverbs-utils, perftest) are a skip (77) that says so.
 """
 import collections
 import json
@@ -30,15 +33,15 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from inspect_testlib import check, failures, rocemu, skip, verdict  # noqa: E402
+from inspect_testlib import check, rocemu, skip, verdict  # noqa: E402
 
 
 
-def wait_listening(port, proc, seconds=30):
-    """Until something listens on TCP port (or the server process ended)."""
+def wait_listening(port, proc):
+    """Until something listens on TCP port, or the server process ended (no
+    deadline and no pause: a loaded machine only makes this slower)."""
     want = ":%04X " % int(port)
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and proc.poll() is None:
+    while proc.poll() is None:
         for table in ("/proc/net/tcp", "/proc/net/tcp6"):
             try:
                 for line in open(table).read().splitlines()[1:]:
@@ -48,13 +51,14 @@ def wait_listening(port, proc, seconds=30):
             except OSError:
                 pass
         time.sleep(0.1)
-    time.sleep(0.5)  # fall back to a pause
 
 
 def run_pair(tmp, name, program, server_args, client_args, server_port_opts=(),
-             client_port_opts=()):
+             client_port_opts=(), known_failure=None):
     """Server and client under `rocemu run`; returns (capture A, capture B, logs).
-    ROCEMU_STATS=1: each log ends with its device's counters."""
+    ROCEMU_STATS=1: each log ends with its device's counters. A pair that
+    does not complete fails the test, unless known_failure says why it may
+    (then it is printed as such, with the logs)."""
     tcp_port = server_args[server_args.index("-p") + 1]
     sock = os.path.join(tmp, name + ".sock")
     caps = [os.path.join(tmp, "%s-%s.pcap" % (name, h)) for h in "AB"]
@@ -73,15 +77,19 @@ def run_pair(tmp, name, program, server_args, client_args, server_port_opts=(),
     codes = []
     for p in procs:
         try:
-            codes.append(p.wait(timeout=90))
+            codes.append(p.wait(timeout=900))  # a hang guard, not a deadline
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
             codes.append(None)
     out = [open(x).read() for x in logs]
     if codes != [0, 0]:
-        print("note: %s under rocemu run did not complete (exit %s), not checked; logs:\n%s\n%s"
-              % (program, codes, out[0][-600:], out[1][-600:]))
+        what = ("%s (%s) under rocemu run did not complete (exit %s); logs:\n%s\n%s"
+                % (program, name, codes, out[0][-600:], out[1][-600:]))
+        if known_failure:
+            print("KNOWN FAILURE (%s): %s" % (known_failure, what))
+        else:
+            check(False, what)
         return None, out
     return caps, out
 
@@ -124,6 +132,18 @@ def direction(j, src):
     return None
 
 
+# Host A's injector drops 2% of every frame both ways, ARP included. On a
+# loaded machine this pair once ended in RETRY_EXC at A (10 timeouts, 9 of
+# them silent: nothing from B for 27 timer periods, 1.8 s) while B counted
+# 621 resolve_pending: B could not resolve A's MAC and had no way to answer
+# (most likely an ARP frame lost to the injector, B's next request only
+# after arp_timeout, 1 s, and B's thread late on a busy machine).
+# That is the neighbour cache's retry time against the transport's retry
+# budget (issue 21 report), not the inspector's business: this pair's
+# failure is printed, not failed, until it is fixed.
+RESENDS_KNOWN = "ARP lost to host A's injector outlasts the retry budget under load"
+
+
 def resends_and_duplicates(tmp, port):
     """Issue 20.6 on real captures. Host A's port drops 2% of what it sends
     and receives (so both requesters resend: stall probes, timeouts, NAKed
@@ -140,7 +160,8 @@ def resends_and_duplicates(tmp, port):
                           ["-g", "1", "-n", str(n), "-s", str(size), "-p", port],
                           ["-g", "1", "-n", str(n), "-s", str(size), "-p", port, "127.0.0.1"],
                           ["--fault-drop", "20000", "--fault-seed", "11"],
-                          ["--fault-dup", "tx:50000", "--fault-seed", "12"])
+                          ["--fault-dup", "tx:50000", "--fault-seed", "12"],
+                          known_failure=RESENDS_KNOWN)
     if not caps:
         return 0
     ip = {"A": "10.88.0.1", "B": "10.88.0.2"}
@@ -216,6 +237,9 @@ def main():
     if subprocess.run([rocemu(), "run", "--help"], stdout=subprocess.DEVNULL,
                       stderr=subprocess.DEVNULL).returncode != 0:
         skip("this rocemu has no 'run' command")
+    for prog, pkg in (("ibv_rc_pingpong", "ibverbs-utils"), ("ib_read_lat", "perftest")):
+        if not shutil.which(prog):
+            skip("%s not installed (%s)" % (prog, pkg))
     port = str(random.randint(20000, 40000))
     ran = 0
     with tempfile.TemporaryDirectory(prefix="inspect-rocemu-") as tmp:
@@ -283,8 +307,6 @@ def main():
             if caps:
                 ran += 1
                 print("ok read_lat: %d READs of %d bytes" % (iters, size))
-    if not failures and not ran:
-        skip("no program pair ran under rocemu here")
     return verdict("%d program pair(s) under rocemu: captures explained" % ran)
 
 
