@@ -79,6 +79,8 @@ static int check_descriptor(const struct roce_pkt *pkt, const struct roce_opcode
 		return -EINVAL;
 	if ((op->hdrs & ROCE_HDR_DETH) && pkt->deth.src_qp > 0xFFFFFF)
 		return -EINVAL;
+	if ((op->hdrs & ROCE_HDR_XRCETH) && pkt->xrc_srqn > 0xFFFFFF)
+		return -EINVAL;
 	/* IP length fields are 16 bits. */
 	ip_payload = RB_UDP_LEN + ROCE_BTH_LEN + op->ext_len + pkt->payload_len +
 		     pad_of(pkt->payload_len) + ROCE_ICRC_LEN;
@@ -175,6 +177,13 @@ static void put_ext_headers(uint8_t *ext, const struct roce_pkt *pkt,
 		rb_put32(h, pkt->deth.qkey);
 		h[4] = 0;
 		rb_put24(h + 5, pkt->deth.src_qp);
+	}
+	if (op->hdrs & ROCE_HDR_FETH)
+		rb_put32(ext + op->hdr_off[7], pkt->feth);
+	if (op->hdrs & ROCE_HDR_XRCETH) {
+		h = ext + op->hdr_off[8];
+		h[0] = 0;
+		rb_put24(h + 1, pkt->xrc_srqn);
 	}
 }
 

@@ -142,6 +142,10 @@ static void parse_ext_headers(const uint8_t *ext, struct roce_pkt *pkt)
 		pkt->deth.qkey = rb_get32(h);
 		pkt->deth.src_qp = rb_get24(h + 5);
 	}
+	if (op->hdrs & ROCE_HDR_FETH)
+		pkt->feth = rb_get32(ext + op->hdr_off[7]);
+	if (op->hdrs & ROCE_HDR_XRCETH)
+		pkt->xrc_srqn = rb_get24(ext + op->hdr_off[8] + 1);
 }
 
 /* UDP, BTH, extension headers, payload, ICRC; ip_end bounds everything. */

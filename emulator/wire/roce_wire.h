@@ -25,29 +25,29 @@ extern "C" {
 /** UDP destination port of RoCEv2 (IANA). */
 #define ROCE_UDP_PORT 4791
 /** Range for per-QP UDP source ports (A17.4.5.1 recommends entropy here). */
-#define ROCE_UDP_SPORT_MIN 0xC000
-#define ROCE_UDP_SPORT_MAX 0xFFFF
-#define ROCE_ICRC_LEN 4
-#define ROCE_BTH_LEN 12
-#define ROCE_ETH_TYPE_IPV4 0x0800
-#define ROCE_ETH_TYPE_IPV6 0x86DD
-#define ROCE_ETH_TYPE_VLAN 0x8100
-#define ROCE_ETH_TYPE_ARP 0x0806
-#define ROCE_DEFAULT_PKEY 0xFFFF
+#define ROCE_UDP_SPORT_MIN   0xC000
+#define ROCE_UDP_SPORT_MAX   0xFFFF
+#define ROCE_ICRC_LEN	     4
+#define ROCE_BTH_LEN	     12
+#define ROCE_ETH_TYPE_IPV4   0x0800
+#define ROCE_ETH_TYPE_IPV6   0x86DD
+#define ROCE_ETH_TYPE_VLAN   0x8100
+#define ROCE_ETH_TYPE_ARP    0x0806
+#define ROCE_DEFAULT_PKEY    0xFFFF
 #define ROCE_FLOW_LABEL_MASK 0xFFFFFu /* the IPv6 flow label: 20 bits */
-/** Largest header stack the builder writes: Eth+VLAN+IPv6+UDP+BTH+AtomicETH. */
-#define ROCE_MAX_HDR_LEN (14 + 4 + 40 + 8 + 12 + 28)
+/** Largest header stack the builder writes: Eth+VLAN+IPv6+UDP+BTH+XRCETH+AtomicETH. */
+#define ROCE_MAX_HDR_LEN (14 + 4 + 40 + 8 + 12 + 4 + 28)
 
 /* ------------------------------------------------------------------------ */
 /* On-wire layouts (network byte order). One packed struct per header.       */
 
 struct roce_bth {
 	uint8_t opcode;
-	uint8_t flags;   /**< SE:1 M:1 PadCnt:2 TVer:4 */
+	uint8_t flags; /**< SE:1 M:1 PadCnt:2 TVer:4 */
 	uint16_t pkey;
-	uint8_t resv8a;  /**< FECN:1 BECN:1 resv:6; masked to ones in the ICRC */
+	uint8_t resv8a; /**< FECN:1 BECN:1 resv:6; masked to ones in the ICRC */
 	uint8_t dqpn[3];
-	uint8_t ackreq;  /**< AckReq:1 resv:7 */
+	uint8_t ackreq; /**< AckReq:1 resv:7 */
 	uint8_t psn[3];
 } __attribute__((packed));
 
@@ -87,14 +87,25 @@ struct roce_deth {
 	uint8_t src_qp[3];
 } __attribute__((packed));
 
-#define ROCE_BTH_SE 0x80
-#define ROCE_BTH_MIG 0x40
+/** XRC extended transport header (IBA 9.3.8): the XRC SRQ a request is for. */
+struct roce_xrceth {
+	uint8_t resv;
+	uint8_t xrc_srqn[3];
+} __attribute__((packed));
+
+/** FLUSH extended transport header (IBA annex A19, memory placement extensions). */
+struct roce_feth {
+	uint32_t bits; /**< resv:26 SEL:2 PLT:4 */
+} __attribute__((packed));
+
+#define ROCE_BTH_SE	   0x80
+#define ROCE_BTH_MIG	   0x40
 #define ROCE_BTH_PAD_SHIFT 4
-#define ROCE_BTH_PAD_MASK 0x30
+#define ROCE_BTH_PAD_MASK  0x30
 #define ROCE_BTH_TVER_MASK 0x0F
-#define ROCE_BTH_FECN 0x80
-#define ROCE_BTH_BECN 0x40
-#define ROCE_BTH_ACKREQ 0x80
+#define ROCE_BTH_FECN	   0x80
+#define ROCE_BTH_BECN	   0x40
+#define ROCE_BTH_ACKREQ	   0x80
 
 /* ------------------------------------------------------------------------ */
 /* Opcodes (IBA 9.2, table 38) and the RoCEv2 CNP (A17.9.2).                */
@@ -105,6 +116,7 @@ enum roce_transport {
 	ROCE_TRANSPORT_RD = 0x40,
 	ROCE_TRANSPORT_UD = 0x60,
 	ROCE_TRANSPORT_CNP = 0x80,
+	ROCE_TRANSPORT_XRC = 0xA0,
 };
 
 enum roce_opcode {
@@ -131,6 +143,9 @@ enum roce_opcode {
 	ROCE_OP_FETCH_ADD = 0x14,
 	ROCE_OP_SEND_LAST_INV = 0x16,
 	ROCE_OP_SEND_ONLY_INV = 0x17,
+	/* memory placement extensions (IBA annex A19) */
+	ROCE_OP_FLUSH = 0x1C,
+	ROCE_OP_ATOMIC_WRITE = 0x1D,
 	/* the full 8-bit opcode is transport | operation */
 	ROCE_OPCODE_CNP = 0x81,
 };
@@ -144,8 +159,10 @@ enum roce_hdr {
 	ROCE_HDR_IMMDT = 1u << 4,
 	ROCE_HDR_IETH = 1u << 5,
 	ROCE_HDR_DETH = 1u << 6,
+	ROCE_HDR_FETH = 1u << 7,
+	ROCE_HDR_XRCETH = 1u << 8,
 };
-#define ROCE_HDR_COUNT 7
+#define ROCE_HDR_COUNT 9
 
 /** Properties of one opcode. */
 enum roce_op_flag {
@@ -160,21 +177,23 @@ enum roce_op_flag {
 	ROCE_OPF_WRITE = 1u << 7,
 	ROCE_OPF_READ = 1u << 8,
 	ROCE_OPF_ATOMIC = 1u << 9,
-	ROCE_OPF_ACK = 1u << 10,     /**< plain ACK/NAK */
-	ROCE_OPF_IMM = 1u << 11,     /**< carries ImmDt */
-	ROCE_OPF_INV = 1u << 12,     /**< carries IETH */
-	ROCE_OPF_RECV_WQE = 1u << 13, /**< consumes a receive WQE (SEND, WRITE w/ imm) */
+	ROCE_OPF_ACK = 1u << 10,       /**< plain ACK/NAK */
+	ROCE_OPF_IMM = 1u << 11,       /**< carries ImmDt */
+	ROCE_OPF_INV = 1u << 12,       /**< carries IETH */
+	ROCE_OPF_RECV_WQE = 1u << 13,  /**< consumes a receive WQE (SEND, WRITE w/ imm) */
 	ROCE_OPF_COMPLETES = 1u << 14, /**< ends a message: generates a completion */
 	ROCE_OPF_CNP = 1u << 15,
+	ROCE_OPF_ATOMIC_WRITE = 1u << 16, /**< ATOMIC WRITE request (A19) */
+	ROCE_OPF_FLUSH = 1u << 17,	  /**< FLUSH request (A19) */
 };
 
 struct roce_opcode_info {
-	const char *name;      /**< spec name, e.g. "RC SEND FIRST" */
-	uint8_t opcode;        /**< full 8-bit opcode */
-	uint8_t transport;     /**< enum roce_transport */
-	uint16_t flags;        /**< enum roce_op_flag */
-	uint8_t hdrs;          /**< enum roce_hdr bits present after BTH */
-	uint8_t ext_len;       /**< bytes of extension headers after BTH */
+	const char *name;  /**< spec name, e.g. "RC SEND FIRST" */
+	uint8_t opcode;	   /**< full 8-bit opcode */
+	uint8_t transport; /**< enum roce_transport */
+	uint32_t flags;	   /**< enum roce_op_flag */
+	uint16_t hdrs;	   /**< enum roce_hdr bits present after BTH */
+	uint8_t ext_len;   /**< bytes of extension headers after BTH */
 	/** offset from the end of BTH of each header, indexed by log2(enum roce_hdr) */
 	uint8_t hdr_off[ROCE_HDR_COUNT];
 	uint16_t fixed_payload; /**< CNP: exact payload length; 0 otherwise */
@@ -188,6 +207,24 @@ const char *roce_opcode_name(uint8_t opcode);
 unsigned roce_hdr_len(unsigned hdr_bit);
 
 /* ------------------------------------------------------------------------ */
+/* FETH fields (IBA annex A19): placement type and selectivity level.         */
+
+#define ROCE_FETH_PLT_MASK  0x0Fu
+#define ROCE_FETH_SEL_SHIFT 4
+#define ROCE_FETH_SEL_MASK  0x30u
+/** Placement type bits: make the data globally visible, and/or persistent. */
+#define ROCE_FETH_PLT_GLOBAL	 0x1u
+#define ROCE_FETH_PLT_PERSISTENT 0x2u
+/** Selectivity: the RETH range of the region, or the whole region of the R_Key. */
+#define ROCE_FETH_SEL_RANGE  0u
+#define ROCE_FETH_SEL_REGION 1u
+#define ROCE_FETH(plt, sel)                                                                        \
+	((((uint32_t)(sel) << ROCE_FETH_SEL_SHIFT) & ROCE_FETH_SEL_MASK) |                         \
+	 ((uint32_t)(plt)&ROCE_FETH_PLT_MASK))
+#define ROCE_FETH_PLT(bits) ((bits)&ROCE_FETH_PLT_MASK)
+#define ROCE_FETH_SEL(bits) (((bits)&ROCE_FETH_SEL_MASK) >> ROCE_FETH_SEL_SHIFT)
+
+/* ------------------------------------------------------------------------ */
 /* AETH syndrome (IBA 9.7.5.1.2, table 42).                                  */
 
 enum roce_aeth_type {
@@ -195,9 +232,9 @@ enum roce_aeth_type {
 	ROCE_AETH_RNR_NAK = 0x1,
 	ROCE_AETH_NAK = 0x3,
 };
-#define ROCE_AETH_TYPE(syn) (((syn) >> 5) & 0x3)
-#define ROCE_AETH_VALUE(syn) ((syn) & 0x1F)
-#define ROCE_AETH_SYNDROME(type, value) ((uint8_t)(((type) << 5) | ((value) & 0x1F)))
+#define ROCE_AETH_TYPE(syn)		(((syn) >> 5) & 0x3)
+#define ROCE_AETH_VALUE(syn)		((syn)&0x1F)
+#define ROCE_AETH_SYNDROME(type, value) ((uint8_t)(((type) << 5) | ((value)&0x1F)))
 /** Credit count value meaning "invalid / no credits advertised" (9.7.7.2.5). */
 #define ROCE_AETH_CREDITS_INVALID 0x1F
 
@@ -239,19 +276,19 @@ static inline int roce_psn_cmp(uint32_t a, uint32_t b)
 
 enum roce_parse_status {
 	ROCE_PARSE_OK = 0,
-	ROCE_PARSE_TRUNCATED,        /**< frame ends inside a header or ICRC */
-	ROCE_PARSE_NOT_IP,           /**< ethertype is neither IPv4 nor IPv6 */
-	ROCE_PARSE_BAD_IP_VERSION,   /**< version nibble does not match ethertype */
-	ROCE_PARSE_BAD_IP_LENGTH,    /**< IP total/payload length inconsistent with the frame */
+	ROCE_PARSE_TRUNCATED,	   /**< frame ends inside a header or ICRC */
+	ROCE_PARSE_NOT_IP,	   /**< ethertype is neither IPv4 nor IPv6 */
+	ROCE_PARSE_BAD_IP_VERSION, /**< version nibble does not match ethertype */
+	ROCE_PARSE_BAD_IP_LENGTH,  /**< IP total/payload length inconsistent with the frame */
 	ROCE_PARSE_BAD_IP_CHECKSUM,
-	ROCE_PARSE_IP_OPTIONS,       /**< IPv4 IHL != 5 or IPv6 next header != UDP */
-	ROCE_PARSE_IP_FRAGMENT,      /**< IPv4 MF set or fragment offset != 0 */
+	ROCE_PARSE_IP_OPTIONS,	/**< IPv4 IHL != 5 or IPv6 next header != UDP */
+	ROCE_PARSE_IP_FRAGMENT, /**< IPv4 MF set or fragment offset != 0 */
 	ROCE_PARSE_NOT_UDP,
-	ROCE_PARSE_NOT_ROCE_PORT,    /**< UDP destination port != 4791 */
+	ROCE_PARSE_NOT_ROCE_PORT, /**< UDP destination port != 4791 */
 	ROCE_PARSE_BAD_UDP_LENGTH,
-	ROCE_PARSE_BAD_TVER,         /**< BTH transport version != 0 */
+	ROCE_PARSE_BAD_TVER, /**< BTH transport version != 0 */
 	ROCE_PARSE_UNKNOWN_OPCODE,
-	ROCE_PARSE_BAD_LENGTH,       /**< payload/pad inconsistent with the opcode */
+	ROCE_PARSE_BAD_LENGTH, /**< payload/pad inconsistent with the opcode */
 	ROCE_PARSE_BAD_ICRC,
 	ROCE_PARSE_STATUS_COUNT,
 };
@@ -264,19 +301,19 @@ struct roce_path {
 	uint8_t dst_mac[6];
 	uint8_t src_mac[6];
 	bool has_vlan;
-	uint16_t vlan_tci;       /**< PCP:3 DEI:1 VID:12 */
-	uint8_t ip_version;      /**< 4 or 6 */
+	uint16_t vlan_tci;  /**< PCP:3 DEI:1 VID:12 */
+	uint8_t ip_version; /**< 4 or 6 */
 	/** Addresses as GIDs: IPv4 as ::ffff:a.b.c.d (IPv4-mapped). */
 	uint8_t src_gid[16];
 	uint8_t dst_gid[16];
-	uint8_t tclass;          /**< IPv4 TOS or IPv6 traffic class (DSCP:6 ECN:2) */
-	uint8_t ttl;             /**< IPv4 TTL or IPv6 hop limit */
-	uint32_t flow_label;     /**< IPv6 only */
-	uint16_t ip_id;          /**< IPv4 only */
-	bool dont_fragment;      /**< IPv4 DF */
+	uint8_t tclass;	     /**< IPv4 TOS or IPv6 traffic class (DSCP:6 ECN:2) */
+	uint8_t ttl;	     /**< IPv4 TTL or IPv6 hop limit */
+	uint32_t flow_label; /**< IPv6 only */
+	uint16_t ip_id;	     /**< IPv4 only */
+	bool dont_fragment;  /**< IPv4 DF */
 	uint16_t udp_sport;
-	uint16_t udp_dport;      /**< 4791 when built; parsed value kept */
-	uint16_t udp_csum;       /**< as on the wire; the builder writes it as given (0 = none) */
+	uint16_t udp_dport; /**< 4791 when built; parsed value kept */
+	uint16_t udp_csum;  /**< as on the wire; the builder writes it as given (0 = none) */
 };
 
 struct roce_pkt {
@@ -284,18 +321,18 @@ struct roce_pkt {
 
 	/* offsets into the frame, bytes from its start */
 	uint16_t l3_off, l4_off, bth_off, ext_off, payload_off;
-	uint32_t frame_len;      /**< bytes up to and including the ICRC (any Ethernet pad excluded) */
-	uint32_t payload_len;    /**< payload bytes without pad */
+	uint32_t frame_len;   /**< bytes up to and including the ICRC (any Ethernet pad excluded) */
+	uint32_t payload_len; /**< payload bytes without pad */
 
 	/* BTH */
 	uint8_t opcode;
 	const struct roce_opcode_info *op;
 	bool se, mig, fecn, becn, ackreq;
-	uint8_t pad;             /**< PadCnt: 0..3 bytes appended to payload */
+	uint8_t pad; /**< PadCnt: 0..3 bytes appended to payload */
 	uint8_t tver;
 	uint16_t pkey;
-	uint8_t resv8a_low;      /**< the 6 reserved bits after FECN/BECN, kept for exact rebuild */
-	uint8_t resv7;           /**< reserved bits after AckReq, kept for exact rebuild */
+	uint8_t resv8a_low; /**< the 6 reserved bits after FECN/BECN, kept for exact rebuild */
+	uint8_t resv7;	    /**< reserved bits after AckReq, kept for exact rebuild */
 	uint32_t dqpn;
 	uint32_t psn;
 
@@ -316,15 +353,17 @@ struct roce_pkt {
 		uint64_t compare;
 	} atomic;
 	uint64_t atomic_orig;
-	uint32_t imm;            /**< immediate data as on the wire (big-endian value in host order) */
+	uint32_t imm; /**< immediate data as on the wire (big-endian value in host order) */
 	uint32_t ieth_rkey;
 	struct {
 		uint32_t qkey;
 		uint32_t src_qp;
 	} deth;
+	uint32_t feth;	   /**< FETH as on the wire (ROCE_FETH_PLT/SEL read it) */
+	uint32_t xrc_srqn; /**< XRCETH: the XRC SRQ number (24 bits) */
 
-	uint32_t icrc;           /**< as carried in the frame (parser) */
-	bool icrc_checked;       /**< the parser verified it */
+	uint32_t icrc;	   /**< as carried in the frame (parser) */
+	bool icrc_checked; /**< the parser verified it */
 };
 
 /** Parser flags. */
@@ -369,7 +408,7 @@ uint32_t roce_frame_len(const struct roce_pkt *pkt);
  * Always writes IPv4 DF set and UDP destination port 4791 (path.dont_fragment
  * and path.udp_dport are only reported by the parser). Writes as given:
  * udp_csum (0 = none), tver, resv8a_low, resv7, ip_id. A CNP must have
- * payload_len 16 (its reserved bytes). The DETH reserved byte goes out 0.
+ * payload_len 16 (its reserved bytes). The DETH and XRCETH reserved bytes go out 0.
  * Returns the header length, or a negative errno (-ENOSPC, -EINVAL for an
  * unknown opcode or an inconsistent descriptor: 24-bit fields out of range,
  * payload on an opcode without one, IPv4 with non-IPv4-mapped GIDs, ...).
@@ -458,11 +497,13 @@ uint32_t roce_crc32_copy(uint32_t crc, void *dst, const void *src, size_t len);
 
 /** CRC-32 implementations the ICRC can use (see roce_icrc.c). */
 enum roce_icrc_impl {
-	ROCE_ICRC_IMPL_AUTO = 0, /**< VPCLMUL, else PCLMUL (by CPU), else DPDK if usable, else table */
-	ROCE_ICRC_IMPL_TABLE,    /**< always the byte-wise table */
-	ROCE_ICRC_IMPL_DPDK,     /**< rte_net_crc (SSE4.2/PCLMULQDQ); needs the EAL's SIMD limit >= 128 */
-	ROCE_ICRC_IMPL_PCLMUL,   /**< our PCLMULQDQ folding, 4 x 128 bits ("pclmul-4x"); CPU only */
-	ROCE_ICRC_IMPL_VPCLMUL,  /**< our VPCLMULQDQ/AVX2 folding, 8 x 128 bits ("vpclmul-avx2") */
+	ROCE_ICRC_IMPL_AUTO =
+	    0,		      /**< VPCLMUL, else PCLMUL (by CPU), else DPDK if usable, else table */
+	ROCE_ICRC_IMPL_TABLE, /**< always the byte-wise table */
+	ROCE_ICRC_IMPL_DPDK,  /**< rte_net_crc (SSE4.2/PCLMULQDQ); needs the EAL's SIMD limit >= 128
+			       */
+	ROCE_ICRC_IMPL_PCLMUL,	/**< our PCLMULQDQ folding, 4 x 128 bits ("pclmul-4x"); CPU only */
+	ROCE_ICRC_IMPL_VPCLMUL, /**< our VPCLMULQDQ/AVX2 folding, 8 x 128 bits ("vpclmul-avx2") */
 };
 /**
  * Choose the CRC-32 behind roce_icrc_compute() and roce_icrc_partial()

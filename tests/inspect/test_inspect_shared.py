@@ -222,7 +222,8 @@ def rocemu_made():
             # every response goes to a QP that sent nothing, from a host that
             # receives nothing: the capture cannot hold the requests, so each
             # is reported (at its frame) but none is a violation
-            responses = {n for n, _, op in rows if op >> 5 == 0 and 0x0D <= op <= 0x12}
+            # (RC's responses and XRC's, transport 0b101: the same opcodes)
+            responses = {n for n, _, op in rows if op >> 5 in (0, 5) and 0x0D <= op & 0x1F <= 0x12}
             flagged = {e["frame"] for e in j["events"]
                        if e["kind"] == "responses_to_uncaptured_requests"}
             check(flagged == responses and j["violations"] == 0,

@@ -33,8 +33,11 @@ static const uint32_t payload_lens[] = {0, 1, 2, 3, 4, 5, 7, 255, 1024, 4096};
 
 static bool expected_known(unsigned op)
 {
-	if (op <= 0x14 || op == 0x16 || op == 0x17)
-		return true; /* RC */
+	unsigned o = op & 0x1F;
+
+	if ((op & 0xE0) == 0x00 ||
+	    (op & 0xE0) == 0xA0) /* RC and XRC: with annex A19's 0x1C, 0x1D */
+		return o <= 0x14 || o == 0x16 || o == 0x17 || o == 0x1C || o == 0x1D;
 	if (op >= 0x20 && op <= 0x2B)
 		return true; /* UC: SEND and WRITE */
 	return op == 0x64 || op == 0x65 || op == ROCE_OPCODE_CNP;
@@ -85,16 +88,18 @@ static void test_opcode_table_coverage(void **state)
 	assert_int_equal(roce_hdr_len(ROCE_HDR_IMMDT), 4);
 	assert_int_equal(roce_hdr_len(ROCE_HDR_IETH), 4);
 	assert_int_equal(roce_hdr_len(ROCE_HDR_DETH), 8);
+	assert_int_equal(roce_hdr_len(ROCE_HDR_FETH), 4);
+	assert_int_equal(roce_hdr_len(ROCE_HDR_XRCETH), 4);
 	assert_int_equal(roce_hdr_len(0), 0);
 	assert_int_equal(roce_hdr_len(ROCE_HDR_RETH | ROCE_HDR_AETH), 0);
 }
 
 struct op_expect {
 	uint8_t opcode;
-	uint8_t hdrs;
+	uint16_t hdrs;
 	uint8_t ext_len;
-	uint16_t flags_set;
-	uint16_t flags_clear;
+	uint32_t flags_set;
+	uint32_t flags_clear;
 };
 
 /* IBA table 38 / 9.2 header stacks, spot checked field by field. */
@@ -121,6 +126,23 @@ static const struct op_expect op_expect[] = {
     {0x64, ROCE_HDR_DETH, 8, ROCE_OPF_ONLY | ROCE_OPF_SEND, 0},
     {0x65, ROCE_HDR_DETH | ROCE_HDR_IMMDT, 12, ROCE_OPF_ONLY | ROCE_OPF_IMM, 0},
     {0x81, 0, 0, ROCE_OPF_CNP, ROCE_OPF_REQUEST | ROCE_OPF_RESPONSE},
+    /* annex A19: FLUSH (FETH, RETH, no payload), ATOMIC WRITE (RETH, 8-byte payload) */
+    {0x1C, ROCE_HDR_FETH | ROCE_HDR_RETH, 20, ROCE_OPF_REQUEST | ROCE_OPF_FLUSH | ROCE_OPF_ONLY,
+     ROCE_OPF_PAYLOAD | ROCE_OPF_RECV_WQE},
+    {0x1D, ROCE_HDR_RETH, 16,
+     ROCE_OPF_REQUEST | ROCE_OPF_ATOMIC_WRITE | ROCE_OPF_ONLY | ROCE_OPF_PAYLOAD,
+     ROCE_OPF_RECV_WQE | ROCE_OPF_ATOMIC},
+    /* XRC (9.3.8): requests start with the XRCETH, responses are RC's */
+    {0xA4, ROCE_HDR_XRCETH, 4, ROCE_OPF_ONLY | ROCE_OPF_SEND | ROCE_OPF_RECV_WQE, 0},
+    {0xA1, ROCE_HDR_XRCETH, 4, ROCE_OPF_MIDDLE | ROCE_OPF_SEND, ROCE_OPF_FIRST},
+    {0xAB, ROCE_HDR_XRCETH | ROCE_HDR_RETH | ROCE_HDR_IMMDT, 24,
+     ROCE_OPF_ONLY | ROCE_OPF_WRITE | ROCE_OPF_IMM, 0},
+    {0xAC, ROCE_HDR_XRCETH | ROCE_HDR_RETH, 20, ROCE_OPF_REQUEST | ROCE_OPF_READ, ROCE_OPF_PAYLOAD},
+    {0xAD, ROCE_HDR_AETH, 4, ROCE_OPF_RESPONSE | ROCE_OPF_READ | ROCE_OPF_FIRST, 0},
+    {0xB1, ROCE_HDR_AETH, 4, ROCE_OPF_RESPONSE | ROCE_OPF_ACK, ROCE_OPF_PAYLOAD},
+    {0xB3, ROCE_HDR_XRCETH | ROCE_HDR_ATOMIC_ETH, 32, ROCE_OPF_REQUEST | ROCE_OPF_ATOMIC, 0},
+    {0xB7, ROCE_HDR_XRCETH | ROCE_HDR_IETH, 8, ROCE_OPF_ONLY | ROCE_OPF_INV, 0},
+    {0xBC, ROCE_HDR_XRCETH | ROCE_HDR_FETH | ROCE_HDR_RETH, 24, ROCE_OPF_FLUSH, 0},
 };
 
 static void test_opcode_table_entries(void **state)
@@ -149,7 +171,21 @@ static void test_opcode_table_entries(void **state)
 	assert_int_equal(info->hdr_off[1], 0);
 	assert_int_equal(info->hdr_off[3], 4);
 	assert_int_equal(roce_opcode_info(ROCE_OPCODE_CNP)->fixed_payload, 16);
+	/* XRCETH first, then FETH before RETH (A19: BTH | XRCETH | FETH | RETH) */
+	info = roce_opcode_info(0xBC);
+	assert_int_equal(info->hdr_off[8], 0);
+	assert_int_equal(info->hdr_off[7], 4);
+	assert_int_equal(info->hdr_off[0], 8);
+	info = roce_opcode_info(0xAB);
+	assert_int_equal(info->hdr_off[8], 0);
+	assert_int_equal(info->hdr_off[0], 4);
+	assert_int_equal(info->hdr_off[4], 20);
 	assert_string_equal(roce_opcode_name(0x04), "RC SEND ONLY");
+	assert_string_equal(roce_opcode_name(0x1D), "RC ATOMIC WRITE");
+	assert_string_equal(roce_opcode_name(0x1C), "RC FLUSH");
+	assert_string_equal(roce_opcode_name(0xA4), "XRC SEND ONLY");
+	assert_null(roce_opcode_info(0x3D)); /* no ATOMIC WRITE on UC */
+	assert_null(roce_opcode_info(0xB5)); /* reserved in XRC as in RC */
 	assert_null(roce_opcode_info(0x44)); /* RD is not supported */
 }
 
@@ -210,7 +246,7 @@ static void test_roundtrip_every_opcode(void **state)
 	int ipv, vlan;
 
 	(void)state;
-	assert_int_equal(n, 23 + 12 + 2 + 1);
+	assert_int_equal(n, 25 + 12 + 2 + 1 + 25); /* RC (with A19), UC, UD, CNP, XRC */
 	for (i = 0; i < n; i++)
 		for (ipv = 4; ipv <= 6; ipv += 2)
 			for (vlan = 0; vlan <= 1; vlan++)
@@ -244,7 +280,7 @@ static void test_header_lengths(void **state)
 	struct roce_pkt pkt;
 
 	(void)state;
-	wt_sample_pkt(&pkt, ROCE_OP_CMP_SWAP, 6, true, 0, 0);
+	wt_sample_pkt(&pkt, ROCE_TRANSPORT_XRC | ROCE_OP_CMP_SWAP, 6, true, 0, 0);
 	assert_int_equal(roce_header_len(&pkt), ROCE_MAX_HDR_LEN);
 	wt_sample_pkt(&pkt, ROCE_OP_SEND_ONLY, 4, false, 1, 0);
 	assert_int_equal(roce_header_len(&pkt), 14 + 20 + 8 + 12);

@@ -127,8 +127,8 @@ static void write_spec_line(FILE *f, const struct frame_case *c)
 		(unsigned long long)p->atomic.va, p->atomic.rkey,
 		(unsigned long long)p->atomic.swap_add, (unsigned long long)p->atomic.compare,
 		(unsigned long long)p->atomic_orig);
-	fprintf(f, " imm=%u ieth_rkey=%u qkey=%u src_qp=%u payload=", p->imm, p->ieth_rkey,
-		p->deth.qkey, p->deth.src_qp);
+	fprintf(f, " imm=%u ieth_rkey=%u qkey=%u src_qp=%u feth=%u xrc_srqn=%u payload=", p->imm,
+		p->ieth_rkey, p->deth.qkey, p->deth.src_qp, p->feth, p->xrc_srqn);
 	if (p->payload_len == 0)
 		fputc('-', f);
 	for (i = 0; i < p->payload_len; i++)

@@ -33,7 +33,8 @@ except ImportError as e:  # pragma: no cover
     sys.exit(77)
 
 # Extension headers present after the BTH, in IBA order (9.2).
-RETH, AETH, ATOMIC, ATOMIC_ACK, IMMDT, IETH, DETH = range(7)
+RETH, AETH, ATOMIC, ATOMIC_ACK, IMMDT, IETH, DETH, FETH, XRCETH = range(9)
+RESPONSES = (0x0D, 0x0E, 0x0F, 0x10, 0x11, 0x12)
 
 
 def ext_headers(op):
@@ -48,8 +49,14 @@ def ext_headers(op):
         0x0C: [RETH], 0x0D: [AETH], 0x0F: [AETH], 0x10: [AETH], 0x11: [AETH],
         0x12: [AETH, ATOMIC_ACK], 0x13: [ATOMIC], 0x14: [ATOMIC],
         0x16: [IETH], 0x17: [IETH],
+        # annex A19: FLUSH is BTH | FETH | RETH, ATOMIC WRITE BTH | RETH | 8 bytes
+        0x1C: [FETH, RETH], 0x1D: [RETH],
     }
-    return table.get(o, [])
+    hdrs = table.get(o, [])
+    # XRC (IBA 9.3.8): every request starts with the XRCETH after the BTH
+    if t == 0xA0 and o not in RESPONSES:
+        hdrs = [XRCETH] + hdrs
+    return hdrs
 
 
 def pack_ext(op, f):
@@ -70,6 +77,10 @@ def pack_ext(op, f):
             out += struct.pack("!I", f["ieth_rkey"])
         elif h == DETH:
             out += struct.pack("!IB", f["qkey"], 0) + f["src_qp"].to_bytes(3, "big")
+        elif h == FETH:
+            out += struct.pack("!I", f["feth"])
+        elif h == XRCETH:
+            out += struct.pack("!B", 0) + f["xrc_srqn"].to_bytes(3, "big")
     return out
 
 

@@ -85,6 +85,9 @@ void wt_sample_pkt(struct roce_pkt *pkt, uint8_t opcode, int ip_version, bool vl
 	pkt->ieth_rkey = 0x3000 + seed;
 	pkt->deth.qkey = 0x11111111u + seed;
 	pkt->deth.src_qp = (0x000022u + seed) & 0xFFFFFF;
+	/* FETH: placement type and selectivity vary with the seed, reserved bits 0 */
+	pkt->feth = ROCE_FETH(1u + (seed % 3), (seed >> 2) & 1);
+	pkt->xrc_srqn = (0x000033u + seed * 0x1011u) & 0xFFFFFF;
 
 	if (op == NULL || !(op->flags & ROCE_OPF_PAYLOAD))
 		payload_len = 0;
@@ -182,6 +185,10 @@ const char *wt_pkt_diff(const struct roce_pkt *a, const struct roce_pkt *b)
 		CMP(deth.qkey);
 		CMP(deth.src_qp);
 	}
+	if (op->hdrs & ROCE_HDR_FETH)
+		CMP(feth);
+	if (op->hdrs & ROCE_HDR_XRCETH)
+		CMP(xrc_srqn);
 	return NULL;
 }
 
