@@ -149,6 +149,18 @@ bool rocemu_host_atomic(uint64_t *target, bool cmp_swap, uint64_t compare, uint6
 	return true;
 }
 
+bool rocemu_host_store64(uint64_t *target, uint64_t value)
+{
+	sigjmp_buf jb;
+
+	if (sigsetjmp(jb, 0))
+		return false;
+	guard_jmp = &jb;
+	__atomic_store_n(target, value, __ATOMIC_SEQ_CST);
+	guard_jmp = NULL;
+	return true;
+}
+
 uint64_t rocemu_host_maps_reads(void)
 {
 	return __atomic_load_n(&maps_reads, __ATOMIC_RELAXED);

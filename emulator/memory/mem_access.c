@@ -5,6 +5,8 @@
  * regular regions and through the fault-safe copies for ODP ones.
  */
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "mem_private.h"
 #include "roce_wire.h"
@@ -216,6 +218,70 @@ enum rocemu_mem_err rocemu_mem_atomic(struct rocemu_mem_table *t, const struct r
 		return ROCEMU_MEM_ALIGN;
 	if (!rocemu_host_atomic((uint64_t *)(void *)p, cmp_swap, compare, swap_add, orig))
 		return ROCEMU_MEM_FAULT;
+	return ROCEMU_MEM_OK;
+}
+
+/*
+ * ATOMIC WRITE (IBA annex A19): 8 bytes placed as one store, so that no
+ * reader (CPU or another atomic) sees a mix of old and new bytes. The
+ * target is naturally aligned, checked on the iova and on the host address,
+ * and needs the REMOTE_WRITE right. The bytes go to memory as they came.
+ */
+enum rocemu_mem_err rocemu_mem_atomic_write(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+					    uint32_t rkey, uint64_t iova, const uint8_t data[8])
+{
+	enum rocemu_mem_err err;
+	struct rocemu_mr *mr;
+	uint64_t value;
+	uint8_t *p;
+
+	err = mem_check(t, pd, rkey, iova, sizeof(uint64_t), ROCEMU_RIGHT_REMOTE_WRITE, &mr, &p);
+	if (err != ROCEMU_MEM_OK)
+		return err;
+	if ((iova & 7) || ((uintptr_t)p & 7))
+		return ROCEMU_MEM_ALIGN;
+	memcpy(&value, data, sizeof(value));
+	if (!rocemu_host_store64((uint64_t *)(void *)p, value))
+		return ROCEMU_MEM_FAULT;
+	return ROCEMU_MEM_OK;
+}
+
+/*
+ * FLUSH (IBA annex A19). The rights are the region's FLUSH_GLOBAL and/or
+ * FLUSH_PERSISTENT access bits, per placement type. Global visibility: the
+ * engine places data with CPU stores, which every thread already sees once
+ * they are done; a full fence orders them before the response. Persistence:
+ * the only persistence domain a process has is the file behind a shared
+ * file mapping, so the range is written back with msync(MS_SYNC) (for
+ * anonymous memory that is a no-op that succeeds: there is nothing to
+ * persist to). A range that is not mapped any more is ROCEMU_MEM_FAULT.
+ */
+enum rocemu_mem_err rocemu_mem_flush(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+				     uint32_t rkey, bool whole_region, uint64_t iova, uint64_t len,
+				     unsigned placement)
+{
+	unsigned rights =
+	    ((placement & ROCEMU_FLUSH_GLOBAL) ? ROCEMU_ACCESS_FLUSH_GLOBAL : 0) |
+	    ((placement & ROCEMU_FLUSH_PERSISTENT) ? ROCEMU_ACCESS_FLUSH_PERSISTENT : 0);
+	struct rocemu_mr *mr = rocemu_mem_lookup(t, rkey);
+	enum rocemu_mem_err err;
+	uint8_t *p;
+
+	if (whole_region && mr) {
+		iova = mr->iova;
+		len = mr->implicit ? 0 : mr->length;
+	}
+	err = mem_check(t, pd, rkey, iova, len, rights, &mr, &p);
+	if (err != ROCEMU_MEM_OK)
+		return err;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if ((placement & ROCEMU_FLUSH_PERSISTENT) && len && !mr->implicit) {
+		uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+		uintptr_t start = (uintptr_t)p & ~(page - 1);
+
+		if (msync((void *)start, (uintptr_t)p - start + len, MS_SYNC) != 0)
+			return ROCEMU_MEM_FAULT;
+	}
 	return ROCEMU_MEM_OK;
 }
 

@@ -77,6 +77,9 @@ bool rocemu_host_copy_crc(void *dst, const void *src, size_t len, uint32_t *crc)
 /** 8-byte CPU atomic (compare-and-swap or fetch-and-add) that returns false instead of faulting. */
 bool rocemu_host_atomic(uint64_t *target, bool cmp_swap, uint64_t compare, uint64_t swap_add,
 			uint64_t *orig);
+/** One 8-byte store, single-copy atomic (no reader sees half of it), that
+ * returns false instead of faulting. */
+bool rocemu_host_store64(uint64_t *target, uint64_t value);
 /** How many times /proc/self/maps was parsed (tests: which paths stay off it). */
 uint64_t rocemu_host_maps_reads(void);
 /** Copy that survives unmapped/protected source pages (process_vm_readv on ourselves). */

@@ -11,11 +11,12 @@
 
 /* Bits ibv_reg_mr(3) lets us see. MW_BIND and ZERO_BASED belong to memory
  * windows, which this device does not have (max_mw = 0). The optional range
- * (RELAXED_ORDERING, ...) is a set of hints a provider may ignore. */
+ * (RELAXED_ORDERING, ...) is a set of hints a provider may ignore. The FLUSH
+ * rights (annex A19) are rdma-core 45's IBV_ACCESS_FLUSH_* bits. */
 #define MR_ACCESS_KNOWN                                                                            \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
 	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB |                    \
-	 IBV_ACCESS_OPTIONAL_RANGE)
+	 IBV_ACCESS_OPTIONAL_RANGE | ROCEMU_ACCESS_FLUSH_GLOBAL | ROCEMU_ACCESS_FLUSH_PERSISTENT)
 
 /** What a region will be, validated before anything changes. */
 struct mr_layout {

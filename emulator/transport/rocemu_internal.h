@@ -125,6 +125,22 @@ enum rocemu_mem_err rocemu_mem_atomic(struct rocemu_mem_table *t, const struct r
 				      uint32_t rkey, uint64_t iova, bool cmp_swap, uint64_t compare,
 				      uint64_t swap_add, uint64_t *orig);
 /**
+ * ATOMIC WRITE (annex A19): store the 8 bytes at iova as one single-copy
+ * atomic store (REMOTE_WRITE right; a misaligned iova is ROCEMU_MEM_ALIGN).
+ */
+enum rocemu_mem_err rocemu_mem_atomic_write(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+					    uint32_t rkey, uint64_t iova, const uint8_t data[8]);
+/**
+ * FLUSH (annex A19) of [iova, iova+len), or of the whole region of rkey
+ * when whole_region: checks the region's FLUSH_GLOBAL / FLUSH_PERSISTENT
+ * rights (ROCEMU_ACCESS_*) for the placement bits (ROCEMU_FLUSH_*), then
+ * makes the range globally visible (a fence) and, for persistence, writes
+ * it back (msync; see mem_access.c for what persistence means here).
+ */
+enum rocemu_mem_err rocemu_mem_flush(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
+				     uint32_t rkey, bool whole_region, uint64_t iova, uint64_t len,
+				     unsigned placement);
+/**
  * Whether key may be invalidated: by the owner (remote = false, LOCAL_INV
  * posted on QP qpn) or by the peer of QP qpn (remote = true, SEND with
  * Invalidate). ROCEMU_MEM_OK, or BAD_KEY (no such key, or already
