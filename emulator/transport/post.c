@@ -23,10 +23,31 @@ static bool opcode_valid(enum ibv_qp_type t, enum ibv_wr_opcode op)
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_ATOMIC_WRITE:
 		return t == IBV_QPT_RC;
 	default:
-		return false;
+		/* FLUSH (annex A19), which rdma-core 44's enum does not name */
+		return op == ROCEMU_WR_FLUSH && t == IBV_QPT_RC;
 	}
+}
+
+/* The WRs that take a responder resource and are answered by a response
+ * (READ, atomics, and annex A19's ATOMIC WRITE and FLUSH): max_rd_atomic
+ * bounds how many are outstanding, IBV_SEND_FENCE waits for them. */
+static bool is_rd_atomic(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_WRITE ||
+	       op == ROCEMU_WR_FLUSH;
+}
+
+/* A19: a FLUSH names a placement type (global visibility and/or
+ * persistence, nothing else) and a selectivity (a range or the region). */
+static bool flush_wr_valid(const struct rocemu_send_wr *wr)
+{
+	return wr->flush_type != 0 &&
+	       !(wr->flush_type & ~(ROCEMU_FLUSH_GLOBAL | ROCEMU_FLUSH_PERSISTENT)) &&
+	       (wr->flush_level == ROCEMU_FLUSH_RANGE || wr->flush_level == ROCEMU_FLUSH_MR);
 }
 
 static int post_send_locked(struct rocemu_qp *qp, const struct rocemu_send_wr *wr)
@@ -41,6 +62,8 @@ static int post_send_locked(struct rocemu_qp *qp, const struct rocemu_send_wr *w
 	if (wr->num_sge > qp->cap.max_send_sge || (wr->num_sge && !wr->sg_list))
 		return -EINVAL;
 	if (qp->type == IBV_QPT_UD && (!wr->ah || wr->ah->pd->engine != qp->engine))
+		return -EINVAL;
+	if (wr->opcode == ROCEMU_WR_FLUSH && !flush_wr_valid(wr))
 		return -EINVAL;
 	for (uint32_t i = 0; i < wr->num_sge; i++)
 		len += wr->sg_list[i].length;
@@ -68,10 +91,21 @@ static int post_send_locked(struct rocemu_qp *qp, const struct rocemu_send_wr *w
 	w->num_sge = wr->num_sge;
 	w->length = (uint32_t)len;
 	w->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
-	w->rd_atomic = wr->opcode == IBV_WR_RDMA_READ || wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-		       wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	w->rd_atomic = is_rd_atomic(wr->opcode);
 	if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
 		w->length = 8;
+	if (wr->opcode == IBV_WR_ATOMIC_WRITE) {
+		/* the 8 bytes travel in the request (A19); no gather list */
+		memcpy(w->atomic_wr, wr->atomic_wr, sizeof(w->atomic_wr));
+		w->length = 8;
+		w->num_sge = 0;
+	}
+	if (wr->opcode == ROCEMU_WR_FLUSH) {
+		w->flush_type = wr->flush_type;
+		w->flush_level = wr->flush_level;
+		w->length = wr->flush_level == ROCEMU_FLUSH_RANGE ? wr->flush_len : 0;
+		w->num_sge = 0;
+	}
 	w->state = WQE_POSTED;
 	w->status = IBV_WC_SUCCESS;
 	if ((wr->send_flags & IBV_SEND_INLINE) && !w->rd_atomic && wr->opcode != IBV_WR_LOCAL_INV) {
@@ -85,8 +119,8 @@ static int post_send_locked(struct rocemu_qp *qp, const struct rocemu_send_wr *w
 			off += wr->sg_list[i].length;
 		}
 		w->num_sge = 0;
-	} else if (wr->num_sge) {
-		memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(*w->sge));
+	} else if (w->num_sge) {
+		memcpy(w->sge, wr->sg_list, w->num_sge * sizeof(*w->sge));
 	}
 	qp->sq_tail++;
 

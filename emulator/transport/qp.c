@@ -171,7 +171,11 @@ static enum ibv_wc_opcode send_wc_opcode(enum ibv_wr_opcode op)
 		return IBV_WC_LOCAL_INV;
 	case IBV_WR_BIND_MW:
 		return IBV_WC_BIND_MW;
+	case IBV_WR_ATOMIC_WRITE:
+		return IBV_WC_ATOMIC_WRITE;
 	default:
+		if (op == ROCEMU_WR_FLUSH)
+			return ROCEMU_WC_FLUSH;
 		return IBV_WC_SEND;
 	}
 }
@@ -536,7 +540,8 @@ static int check_values(struct rocemu_qp *qp, const struct ibv_qp_attr *a, int m
 {
 	struct rocemu_engine *e = qp->engine;
 	unsigned access_ok = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			     IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE;
+			     IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE |
+			     ROCEMU_ACCESS_FLUSH_GLOBAL | ROCEMU_ACCESS_FLUSH_PERSISTENT;
 
 	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= e->caps.max_pkeys)
 		return -EINVAL;

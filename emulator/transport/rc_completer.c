@@ -426,7 +426,7 @@ static bool read_resp_opcode_ok(const struct rocemu_send_wqe *w, uint32_t idx, u
 {
 	bool starts = idx == 0 || idx == w->read_from, last = idx + 1 == w->npkts;
 
-	switch (opcode) {
+	switch (opcode & 0x1F) { /* RC's or XRC's */
 	case ROCE_OP_READ_RESP_FIRST:
 		return starts && !last;
 	case ROCE_OP_READ_RESP_ONLY:
@@ -438,6 +438,36 @@ static bool read_resp_opcode_ok(const struct rocemu_send_wqe *w, uint32_t idx, u
 	default:
 		return false;
 	}
+}
+
+/* ATOMIC WRITE and FLUSH are answered by one RDMA READ response Only
+ * without payload (annex A19); it completes the WQE. */
+static void handle_placement_resp(struct rocemu_qp *qp, struct rocemu_send_wqe *w,
+				  const struct roce_pkt *pkt)
+{
+	struct rocemu_engine *e = qp->engine;
+
+	if (pkt->psn != w->first_psn) {
+		if (roce_psn_diff(pkt->psn, w->first_psn) < 0) {
+			ENGINE_COUNT(e, drop_resp_duplicate);
+		} else {
+			ENGINE_COUNT(e, drop_psn_out_of_seq);
+			read_gap(qp, w->first_psn);
+		}
+		return;
+	}
+	if ((pkt->opcode & 0x1F) != ROCE_OP_READ_RESP_ONLY) {
+		ENGINE_COUNT(e, drop_resp_bad_opcode);
+		return;
+	}
+	if (pkt->payload_len != 0) {
+		ENGINE_COUNT(e, drop_resp_bad_length);
+		return;
+	}
+	w->rcvd_pkts = 1;
+	comp_advance(qp, roce_psn_add(pkt->psn, 1));
+	wqe_finish(qp, w, IBV_WC_SUCCESS);
+	progress_made(qp);
 }
 
 static void handle_read_resp(struct rocemu_qp *qp, const struct roce_pkt *pkt,
@@ -462,6 +492,10 @@ static void handle_read_resp(struct rocemu_qp *qp, const struct roce_pkt *pkt,
 		return;
 	}
 	w = first_pending(qp);
+	if (w && (w->opcode == IBV_WR_ATOMIC_WRITE || w->opcode == ROCEMU_WR_FLUSH)) {
+		handle_placement_resp(qp, w, pkt);
+		return;
+	}
 	if (!w || w->opcode != IBV_WR_RDMA_READ) {
 		ENGINE_COUNT(e, drop_resp_unexpected);
 		return;
@@ -523,7 +557,9 @@ static void handle_atomic_ack(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 		return;
 	}
 	w = first_pending(qp);
-	if (!w || !w->rd_atomic || w->opcode == IBV_WR_RDMA_READ || w->first_psn != pkt->psn) {
+	if (!w ||
+	    (w->opcode != IBV_WR_ATOMIC_CMP_AND_SWP && w->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) ||
+	    w->first_psn != pkt->psn) {
 		ENGINE_COUNT(e, drop_resp_unexpected);
 		return;
 	}

@@ -271,7 +271,21 @@ static enum req_step send_data_packet(struct rocemu_qp *qp, struct rocemu_send_w
 	return REQ_SENT_PACKET;
 }
 
-/** READ request (from the first response not yet received) or atomic request. */
+/* ATOMIC WRITE: RETH (length 8) and the 8 bytes; FLUSH: FETH and RETH (A19). */
+static void placement_request(struct rocemu_qp *qp, struct rocemu_send_wqe *w, struct roce_pkt *pkt)
+{
+	bool aw = w->opcode == IBV_WR_ATOMIC_WRITE;
+
+	base_pkt(qp, pkt, transport_bits(qp) | (aw ? ROCE_OP_ATOMIC_WRITE : ROCE_OP_FLUSH),
+		 w->first_psn);
+	pkt->reth.va = w->remote_addr;
+	pkt->reth.rkey = w->rkey;
+	pkt->reth.dma_len = w->length;
+	if (!aw)
+		pkt->feth = ROCE_FETH(w->flush_type, w->flush_level);
+}
+
+/** READ request (from the first response not yet received), atomic, ATOMIC WRITE or FLUSH. */
 static enum req_step send_rd_atomic_packet(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
 {
 	struct rocemu_engine *e = qp->engine;
@@ -287,14 +301,19 @@ static enum req_step send_rd_atomic_packet(struct rocemu_qp *qp, struct rocemu_s
 		uint64_t done = (uint64_t)w->rcvd_pkts * qp->mtu;
 
 		w->read_from = w->rcvd_pkts; /* its responses start FIRST (or ONLY) there */
-		base_pkt(qp, &pkt, ROCE_OP_READ_REQUEST, roce_psn_add(w->first_psn, w->rcvd_pkts));
+		base_pkt(qp, &pkt, transport_bits(qp) | ROCE_OP_READ_REQUEST,
+			 roce_psn_add(w->first_psn, w->rcvd_pkts));
 		pkt.reth.va = w->remote_addr + done;
 		pkt.reth.rkey = w->rkey;
 		pkt.reth.dma_len = (uint32_t)(w->length - done);
+	} else if (w->opcode == IBV_WR_ATOMIC_WRITE || w->opcode == ROCEMU_WR_FLUSH) {
+		placement_request(qp, w, &pkt);
 	} else {
 		bool cas = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
 
-		base_pkt(qp, &pkt, cas ? ROCE_OP_CMP_SWAP : ROCE_OP_FETCH_ADD, w->first_psn);
+		base_pkt(qp, &pkt,
+			 transport_bits(qp) | (cas ? ROCE_OP_CMP_SWAP : ROCE_OP_FETCH_ADD),
+			 w->first_psn);
 		pkt.atomic.va = w->remote_addr;
 		pkt.atomic.rkey = w->rkey;
 		pkt.atomic.swap_add = cas ? w->swap : w->compare_add;
@@ -302,9 +321,13 @@ static enum req_step send_rd_atomic_packet(struct rocemu_qp *qp, struct rocemu_s
 	}
 	pkt.ackreq = true;
 	qp->req.since_ackreq = 0;
-	pkt.payload_len = 0;
+	pkt.payload_len = w->opcode == IBV_WR_ATOMIC_WRITE ? sizeof(w->atomic_wr) : 0;
 	m = rocemu_engine_pkt_alloc(e, &pkt, &payload);
-	if (!m || rocemu_engine_pkt_send(e, m, &pkt) < 0)
+	if (!m)
+		return REQ_BLOCKED;
+	if (pkt.payload_len)
+		memcpy(payload, w->atomic_wr, pkt.payload_len);
+	if (rocemu_engine_pkt_send(e, m, &pkt) < 0)
 		return REQ_BLOCKED;
 	/* a READ request covers the PSNs of all its responses (9.7.1) */
 	req_sent(qp, pkt.psn, roce_psn_add(w->first_psn, w->npkts - 1), true);
@@ -339,10 +362,10 @@ static bool req_start(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
 	if (window_full(qp, qp->req.psn))
 		return false;
 	w->first_psn = qp->req.psn;
+	/* READ: one PSN per response packet; the others one PSN (A19: ATOMIC
+	 * WRITE and FLUSH are single-packet requests with one response) */
 	w->npkts =
-	    (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
-		? 1
-		: packets_for(w->length, qp->mtu);
+	    w->rd_atomic && w->opcode != IBV_WR_RDMA_READ ? 1 : packets_for(w->length, qp->mtu);
 	qp->req.psn = roce_psn_add(qp->req.psn, w->npkts);
 	w->sent_pkts = 0;
 	w->rcvd_pkts = 0;

@@ -66,7 +66,7 @@ static void recv_complete(struct rocemu_qp *qp, enum ibv_wc_status st, enum ibv_
 
 static bool payload_len_ok(const struct rocemu_qp *qp, const struct roce_pkt *pkt)
 {
-	uint16_t f = pkt->op->flags;
+	uint32_t f = pkt->op->flags;
 
 	/* 9.7.7 / C9-91: FIRST and MIDDLE carry exactly one MTU; LAST 1..MTU; ONLY 0..MTU. */
 	if ((f & ROCE_OPF_ONLY) == ROCE_OPF_ONLY)
@@ -80,7 +80,7 @@ static enum resp_result place_send(struct rocemu_qp *qp, const struct roce_pkt *
 				   const uint8_t *payload)
 {
 	struct rocemu_engine *e = qp->engine;
-	uint16_t f = pkt->op->flags;
+	uint32_t f = pkt->op->flags;
 	enum rocemu_mem_err err;
 
 	if (f & ROCE_OPF_FIRST) {
@@ -127,7 +127,7 @@ static enum resp_result place_write(struct rocemu_qp *qp, const struct roce_pkt 
 				    const uint8_t *payload)
 {
 	struct rocemu_engine *e = qp->engine;
-	uint16_t f = pkt->op->flags;
+	uint32_t f = pkt->op->flags;
 	enum rocemu_mem_err err;
 	uint8_t *ptr;
 
@@ -286,6 +286,100 @@ static enum resp_result do_atomic(struct rocemu_qp *qp, const struct roce_pkt *p
 	r->active = true;
 	qp->resp.res_active = true;
 	return RESP_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* RC: ATOMIC WRITE and FLUSH (IBA annex A19, memory placement extensions)   */
+
+/* The resource slot the next request takes is free (checked before anything
+ * is executed: a request over max_dest_rd_atomic changes no memory). */
+static bool res_available(const struct rocemu_qp *qp)
+{
+	const struct rocemu_rd_res *r;
+
+	if (qp->resp.nres == 0)
+		return false;
+	r = &qp->resp.res[qp->resp.res_next % qp->resp.nres];
+	return !(r->valid && r->active && !r->replay);
+}
+
+/* Executed: keep it as a resource answered by an RDMA READ response Only
+ * without payload (A19), in PSN order with the other responses, replayed
+ * (never executed again) for a duplicate. */
+static enum resp_result placement_done(struct rocemu_qp *qp, const struct roce_pkt *pkt)
+{
+	struct rocemu_rd_res *r = res_alloc(qp);
+
+	r->active = true;
+	r->no_data = true;
+	r->psn = pkt->psn;
+	r->npkts = 1;
+	r->length = 0;
+	r->orig_psn = pkt->psn;
+	r->orig_npkts = 1;
+	r->orig_va = pkt->reth.va;
+	r->orig_rkey = pkt->reth.rkey;
+	qp->resp.msn++;
+	r->msn = qp->resp.msn;
+	qp->resp.epsn = roce_psn_add(qp->resp.epsn, 1);
+	qp->resp.res_active = true;
+	qp->resp.ack_pending = false;
+	return RESP_OK;
+}
+
+/*
+ * ATOMIC WRITE: 8 bytes written as one store. A19 asks for the REMOTE_WRITE
+ * right (QP and region), a DMA length of exactly 8 with 8 bytes of payload,
+ * and a naturally aligned target (else invalid request, as for atomics,
+ * C9-40); it takes a responder resource like an atomic.
+ */
+static enum resp_result do_atomic_write(struct rocemu_qp *qp, const struct roce_pkt *pkt,
+					const uint8_t *payload)
+{
+	struct rocemu_engine *e = qp->engine;
+	enum rocemu_mem_err err;
+
+	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE))
+		return RESP_ACCESS;
+	if (pkt->reth.dma_len != 8 || pkt->payload_len != 8 || (pkt->reth.va & 7))
+		return RESP_INV_REQ;
+	if (!res_available(qp))
+		return RESP_INV_REQ;
+	err = rocemu_mem_atomic_write(e->mem, qp->pd, pkt->reth.rkey, pkt->reth.va, payload);
+	if (err == ROCEMU_MEM_ALIGN)
+		return RESP_INV_REQ;
+	if (err != ROCEMU_MEM_OK)
+		return RESP_ACCESS;
+	ENGINE_ADD(e, copy_rx_bytes, 8);
+	return placement_done(qp, pkt);
+}
+
+/*
+ * FLUSH: the placement type is global visibility and/or persistence (other
+ * bits or none: invalid request), the selectivity the RETH range or the
+ * whole region of its R_Key. The QP needs the FLUSH_GLOBAL/FLUSH_PERSISTENT
+ * access bits the placement asks for, the region too (remote access error
+ * otherwise). Requests before it were placed already (the responder works
+ * in PSN order), so the flush covers them.
+ */
+static enum resp_result do_flush(struct rocemu_qp *qp, const struct roce_pkt *pkt)
+{
+	struct rocemu_engine *e = qp->engine;
+	unsigned plt = ROCE_FETH_PLT(pkt->feth), sel = ROCE_FETH_SEL(pkt->feth), need;
+
+	if (plt == 0 || (plt & ~(ROCE_FETH_PLT_GLOBAL | ROCE_FETH_PLT_PERSISTENT)) ||
+	    sel > ROCE_FETH_SEL_REGION)
+		return RESP_INV_REQ;
+	need = ((plt & ROCE_FETH_PLT_GLOBAL) ? ROCEMU_ACCESS_FLUSH_GLOBAL : 0) |
+	       ((plt & ROCE_FETH_PLT_PERSISTENT) ? ROCEMU_ACCESS_FLUSH_PERSISTENT : 0);
+	if ((qp->attr.qp_access_flags & need) != need)
+		return RESP_ACCESS;
+	if (!res_available(qp))
+		return RESP_INV_REQ;
+	if (rocemu_mem_flush(e->mem, qp->pd, pkt->reth.rkey, sel == ROCE_FETH_SEL_REGION,
+			     pkt->reth.va, pkt->reth.dma_len, plt) != ROCEMU_MEM_OK)
+		return RESP_ACCESS;
+	return placement_done(qp, pkt);
 }
 
 /** Send the READ responses and ATOMIC ACKs of the active resources, oldest first (PSN order). */
@@ -456,10 +550,10 @@ static bool dup_read_inside(const struct rocemu_qp *qp, const struct rocemu_rd_r
 static void rc_duplicate(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 {
 	struct rocemu_engine *e = qp->engine;
-	uint16_t f = pkt->op->flags;
+	uint32_t f = pkt->op->flags;
 
 	ENGINE_COUNT(e, dup_requests);
-	if (!(f & (ROCE_OPF_READ | ROCE_OPF_ATOMIC))) {
+	if (!(f & (ROCE_OPF_READ | ROCE_OPF_ATOMIC | ROCE_OPF_ATOMIC_WRITE | ROCE_OPF_FLUSH))) {
 		/* 9.7.5.1.1: re-acknowledge; coalesced with the rest of the burst. */
 		qp->resp.ack_pending = true;
 		return;
@@ -470,6 +564,15 @@ static void rc_duplicate(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 
 		if (!r->valid || d < 0 || d >= (int32_t)r->orig_npkts)
 			continue;
+		if ((f & (ROCE_OPF_ATOMIC_WRITE | ROCE_OPF_FLUSH)) && r->no_data && d == 0) {
+			/* A19: a duplicate ATOMIC WRITE or FLUSH is not executed again;
+			 * its response is sent again, in turn. */
+			r->active = true;
+			r->replay = true;
+			r->sent = 0;
+			qp->resp.res_active = true;
+			return;
+		}
 		if ((f & ROCE_OPF_ATOMIC) && r->is_atomic && d == 0) {
 			/* 9.7.5.1.3 / o9-28: never execute an atomic twice; replay its
 			 * result (in turn with the other responses being streamed). */
@@ -478,7 +581,7 @@ static void rc_duplicate(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 			qp->resp.res_active = true;
 			return;
 		}
-		if ((f & ROCE_OPF_READ) && !r->is_atomic) {
+		if ((f & ROCE_OPF_READ) && !r->is_atomic && !r->no_data) {
 			uint8_t *ptr;
 
 			if (!dup_read_inside(qp, r, pkt, (uint32_t)d)) {
@@ -516,7 +619,7 @@ static bool rc_sequence_ok(const struct rocemu_qp *qp, uint16_t f)
 		return (f & ROCE_OPF_SEND) && !(f & ROCE_OPF_FIRST);
 	if (qp->resp.in_write)
 		return (f & ROCE_OPF_WRITE) && !(f & ROCE_OPF_FIRST);
-	if (f & (ROCE_OPF_READ | ROCE_OPF_ATOMIC))
+	if (f & (ROCE_OPF_READ | ROCE_OPF_ATOMIC | ROCE_OPF_ATOMIC_WRITE | ROCE_OPF_FLUSH))
 		return true;
 	return (f & ROCE_OPF_FIRST) != 0;
 }
@@ -524,7 +627,7 @@ static bool rc_sequence_ok(const struct rocemu_qp *qp, uint16_t f)
 static void rc_rx(struct rocemu_qp *qp, const struct roce_pkt *pkt, const uint8_t *payload)
 {
 	struct rocemu_engine *e = qp->engine;
-	uint16_t f = pkt->op->flags;
+	uint32_t f = pkt->op->flags;
 	int32_t d = roce_psn_diff(pkt->psn, qp->resp.epsn);
 	enum resp_result res;
 
@@ -573,13 +676,17 @@ static void rc_rx(struct rocemu_qp *qp, const struct roce_pkt *pkt, const uint8_
 		res = do_read(qp, pkt);
 	else if (f & ROCE_OPF_ATOMIC)
 		res = do_atomic(qp, pkt);
+	else if (f & ROCE_OPF_ATOMIC_WRITE)
+		res = do_atomic_write(qp, pkt, payload);
+	else if (f & ROCE_OPF_FLUSH)
+		res = do_flush(qp, pkt);
 	else
 		res = RESP_INV_REQ;
 	if (res != RESP_OK) {
 		rc_error(qp, res, pkt->psn);
 		return;
 	}
-	if (f & (ROCE_OPF_READ | ROCE_OPF_ATOMIC))
+	if (f & (ROCE_OPF_READ | ROCE_OPF_ATOMIC | ROCE_OPF_ATOMIC_WRITE | ROCE_OPF_FLUSH))
 		return; /* epsn advanced; the response is the acknowledgement */
 	qp->resp.epsn = roce_psn_add(qp->resp.epsn, 1);
 	if (pkt->ackreq)
@@ -602,7 +709,7 @@ static void uc_abort_message(struct rocemu_qp *qp)
 static void uc_rx(struct rocemu_qp *qp, const struct roce_pkt *pkt, const uint8_t *payload)
 {
 	struct rocemu_engine *e = qp->engine;
-	uint16_t f = pkt->op->flags;
+	uint32_t f = pkt->op->flags;
 	enum resp_result res;
 
 	if (pkt->psn != qp->resp.epsn) {

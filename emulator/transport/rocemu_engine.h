@@ -44,8 +44,8 @@ struct rocemu_caps {
 	uint32_t max_srq, max_srq_wr, max_srq_sge;
 	uint32_t max_msg_sz;
 	uint32_t max_pkeys;
-	bool atomic_hca;      /**< atomics are atomic w.r.t. the CPU (IBV_ATOMIC_HCA) */
-	bool odp;             /**< on-demand paging: always true */
+	bool atomic_hca;       /**< atomics are atomic w.r.t. the CPU (IBV_ATOMIC_HCA) */
+	bool odp;	       /**< on-demand paging: always true */
 	uint64_t timestamp_hz; /**< completion timestamp clock (1e9: nanoseconds) */
 };
 
@@ -59,7 +59,8 @@ struct rocemu_caps {
  */
 struct rocemu_event {
 	enum ibv_event_type type;
-	void *obj_ctx; /**< the user_ctx given when the QP/CQ/SRQ was created; NULL for port events */
+	void *
+	    obj_ctx; /**< the user_ctx given when the QP/CQ/SRQ was created; NULL for port events */
 	const uint8_t *unresolved; /**< NULL, or the GID whose MAC could not be resolved */
 };
 typedef void (*rocemu_event_fn)(void *arg, const struct rocemu_event *ev);
@@ -120,8 +121,8 @@ struct rocemu_mr_info {
  * addr NULL and length SIZE_MAX it is an implicit ODP region (the whole
  * address space; accesses are checked against the process's mappings).
  */
-int rocemu_mr_reg(struct rocemu_pd *pd, void *addr, size_t length, uint64_t iova,
-		  unsigned access, struct rocemu_mr **out);
+int rocemu_mr_reg(struct rocemu_pd *pd, void *addr, size_t length, uint64_t iova, unsigned access,
+		  struct rocemu_mr **out);
 /** ibv_rereg_mr semantics: flags IBV_REREG_MR_CHANGE_{TRANSLATION,PD,ACCESS}. Keys may change. */
 int rocemu_mr_rereg(struct rocemu_mr *mr, int flags, struct rocemu_pd *pd, void *addr,
 		    size_t length, uint64_t iova, unsigned access);
@@ -140,18 +141,19 @@ struct rocemu_wc {
 	enum ibv_wc_opcode opcode;
 	uint32_t vendor_err;
 	uint32_t byte_len;
-	uint32_t imm_data;        /**< network order, as in ibv_wc */
+	uint32_t imm_data; /**< network order, as in ibv_wc */
 	uint32_t invalidated_rkey;
 	uint32_t qp_num;
 	uint32_t src_qp;
-	unsigned wc_flags;        /**< enum ibv_wc_flags */
+	unsigned wc_flags; /**< enum ibv_wc_flags */
 	uint16_t pkey_index;
-	uint8_t sl;               /**< UD receive: the RoCE packet type, as mlx5 reports it (ud.c) */
-	uint64_t timestamp_ns;    /**< rocemu_now_ns() when the completion was generated */
-	uint16_t slid;            /**< UD: the sender's LID (rocemu_lid_of_gid), else 0 */
+	uint8_t sl;	       /**< UD receive: the RoCE packet type, as mlx5 reports it (ud.c) */
+	uint64_t timestamp_ns; /**< rocemu_now_ns() when the completion was generated */
+	uint16_t slid;	       /**< UD: the sender's LID (rocemu_lid_of_gid), else 0 */
 };
 
-/** Called (engine lock held) when an armed CQ receives a completion; the provider signals its channel. */
+/** Called (engine lock held) when an armed CQ receives a completion; the provider signals its
+ * channel. */
 typedef void (*rocemu_cq_notify_fn)(void *arg);
 
 int rocemu_cq_create(struct rocemu_engine *e, uint32_t cqe, rocemu_cq_notify_fn notify,
@@ -201,20 +203,19 @@ int rocemu_av_resolve(const struct rocemu_port *port, const struct ibv_ah_attr *
 		      struct ibv_ah_attr *out);
 
 /** A global attr, or a LID-only one (rocemu_av_resolve); sgid_index must exist. */
-int rocemu_ah_create(struct rocemu_pd *pd, const struct ibv_ah_attr *attr,
-		     struct rocemu_ah **out);
+int rocemu_ah_create(struct rocemu_pd *pd, const struct ibv_ah_attr *attr, struct rocemu_ah **out);
 int rocemu_ah_destroy(struct rocemu_ah *ah);
 
 /* ------------------------------------------------------------------------ */
 /* Queue pairs                                                                */
 
 struct rocemu_qp_init {
-	enum ibv_qp_type qp_type;   /**< IBV_QPT_RC, IBV_QPT_UC or IBV_QPT_UD */
+	enum ibv_qp_type qp_type; /**< IBV_QPT_RC, IBV_QPT_UC or IBV_QPT_UD */
 	struct rocemu_cq *send_cq, *recv_cq;
-	struct rocemu_srq *srq;     /**< optional */
-	struct ibv_qp_cap cap;      /**< in: requested; out: granted */
+	struct rocemu_srq *srq; /**< optional */
+	struct ibv_qp_cap cap;	/**< in: requested; out: granted */
 	bool sq_sig_all;
-	void *user_ctx;             /**< given back in async events */
+	void *user_ctx; /**< given back in async events */
 	/** 0: the engine picks the QPN. 1: the GSI QP (QP1, UD only, one per engine;
 	 *  -EBUSY if it exists). Anything else: -EINVAL. */
 	uint32_t source_qpn;
@@ -235,23 +236,42 @@ int rocemu_qp_query(struct rocemu_qp *qp, struct ibv_qp_attr *attr, int mask,
 		    struct ibv_qp_init_attr *init);
 int rocemu_qp_destroy(struct rocemu_qp *qp);
 
+/*
+ * FLUSH (IBA annex A19) as rdma-core 45 and later spell it: rdma-core 44's
+ * <infiniband/verbs.h> has ATOMIC WRITE but not FLUSH, so the engine names
+ * the values itself (the same numbers, so a newer header's constants work).
+ */
+#define ROCEMU_WR_FLUSH		       ((enum ibv_wr_opcode)14) /**< IBV_WR_FLUSH */
+#define ROCEMU_WC_FLUSH		       ((enum ibv_wc_opcode)8)	/**< IBV_WC_FLUSH */
+#define ROCEMU_ACCESS_FLUSH_GLOBAL     (1u << 8)		/**< IBV_ACCESS_FLUSH_GLOBAL */
+#define ROCEMU_ACCESS_FLUSH_PERSISTENT (1u << 9)		/**< IBV_ACCESS_FLUSH_PERSISTENT */
+#define ROCEMU_FLUSH_GLOBAL	       1u /**< IBV_FLUSH_GLOBAL: placement type bit */
+#define ROCEMU_FLUSH_PERSISTENT	       2u /**< IBV_FLUSH_PERSISTENT */
+#define ROCEMU_FLUSH_RANGE	       0u /**< IBV_FLUSH_RANGE: selectivity */
+#define ROCEMU_FLUSH_MR		       1u /**< IBV_FLUSH_MR: the whole region */
+
 /** A send work request: the fields of ibv_send_wr, flattened. */
 struct rocemu_send_wr {
 	uint64_t wr_id;
 	enum ibv_wr_opcode opcode;
-	unsigned send_flags;        /**< IBV_SEND_{FENCE,SIGNALED,SOLICITED,INLINE} */
-	uint32_t imm_data;          /**< network order */
-	uint32_t invalidate_rkey;   /**< SEND_WITH_INV, LOCAL_INV */
+	unsigned send_flags;	  /**< IBV_SEND_{FENCE,SIGNALED,SOLICITED,INLINE} */
+	uint32_t imm_data;	  /**< network order */
+	uint32_t invalidate_rkey; /**< SEND_WITH_INV, LOCAL_INV */
 	const struct ibv_sge *sg_list;
 	uint32_t num_sge;
-	/** With IBV_SEND_INLINE the data is copied at post time from sg_list (addr/length; lkey ignored). */
+	/** With IBV_SEND_INLINE the data is copied at post time from sg_list (addr/length; lkey
+	 * ignored). */
 	uint64_t remote_addr;
 	uint32_t rkey;
-	uint64_t compare_add;       /**< atomics */
+	uint64_t compare_add; /**< atomics */
 	uint64_t swap;
-	struct rocemu_ah *ah;       /**< UD */
-	uint32_t remote_qpn;        /**< UD */
-	uint32_t remote_qkey;       /**< UD */
+	struct rocemu_ah *ah; /**< UD */
+	uint32_t remote_qpn;  /**< UD */
+	uint32_t remote_qkey; /**< UD */
+	uint8_t atomic_wr[8]; /**< IBV_WR_ATOMIC_WRITE: the 8 bytes, as given */
+	uint32_t flush_len;   /**< ROCEMU_WR_FLUSH: range length (selectivity RANGE) */
+	uint8_t flush_type;   /**< ROCEMU_FLUSH_GLOBAL | ROCEMU_FLUSH_PERSISTENT */
+	uint8_t flush_level;  /**< ROCEMU_FLUSH_RANGE or ROCEMU_FLUSH_MR */
 };
 
 /**

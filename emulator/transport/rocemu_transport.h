@@ -193,6 +193,9 @@ struct rocemu_send_wqe {
 	/* UD destination */
 	struct rocemu_ah *ah;
 	uint32_t remote_qpn, remote_qkey;
+	/* ATOMIC WRITE and FLUSH (annex A19) */
+	uint8_t atomic_wr[8];
+	uint8_t flush_type, flush_level;
 
 	uint32_t num_sge;
 	uint32_t length; /**< message length in bytes */
@@ -206,7 +209,7 @@ struct rocemu_send_wqe {
 	uint32_t sent_pkts; /**< request packets transmitted in the current pass */
 	uint32_t rcvd_pkts; /**< READ: response packets received in order */
 	uint32_t read_from; /**< READ: the response its latest request asked from */
-	bool rd_atomic;	    /**< READ or atomic: counts against max_rd_atomic */
+	bool rd_atomic; /**< READ, atomic, ATOMIC WRITE or FLUSH: counts against max_rd_atomic */
 
 	struct ibv_sge sge[ROCEMU_MAX_SGE];
 	uint8_t inline_data[ROCEMU_MAX_INLINE];
@@ -219,6 +222,9 @@ struct rocemu_rd_res {
 	bool valid;
 	bool active; /**< READ responses still to send */
 	bool is_atomic;
+	/** ATOMIC WRITE or FLUSH (A19): done when it arrived, answered by one
+	 * RDMA READ response Only without payload, never executed again */
+	bool no_data;
 	bool replay;	/**< re-executing a duplicate READ: may be cut short */
 	uint32_t psn;	/**< first PSN of the request */
 	uint32_t npkts; /**< PSNs it uses */

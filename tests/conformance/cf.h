@@ -99,6 +99,7 @@ enum chk {
 	C_NAKANY = 1u << 11, /* any NAK code (with C_SYN and syn_type NAK) */
 	C_MSN = 1u << 12,    /* AETH MSN == imm */
 	C_SKIP = 1u << 13,   /* T_RX: skip frames of other opcodes/syndromes first */
+	C_FETH = 1u << 14,   /* FETH == feth */
 };
 
 struct step {
@@ -120,6 +121,7 @@ struct step {
 	uint32_t key_value; /* K_ABS */
 	uint64_t swap, cmp;
 	uint32_t imm;
+	uint32_t feth; /* FLUSH: FETH (T_TX, T_RX); T_POST: its placement type and selectivity */
 	uint32_t qkey;
 	enum dqp_mode dqp;
 	enum mangle mangle;

@@ -416,6 +416,7 @@ static int peer_tx(const struct step *s)
 	p.atomic.swap_add = s->swap;
 	p.atomic.compare = s->cmp;
 	p.imm = s->imm;
+	p.feth = s->feth;
 	p.ieth_rkey = rkey_of(s);
 	p.deth.qkey = s->qkey;
 	p.deth.src_qp = PEER_QPN;
@@ -584,6 +585,8 @@ static int expect_rx(const struct step *s)
 			    syn, ROCE_AETH_TYPE(syn), ROCE_AETH_VALUE(syn), s->syn_type,
 			    s->syn_val);
 	}
+	if ((s->chk & C_FETH) && p->feth != s->feth)
+		return fail("FETH %#x, expected %#x", p->feth, s->feth);
 	if ((s->chk & C_MSN) && p->aeth.msn != s->imm)
 		return fail("AETH MSN %u, expected %u", p->aeth.msn, s->imm);
 	if ((s->chk & C_ORIG) && p->atomic_orig != s->swap)
@@ -685,6 +688,10 @@ static int post_send(const struct step *s)
 	wr.rkey = CF_RKEY;
 	wr.compare_add = s->cmp;
 	wr.swap = s->swap;
+	memset(wr.atomic_wr, s->fill, sizeof(wr.atomic_wr)); /* ATOMIC WRITE: 8 x fill */
+	wr.flush_type = (uint8_t)ROCE_FETH_PLT(s->feth);
+	wr.flush_level = (uint8_t)ROCE_FETH_SEL(s->feth);
+	wr.flush_len = s->len;
 	rc = rocemu_qp_post_send(H.qp, &wr);
 	if (rc)
 		return fail("post_send: %s", strerror(-rc));
