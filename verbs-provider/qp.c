@@ -53,6 +53,17 @@ static int send_wr_from_ibv(const struct ibv_send_wr *in, struct rocemu_send_wr 
 		out->compare_add = in->wr.atomic.compare_add;
 		out->swap = in->wr.atomic.swap;
 		break;
+	case IBV_WR_ATOMIC_WRITE:
+		/* ibv_send_wr has no field for the 8 bytes: as Linux rxe takes them,
+		 * from the one SGE (read now, like inline data), to wr.rdma's target */
+		if (in->num_sge != 1 || in->sg_list[0].length != 8)
+			return -EINVAL;
+		memcpy(out->atomic_wr, (const void *)(uintptr_t)in->sg_list[0].addr, 8);
+		out->num_sge = 0;
+		out->sg_list = NULL;
+		out->remote_addr = in->wr.rdma.remote_addr;
+		out->rkey = in->wr.rdma.rkey;
+		break;
 	default:
 		break;
 	}
@@ -332,12 +343,22 @@ static void wr_set_xrc_srqn(struct ibv_qp_ex *q, uint32_t srqn)
 	wr_unsupported(q);
 }
 
+/* ibv_wr_atomic_write(3): the 8 bytes at data are copied now (annex A19). */
 static void wr_atomic_write(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, const void *data)
 {
-	(void)rkey;
-	(void)addr;
-	(void)data;
-	wr_unsupported(q);
+	struct rocemu_send_wr *w;
+
+	if (!data) {
+		if (!xq(q)->batch.err)
+			xq(q)->batch.err = EINVAL;
+		return;
+	}
+	w = batch_add(q, IBV_WR_ATOMIC_WRITE);
+	if (w) {
+		w->rkey = rkey;
+		w->remote_addr = addr;
+		memcpy(w->atomic_wr, data, sizeof(w->atomic_wr));
+	}
 }
 
 static void wr_set_ud_addr(struct ibv_qp_ex *q, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
@@ -479,7 +500,7 @@ static void fill_qp_ex_ops(struct ibv_qp_ex *x)
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |    \
 	 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |                                 \
 	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |                 \
-	 IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV)
+	 IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_ATOMIC_WRITE)
 
 struct ibv_qp *rocemu_op_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a)
 {
