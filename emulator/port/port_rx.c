@@ -159,6 +159,12 @@ void port_rx_frame(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 		drop(port, m, "runt");
 		return;
 	}
+	/* Raw packet QPs of the upper layer: a steering rule may take the frame
+	 * away from the port's stack, a sniffer gets a copy (transport/raw.c). */
+	if (port->has_upper && port->upper.raw_rx && port->upper.raw_rx(port->upper.ctx, m)) {
+		rte_pktmbuf_free(m);
+		return;
+	}
 	eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
 	if (!port_mac_accepted(port, &eth->dst_addr)) {
 		drop(port, m, "not_our_mac");

@@ -191,6 +191,12 @@ struct rocemu_port_upper {
 	 * kick leave a sleeping progress thread alone when its sleep ends in
 	 * time anyway, and the thread sleep exactly until the next timer. */
 	uint64_t (*next_due)(void *ctx);
+	/* optional: every received frame, before the port's own stack (ARP/ND,
+	 * ICMP, RoCE) sees it, for raw packet QPs' steering rules (engine lock
+	 * held). true: the upper layer took the frame and the port frees it
+	 * without looking further; false: the port goes on as usual (the upper
+	 * layer may have copied it). */
+	bool (*raw_rx)(void *ctx, struct rte_mbuf *m);
 };
 
 /* Capture files */

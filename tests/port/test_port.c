@@ -478,8 +478,8 @@ static void test_loopback(void **state)
 {
 	struct pair p;
 	struct recorder ra = {0}, rb = {0};
-	struct rocemu_port_upper ua = {&ra, rec_rx, rec_poll, rec_has_work, NULL};
-	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL};
+	struct rocemu_port_upper ua = {&ra, rec_rx, rec_poll, rec_has_work, NULL, NULL};
+	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL, NULL};
 	uint8_t mac[6];
 	(void)state;
 
@@ -516,7 +516,7 @@ static void test_roce_delivery_and_drops(void **state)
 {
 	struct pair p;
 	struct recorder rb = {0};
-	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL};
+	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL, NULL};
 	uint8_t bmac[6];
 	struct rte_mbuf *m;
 	(void)state;
@@ -814,7 +814,7 @@ static void test_multisegment_rx(void **state)
 {
 	struct pair p;
 	struct recorder rb = {0};
-	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL};
+	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL, NULL};
 	uint8_t bmac[6];
 	struct rte_mbuf *whole, *head, *tail;
 	(void)state;
@@ -887,7 +887,7 @@ static void test_last_frame_survives_close(void **state)
 {
 	struct pair p;
 	struct recorder rb = {0};
-	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL};
+	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL, NULL};
 	uint8_t bmac[6];
 	unsigned got = 0;
 	(void)state;
@@ -926,7 +926,7 @@ static void test_foreign_mac_dropped(void **state)
 {
 	struct pair p;
 	struct recorder rb = {0};
-	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL};
+	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL, NULL};
 	static const uint8_t other[6] = {0x02, 0x99, 0x99, 0x99, 0x99, 0x99};
 	(void)state;
 
@@ -1000,7 +1000,7 @@ static void test_fault_dup_reorder_delay(void **state)
 {
 	struct pair p;
 	struct recorder rb = {0};
-	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL};
+	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL, NULL};
 	bool out_of_order = false;
 	(void)state;
 
@@ -1077,7 +1077,7 @@ static void test_random_frames(void **state)
 {
 	struct pair p;
 	struct recorder rb = {0};
-	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL};
+	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL, NULL};
 	static const uint16_t types[] = {0x0806, 0x0800, 0x86dd, 0x8100, 0x1234};
 	uint8_t bmac[6], amac[6], dst[16];
 	uint64_t rng = 0x1234567887654321ull, rx_before;

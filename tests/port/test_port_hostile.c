@@ -666,7 +666,7 @@ static void test_roce_tagged_or_group_mac_dropped(void **state)
 	static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 	static const uint8_t all_nodes[6] = {0x33, 0x33, 0, 0, 0, 1};
 	struct recorder rb = {0};
-	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL};
+	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL, NULL};
 	uint8_t f[256], t[260];
 	struct pair p;
 	uint16_t n;
