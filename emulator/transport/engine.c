@@ -431,6 +431,8 @@ static unsigned run_qp(struct rocemu_qp *qp)
 		work += rocemu_ud_send(qp, ROCEMU_TX_BUDGET);
 		return work;
 	}
+	if (qp->type == IBV_QPT_RAW_PACKET)
+		return rocemu_raw_send(qp, ROCEMU_TX_BUDGET);
 	/* READ responses before the coalesced ACK: the ACK's PSN (expected - 1)
 	 * may lie past a READ whose responses are still to go, and responses
 	 * leave in PSN order (9.7.5.1.1), or the requester takes the READ's
@@ -604,6 +606,7 @@ int rocemu_engine_create(const struct rocemu_port_config *cfg, struct rocemu_eng
 	    .poll = engine_poll,
 	    .has_work = engine_has_work,
 	    .next_due = engine_next_due,
+	    .raw_rx = rocemu_raw_rx,
 	};
 	rocemu_port_set_upper(e->port, &upper);
 	*out = e;
@@ -631,11 +634,11 @@ void rocemu_engine_destroy(struct rocemu_engine *e)
 
 		if (!qp)
 			continue;
-		free(qp->sq);
-		free(qp->rq);
+		rocemu_qp_free_rings(qp);
 		free(qp->resp.res);
 		free(qp);
 	}
+	rocemu_raw_free_all(e);
 	rocemu_port_close(e->port);
 	rocemu_mem_table_destroy(e->mem);
 	free(e->qpn_table);

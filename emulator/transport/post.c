@@ -11,6 +11,8 @@
 
 static bool opcode_valid(enum ibv_qp_type t, enum ibv_wr_opcode op)
 {
+	if (t == IBV_QPT_RAW_PACKET)
+		return op == IBV_WR_SEND; /* one whole Ethernet frame (raw.c) */
 	switch (op) {
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
@@ -64,6 +66,9 @@ static int post_send_locked(struct rocemu_qp *qp, const struct rocemu_send_wr *w
 	if (qp->type == IBV_QPT_UD && (!wr->ah || wr->ah->pd->engine != qp->engine))
 		return -EINVAL;
 	if (wr->opcode == ROCEMU_WR_FLUSH && !flush_wr_valid(wr))
+		return -EINVAL;
+	/* no checksum offload (the device reports no IBV_DEVICE_RAW_IP_CSUM) */
+	if (wr->send_flags & IBV_SEND_IP_CSUM)
 		return -EINVAL;
 	for (uint32_t i = 0; i < wr->num_sge; i++)
 		len += wr->sg_list[i].length;
@@ -154,6 +159,8 @@ static void transmit_now(struct rocemu_qp *qp)
 	}
 	if (qp->type == IBV_QPT_UD)
 		rocemu_ud_send(qp, ROCEMU_TX_BUDGET);
+	else if (qp->type == IBV_QPT_RAW_PACKET)
+		rocemu_raw_send(qp, ROCEMU_TX_BUDGET);
 	else
 		rocemu_req_run(qp, ROCEMU_TX_BUDGET);
 	rocemu_comp_retire(qp);

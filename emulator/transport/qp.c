@@ -13,7 +13,7 @@
 /* ------------------------------------------------------------------------ */
 /* The transition table: required and optional attributes per QP type.        */
 
-enum { T_RC, T_UC, T_UD, T_NTYPES };
+enum { T_RC, T_UC, T_UD, T_RAW, T_NTYPES };
 
 struct qp_transition {
 	bool valid;
@@ -23,7 +23,7 @@ struct qp_transition {
 
 #define ALL3(m)                                                                                    \
 	{                                                                                          \
-		(m), (m), (m)                                                                      \
+		(m), (m), (m), (m)                                                                 \
 	}
 #define M_ACCESS IBV_QP_ACCESS_FLAGS
 #define M_PKEY	 IBV_QP_PKEY_INDEX
@@ -40,7 +40,7 @@ static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 		[IBV_QPS_INIT] = {
 			.valid = true,
 			.req = {M_PKEY | M_PORT | M_ACCESS, M_PKEY | M_PORT | M_ACCESS,
-				M_PKEY | M_PORT | M_QKEY},
+				M_PKEY | M_PORT | M_QKEY, M_PORT},
 		},
 	},
 	[IBV_QPS_INIT] = {
@@ -49,7 +49,7 @@ static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 		[IBV_QPS_INIT] = {
 			.valid = true,
 			.opt = {M_PKEY | M_PORT | M_ACCESS, M_PKEY | M_PORT | M_ACCESS,
-				M_PKEY | M_PORT | M_QKEY},
+				M_PKEY | M_PORT | M_QKEY, M_PORT},
 		},
 		[IBV_QPS_RTR] = {
 			.valid = true,
@@ -119,6 +119,8 @@ static int qp_type_index(enum ibv_qp_type t)
 		return T_UC;
 	case IBV_QPT_UD:
 		return T_UD;
+	case IBV_QPT_RAW_PACKET:
+		return T_RAW; /* whole Ethernet frames, no transport (raw.c) */
 	default:
 		return -1;
 	}
@@ -146,8 +148,13 @@ static enum ibv_mtu mtu_enum(uint32_t bytes)
 void rocemu_qp_complete(struct rocemu_qp *qp, bool send, const struct rocemu_wc *wc, bool solicited)
 {
 	struct rocemu_cq *cq = send ? qp->send_cq : qp->recv_cq;
+	int rc = rocemu_cq_push(cq, wc, solicited);
 
-	if (rocemu_cq_push(cq, wc, solicited) == -ENOSPC) {
+	if (rc == 1) {
+		ENGINE_COUNT(qp->engine, cq_overrun_ignored);
+		return;
+	}
+	if (rc == -ENOSPC) {
 		/* 11.4.2.1: a CQ overrun is an error for every QP feeding it. */
 		ENGINE_COUNT(qp->engine, cq_overflow);
 		if (qp->state != IBV_QPS_ERR)
@@ -299,6 +306,14 @@ int rocemu_qp_take_recv(struct rocemu_qp *qp, struct rocemu_recv_wqe *out)
 /* ------------------------------------------------------------------------ */
 /* Create / destroy                                                           */
 
+void rocemu_qp_free_rings(struct rocemu_qp *qp)
+{
+	rocemu_qmem_free(&qp->alloc, qp->sq, ROCEMU_RES_QP_SQ, qp->sq_app);
+	rocemu_qmem_free(&qp->alloc, qp->rq, ROCEMU_RES_QP_RQ, qp->rq_app);
+	qp->sq = NULL;
+	qp->rq = NULL;
+}
+
 static uint32_t pow2_at_least(uint32_t n)
 {
 	uint32_t p = 1;
@@ -442,11 +457,15 @@ int rocemu_qp_create(struct rocemu_pd *pd, struct rocemu_qp_init *init, struct r
 		if (qp->cap.max_recv_sge == 0)
 			qp->cap.max_recv_sge = 1;
 	}
+	if (init->alloc)
+		qp->alloc = *init->alloc;
 	qp->sq_mask = pow2_at_least(qp->cap.max_send_wr) - 1;
-	qp->sq = calloc(qp->sq_mask + 1, sizeof(*qp->sq));
+	qp->sq = rocemu_qmem_alloc(&qp->alloc, (size_t)(qp->sq_mask + 1) * sizeof(*qp->sq),
+				   ROCEMU_RES_QP_SQ, &qp->sq_app);
 	if (!qp->srq) {
 		qp->rq_mask = pow2_at_least(qp->cap.max_recv_wr) - 1;
-		qp->rq = calloc(qp->rq_mask + 1, sizeof(*qp->rq));
+		qp->rq = rocemu_qmem_alloc(&qp->alloc, (size_t)(qp->rq_mask + 1) * sizeof(*qp->rq),
+					   ROCEMU_RES_QP_RQ, &qp->rq_app);
 	}
 	if (!qp->sq || (!qp->srq && !qp->rq))
 		goto fail;
@@ -472,8 +491,7 @@ int rocemu_qp_create(struct rocemu_pd *pd, struct rocemu_qp_init *init, struct r
 	rc = 0;
 	goto out;
 fail:
-	free(qp->sq);
-	free(qp->rq);
+	rocemu_qp_free_rings(qp);
 	free(qp->resp.res);
 	free(qp);
 out:
@@ -486,6 +504,11 @@ int rocemu_qp_destroy(struct rocemu_qp *qp)
 	struct rocemu_engine *e = qp->engine;
 
 	rocemu_engine_lock(e);
+	if (qp->n_flows) {
+		/* ibv_destroy_flow first, as the kernel's uverbs requires */
+		rocemu_engine_unlock(e);
+		return -EBUSY;
+	}
 	rocemu_engine_forget(qp);
 	e->qpn_table[rocemu_qpn_slot(qp->qpn)] = NULL;
 	if (qp->qpn != 1)
@@ -497,8 +520,7 @@ int rocemu_qp_destroy(struct rocemu_qp *qp)
 		rocemu_srq_put(qp->srq);
 	rocemu_pd_put(qp->pd);
 	rocemu_engine_unlock(e);
-	free(qp->sq);
-	free(qp->rq);
+	rocemu_qp_free_rings(qp);
 	free(qp->resp.res);
 	free(qp);
 	return 0;

@@ -391,6 +391,8 @@ unsigned rocemu_req_run(struct rocemu_qp *qp, unsigned budget)
 
 	if (qp->type == IBV_QPT_UD)
 		return rocemu_ud_send(qp, budget);
+	if (qp->type == IBV_QPT_RAW_PACKET)
+		return rocemu_raw_send(qp, budget);
 	while (sent < budget && rocemu_req_pending(qp)) {
 		struct rocemu_send_wqe *w = sq_at(qp, qp->sq_cur);
 		enum req_step step;

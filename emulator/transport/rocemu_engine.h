@@ -99,6 +99,29 @@ unsigned rocemu_engine_counters(const struct rocemu_engine *e, struct rocemu_cou
 				unsigned max);
 
 /* ------------------------------------------------------------------------ */
+/* Queue memory from the application (ibv_alloc_parent_domain(3))            */
+
+/**
+ * Where a queue's ring comes from. alloc returns size bytes aligned to
+ * alignment, NULL (the object is not created: -ENOMEM), or
+ * ROCEMU_ALLOC_DEFAULT (IBV_ALLOCATOR_USE_DEFAULT: the engine allocates it
+ * itself); free gives back what alloc returned. type says which ring
+ * (ROCEMU_RES_*), passed through as ibv_alloc_parent_domain(3)'s
+ * resource_type. A NULL struct or alloc: the engine's own memory.
+ */
+struct rocemu_alloc {
+	void *(*alloc)(void *arg, size_t size, size_t alignment, uint64_t type);
+	void (*free)(void *arg, void *ptr, uint64_t type);
+	void *arg;
+};
+#define ROCEMU_ALLOC_DEFAULT ((void *)-1)
+/** resource_type values rocemu passes to a parent domain's allocator. */
+#define ROCEMU_RES_QP_SQ 0x524f0001ull /**< a QP's send queue */
+#define ROCEMU_RES_QP_RQ 0x524f0002ull /**< a QP's receive queue */
+#define ROCEMU_RES_CQ	 0x524f0003ull /**< a CQ's ring */
+#define ROCEMU_RES_SRQ	 0x524f0004ull /**< an SRQ's ring */
+
+/* ------------------------------------------------------------------------ */
 /* Protection domains and memory regions                                      */
 
 int rocemu_pd_alloc(struct rocemu_engine *e, struct rocemu_pd **out);
@@ -150,6 +173,7 @@ struct rocemu_wc {
 	uint8_t sl;	       /**< UD receive: the RoCE packet type, as mlx5 reports it (ud.c) */
 	uint64_t timestamp_ns; /**< rocemu_now_ns() when the completion was generated */
 	uint16_t slid;	       /**< UD: the sender's LID (rocemu_lid_of_gid), else 0 */
+	uint32_t flow_tag;      /**< raw packet: the tag of the flow rule that steered it */
 };
 
 /** Called (engine lock held) when an armed CQ receives a completion; the provider signals its
@@ -158,6 +182,12 @@ typedef void (*rocemu_cq_notify_fn)(void *arg);
 
 int rocemu_cq_create(struct rocemu_engine *e, uint32_t cqe, rocemu_cq_notify_fn notify,
 		     void *notify_arg, void *user_ctx, struct rocemu_cq **out);
+/** ibv_create_cq_ex(3) flags the engine knows. */
+#define ROCEMU_CQ_IGNORE_OVERRUN 1u /**< a full CQ drops the completion, nothing else */
+/** rocemu_cq_create with flags (ROCEMU_CQ_*) and the ring from alloc (may be NULL). */
+int rocemu_cq_create_ex(struct rocemu_engine *e, uint32_t cqe, unsigned flags,
+			const struct rocemu_alloc *alloc, rocemu_cq_notify_fn notify,
+			void *notify_arg, void *user_ctx, struct rocemu_cq **out);
 /** Actual capacity (>= requested). */
 uint32_t rocemu_cq_capacity(const struct rocemu_cq *cq);
 int rocemu_cq_resize(struct rocemu_cq *cq, uint32_t cqe);
@@ -219,6 +249,7 @@ struct rocemu_qp_init {
 	/** 0: the engine picks the QPN. 1: the GSI QP (QP1, UD only, one per engine;
 	 *  -EBUSY if it exists). Anything else: -EINVAL. */
 	uint32_t source_qpn;
+	const struct rocemu_alloc *alloc; /**< where the SQ and RQ rings come from (NULL: ours) */
 };
 
 /** The GSI QP's well-known Q_Key (IBA 13.4.6.1, C13-7). */
@@ -284,6 +315,51 @@ int rocemu_qp_post_send(struct rocemu_qp *qp, const struct rocemu_send_wr *wr);
 /** Post several; *bad = index of the first failing one. Takes the lock once. */
 int rocemu_qp_post_send_batch(struct rocemu_qp *qp, const struct rocemu_send_wr *wrs, unsigned n,
 			      unsigned *bad);
+/* ------------------------------------------------------------------------ */
+/* Raw packet QPs and steering (IBV_QPT_RAW_PACKET, ibv_create_flow(3))      */
+
+/**
+ * What a flow rule matches; a field matches when (frame & mask) == (value &
+ * mask), an all-zero mask matching anything. Multi-byte values in host
+ * order; addresses as on the wire (IPv4 in the first 4 bytes of the 16).
+ */
+struct rocemu_flow_match {
+	uint8_t dst_mac[6], dst_mac_mask[6];
+	uint8_t src_mac[6], src_mac_mask[6];
+	uint16_t ether_type, ether_type_mask;
+	uint16_t vlan_tag, vlan_tag_mask; /**< a frame without a tag has tag 0 */
+	uint8_t ip_version;		  /**< 0: no IP layer asked for; 4 or 6 */
+	uint8_t src_ip[16], src_ip_mask[16];
+	uint8_t dst_ip[16], dst_ip_mask[16];
+	uint8_t ip_proto, ip_proto_mask; /**< IPv4 protocol / IPv6 next header */
+	uint8_t l4;			 /**< 0, IPPROTO_TCP or IPPROTO_UDP */
+	uint16_t src_port, src_port_mask;
+	uint16_t dst_port, dst_port_mask;
+};
+
+/** Rule types of ibv_create_flow(3). */
+enum rocemu_flow_type {
+	ROCEMU_FLOW_NORMAL = 0,	 /**< matching frames go to the QP instead of the port */
+	ROCEMU_FLOW_ALL_DEFAULT, /**< a copy of every frame no NORMAL rule took */
+	ROCEMU_FLOW_MC_DEFAULT,	 /**< a copy of every multicast frame no NORMAL rule took */
+	ROCEMU_FLOW_SNIFFER,	 /**< a copy of every frame the port receives */
+};
+
+struct rocemu_flow_attr {
+	enum rocemu_flow_type type;
+	uint16_t priority; /**< NORMAL: the lowest value wins when several match */
+	struct rocemu_flow_match match;
+	bool has_tag;	   /**< IBV_FLOW_SPEC_ACTION_TAG: completions carry tag */
+	uint32_t tag;
+	bool drop;	   /**< IBV_FLOW_SPEC_ACTION_DROP: matching frames are discarded */
+};
+
+struct rocemu_flow;
+/** A rule steering to qp (a raw packet QP). -EINVAL for another QP type. */
+int rocemu_flow_create(struct rocemu_qp *qp, const struct rocemu_flow_attr *attr,
+		       struct rocemu_flow **out);
+int rocemu_flow_destroy(struct rocemu_flow *flow);
+
 /** Post a receive WR (-EINVAL if the QP uses an SRQ or is in RESET). */
 int rocemu_qp_post_recv(struct rocemu_qp *qp, uint64_t wr_id, const struct ibv_sge *sg,
 			uint32_t num_sge);

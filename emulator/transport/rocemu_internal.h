@@ -163,10 +163,19 @@ const char *rocemu_mem_err_name(enum rocemu_mem_err err);
 /* Queues: CQ, SRQ, AH (emulator/transport/queues).                           */
 
 /**
+ * A zeroed ring of size bytes: from a's allocator (parent domain) unless it
+ * is NULL or answers ROCEMU_ALLOC_DEFAULT, else the engine's heap. *from_app
+ * says which, for rocemu_qmem_free. NULL when the memory cannot be had.
+ */
+void *rocemu_qmem_alloc(const struct rocemu_alloc *a, size_t size, uint64_t type, bool *from_app);
+void rocemu_qmem_free(const struct rocemu_alloc *a, void *p, uint64_t type, bool from_app);
+
+/**
  * Append a completion. solicited: the WC came from a packet with SE set
  * (wakes a CQ armed solicited-only); error completions also wake it.
  * On overflow the completion is dropped, IBV_EVENT_CQ_ERR is raised once,
  * and -ENOSPC returned; the caller moves the QP to ERR as the spec says.
+ * A CQ created with ROCEMU_CQ_IGNORE_OVERRUN drops it and returns 1.
  */
 int rocemu_cq_push(struct rocemu_cq *cq, const struct rocemu_wc *wc, bool solicited);
 /** Free slots left (for deciding whether a completion can be generated). */

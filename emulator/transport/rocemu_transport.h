@@ -162,7 +162,15 @@ static inline uint32_t rocemu_qpn_slot(uint32_t qpn)
 	X(rnr_retry_exceeded)                                                                      \
 	X(resolve_pending)                                                                         \
 	X(resolve_failed)                                                                          \
-	X(cq_overflow)
+	X(cq_overflow)                                                                             \
+	X(cq_overrun_ignored)                                                                      \
+	X(rx_raw_frames)                                                                           \
+	X(rx_raw_steered)                                                                          \
+	X(drop_raw_no_recv)                                                                        \
+	X(drop_raw_qp_state)                                                                       \
+	X(drop_raw_too_long)                                                                       \
+	X(drop_raw_rule)                                                                           \
+	X(tx_raw_frames)
 
 enum rocemu_ctr {
 #define ROCEMU_CTR_ENUM(n) CTR_##n,
@@ -355,6 +363,11 @@ struct rocemu_qp {
 		bool comm_est;	   /**< IBV_EVENT_COMM_EST raised */
 	} resp;
 
+	/* queue memory (parent domain allocators) */
+	struct rocemu_alloc alloc;
+	bool sq_app, rq_app; /**< the SQ / RQ ring is the application's */
+	uint32_t n_flows;    /**< steering rules to this QP (raw.c): destroy is EBUSY */
+
 	bool on_work;
 	struct rocemu_qp *work_next;
 	uint32_t timer_idx; /**< position in the engine's timer heap, UINT32_MAX = none */
@@ -381,6 +394,8 @@ struct rocemu_engine {
 	 * a progress pass looks at the top only, never at every QP. */
 	struct rocemu_qp **timer_heap;
 	uint32_t n_timers;
+	struct rocemu_flow *flows; /**< steering rules of raw packet QPs (raw.c) */
+	uint32_t n_flows;
 	uint64_t ctr[CTR_COUNT];
 	bool link_up;		/**< last link state seen (port events on change) */
 	uint64_t link_check_ns; /**< next time to look at the link */
@@ -430,6 +445,8 @@ void rocemu_qp_complete(struct rocemu_qp *qp, bool send, const struct rocemu_wc 
 int rocemu_qp_take_recv(struct rocemu_qp *qp, struct rocemu_recv_wqe *out);
 /** Deliver the completion of a retired send WQE (when signaled or failed). */
 void rocemu_qp_send_wc(struct rocemu_qp *qp, const struct rocemu_send_wqe *w);
+/** Give the SQ and RQ rings back to where they came from (parent domain or heap). */
+void rocemu_qp_free_rings(struct rocemu_qp *qp);
 /** Path MTU enum -> bytes (0 if invalid). */
 uint32_t rocemu_mtu_bytes(enum ibv_mtu mtu);
 
@@ -468,6 +485,14 @@ void rocemu_resp_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_
 void rocemu_resp_flush_ack(struct rocemu_qp *qp);
 /** Stream READ responses; returns packets sent. */
 unsigned rocemu_resp_run(struct rocemu_qp *qp, unsigned budget);
+
+/* raw.c (IBV_QPT_RAW_PACKET) */
+/** Send whole Ethernet frames from the SQ; returns frames sent. */
+unsigned rocemu_raw_send(struct rocemu_qp *qp, unsigned budget);
+/** The port's look at every received frame: true when a NORMAL rule took it. */
+bool rocemu_raw_rx(void *ctx, struct rte_mbuf *m);
+/** Free every rule (engine teardown). */
+void rocemu_raw_free_all(struct rocemu_engine *e);
 
 /* ud.c */
 void rocemu_ud_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_pkt *pkt);

@@ -26,6 +26,9 @@ struct rocemu_cq {
 	uint32_t refcnt; /**< QPs attached */
 	enum cq_arm arm;
 	bool overflow_reported; /**< CQ_ERR raised since the ring was last full */
+	bool ignore_overrun;	/**< ROCEMU_CQ_IGNORE_OVERRUN */
+	struct rocemu_alloc alloc; /**< where the ring comes from (parent domain) */
+	bool ring_app;		   /**< the ring is the application's */
 	rocemu_cq_notify_fn notify;
 	void *notify_arg;
 	void *user_ctx;
@@ -35,7 +38,7 @@ static void cq_release(struct rocemu_obj *obj)
 {
 	struct rocemu_cq *cq = container_of(obj, struct rocemu_cq, obj);
 
-	free(cq->ring);
+	rocemu_qmem_free(&cq->alloc, cq->ring, ROCEMU_RES_CQ, cq->ring_app);
 	free(cq);
 }
 
@@ -50,17 +53,28 @@ static bool cq_size_ok(const struct rocemu_engine *e, uint32_t cqe)
 int rocemu_cq_create(struct rocemu_engine *e, uint32_t cqe, rocemu_cq_notify_fn notify,
 		     void *notify_arg, void *user_ctx, struct rocemu_cq **out)
 {
+	return rocemu_cq_create_ex(e, cqe, 0, NULL, notify, notify_arg, user_ctx, out);
+}
+
+int rocemu_cq_create_ex(struct rocemu_engine *e, uint32_t cqe, unsigned flags,
+			const struct rocemu_alloc *alloc, rocemu_cq_notify_fn notify,
+			void *notify_arg, void *user_ctx, struct rocemu_cq **out)
+{
 	struct rocemu_caps caps;
 	struct rocemu_cq *cq;
 	int rc;
 
-	if (!e || !out || !cq_size_ok(e, cqe))
+	if (!e || !out || !cq_size_ok(e, cqe) || (flags & ~ROCEMU_CQ_IGNORE_OVERRUN))
 		return -EINVAL;
 	rocemu_engine_caps(e, &caps);
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return -ENOMEM;
-	cq->ring = calloc(cqe, sizeof(*cq->ring));
+	if (alloc)
+		cq->alloc = *alloc;
+	cq->ignore_overrun = flags & ROCEMU_CQ_IGNORE_OVERRUN;
+	cq->ring = rocemu_qmem_alloc(&cq->alloc, (size_t)cqe * sizeof(*cq->ring), ROCEMU_RES_CQ,
+				     &cq->ring_app);
 	if (!cq->ring) {
 		free(cq);
 		return -ENOMEM;
@@ -91,23 +105,25 @@ uint32_t rocemu_cq_capacity(const struct rocemu_cq *cq)
 int rocemu_cq_resize(struct rocemu_cq *cq, uint32_t cqe)
 {
 	struct rocemu_wc *ring;
+	bool app;
 	uint32_t i;
 
 	if (!cq || !cq_size_ok(cq->engine, cqe))
 		return -EINVAL;
-	ring = calloc(cqe, sizeof(*ring));
+	ring = rocemu_qmem_alloc(&cq->alloc, (size_t)cqe * sizeof(*ring), ROCEMU_RES_CQ, &app);
 	if (!ring)
 		return -ENOMEM;
 	rocemu_engine_lock(cq->engine);
 	if (cqe < cq->count) {
 		rocemu_engine_unlock(cq->engine);
-		free(ring);
+		rocemu_qmem_free(&cq->alloc, ring, ROCEMU_RES_CQ, app);
 		return -EINVAL;
 	}
 	for (i = 0; i < cq->count; i++)
 		ring[i] = cq->ring[(cq->head + i) % cq->cap];
-	free(cq->ring);
+	rocemu_qmem_free(&cq->alloc, cq->ring, ROCEMU_RES_CQ, cq->ring_app);
 	cq->ring = ring;
+	cq->ring_app = app;
 	cq->cap = cqe;
 	cq->head = 0;
 	if (cq->count < cq->cap)
@@ -176,6 +192,8 @@ int rocemu_cq_push(struct rocemu_cq *cq, const struct rocemu_wc *wc, bool solici
 {
 	bool wake;
 
+	if (cq->count == cq->cap && cq->ignore_overrun)
+		return 1; /* ibv_create_cq_ex(3) IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN: no error */
 	if (cq->count == cq->cap) {
 		/* A CQ overrun is an affiliated asynchronous error (IBA ch. 11). The
 		 * entries already queued stay intact; this one is lost. */
