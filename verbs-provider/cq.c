@@ -312,8 +312,7 @@ static uint16_t cqx_read_cvlan(struct ibv_cq_ex *c)
 
 static uint32_t cqx_read_flow_tag(struct ibv_cq_ex *c)
 {
-	(void)c;
-	return 0;
+	return to_vcq_ex(c)->cur.flow_tag; /* raw packet QPs: the steering rule's tag */
 }
 
 static void cqx_read_tm_info(struct ibv_cq_ex *c, struct ibv_wc_tm_info *tm)
@@ -350,7 +349,7 @@ static void fill_cq_ex_ops(struct ibv_cq_ex *c)
 
 static struct rocemu_vcq *cq_create(struct ibv_context *ctx, int cqe, void *cq_context,
 				    struct ibv_comp_channel *channel, int comp_vector,
-				    uint64_t wc_flags)
+				    uint64_t wc_flags, unsigned flags, struct ibv_pd *parent_domain)
 {
 	struct rocemu_caps caps;
 
@@ -373,11 +372,15 @@ static struct rocemu_vcq *cq_create(struct ibv_context *ctx, int cqe, void *cq_c
 	cq->ctx = c;
 	cq->channel = (struct rocemu_vchannel *)channel;
 	cq->wc_flags = wc_flags;
-	int rc = rocemu_cq_create(c->engine, (uint32_t)cqe, cq_notify, cq, cq, &cq->ecq);
+	int rc = rocemu_cq_create_ex(c->engine, (uint32_t)cqe, flags,
+				     rocemu_pd_queue_alloc(parent_domain), cq_notify, cq, cq,
+				     &cq->ecq);
 	if (rc < 0) {
 		free(cq);
 		return rocemu_null_errno(rc);
 	}
+	cq->parent_domain = parent_domain;
+	rocemu_pd_use(parent_domain);
 	struct ibv_cq_ex *x = &cq->cqx;
 	x->context = ctx;
 	x->channel = channel;
@@ -397,15 +400,18 @@ static struct rocemu_vcq *cq_create(struct ibv_context *ctx, int cqe, void *cq_c
 struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
 			     struct ibv_comp_channel *channel, int comp_vector)
 {
-	struct rocemu_vcq *cq = cq_create(ctx, cqe, cq_context, channel, comp_vector, 0);
+	struct rocemu_vcq *cq = cq_create(ctx, cqe, cq_context, channel, comp_vector, 0, 0, NULL);
 	return cq ? (struct ibv_cq *)&cq->cqx : NULL;
 }
 ROCEMU_PUBLIC(ibv_create_cq)
 
+/* Every wc_flags bit but TM_INFO: no tag-matching SRQ exists here (max_num_tags 0).
+ * CVLAN reads 0: the port strips no VLAN (no IBV_RAW_PACKET_CAP_CVLAN_STRIPPING);
+ * FLOW_TAG is the tag of the rule that steered a raw packet QP's frame. */
 #define ROCEMU_WC_EX_SUPPORTED                                                                     \
 	(IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |                             \
 	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK | IBV_WC_EX_WITH_SLID |                     \
-	 IBV_WC_EX_WITH_DLID_PATH_BITS)
+	 IBV_WC_EX_WITH_DLID_PATH_BITS | IBV_WC_EX_WITH_CVLAN | IBV_WC_EX_WITH_FLOW_TAG)
 
 struct ibv_cq_ex *rocemu_op_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr)
 {
@@ -417,15 +423,26 @@ struct ibv_cq_ex *rocemu_op_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_
 		errno = EINVAL;
 		return NULL;
 	}
+	uint32_t flags = (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) ? attr->flags : 0;
+	struct ibv_pd *pdom =
+	    (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) ? attr->parent_domain : NULL;
 	if ((attr->wc_flags & ~(uint64_t)ROCEMU_WC_EX_SUPPORTED) ||
-	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
-	     (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) ||
-	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) && attr->parent_domain)) {
+	    (flags & ~(uint32_t)(IBV_CREATE_CQ_ATTR_SINGLE_THREADED |
+				 IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	struct rocemu_vcq *cq = cq_create(ctx, (int)attr->cqe, attr->cq_context, attr->channel,
-					  (int)attr->comp_vector, attr->wc_flags);
+	/* ibv_create_cq_ex(3): with IBV_CQ_INIT_ATTR_MASK_PD, a parent domain of this context */
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    (!pdom || pdom->context != ctx || !to_vpd(pdom)->parent_of)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* SINGLE_THREADED: a hint (one engine lock serves every thread anyway) */
+	struct rocemu_vcq *cq = cq_create(
+	    ctx, (int)attr->cqe, attr->cq_context, attr->channel, (int)attr->comp_vector,
+	    attr->wc_flags,
+	    (flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN) ? ROCEMU_CQ_IGNORE_OVERRUN : 0, pdom);
 	return cq ? &cq->cqx : NULL;
 }
 
@@ -471,6 +488,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 		ch->ch.refcnt--;
 		pthread_mutex_unlock(&ch->lock);
 	}
+	rocemu_pd_unuse(cq->parent_domain);
 	pthread_mutex_destroy(&ibcq->mutex);
 	pthread_cond_destroy(&ibcq->cond);
 	free(cq);

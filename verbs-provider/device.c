@@ -362,6 +362,11 @@ static void fill_ops(struct rocemu_vcontext *c)
 	v->create_srq_ex = rocemu_op_create_srq_ex;
 	v->query_device_ex = rocemu_op_query_device_ex;
 	v->query_rt_values = rocemu_op_query_rt_values;
+	v->alloc_td = rocemu_op_alloc_td;
+	v->dealloc_td = rocemu_op_dealloc_td;
+	v->alloc_parent_domain = rocemu_op_alloc_parent_domain;
+	v->ibv_create_flow = rocemu_op_create_flow;
+	v->ibv_destroy_flow = rocemu_op_destroy_flow;
 }
 
 struct ibv_context *ibv_open_device(struct ibv_device *device)
@@ -464,7 +469,8 @@ void rocemu_fill_device_attr(struct rocemu_vcontext *c, struct ibv_device_attr *
 	a->max_qp = (int)caps.max_qp;
 	a->max_qp_wr = (int)caps.max_qp_wr;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE |
-			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID;
+			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID |
+			      IBV_DEVICE_MANAGED_FLOW_STEERING;
 	a->max_sge = (int)caps.max_sge;
 	a->max_sge_rd = (int)caps.max_sge_rd;
 	a->max_cq = (int)caps.max_cq;

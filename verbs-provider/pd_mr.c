@@ -29,11 +29,29 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
 }
 ROCEMU_PUBLIC(ibv_alloc_pd)
 
+/* ibv_alloc_parent_domain(3): a parent domain is freed with ibv_dealloc_pd,
+ * once nothing uses it; a PD cannot go while parent domains stand for it. */
 int ibv_dealloc_pd(struct ibv_pd *pd)
 {
 	if (!pd)
 		return EINVAL;
 	struct rocemu_vpd *p = (struct rocemu_vpd *)pd;
+	bool busy;
+
+	pthread_mutex_lock(&pd->context->mutex);
+	busy = p->users > 0;
+	if (!busy && p->parent_of) {
+		p->parent_of->users--;
+		if (p->td)
+			((struct rocemu_vtd *)p->td)->users--;
+	}
+	pthread_mutex_unlock(&pd->context->mutex);
+	if (busy)
+		return EBUSY;
+	if (p->parent_of) {
+		free(p);
+		return 0;
+	}
 	int rc = rocemu_pd_free(p->epd);
 	if (rc < 0)
 		return -rc;

@@ -103,10 +103,39 @@ void rocemu_fill_device_attr(struct rocemu_vcontext *c, struct ibv_device_attr *
 /* ------------------------------------------------------------------------ */
 /* Objects                                                                    */
 
+struct rocemu_vtd {
+	struct ibv_td td;
+	unsigned users; /**< parent domains on it (ibv_dealloc_td: EBUSY) */
+};
+
+/**
+ * A protection domain, or a parent domain (ibv_alloc_parent_domain(3)): a
+ * PD for every verb that takes one, standing for its PD, with a thread
+ * domain and the application's allocators for queue memory.
+ */
 struct rocemu_vpd {
 	struct ibv_pd pd;
-	struct rocemu_pd *epd;
+	struct rocemu_pd *epd;	    /**< a parent domain's is its PD's */
+	struct rocemu_vpd *parent_of; /**< parent domain: the PD it stands for, else NULL */
+	struct rocemu_vtd *td;	    /**< parent domain: its thread domain, or NULL */
+	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size, size_t alignment,
+		       uint64_t resource_type);
+	void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr, uint64_t resource_type);
+	void *pd_context;
+	struct rocemu_alloc ealloc; /**< the engine's view of alloc/free */
+	unsigned users;		    /**< parent domains on a PD; objects on a parent domain */
 };
+
+static inline struct rocemu_vpd *to_vpd(struct ibv_pd *pd)
+{
+	return (struct rocemu_vpd *)pd;
+}
+
+/** The engine allocator of pd if it is a parent domain with allocators, else NULL. */
+const struct rocemu_alloc *rocemu_pd_queue_alloc(struct ibv_pd *pd);
+/** An object created on pd starts or stops using it (a parent domain counts them). */
+void rocemu_pd_use(struct ibv_pd *pd);
+void rocemu_pd_unuse(struct ibv_pd *pd);
 
 struct rocemu_vmr {
 	struct ibv_mr mr;
@@ -122,6 +151,7 @@ struct rocemu_vcq {
 	struct rocemu_vchannel *channel;
 	uint64_t wc_flags;    /**< IBV_WC_EX_WITH_* requested */
 	struct rocemu_wc cur; /**< the completion start/next_poll popped */
+	struct ibv_pd *parent_domain; /**< IBV_CQ_INIT_ATTR_MASK_PD: whose allocators it used */
 	/* Completion channel bookkeeping (guarded by the channel's lock). */
 	struct rocemu_vcq *ch_next;
 	unsigned ch_pending;
@@ -169,6 +199,12 @@ struct rocemu_vqp {
 	uint64_t send_ops_flags;
 	uint32_t max_inline;
 	struct rocemu_wr_batch batch;
+	struct ibv_pd *pd; /**< counted in its users when it is a parent domain */
+};
+
+struct rocemu_vflow {
+	struct ibv_flow flow;
+	struct rocemu_flow *eflow;
 };
 
 /* Per-file entry points used by the context ops table. */
@@ -187,6 +223,14 @@ int rocemu_op_query_device_ex(struct ibv_context *ctx, const struct ibv_query_de
 int rocemu_op_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr,
 			 size_t attr_len);
 int rocemu_op_query_rt_values(struct ibv_context *ctx, struct ibv_values_ex *values);
+struct ibv_td *rocemu_op_alloc_td(struct ibv_context *ctx, struct ibv_td_init_attr *attr);
+int rocemu_op_dealloc_td(struct ibv_td *td);
+struct ibv_pd *rocemu_op_alloc_parent_domain(struct ibv_context *ctx,
+					     struct ibv_parent_domain_init_attr *attr);
+struct ibv_flow *rocemu_op_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *attr);
+int rocemu_op_destroy_flow(struct ibv_flow *flow);
+/** CAP_NET_RAW in the effective set (raw packet QPs and flows ask for it, flow.c). */
+bool rocemu_has_cap_net_raw(void);
 
 /** Set errno from a negative engine return and return NULL. */
 static inline void *rocemu_null_errno(int rc)

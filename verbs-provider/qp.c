@@ -535,8 +535,14 @@ struct ibv_qp *rocemu_op_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_ini
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD) {
-		errno = EOPNOTSUPP; /* XRC, raw packet, driver QPs */
+	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD &&
+	    a->qp_type != IBV_QPT_RAW_PACKET) {
+		errno = EOPNOTSUPP; /* XRC, driver QPs */
+		return NULL;
+	}
+	/* whole frames on the port: as the kernel's uverbs, CAP_NET_RAW (flow.c) */
+	if (a->qp_type == IBV_QPT_RAW_PACKET && !rocemu_has_cap_net_raw()) {
+		errno = EPERM;
 		return NULL;
 	}
 	struct rocemu_vqp *qp = calloc(1, sizeof(*qp));
@@ -553,12 +559,15 @@ struct ibv_qp *rocemu_op_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_ini
 	    .sq_sig_all = a->sq_sig_all != 0,
 	    .user_ctx = qp,
 	    .source_qpn = source_qpn,
+	    .alloc = rocemu_pd_queue_alloc(a->pd), /* a parent domain's allocators */
 	};
 	int rc = rocemu_qp_create(((struct rocemu_vpd *)a->pd)->epd, &init, &qp->eqp);
 	if (rc < 0) {
 		free(qp);
 		return rocemu_null_errno(rc);
 	}
+	qp->pd = a->pd;
+	rocemu_pd_use(a->pd);
 	a->cap = init.cap; /* ibv_create_qp(3): report what was granted */
 	qp->ctx = to_vctx(ctx);
 	qp->has_qp_ex = ex;
@@ -653,6 +662,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	int rc = rocemu_qp_destroy(qp->eqp);
 	if (rc < 0)
 		return -rc;
+	rocemu_pd_unuse(qp->pd);
 	free(qp->batch.wrs);
 	free(qp->batch.aux);
 	free(qp->batch.sges);

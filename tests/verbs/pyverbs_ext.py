@@ -21,7 +21,13 @@ try:
     from pyverbs.cq import CQ
     from pyverbs.mr import MR
     from pyverbs.addr import AHAttr, GlobalRoute
-    from pyverbs.qp import QPCap, QPInitAttrEx, QPAttr, QPEx
+    from pyverbs.qp import QPCap, QPInitAttrEx, QPAttr, QPEx, QP
+    from pyverbs.pd import ParentDomain, ParentDomainInitAttr, ParentDomainContext
+    from pyverbs.cq import CQEX, CqInitAttrEx, PollCqAttr
+    from pyverbs.flow import Flow, FlowAttr
+    from pyverbs.spec import EthSpec
+    from pyverbs.pyverbs_error import PyverbsRDMAError
+    import pyverbs.mem_alloc as mem
 except ImportError as ex:  # pragma: no cover
     print("SKIP: pyverbs is not importable: %s" % ex)
     sys.exit(77)
@@ -100,7 +106,80 @@ def atomic_write(a, b):
     print("ok atomic_write")
 
 
-PARTS = ["atomic_write"]
+def parent_domain(a, b):
+    """ibv_alloc_parent_domain(3) with Python allocators: the CQ's and the QP's
+    rings come from them and go back to them; RDMA works through the QP."""
+    log = {"alloc": [], "free": 0}
+
+    def alloc(pd, context, size, alignment, resource_type):
+        log["alloc"].append(resource_type)
+        return mem.posix_memalign(size, alignment)
+
+    def free(pd, context, ptr, resource_type):
+        log["free"] += 1
+        mem.free(ptr)
+
+    pctx = ParentDomainContext(a.pd, alloc, free)
+    pdom = ParentDomain(a.ctx, attr=ParentDomainInitAttr(pd=a.pd, pd_context=pctx))
+    cqa = CqInitAttrEx(cqe=16, wc_flags=e.IBV_WC_STANDARD_FLAGS,
+                       comp_mask=e.IBV_CQ_INIT_ATTR_MASK_PD | e.IBV_CQ_INIT_ATTR_MASK_FLAGS,
+                       flags=e.IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN, parent_domain=pdom)
+    cq = CQEX(a.ctx, cqa)
+    cap = QPCap(max_send_wr=4, max_recv_wr=4, max_send_sge=1, max_recv_sge=1)
+    ia = QPInitAttrEx(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=cap, pd=pdom,
+                      comp_mask=e.IBV_QP_INIT_ATTR_PD)
+    qp = QP(a.ctx, ia)
+    check(sorted(log["alloc"]) == [0x524f0001, 0x524f0002, 0x524f0003],
+          "parent domain: allocations %s" % [hex(t) for t in log["alloc"]])
+    qp.close()
+    cq.close()
+    check(log["free"] == 3, "parent domain: %d frees" % log["free"])
+    pdom.close()
+    print("ok parent_domain")
+
+
+def mac_of(h):
+    g = bytes.fromhex(h.ctx.query_gid(1, 0).gid.replace(":", ""))
+    return ":".join("%02x" % x for x in (g[8] ^ 2, g[9], g[10], g[13], g[14], g[15]))
+
+
+def raw_packet(a, b):
+    """IBV_QPT_RAW_PACKET with a steering rule (pyverbs Flow, EthSpec)."""
+    def raw(h, cq):
+        cap = QPCap(max_send_wr=4, max_recv_wr=4, max_send_sge=1, max_recv_sge=1)
+        ia = QPInitAttrEx(qp_type=e.IBV_QPT_RAW_PACKET, scq=cq, rcq=cq, cap=cap, pd=h.pd,
+                          comp_mask=e.IBV_QP_INIT_ATTR_PD)
+        qp = QP(h.ctx, ia)
+        qp.to_init(QPAttr(qp_state=e.IBV_QPS_INIT, port_num=1))
+        qp.to_rtr(QPAttr(qp_state=e.IBV_QPS_RTR))
+        qp.to_rts(QPAttr(qp_state=e.IBV_QPS_RTS))
+        return qp
+
+    from pyverbs.wr import SGE, SendWR, RecvWR
+    ra, rb = raw(a, a.cq), raw(b, b.cq)
+    fa = FlowAttr(num_of_specs=1, port=1)
+    fa.specs.append(EthSpec(ether_type=0x88B5, ether_type_mask=0xFFFF))
+    flow = Flow(rb, fa)
+    rb.post_recv(RecvWR(wr_id=7, num_sge=1, sg=[SGE(b.mr.buf, 2048, b.mr.lkey)]))
+    dst, src = mac_of(b), mac_of(a)
+    frame = (bytes.fromhex(dst.replace(":", "")) + bytes.fromhex(src.replace(":", "")) +
+             b"\x88\xb5" + bytes(range(100)))
+    a.mr.write(frame, len(frame), 0)
+    ra.post_send(SendWR(wr_id=8, opcode=e.IBV_WR_SEND, num_sge=1,
+                        sg=[SGE(a.mr.buf, len(frame), a.mr.lkey)]))
+    wc = poll(a.cq)
+    check(wc.status == e.IBV_WC_SUCCESS, "raw send: status %d" % wc.status)
+    wc = poll(b.cq)
+    check(wc.status == e.IBV_WC_SUCCESS and wc.byte_len == len(frame),
+          "raw receive: status %d, %d bytes" % (wc.status, wc.byte_len))
+    check(b.mr.read(len(frame), 0) == frame, "raw receive: the frame differs")
+    flow.close()
+    rb.close()
+    ra.close()
+    print("ok raw_packet")
+
+
+PARTS = ["atomic_write", "parent_domain", "raw_packet"]
 
 
 def main():
