@@ -914,6 +914,113 @@ static void test_atomics(void **state)
 	guarded_free(&g);
 }
 
+/* ATOMIC WRITE (annex A19): 8 bytes as they came, one store, REMOTE_WRITE
+ * right, naturally aligned (iova and host address), inside the region. */
+static void test_atomic_write(void **state)
+{
+	struct fixture *f = *state;
+	struct guarded g = guarded_new(page);
+	const uint8_t bytes[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+	const uint64_t iova = 0x9000;
+	struct rocemu_mr *mr;
+	uint32_t k;
+
+	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 64, iova, ALL_ACCESS, &mr), 0);
+	k = key_of(mr);
+	assert_int_equal(rocemu_mem_atomic_write(f->e->mem, f->pd, k, iova + 8, bytes),
+			 ROCEMU_MEM_OK);
+	assert_memory_equal(g.buf + 8, bytes, 8);
+	assert_outside_untouched(&g, 8, 8);
+	for (unsigned off = 1; off < 8; off++)
+		assert_int_equal(rocemu_mem_atomic_write(f->e->mem, f->pd, k, iova + off, bytes),
+				 ROCEMU_MEM_ALIGN);
+	assert_int_equal(rocemu_mem_atomic_write(f->e->mem, f->pd, k, iova + 56, bytes),
+			 ROCEMU_MEM_OK);
+	assert_int_equal(rocemu_mem_atomic_write(f->e->mem, f->pd, k, iova + 64, bytes),
+			 ROCEMU_MEM_BOUNDS);
+	assert_int_equal(rocemu_mem_atomic_write(f->e->mem, f->pd2, k, iova, bytes),
+			 ROCEMU_MEM_BAD_PD);
+	assert_int_equal(rocemu_mr_dereg(mr), 0);
+	memset(g.buf, FILL, g.len);
+
+	/* REMOTE_ATOMIC alone is not enough: it is a write. */
+	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 64, iova,
+				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC, &mr),
+			 0);
+	assert_int_equal(rocemu_mem_atomic_write(f->e->mem, f->pd, key_of(mr), iova, bytes),
+			 ROCEMU_MEM_ACCESS);
+	assert_outside_untouched(&g, 0, 0);
+	assert_int_equal(rocemu_mr_dereg(mr), 0);
+
+	/* An aligned iova on a misaligned host address. */
+	assert_int_equal(rocemu_mr_reg(f->pd, g.buf + 4, 16, iova, ALL_ACCESS, &mr), 0);
+	assert_int_equal(rocemu_mem_atomic_write(f->e->mem, f->pd, key_of(mr), iova, bytes),
+			 ROCEMU_MEM_ALIGN);
+	assert_outside_untouched(&g, 0, 0);
+	assert_int_equal(rocemu_mr_dereg(mr), 0);
+	guarded_free(&g);
+}
+
+/* FLUSH (annex A19): each placement type needs its own right; a range must lie
+ * inside the region, the whole-region selectivity ignores the range; a
+ * persistent FLUSH of memory that is gone is a fault, not a crash. */
+static void test_flush(void **state)
+{
+	struct fixture *f = *state;
+	const unsigned g_right = ROCEMU_ACCESS_FLUSH_GLOBAL,
+		       p_right = ROCEMU_ACCESS_FLUSH_PERSISTENT;
+	const unsigned both = ROCEMU_FLUSH_GLOBAL | ROCEMU_FLUSH_PERSISTENT;
+	struct guarded g = guarded_new(2 * page);
+	struct rocemu_mr *mr;
+	uint8_t *map;
+	uint32_t k;
+
+	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, page, 0, ALL_ACCESS | g_right, &mr), 0);
+	k = key_of(mr);
+	assert_int_equal(rocemu_mem_flush(f->e->mem, f->pd, k, false, 16, 64, ROCEMU_FLUSH_GLOBAL),
+			 ROCEMU_MEM_OK);
+	assert_int_equal(
+	    rocemu_mem_flush(f->e->mem, f->pd, k, false, 16, 64, ROCEMU_FLUSH_PERSISTENT),
+	    ROCEMU_MEM_ACCESS);
+	assert_int_equal(rocemu_mem_flush(f->e->mem, f->pd, k, false, 16, 64, both),
+			 ROCEMU_MEM_ACCESS);
+	assert_int_equal(
+	    rocemu_mem_flush(f->e->mem, f->pd, k, false, page - 8, 16, ROCEMU_FLUSH_GLOBAL),
+	    ROCEMU_MEM_BOUNDS);
+	assert_int_equal(
+	    rocemu_mem_flush(f->e->mem, f->pd, k, true, page - 8, 1u << 30, ROCEMU_FLUSH_GLOBAL),
+	    ROCEMU_MEM_OK);
+	assert_int_equal(rocemu_mem_flush(f->e->mem, f->pd2, k, false, 0, 8, ROCEMU_FLUSH_GLOBAL),
+			 ROCEMU_MEM_BAD_PD);
+	assert_int_equal(rocemu_mem_flush(f->e->mem, f->pd, k + 1, true, 0, 8, ROCEMU_FLUSH_GLOBAL),
+			 ROCEMU_MEM_BAD_KEY);
+	assert_int_equal(rocemu_mr_dereg(mr), 0);
+	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, page, 0, ALL_ACCESS | p_right, &mr), 0);
+	k = key_of(mr);
+	assert_int_equal(rocemu_mem_flush(f->e->mem, f->pd, k, false, 0, 8, ROCEMU_FLUSH_GLOBAL),
+			 ROCEMU_MEM_ACCESS);
+	assert_int_equal(
+	    rocemu_mem_flush(f->e->mem, f->pd, k, false, 8, 100, ROCEMU_FLUSH_PERSISTENT),
+	    ROCEMU_MEM_OK);
+	assert_int_equal(rocemu_mr_dereg(mr), 0);
+	assert_outside_untouched(&g, 0, 0);
+	guarded_free(&g);
+
+	/* Persistence writes back with msync: memory unmapped behind the
+	 * region's back is a fault; global visibility touches nothing. */
+	map = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(map != MAP_FAILED);
+	assert_int_equal(rocemu_mr_reg(f->pd, map, page, 0, ALL_ACCESS | g_right | p_right, &mr),
+			 0);
+	k = key_of(mr);
+	assert_int_equal(munmap(map, page), 0);
+	assert_int_equal(rocemu_mem_flush(f->e->mem, f->pd, k, true, 0, 0, ROCEMU_FLUSH_PERSISTENT),
+			 ROCEMU_MEM_FAULT);
+	assert_int_equal(rocemu_mem_flush(f->e->mem, f->pd, k, true, 0, 0, ROCEMU_FLUSH_GLOBAL),
+			 ROCEMU_MEM_OK);
+	assert_int_equal(rocemu_mr_dereg(mr), 0);
+}
+
 #define ATOMIC_THREADS 4
 #define ATOMIC_ROUNDS  20000
 
@@ -1192,6 +1299,8 @@ int main(void)
 	    FIXTURE_TEST(test_odp_atomics_without_maps),
 	    FIXTURE_TEST(test_atomics),
 	    FIXTURE_TEST(test_atomics_concurrent),
+	    FIXTURE_TEST(test_atomic_write),
+	    FIXTURE_TEST(test_flush),
 	    FIXTURE_TEST(test_rereg),
 	    FIXTURE_TEST(test_invalidate),
 	    FIXTURE_TEST(test_advise),
