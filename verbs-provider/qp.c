@@ -230,8 +230,12 @@ static int wr_complete(struct ibv_qp_ex *q)
 	}
 	/* SGE arrays and inline buffers may have moved while growing: point at them now. */
 	for (unsigned i = 0; i < b->n; i++) {
+		if (!b->wrs[i].num_sge) {
+			b->wrs[i].sg_list = NULL; /* no SGE array at all when no WR had one */
+			continue;
+		}
 		struct ibv_sge *s = b->sges + b->aux[i].first_sge;
-		b->wrs[i].sg_list = b->wrs[i].num_sge ? s : NULL;
+		b->wrs[i].sg_list = s;
 		if (b->aux[i].inline_copy)
 			for (uint32_t j = 0; j < b->wrs[i].num_sge; j++)
 				s[j].addr = (uint64_t)(uintptr_t)(b->inl + s[j].addr);
