@@ -698,14 +698,16 @@ static int post_send(const struct step *s)
 	{
 		bool atomic =
 		    s->wr == IBV_WR_ATOMIC_CMP_AND_SWP || s->wr == IBV_WR_ATOMIC_FETCH_AND_ADD;
-		uint32_t n = atomic ? 1 : (s->len + H.mtu - 1) / H.mtu;
+		/* ATOMIC WRITE: one packet whose RETH names 8 bytes, whatever s->len */
+		bool atomic_write = s->wr == IBV_WR_ATOMIC_WRITE;
+		uint32_t n = atomic || atomic_write ? 1 : (s->len + H.mtu - 1) / H.mtu;
 
 		H.posted[H.n_posted++] = (struct posted){
 		    .wr_id = wr.wr_id,
 		    .op = s->wr,
 		    .first_psn = H.next_spsn,
 		    .npkts = n ? n : 1,
-		    .len = s->len,
+		    .len = atomic_write ? 8 : s->len,
 		    .va = wr.remote_addr,
 		    .cmp = s->cmp,
 		    .swap = s->swap,
