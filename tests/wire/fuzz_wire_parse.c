@@ -52,6 +52,12 @@ static bool mask_unreproduced(uint8_t *f, const struct roce_pkt *pkt)
 		same &= *resv == 0;
 		*resv = 0;
 	}
+	if (pkt->op->hdrs & ROCE_HDR_XRCETH) { /* its first byte is reserved, out as zero */
+		uint8_t *resv = &f[pkt->ext_off + pkt->op->hdr_off[8]];
+
+		same &= *resv == 0;
+		*resv = 0;
+	}
 	for (i = 0; i < pkt->pad; i++) { /* pad bytes go out as zero */
 		same &= f[pad_off + i] == 0;
 		f[pad_off + i] = 0;
