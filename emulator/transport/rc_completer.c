@@ -92,6 +92,17 @@ static uint64_t probe_wait_ns(const struct rocemu_qp *qp, uint64_t t)
 	return p < t / 2 ? p : t / 2;
 }
 
+/* The transport timer's period after `backoff` silent expiries: T doubled,
+ * but never past ROCEMU_TIMER_BACKOFF_CAP_NS unless T itself is longer. */
+static uint64_t backed_off_ns(uint64_t t, unsigned backoff)
+{
+	uint64_t d = t << backoff;
+
+	if (backoff == 0 || d <= ROCEMU_TIMER_BACKOFF_CAP_NS)
+		return d;
+	return t > ROCEMU_TIMER_BACKOFF_CAP_NS ? t : ROCEMU_TIMER_BACKOFF_CAP_NS;
+}
+
 void rocemu_comp_rearm(struct rocemu_qp *qp, uint64_t now)
 {
 	uint64_t t = timeout_ns(qp), p;
@@ -101,7 +112,7 @@ void rocemu_comp_rearm(struct rocemu_qp *qp, uint64_t now)
 		qp->comp.probe_ns = 0;
 		return;
 	}
-	qp->comp.deadline_ns = now + (t << qp->comp.backoff);
+	qp->comp.deadline_ns = now + backed_off_ns(t, qp->comp.backoff);
 	qp->comp.heard = false;
 	p = qp->comp.probes >= ROCEMU_PROBES || qp->comp.rnr_until_ns ? 0 : probe_wait_ns(qp, t);
 	qp->comp.probe_ns = p ? now + (p << qp->comp.probes) : 0;

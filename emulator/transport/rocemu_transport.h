@@ -99,8 +99,14 @@ static inline uint32_t rocemu_qpn_slot(uint32_t qpn)
  * ACK Timeout (T, 2T, 4T, 4T...). A peer that is alive but not scheduled
  * (a loaded machine) then has 27 T instead of 8 T at retry_cnt 7 before
  * RETRY_EXC; a dead peer still gets it, in 27 T (1.8 s at timeout 14).
+ * A backed-off period never exceeds ROCEMU_TIMER_BACKOFF_CAP_NS (nor is it
+ * shorter than T): a scheduling stall is tens or hundreds of ms, so a long
+ * T (rdma_cm's 19: 2.1 s) needs no back-off, and a dead peer behind it is
+ * found in 8 T as before (rsockets' keepalive relies on that).
  */
 #define ROCEMU_TIMER_BACKOFF_MAX 2
+/** The longest transport timer period the back-off makes, ns (see above). */
+#define ROCEMU_TIMER_BACKOFF_CAP_NS 1000000000ull
 /** AckReq is set at least every this many packets of a long message. */
 #define ROCEMU_ACKREQ_INTERVAL 32
 /** Packets one QP may transmit per progress pass (fairness, tx ring room). */
