@@ -43,3 +43,11 @@ mw_nobody_rocemu() {
 mw_as_nobody() {
 	setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
 }
+
+# Can an unprivileged user make the user and mount namespace the launcher's
+# view needs here? Not in a chroot (the kernel refuses it to a chrooted
+# process) nor where user.max_user_namespaces is 0: the parts of a test that
+# run as nobody are then skipped, and the test says so.
+mw_userns_ok() {
+	mw_as_nobody unshare -Urm true 2>/dev/null
+}

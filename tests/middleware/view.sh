@@ -142,6 +142,8 @@ user)
 unavailable)
 	[ "$(id -u)" = 0 ] || { echo "SKIP: needs root to drop CAP_SYS_ADMIN in a user namespace"; exit 77; }
 	command -v setpriv >/dev/null || { echo "SKIP: setpriv missing (util-linux)"; exit 77; }
+	unshare -Ur true 2>/dev/null ||
+		{ echo "SKIP: this system lets no one create a user namespace (a chroot?)"; exit 77; }
 	unshare -Ur sh -c 'echo 0 >/proc/sys/user/max_user_namespaces &&
 		exec setpriv --bounding-set -sys_admin --inh-caps -sys_admin "$@"' sh \
 		"$ROCEMU" run "${port[@]}" -- ibv_devices >$dir/log 2>&1
