@@ -22,13 +22,6 @@ host_start h "" --port memif:server:$dir/up.sock --ip 10.68.$pair_net.1/24 \
 fail=0
 base=$((pair_tcp % 20000 + 30000))
 
-# the bystander pair
-host_run h "" $dir/bs.log ibv_rc_pingpong -g 1 -c -n 2000 -s 1024 -p $((base + 1))
-bs=$!
-pair_wait_listen "" $bs $((base + 1))
-host_run h "" $dir/bc.log ibv_rc_pingpong -g 1 -c -n 2000 -s 1024 -p $((base + 1)) 127.0.0.1
-bc=$!
-
 # the victim's pair: far more iterations than run before the kill
 host_run h "" $dir/vs.log ib_write_bw -d rocemu0 -x 1 -F -p $base -s 4096 -n 100000000
 vs=$!
@@ -45,6 +38,15 @@ while kill -0 $vc 2>/dev/null; do
 	[ -n "$now" ] && [ "$now" -gt $((${before:-0} + 2000)) ] && break
 	sleep 0.2
 done
+# the bystander pair, started only now: the frames counted above are the
+# victim's own (with the bystander first, its frames could end the wait
+# before the victim's client had connected, and the kill then hit perftest's
+# setup, not its writes)
+host_run h "" $dir/bs.log ibv_rc_pingpong -g 1 -c -n 2000 -s 1024 -p $((base + 1))
+bs=$!
+pair_wait_listen "" $bs $((base + 1))
+host_run h "" $dir/bc.log ibv_rc_pingpong -g 1 -c -n 2000 -s 1024 -p $((base + 1)) 127.0.0.1
+bc=$!
 # the program itself: the deepest of the job's descendants (shell, timeout,
 # then rocemu run, which execs the program)
 victim=$vs
