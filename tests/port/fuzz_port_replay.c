@@ -64,6 +64,11 @@ int main(int argc, char **argv)
 			closedir(d);
 	}
 
+	/* a corpus that went missing or empty must not pass as "nothing crashed" */
+	if (replayed == 0) {
+		printf("FAIL: no input to replay (the corpus is empty or missing)\n");
+		return 1;
+	}
 	printf("replayed %u inputs, no crash, the neighbour cache held only plausible entries\n",
 	       replayed);
 	return rc ? 1 : 0;
