@@ -372,9 +372,9 @@ static struct rocemu_vcq *cq_create(struct ibv_context *ctx, int cqe, void *cq_c
 	cq->ctx = c;
 	cq->channel = (struct rocemu_vchannel *)channel;
 	cq->wc_flags = wc_flags;
-	int rc = rocemu_cq_create_ex(c->engine, (uint32_t)cqe, flags,
-				     rocemu_pd_queue_alloc(parent_domain), cq_notify, cq, cq,
-				     &cq->ecq);
+	int rc =
+	    rocemu_cq_create_ex(c->engine, (uint32_t)cqe, flags,
+				rocemu_pd_queue_alloc(parent_domain), cq_notify, cq, cq, &cq->ecq);
 	if (rc < 0) {
 		free(cq);
 		return rocemu_null_errno(rc);
@@ -427,8 +427,8 @@ struct ibv_cq_ex *rocemu_op_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_
 	struct ibv_pd *pdom =
 	    (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) ? attr->parent_domain : NULL;
 	if ((attr->wc_flags & ~(uint64_t)ROCEMU_WC_EX_SUPPORTED) ||
-	    (flags & ~(uint32_t)(IBV_CREATE_CQ_ATTR_SINGLE_THREADED |
-				 IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN))) {
+	    (flags &
+	     ~(uint32_t)(IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}

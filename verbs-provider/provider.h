@@ -115,9 +115,9 @@ struct rocemu_vtd {
  */
 struct rocemu_vpd {
 	struct ibv_pd pd;
-	struct rocemu_pd *epd;	    /**< a parent domain's is its PD's */
+	struct rocemu_pd *epd;	      /**< a parent domain's is its PD's */
 	struct rocemu_vpd *parent_of; /**< parent domain: the PD it stands for, else NULL */
-	struct rocemu_vtd *td;	    /**< parent domain: its thread domain, or NULL */
+	struct rocemu_vtd *td;	      /**< parent domain: its thread domain, or NULL */
 	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size, size_t alignment,
 		       uint64_t resource_type);
 	void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr, uint64_t resource_type);
@@ -149,8 +149,8 @@ struct rocemu_vcq {
 	struct rocemu_cq *ecq;
 	struct rocemu_vcontext *ctx;
 	struct rocemu_vchannel *channel;
-	uint64_t wc_flags;    /**< IBV_WC_EX_WITH_* requested */
-	struct rocemu_wc cur; /**< the completion start/next_poll popped */
+	uint64_t wc_flags;	      /**< IBV_WC_EX_WITH_* requested */
+	struct rocemu_wc cur;	      /**< the completion start/next_poll popped */
 	struct ibv_pd *parent_domain; /**< IBV_CQ_INIT_ATTR_MASK_PD: whose allocators it used */
 	/* Completion channel bookkeeping (guarded by the channel's lock). */
 	struct rocemu_vcq *ch_next;

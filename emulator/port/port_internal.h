@@ -96,16 +96,16 @@ struct port_neigh {
 struct port_capture {
 	struct bpf_program prog;
 	bool has_filter;
-	int fd;			 /* current file, -1 once the capture stopped */
-	int lock_fd;		 /* FILE's lock, held until the capture closes */
-	int error;		 /* -errno of the failure that stopped it, 0 = none */
-	bool cut_failed;	 /* could not cut a failed file back to a whole record */
-	unsigned file_index;	 /* 0 = FILE, n = FILE.n */
-	uint64_t file_bytes;	 /* bytes of the current file, buffered ones included */
+	int fd;			   /* current file, -1 once the capture stopped */
+	int lock_fd;		   /* FILE's lock, held until the capture closes */
+	int error;		   /* -errno of the failure that stopped it, 0 = none */
+	bool cut_failed;	   /* could not cut a failed file back to a whole record */
+	unsigned file_index;	   /* 0 = FILE, n = FILE.n */
+	uint64_t file_bytes;	   /* bytes of the current file, buffered ones included */
 	uint64_t file_first_bytes; /* file_bytes before its first frame (header, capture point) */
-	uint64_t file_written;	 /* bytes of the current file known to be in it */
-	uint64_t written_frames; /* records known to be in the files */
-	uint64_t lost;		 /* frames offered after or in a failed write */
+	uint64_t file_written;	   /* bytes of the current file known to be in it */
+	uint64_t written_frames;   /* records known to be in the files */
+	uint64_t lost;		   /* frames offered after or in a failed write */
 	uint32_t buf_len, buf_frames;
 	uint32_t buf_records; /* records in the buffer that are no frame (a capture point) */
 	char path[ROCEMU_PATH_MAX + 16]; /* the current file */
@@ -176,9 +176,9 @@ struct rocemu_port {
 	/* transmit buffer and loopback FIFO (engine lock) */
 	struct rte_mbuf *tx_buf[PORT_TX_BUF];
 	unsigned tx_n;
-	uint64_t pass_now;   /* rocemu_now_ns() at the start of the running pass */
+	uint64_t pass_now;    /* rocemu_now_ns() at the start of the running pass */
 	bool verb_clock_held; /* pass_now is the reading a post holds (port_app.c) */
-	uint64_t last_tx_ns; /* when the device last took frames (close lingers after it) */
+	uint64_t last_tx_ns;  /* when the device last took frames (close lingers after it) */
 	struct rte_mbuf *loop[PORT_LOOP_SLOTS];
 	unsigned loop_head, loop_tail;
 

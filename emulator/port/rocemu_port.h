@@ -69,7 +69,7 @@
 #define ROCEMU_PORT_MAX_GIDS (ROCEMU_PORT_MAX_IPS + 1)
 #define ROCEMU_PORT_NAME_MAX 64
 #define ROCEMU_PORT_SPEC_MAX 512
-#define ROCEMU_PATH_MAX 4096
+#define ROCEMU_PATH_MAX	     4096
 
 /* ------------------------------------------------------------------------ */
 /* Configuration: what a user types (rocemu port/run options, config file). */
@@ -83,8 +83,8 @@
 #define ROCEMU_IP_DEFAULT_PREFIX6 64
 
 struct rocemu_ip_addr {
-	uint8_t gid[16];  /**< IPv4 as IPv4-mapped, IPv6 as is */
-	uint8_t prefix;   /**< prefix length (IPv4: 0..32, IPv6: 0..128) */
+	uint8_t gid[16]; /**< IPv4 as IPv4-mapped, IPv6 as is */
+	uint8_t prefix;	 /**< prefix length (IPv4: 0..32, IPv6: 0..128) */
 	bool is_v6;
 };
 
@@ -98,23 +98,23 @@ struct rocemu_fault_config {
 };
 
 struct rocemu_port_config {
-	char name[ROCEMU_PORT_NAME_MAX];      /**< device name, e.g. "rocemu0" */
-	char spec[ROCEMU_PORT_SPEC_MAX];      /**< memif:server:SOCK, af_packet:IFACE, ... */
+	char name[ROCEMU_PORT_NAME_MAX]; /**< device name, e.g. "rocemu0" */
+	char spec[ROCEMU_PORT_SPEC_MAX]; /**< memif:server:SOCK, af_packet:IFACE, ... */
 	bool mac_set;
 	uint8_t mac[6];
 	unsigned n_ips;
 	struct rocemu_ip_addr ips[ROCEMU_PORT_MAX_IPS];
-	uint16_t mtu;                         /**< Ethernet (IP) MTU; 0 = from the interface or 1500 */
-	char capture_path[ROCEMU_PATH_MAX];   /**< empty = no capture */
-	char capture_filter[512];             /**< BPF expression, empty = all */
-	uint64_t capture_rotate_bytes;        /**< 0 = no rotation */
+	uint16_t mtu; /**< Ethernet (IP) MTU; 0 = from the interface or 1500 */
+	char capture_path[ROCEMU_PATH_MAX]; /**< empty = no capture */
+	char capture_filter[512];	    /**< BPF expression, empty = all */
+	uint64_t capture_rotate_bytes;	    /**< 0 = no rotation */
 	bool fault_enabled;
 	struct rocemu_fault_config fault;
 	/* Neighbour resolution (ARP/ND); 0 = default. */
-	uint32_t arp_timeout_ms;              /**< wait for an answer before retrying (1000) */
-	uint32_t arp_retries;                 /**< requests sent before giving up (3) */
-	uint32_t arp_expire_ms;               /**< an answer stays valid this long (60000) */
-	uint32_t n_mbufs;                     /**< mbufs in the port's pool (8192) */
+	uint32_t arp_timeout_ms; /**< wait for an answer before retrying (1000) */
+	uint32_t arp_retries;	 /**< requests sent before giving up (3) */
+	uint32_t arp_expire_ms;	 /**< an answer stays valid this long (60000) */
+	uint32_t n_mbufs;	 /**< mbufs in the port's pool (8192) */
 	/** memif client: how long open waits for its server (ms; default
 	 * 10000 unless memif_wait_set; 0 = fail at once with ECONNREFUSED) */
 	uint32_t memif_wait_ms;

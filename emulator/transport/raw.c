@@ -84,8 +84,7 @@ static void view_frame(const uint8_t *f, uint32_t len, struct frame_view *v)
 		v->ip_proto = f[off + 9];
 		if (!(get16(f + off + 6) & 0x1FFF)) /* first fragment: it has the ports */
 			l4 = off + (uint32_t)(f[off] & 0x0F) * 4;
-	} else if (v->ether_type == RTE_ETHER_TYPE_IPV6 && len >= off + 40 &&
-		   (f[off] >> 4) == 6) {
+	} else if (v->ether_type == RTE_ETHER_TYPE_IPV6 && len >= off + 40 && (f[off] >> 4) == 6) {
 		v->ip_version = 6;
 		memcpy(v->src_ip, f + off + 8, 16);
 		memcpy(v->dst_ip, f + off + 24, 16);

@@ -173,7 +173,7 @@ struct rocemu_wc {
 	uint8_t sl;	       /**< UD receive: the RoCE packet type, as mlx5 reports it (ud.c) */
 	uint64_t timestamp_ns; /**< rocemu_now_ns() when the completion was generated */
 	uint16_t slid;	       /**< UD: the sender's LID (rocemu_lid_of_gid), else 0 */
-	uint32_t flow_tag;      /**< raw packet: the tag of the flow rule that steered it */
+	uint32_t flow_tag;     /**< raw packet: the tag of the flow rule that steered it */
 };
 
 /** Called (engine lock held) when an armed CQ receives a completion; the provider signals its
@@ -349,9 +349,9 @@ struct rocemu_flow_attr {
 	enum rocemu_flow_type type;
 	uint16_t priority; /**< NORMAL: the lowest value wins when several match */
 	struct rocemu_flow_match match;
-	bool has_tag;	   /**< IBV_FLOW_SPEC_ACTION_TAG: completions carry tag */
+	bool has_tag; /**< IBV_FLOW_SPEC_ACTION_TAG: completions carry tag */
 	uint32_t tag;
-	bool drop;	   /**< IBV_FLOW_SPEC_ACTION_DROP: matching frames are discarded */
+	bool drop; /**< IBV_FLOW_SPEC_ACTION_DROP: matching frames are discarded */
 };
 
 struct rocemu_flow;

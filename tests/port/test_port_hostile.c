@@ -218,7 +218,6 @@ static void queue_frame(struct pair *p, const void *frame, uint16_t len)
 	rocemu_port_unlock(p->a);
 }
 
-
 static void deliver_at(struct pair *p, const void *frame, uint16_t len, uint64_t now)
 {
 	struct rte_mbuf *m;

@@ -544,12 +544,9 @@ static void test_qpn_rotate(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_legal_transitions),
-	    cmocka_unit_test(test_illegal_transitions),
-	    cmocka_unit_test(test_post_rules),
-	    cmocka_unit_test(test_create_limits),
-	    cmocka_unit_test(test_qpn_random_start),
-	    cmocka_unit_test(test_qpn_rotate),
+	    cmocka_unit_test(test_legal_transitions), cmocka_unit_test(test_illegal_transitions),
+	    cmocka_unit_test(test_post_rules),	      cmocka_unit_test(test_create_limits),
+	    cmocka_unit_test(test_qpn_random_start),  cmocka_unit_test(test_qpn_rotate),
 	};
 
 	return h_run_group("transport_qp_state", tests, sizeof(tests) / sizeof(tests[0]), &A, &B,

@@ -338,8 +338,8 @@ static void parent_domain_allocators(void **state)
 	struct ibv_parent_domain_init_attr pa = {
 	    .pd = a.pd,
 	    .td = td,
-	    .comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
-			 IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT,
+	    .comp_mask =
+		IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT,
 	    .alloc = app_alloc,
 	    .free = app_free,
 	    .pd_context = &log,
@@ -408,24 +408,24 @@ static void parent_domain_allocators(void **state)
 
 	/* NULL from alloc: the object is not created (ENOMEM); USE_DEFAULT: ours */
 	log.refuse_type = 0x524f0001ull;
-	assert_null(ibv_create_qp_ex(a.ctx, &(struct ibv_qp_init_attr_ex){
-						   .send_cq = a.cq,
-						   .recv_cq = a.cq,
-						   .cap = {.max_send_wr = 4, .max_recv_wr = 4},
-						   .qp_type = IBV_QPT_RC,
-						   .pd = pdom,
-						   .comp_mask = IBV_QP_INIT_ATTR_PD}));
+	assert_null(ibv_create_qp_ex(
+	    a.ctx, &(struct ibv_qp_init_attr_ex){.send_cq = a.cq,
+						 .recv_cq = a.cq,
+						 .cap = {.max_send_wr = 4, .max_recv_wr = 4},
+						 .qp_type = IBV_QPT_RC,
+						 .pd = pdom,
+						 .comp_mask = IBV_QP_INIT_ATTR_PD}));
 	assert_int_equal(errno, ENOMEM);
 	assert_int_equal(log.refuse_type_hits, 1);
 	log.refuse_type = 0;
 	log.use_default = true;
-	qa = ibv_create_qp_ex(a.ctx, &(struct ibv_qp_init_attr_ex){
-					 .send_cq = a.cq,
-					 .recv_cq = a.cq,
-					 .cap = {.max_send_wr = 4, .max_recv_wr = 4},
-					 .qp_type = IBV_QPT_RC,
-					 .pd = pdom,
-					 .comp_mask = IBV_QP_INIT_ATTR_PD});
+	qa = ibv_create_qp_ex(
+	    a.ctx, &(struct ibv_qp_init_attr_ex){.send_cq = a.cq,
+						 .recv_cq = a.cq,
+						 .cap = {.max_send_wr = 4, .max_recv_wr = 4},
+						 .qp_type = IBV_QPT_RC,
+						 .pd = pdom,
+						 .comp_mask = IBV_QP_INIT_ATTR_PD});
 	assert_non_null(qa);
 	assert_int_equal(ibv_destroy_qp(qa), 0);
 	/* the refused QP's RQ ring (asked for after the SQ) went back too */
@@ -465,7 +465,10 @@ static void cq_ignore_overrun(void **state)
 		struct ibv_qp_init_attr_ex qia = {
 		    .send_cq = b.cq,
 		    .recv_cq = ibv_cq_ex_to_cq(rcq),
-		    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+		    .cap = {.max_send_wr = 4,
+			    .max_recv_wr = 4,
+			    .max_send_sge = 1,
+			    .max_recv_sge = 1},
 		    .qp_type = IBV_QPT_RC,
 		    .pd = b.pd,
 		    .comp_mask = IBV_QP_INIT_ATTR_PD,
@@ -475,22 +478,27 @@ static void cq_ignore_overrun(void **state)
 		rc_connect(qa, &b.gid, qb->qp_num, ALL_REMOTE);
 		rc_connect(qb, &a.gid, qa->qp_num, ALL_REMOTE);
 		for (int i = 0; i < 2; i++) {
-			struct ibv_sge rs = {.addr = (uintptr_t)b.buf + 64 * i, .length = 64,
-					     .lkey = b.mr->lkey};
-			struct ibv_recv_wr rw = {.wr_id = 100 + i, .sg_list = &rs, .num_sge = 1}, *rb;
+			struct ibv_sge rs = {
+			    .addr = (uintptr_t)b.buf + 64 * i, .length = 64, .lkey = b.mr->lkey};
+			struct ibv_recv_wr rw = {.wr_id = 100 + i, .sg_list = &rs, .num_sge = 1},
+					   *rb;
 			assert_int_equal(ibv_post_recv(qb, &rw, &rb), 0);
 		}
 		for (int i = 0; i < 2; i++) {
-			struct ibv_sge sge = {.addr = (uintptr_t)a.buf, .length = 16, .lkey = a.mr->lkey};
-			struct ibv_send_wr wr = {.wr_id = i, .sg_list = &sge, .num_sge = 1,
-						 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED},
+			struct ibv_sge sge = {
+			    .addr = (uintptr_t)a.buf, .length = 16, .lkey = a.mr->lkey};
+			struct ibv_send_wr wr = {.wr_id = i,
+						 .sg_list = &sge,
+						 .num_sge = 1,
+						 .opcode = IBV_WR_SEND,
+						 .send_flags = IBV_SEND_SIGNALED},
 					   *bad;
 			assert_int_equal(ibv_post_send(qa, &wr, &bad), 0);
 			struct ibv_wc wc = poll_any(a.cq);
 			/* the overrun moved b's QP to ERR before it acknowledged: a's
 			 * retries go unanswered (11.4.2.1) */
-			assert_int_equal(wc.status, i == 1 && !ignore ? IBV_WC_RETRY_EXC_ERR
-								      : IBV_WC_SUCCESS);
+			assert_int_equal(wc.status,
+					 i == 1 && !ignore ? IBV_WC_RETRY_EXC_ERR : IBV_WC_SUCCESS);
 		}
 		struct ibv_wc wc[2];
 		assert_int_equal(ibv_poll_cq(ibv_cq_ex_to_cq(rcq), 2, wc), 1);
@@ -586,8 +594,8 @@ struct eth_rule {
 	struct ibv_flow_spec_action_tag tag;
 };
 
-static struct ibv_flow *eth_flow(struct ibv_qp *qp, enum ibv_flow_attr_type type,
-				 uint16_t prio, uint16_t ether_type, uint16_t mask, uint32_t tag)
+static struct ibv_flow *eth_flow(struct ibv_qp *qp, enum ibv_flow_attr_type type, uint16_t prio,
+				 uint16_t ether_type, uint16_t mask, uint32_t tag)
 {
 	struct eth_rule r;
 
@@ -629,7 +637,10 @@ static void make_frame(uint8_t *f, const uint8_t dst[6], const uint8_t src[6], u
 static void raw_send(struct host *h, struct ibv_qp *qp, uint32_t off, uint32_t len, uint64_t id)
 {
 	struct ibv_sge s = {.addr = (uintptr_t)h->buf + off, .length = len, .lkey = h->mr->lkey};
-	struct ibv_send_wr w = {.wr_id = id, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,
+	struct ibv_send_wr w = {.wr_id = id,
+				.sg_list = &s,
+				.num_sge = 1,
+				.opcode = IBV_WR_SEND,
 				.send_flags = IBV_SEND_SIGNALED},
 			   *bad;
 
@@ -663,7 +674,8 @@ static void raw_packet_steering(void **state)
 	mac_of(&a, amac);
 	mac_of(&b, bmac);
 	struct ibv_cq_init_attr_ex ca = {
-	    .cqe = 64, .wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_FLOW_TAG | IBV_WC_EX_WITH_CVLAN};
+	    .cqe = 64,
+	    .wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_FLOW_TAG | IBV_WC_EX_WITH_CVLAN};
 	cqx = ibv_create_cq_ex(b.ctx, &ca);
 	assert_non_null(cqx);
 	ra = raw_qp(&a, a.cq);
@@ -772,7 +784,9 @@ static void raw_packet_steering(void **state)
 	assert_int_equal(wc.status, IBV_WC_LOC_LEN_ERR);
 	/* IBV_SEND_IP_CSUM: no checksum offload on this device */
 	struct ibv_sge s = {.addr = (uintptr_t)a.buf, .length = 64, .lkey = a.mr->lkey};
-	struct ibv_send_wr w = {.sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,
+	struct ibv_send_wr w = {.sg_list = &s,
+				.num_sge = 1,
+				.opcode = IBV_WR_SEND,
 				.send_flags = IBV_SEND_IP_CSUM},
 			   *bad;
 	assert_int_equal(ibv_post_send(ra, &w, &bad), EINVAL);

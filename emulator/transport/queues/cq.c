@@ -25,8 +25,8 @@ struct rocemu_cq {
 	uint32_t count;
 	uint32_t refcnt; /**< QPs attached */
 	enum cq_arm arm;
-	bool overflow_reported; /**< CQ_ERR raised since the ring was last full */
-	bool ignore_overrun;	/**< ROCEMU_CQ_IGNORE_OVERRUN */
+	bool overflow_reported;	   /**< CQ_ERR raised since the ring was last full */
+	bool ignore_overrun;	   /**< ROCEMU_CQ_IGNORE_OVERRUN */
 	struct rocemu_alloc alloc; /**< where the ring comes from (parent domain) */
 	bool ring_app;		   /**< the ring is the application's */
 	rocemu_cq_notify_fn notify;
