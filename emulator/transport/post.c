@@ -131,15 +131,7 @@ static int post_send_locked(struct rocemu_qp *qp, const struct rocemu_send_wr *w
 
 	if (qp->state == IBV_QPS_ERR || (qp->state == IBV_QPS_SQE && qp->type != IBV_QPT_RC)) {
 		/* 10.8.3.1 / 11.4.1.1: in ERR (and SQE) new work completes with a flush. */
-		while (qp->sq_head != qp->sq_tail) {
-			struct rocemu_send_wqe *f = sq_at(qp, qp->sq_head);
-
-			if (f->state != WQE_DONE)
-				f->status = IBV_WC_WR_FLUSH_ERR;
-			qp->sq_head++;
-			rocemu_qp_send_wc(qp, f);
-		}
-		qp->sq_cur = qp->sq_tail;
+		rocemu_qp_flush_sq(qp);
 	}
 	return 0;
 }

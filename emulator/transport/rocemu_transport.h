@@ -437,7 +437,9 @@ int rocemu_engine_pkt_send(struct rocemu_engine *e, struct rte_mbuf *m, const st
 int rocemu_engine_pkt_send_crc(struct rocemu_engine *e, struct rte_mbuf *m,
 			       const struct roce_pkt *pkt, uint32_t crc);
 
-/* qp.c */
+/* qp_flush.c */
+/** Complete every WQE of the send queue: those not finished with IBV_WC_WR_FLUSH_ERR. */
+void rocemu_qp_flush_sq(struct rocemu_qp *qp);
 /** Move to ERR and flush both queues (IBV_WC_WR_FLUSH_ERR); raises QP_FATAL when fatal. */
 void rocemu_qp_to_error(struct rocemu_qp *qp, bool fatal);
 /** UC/UD send error: to SQE, flushing the send queue only. */
@@ -447,14 +449,20 @@ void rocemu_qp_flush_recv_wqe(struct rocemu_qp *qp, uint64_t wr_id);
 /** Append a completion; on CQ overflow the QP goes to ERR. */
 void rocemu_qp_complete(struct rocemu_qp *qp, bool send, const struct rocemu_wc *wc,
 			bool solicited);
-/** Take the next receive WQE from the RQ or the SRQ. -EAGAIN when none. */
-int rocemu_qp_take_recv(struct rocemu_qp *qp, struct rocemu_recv_wqe *out);
 /** Deliver the completion of a retired send WQE (when signaled or failed). */
 void rocemu_qp_send_wc(struct rocemu_qp *qp, const struct rocemu_send_wqe *w);
+
+/* qp.c */
+/** Take the next receive WQE from the RQ or the SRQ. -EAGAIN when none. */
+int rocemu_qp_take_recv(struct rocemu_qp *qp, struct rocemu_recv_wqe *out);
 /** Give the SQ and RQ rings back to where they came from (parent domain or heap). */
 void rocemu_qp_free_rings(struct rocemu_qp *qp);
+
+/* qp_modify.c */
 /** Path MTU enum -> bytes (0 if invalid). */
 uint32_t rocemu_mtu_bytes(enum ibv_mtu mtu);
+/** The row of a QP type in the attribute tables; -1 for a type not supported. */
+int rocemu_qp_type_index(enum ibv_qp_type t);
 
 /* rc_requester.c (RC and UC) */
 /** Send what the window allows; returns packets sent. */
