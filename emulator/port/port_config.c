@@ -383,6 +383,18 @@ int rocemu_port_config_set(struct rocemu_port_config *cfg, const char *opt, cons
 		cfg->memif_wait_set |= rc == 0;
 		return rc;
 	}
+	if (!strcmp(opt, "ecn")) {
+		if (!strcmp(val, "ect0"))
+			cfg->ecn = ROCEMU_ECN_ECT0;
+		else if (!strcmp(val, "ect1"))
+			cfg->ecn = ROCEMU_ECN_ECT1;
+		else if (!strcmp(val, "off"))
+			cfg->ecn = ROCEMU_ECN_OFF;
+		else
+			return port_fail(err, errlen, -EINVAL,
+					 "--ecn '%s': expected ect0, ect1 or off", val);
+		return 0;
+	}
 	if (!strncmp(opt, "fault-", 6))
 		return set_fault(cfg, opt, val, err, errlen);
 	return port_fail(err, errlen, -ENOENT, "unknown option --%s", opt);

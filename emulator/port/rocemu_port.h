@@ -97,6 +97,19 @@ struct rocemu_fault_config {
 	uint32_t drop_list[2][32];
 };
 
+/** `--ecn`: zero is the default, ECT(0). */
+enum rocemu_ecn {
+	ROCEMU_ECN_ECT0 = 0,
+	ROCEMU_ECN_ECT1,
+	ROCEMU_ECN_OFF,
+};
+
+/** The two ECN bits (RFC 3168) a frame gets under setting ecn. */
+static inline uint8_t rocemu_ecn_bits(enum rocemu_ecn ecn)
+{
+	return ecn == ROCEMU_ECN_ECT0 ? 2 : ecn == ROCEMU_ECN_ECT1 ? 1 : 0;
+}
+
 struct rocemu_port_config {
 	char name[ROCEMU_PORT_NAME_MAX]; /**< device name, e.g. "rocemu0" */
 	char spec[ROCEMU_PORT_SPEC_MAX]; /**< memif:server:SOCK, af_packet:IFACE, ... */
@@ -120,6 +133,12 @@ struct rocemu_port_config {
 	uint32_t memif_wait_ms;
 	bool memif_wait_set;
 	/**
+	 * The ECN codepoint of RoCE frames whose address vector leaves the two ECN
+	 * bits of the traffic class at 0 (Not-ECT): ECT(0) by default, as hardware
+	 * RoCE NICs with ECN enabled send; "ect1"; or "off" to send Not-ECT.
+	 */
+	enum rocemu_ecn ecn;
+	/**
 	 * Optional: called with one line for the user while open waits (e.g.
 	 * "waiting for a memif server on SOCK"). The port prints nothing itself.
 	 */
@@ -133,7 +152,7 @@ void rocemu_port_config_init(struct rocemu_port_config *cfg);
 /**
  * Apply one option, as typed on a command line without the leading dashes
  * ("port", "mac", "ip", "mtu", "capture", "capture-filter",
- * "capture-rotate", "name", "fault-*"). Used by `rocemu port`, `rocemu run`
+ * "capture-rotate", "name", "ecn", "fault-*"). Used by `rocemu port`, `rocemu run`
  * and the config file so all three accept the same words.
  * Returns 0, -ENOENT for an unknown option, -EINVAL for a bad value; err
  * gets a one-line message in both error cases.

@@ -278,7 +278,10 @@ int rocemu_engine_fill_path(struct rocemu_engine *e, const struct rocemu_path *p
 	np->ip_version = p->v6 ? 6 : 4;
 	memcpy(np->src_gid, p->sgid, 16);
 	memcpy(np->dst_gid, p->dgid, 16);
-	np->tclass = p->tclass;
+	/* DSCP from the address vector. Its ECN bits when it sets them; else the
+	 * port's codepoint (ECT(0) unless --ecn says otherwise), as a RoCE NIC
+	 * with ECN enabled marks every frame of the flow. */
+	np->tclass = (p->tclass & 3) ? p->tclass : (uint8_t)(p->tclass | e->ecn_bits);
 	np->ttl = p->hop_limit ? p->hop_limit : 64;
 	np->flow_label = p->flow_label;
 	np->dont_fragment = true;
@@ -360,6 +363,10 @@ static void dispatch_one(struct rocemu_engine *e, struct rte_mbuf *m, const stru
 	struct rocemu_qp *qp;
 
 	ENGINE_COUNT(e, rx_packets);
+	if ((pkt->path.tclass & 3) == 3)
+		ENGINE_COUNT(e, rx_ecn_ce); /* a switch marked Congestion Experienced */
+	if (pkt->op && (pkt->op->flags & ROCE_OPF_CNP))
+		ENGINE_COUNT(e, rx_cnp);
 	if (!pkt->op || (pkt->op->flags & ROCE_OPF_CNP))
 		return; /* CNPs carry no transport work (no congestion control yet) */
 	/* P_Key check (IBA 10.9.3): the port's only P_Key is the default 0xFFFF (full
@@ -598,6 +605,7 @@ int rocemu_engine_create(const struct rocemu_port_config *cfg, struct rocemu_eng
 	if (rc < 0)
 		goto fail;
 	rocemu_port_mac(e->port, e->mac);
+	e->ecn_bits = rocemu_ecn_bits(cfg->ecn);
 	e->link_up = rocemu_port_link_up(e->port);
 	e->link_check_ns = rocemu_now_ns() + 100000000ull;
 	upper = (struct rocemu_port_upper){

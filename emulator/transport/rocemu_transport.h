@@ -117,6 +117,8 @@ static inline uint32_t rocemu_qpn_slot(uint32_t qpn)
 
 #define ROCEMU_COUNTERS(X)                                                                         \
 	X(rx_packets)                                                                              \
+	X(rx_ecn_ce)                                                                               \
+	X(rx_cnp)                                                                                  \
 	X(drop_unknown_qp)                                                                         \
 	X(drop_qp_type)                                                                            \
 	X(drop_qp_state)                                                                           \
@@ -390,6 +392,7 @@ struct rocemu_engine {
 	rocemu_event_fn event_fn;
 	void *event_arg;
 	uint8_t mac[6];
+	uint8_t ecn_bits; /**< ECN codepoint for frames whose AV gives none (--ecn) */
 
 	struct rocemu_qp **qpn_table; /**< QPN -> QP, ROCEMU_QPN_TABLE entries */
 	uint32_t n_qps;

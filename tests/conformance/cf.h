@@ -100,6 +100,7 @@ enum chk {
 	C_MSN = 1u << 12,    /* AETH MSN == imm */
 	C_SKIP = 1u << 13,   /* T_RX: skip frames of other opcodes/syndromes first */
 	C_FETH = 1u << 14,   /* FETH == feth */
+	C_TCLASS = 1u << 15, /* T_RX: IP traffic class byte (DSCP:6 ECN:2) == tclass */
 };
 
 struct step {
@@ -123,6 +124,7 @@ struct step {
 	uint32_t imm;
 	uint32_t feth; /* FLUSH: FETH (T_TX, T_RX); T_POST: its placement type and selectivity */
 	uint32_t qkey;
+	uint8_t tclass; /* T_RX with C_TCLASS */
 	enum dqp_mode dqp;
 	enum mangle mangle;
 	uint8_t syn_type; /* ROCE_AETH_* */

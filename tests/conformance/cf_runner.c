@@ -587,6 +587,10 @@ static int expect_rx(const struct step *s)
 	}
 	if ((s->chk & C_FETH) && p->feth != s->feth)
 		return fail("FETH %#x, expected %#x", p->feth, s->feth);
+	if ((s->chk & C_TCLASS) && p->path.tclass != s->tclass)
+		return fail("%s: traffic class %#04x (DSCP %u, ECN %u), expected %#04x",
+			    op_name(p->opcode), p->path.tclass, p->path.tclass >> 2,
+			    p->path.tclass & 3, s->tclass);
 	if ((s->chk & C_MSN) && p->aeth.msn != s->imm)
 		return fail("AETH MSN %u, expected %u", p->aeth.msn, s->imm);
 	if ((s->chk & C_ORIG) && p->atomic_orig != s->swap)

@@ -43,6 +43,7 @@ static void usage(FILE *f)
 	       "  --ip ADDR[/PREFIX]     IPv4 or IPv6 address, repeatable; each adds a GID;\n"
 	       "                         PREFIX defaults to 24 for IPv4, 64 for IPv6\n"
 	       "  --mtu N                Ethernet MTU (default: the interface's; 4200 for memif)\n"
+	       "  --ecn ect0|ect1|off    ECN bits of frames whose AV sets none (ect0)\n"
 	       "  --capture FILE         write every frame to FILE (pcap, ns timestamps)\n"
 	       "  --capture-filter EXPR  BPF filter for the capture (libpcap syntax)\n"
 	       "  --capture-rotate BYTES start FILE.1, FILE.2, ... when a file reaches BYTES\n"

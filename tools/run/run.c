@@ -45,6 +45,7 @@ static void usage(FILE *f)
 	    "  --mac MAC  --mtu N  --capture FILE.pcap  --capture-filter BPF  --capture-rotate "
 	    "BYTES\n"
 	    "  --name NAME        device name (default rocemu0)\n"
+	    "  --ecn ect0|ect1|off ECN bits of frames whose address vector sets none (ect0)\n"
 	    "  --memif-wait MS    a memif client waits this long for its server (10000)\n"
 	    "  --host NAME        the device is a context on the rocemu host NAME ('rocemu\n"
 	    "                     host'): its addresses, QPNs and capture are the host's\n"
