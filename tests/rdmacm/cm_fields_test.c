@@ -169,6 +169,77 @@ static void psn_passive(void **state)
 	rdma_destroy_id(listen);
 }
 
+/*
+ * rdma_set_option(TOS) is the path's traffic class (DSCP:6 ECN:2), as in
+ * Linux's CM: the REQ carries it, the REQ is sent with it, and the QP's AV at
+ * RTR has it. Ignored, every frame of `ib_write_bw -R --tos 104` left with DSCP 0.
+ */
+static void tos_active(void **state)
+{
+	struct rdma_cm_id *id;
+	struct sockaddr_in a;
+	uint8_t tos = 104; /* DSCP 26 (AF31) */
+	int mask;
+
+	(void)state;
+	assert_int_equal(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, 1), 0);
+	sin_of(&a, PEER, 9000);
+	assert_int_equal(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 100), 0);
+	expect_event(RDMA_CM_EVENT_ADDR_RESOLVED);
+	assert_int_equal(rdma_resolve_route(id, 100), 0);
+	expect_event(RDMA_CM_EVENT_ROUTE_RESOLVED);
+	assert_int_equal(id->route.path_rec->traffic_class, 104);
+	struct rdma_conn_param p = {.responder_resources = 1, .initiator_depth = 1};
+	uint64_t tid;
+	struct cm_req req = connect_req(id, &p, &tid);
+	assert_int_equal(req.traffic_class, 104);
+	assert_int_equal(stub_sent[0].tclass, 104);
+	struct cm_rep rep = {.local_comm_id = 0x6100,
+			     .remote_comm_id = req.local_comm_id,
+			     .local_qpn = 0x78a,
+			     .starting_psn = 0x1234,
+			     .responder_resources = 1,
+			     .initiator_depth = 1};
+	uint8_t mad[CM_MAD_SIZE];
+	cm_mad_put_rep(mad, tid, &rep);
+	stub_reset_sent();
+	rx_from_peer(mad);
+	expect_event(RDMA_CM_EVENT_CONNECT_RESPONSE);
+	assert_int_equal(qp_attr(id, IBV_QPS_RTR, &mask).ah_attr.grh.traffic_class, 104);
+	rdma_destroy_id(id);
+}
+
+/* The passive side takes the REQ's traffic class for its AV and its MADs. */
+static void tos_passive(void **state)
+{
+	struct rdma_cm_id *listen, *id;
+	struct sockaddr_in a;
+	uint8_t mad[CM_MAD_SIZE];
+	struct cm_req req;
+	int mask;
+
+	(void)state;
+	assert_int_equal(rdma_create_id(ch, &listen, NULL, RDMA_PS_TCP), 0);
+	sin_of(&a, 1, PORT);
+	assert_int_equal(rdma_bind_addr(listen, (struct sockaddr *)&a), 0);
+	assert_int_equal(rdma_listen(listen, 4), 0);
+	cm_peer_req(&req, RDMA_PS_TCP, PORT, 0x5100, PEER, PEER_QPN);
+	req.traffic_class = 0x6a; /* DSCP 26, ECT(0) */
+	cm_mad_put_req(mad, 0x78, &req);
+	rx_from_peer(mad);
+	id = expect_event(RDMA_CM_EVENT_CONNECT_REQUEST);
+	struct rdma_conn_param p = {
+	    .qp_num = 0x457, .responder_resources = 1, .initiator_depth = 1};
+	stub_reset_sent();
+	assert_int_equal(rdma_accept(id, &p), 0);
+	assert_int_equal(sent_attr(0), CM_ATTR_REP);
+	assert_int_equal(stub_sent[0].tclass, 0x6a);
+	assert_int_equal(qp_attr(id, IBV_QPS_RTR, &mask).ah_attr.grh.traffic_class, 0x6a);
+	rdma_destroy_id(id);
+	rdma_destroy_id(listen);
+}
+
 /* Active side: our REQ names what we expect, the REP where we send from. */
 static void psn_active(void **state)
 {
@@ -331,6 +402,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(psn_passive, setup, teardown),
+	    cmocka_unit_test_setup_teardown(tos_active, setup, teardown),
+	    cmocka_unit_test_setup_teardown(tos_passive, setup, teardown),
 	    cmocka_unit_test_setup_teardown(psn_active, setup, teardown),
 	    cmocka_unit_test_setup_teardown(conn_param_in_req, setup, teardown),
 	    cmocka_unit_test_setup_teardown(req_path_fields, setup, teardown),

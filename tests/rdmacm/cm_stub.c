@@ -60,7 +60,7 @@ struct cma_device *cma_device_of(struct ibv_context *verbs)
 	return stub_ready && verbs == stub_dev.verbs ? &stub_dev : NULL;
 }
 
-int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid,
+int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid, uint8_t tclass,
 		 const uint8_t *mad)
 {
 	if (d != &stub_dev || sgid_index < 0 || sgid_index >= d->gid_len)
@@ -68,6 +68,7 @@ int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid
 	if (stub_n_sent < STUB_SENT_MAX) {
 		memcpy(stub_sent[stub_n_sent].mad, mad, CM_MAD_SIZE);
 		stub_sent[stub_n_sent].dgid = *dgid;
+		stub_sent[stub_n_sent].tclass = tclass;
 	}
 	stub_n_sent++;
 	return 0;

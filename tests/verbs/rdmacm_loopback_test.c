@@ -255,6 +255,12 @@ static void unsupported_and_helpers(void **state)
 	assert_true(ntohs(rdma_get_src_port(id)) != 0); /* an ephemeral port */
 	uint8_t tos = 32;
 	assert_int_equal(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, 1), 0);
+	int wide_tos = 32; /* the option is one byte, as Linux's CM takes it */
+	errno = 0;
+	assert_int_equal(
+	    rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &wide_tos, sizeof(wide_tos)),
+	    -1);
+	assert_int_equal(errno, EINVAL);
 	struct sockaddr_in mc = tu_addr("239.1.1.1", 0);
 	errno = 0;
 	assert_int_equal(rdma_join_multicast(id, (struct sockaddr *)&mc, NULL), -1);

@@ -17,13 +17,26 @@
 # Both must exit 0; both captures must decode in tshark without malformed or
 # error frames and every ICRC must verify (check_captures.sh); the captures
 # must also show the CM exchange on QP1 (REQ, REP, RTU or SIDR_REQ/REP).
+# --port-opts "OPTS" (before --daemon): more port options for both hosts
+# (e.g. "--ecn off"). --dsfield 0xNN: the IPv4 DS field (DSCP << 2 | ECN) of
+# the connection that set TOS: in both captures, every frame of the busiest
+# QP in each direction (the data connection's; perftest's own control
+# connection sets no TOS) and at least two CM MADs carry it, and every
+# RoCEv2 frame carries its ECN bits.
 set -u
 TIMEOUT=${PAIR_TIMEOUT:-120}
 . "$(dirname "$0")/pair_lib.sh"
 mode=$1
 shift
-daemon=
-[ "${1:-}" = --daemon ] && { daemon=1; shift; }
+daemon= port_opts= dsfield=
+while :; do
+	case ${1:-} in
+	--port-opts) port_opts=$2; shift 2 ;;
+	--dsfield) dsfield=$2; shift 2 ;;
+	--daemon) daemon=1; shift ;;
+	*) break ;;
+	esac
+done
 server=() client=()
 while [ $# -gt 0 ] && [ "$1" != -- ]; do server+=("$1"); shift; done
 [ $# -gt 0 ] && shift
@@ -39,6 +52,9 @@ else
 	ipA=10.84.0.1 ipB=10.84.0.2
 fi
 pair_hosts cm "$mode" $ipA $ipB 24
+read -r -a extra <<<"$port_opts"
+portA+=("${extra[@]}")
+portB+=("${extra[@]}")
 # every host prints its engine's and CM's counters when it closes: a failed
 # run's log then says where frames went (ARP, peer-closed drops, CM drops)
 export ROCEMU_STATS=1
@@ -60,4 +76,14 @@ cm=$(timeout 60 tshark -n -r $dir/b.pcap -Y 'infiniband.bth.destqp == 1' -T fiel
 	-e infiniband.mad.attributeid 2>/dev/null | sort | uniq -c | tr '\n' ' ')
 echo "CM MADs in host B's capture (count attribute-id): $cm"
 echo "$cm" | grep -qE '0x0010|0x0017' || { echo "no REQ/SIDR_REQ decoded on QP1"; fail=1; }
+if [ -n "$dsfield" ]; then
+	for f in $dir/a.pcap $dir/b.pcap; do
+		timeout 60 tshark -n -r $f -Y 'udp.dstport == 4791' -T fields -e ip.dsfield \
+			-e ip.src -e infiniband.bth.destqp 2>/dev/null >$dir/ds.txt
+		echo "$(basename $f): frames by (DS field, source, destination QP):"
+		sort $dir/ds.txt | uniq -c | sed 's/^/  /'
+		"$PY" "$SRC/tests/verbs/dsfield_check.py" $((dsfield)) $dir/ds.txt ||
+			{ echo "expected DS field $dsfield (see above)"; fail=1; }
+	done
+fi
 exit $fail

@@ -532,7 +532,7 @@ ROCEMU_PUBLIC(rdma_create_id)
 static void send_mad(struct cma_id *c, const uint8_t *mad)
 {
 	if (c->dev)
-		cma_gsi_send(c->dev, c->sgid_index, &c->remote_gid, mad);
+		cma_gsi_send(c->dev, c->sgid_index, &c->remote_gid, c->tclass, mad);
 }
 
 /* The active side's RTU (kept as the answer to a duplicate REP): established. */
@@ -553,9 +553,9 @@ static void arm_timer(struct cma_id *c)
 	c->deadline_ns = cma_now_ns() + resp_timeout_ns();
 }
 
-static void send_rej(struct cma_device *d, int sgid_index, const union ibv_gid *dgid, uint64_t tid,
-		     uint32_t local_comm_id, uint32_t remote_comm_id, enum cm_rej_msg msg,
-		     uint16_t reason, const void *pdata, uint8_t plen)
+static void send_rej(struct cma_device *d, int sgid_index, const union ibv_gid *dgid,
+		     uint8_t tclass, uint64_t tid, uint32_t local_comm_id, uint32_t remote_comm_id,
+		     enum cm_rej_msg msg, uint16_t reason, const void *pdata, uint8_t plen)
 {
 	struct cm_rej r = {.local_comm_id = local_comm_id,
 			   .remote_comm_id = remote_comm_id,
@@ -566,7 +566,7 @@ static void send_rej(struct cma_device *d, int sgid_index, const union ibv_gid *
 	if (pdata && plen)
 		memcpy(r.pdata, pdata, plen > CM_REJ_PDATA ? CM_REJ_PDATA : plen);
 	cm_mad_put_rej(mad, tid, &r);
-	cma_gsi_send(d, sgid_index, dgid, mad);
+	cma_gsi_send(d, sgid_index, dgid, tclass, mad);
 }
 
 static void send_dreq(struct cma_id *c)
@@ -619,6 +619,7 @@ static void fill_ah(const struct cma_id *c, struct ibv_ah_attr *ah)
 	ah->grh.sgid_index = (uint8_t)c->sgid_index;
 	ah->grh.hop_limit = 64;
 	ah->grh.flow_label = c->flow_label;
+	ah->grh.traffic_class = c->tclass;
 }
 
 /* rdma_init_qp_attr: what the QP needs for the state asked in attr->qp_state. */
@@ -735,6 +736,7 @@ static void fill_route(struct cma_id *c)
 	p->dgid = c->remote_gid;
 	p->pkey = htobe16(0xffff);
 	p->hop_limit = 64;
+	p->traffic_class = c->tclass;
 	p->mtu = (uint8_t)c->dev->active_mtu;
 	p->mtu_selector = 2;
 	p->packet_life_time = 14;
@@ -1045,6 +1047,7 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
 	r.flow_label = c->flow_label;
 	r.packet_rate = c->dev->rate;
 	r.hop_limit = 64;
+	r.traffic_class = c->tclass;
 	r.local_ack_timeout = CMA_ACK_TIMEOUT;
 	cma_hdr_for(c, r.pdata);
 	if (p && p->private_data && p->private_data_len)
@@ -1145,7 +1148,7 @@ int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private
 		cm_mad_put_sidr_rep(c->answer, c->tid, &r);
 		send_mad(c, c->answer);
 	} else {
-		send_rej(c->dev, c->sgid_index, &c->remote_gid, c->tid, c->local_comm_id,
+		send_rej(c->dev, c->sgid_index, &c->remote_gid, c->tclass, c->tid, c->local_comm_id,
 			 c->remote_comm_id, CM_REJ_MSG_REQ, CM_REJ_CONSUMER_DEFINED, private_data,
 			 private_data_len);
 	}
@@ -1216,7 +1219,7 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 	if (id->qp_type != IBV_QPT_UD && (IN_CONNECTION & IN_STATE(c->state)))
 		send_dreq(c);
 	else if (c->state == CMA_REQ_RCVD && id->qp_type != IBV_QPT_UD)
-		send_rej(c->dev, c->sgid_index, &c->remote_gid, c->tid, c->local_comm_id,
+		send_rej(c->dev, c->sgid_index, &c->remote_gid, c->tclass, c->tid, c->local_comm_id,
 			 c->remote_comm_id, CM_REJ_MSG_REQ, CM_REJ_CONSUMER_DEFINED, NULL, 0);
 	id_unlink(c);
 	c->timer = false;
@@ -1283,12 +1286,22 @@ int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
 {
 	if (!id || (optlen && !optval))
 		return fail(EINVAL);
-	/* Accepted and without effect on rocemu: TOS (traffic class is not carried
-	 * into the path yet), REUSEADDR, AFONLY, ACK_TIMEOUT (the CM picks the
-	 * QP's ACK timeout), RDMA_OPTION_IB_PATH (the path is the GID pair). */
+	/* TOS: the traffic class of the path (IP DSCP and ECN), one byte as in
+	 * Linux's CM; it reaches the AV, the route and the REQ. */
+	if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_TOS) {
+		if (optlen != sizeof(uint8_t))
+			return fail(EINVAL);
+		pthread_mutex_lock(&cma_lock);
+		to_cid(id)->tclass = *(const uint8_t *)optval;
+		pthread_mutex_unlock(&cma_lock);
+		return 0;
+	}
+	/* Accepted and without effect on rocemu: REUSEADDR, AFONLY, ACK_TIMEOUT
+	 * (the CM picks the QP's ACK timeout), RDMA_OPTION_IB_PATH (the path is
+	 * the GID pair). */
 	if (level == RDMA_OPTION_ID &&
-	    (optname == RDMA_OPTION_ID_TOS || optname == RDMA_OPTION_ID_REUSEADDR ||
-	     optname == RDMA_OPTION_ID_AFONLY || optname == RDMA_OPTION_ID_ACK_TIMEOUT))
+	    (optname == RDMA_OPTION_ID_REUSEADDR || optname == RDMA_OPTION_ID_AFONLY ||
+	     optname == RDMA_OPTION_ID_ACK_TIMEOUT))
 		return 0;
 	if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH)
 		return 0;
@@ -1720,8 +1733,8 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 		/* 12.6.5: a UC REQ for an RC listener (or the reverse) would connect
 		 * QPs of different types: REJ "invalid transport service type" */
 		cma_stats.rej_transport++;
-		send_rej(d, idx, src, tid, random32(), r.local_comm_id, CM_REJ_MSG_REQ,
-			 CM_REJ_INVALID_TRANSPORT, NULL, 0);
+		send_rej(d, idx, src, r.traffic_class, tid, random32(), r.local_comm_id,
+			 CM_REJ_MSG_REQ, CM_REJ_INVALID_TRANSPORT, NULL, 0);
 		return;
 	}
 	if (!l) {
@@ -1731,8 +1744,8 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 			return;
 		}
 		cma_stats.rej_no_listener++;
-		send_rej(d, idx, src, tid, random32(), r.local_comm_id, CM_REJ_MSG_REQ,
-			 CM_REJ_INVALID_SERVICE_ID, NULL, 0);
+		send_rej(d, idx, src, r.traffic_class, tid, random32(), r.local_comm_id,
+			 CM_REJ_MSG_REQ, CM_REJ_INVALID_SERVICE_ID, NULL, 0);
 		return;
 	}
 	if (pending_requests(l) >= listen_backlog(l)) {
@@ -1750,6 +1763,7 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 	c->rnr_retry = r.rnr_retry_count;
 	c->local_ack_timeout = r.local_ack_timeout ? r.local_ack_timeout : CMA_ACK_TIMEOUT;
 	c->flow_label = r.flow_label;
+	c->tclass = r.traffic_class;
 	c->mtu =
 	    r.path_mtu && r.path_mtu < d->active_mtu ? (enum ibv_mtu)r.path_mtu : d->active_mtu;
 	c->srq = r.srq;
@@ -1818,7 +1832,7 @@ static void handle_rep(const union ibv_gid *src, const uint8_t *mad)
 		return;
 	}
 	if (qp_connect(c)) {
-		send_rej(c->dev, c->sgid_index, &c->remote_gid, c->tid, c->local_comm_id,
+		send_rej(c->dev, c->sgid_index, &c->remote_gid, c->tclass, c->tid, c->local_comm_id,
 			 c->remote_comm_id, CM_REJ_MSG_REP, CM_REJ_CONSUMER_DEFINED, NULL, 0);
 		c->state = CMA_DISCONNECTED;
 		event_post(c, RDMA_CM_EVENT_CONNECT_ERROR, -EINVAL, NULL, 0);
@@ -1900,7 +1914,7 @@ static void handle_dreq(struct cma_device *d, const union ibv_gid *src, uint64_t
 		/* Unknown or already gone (or not the peer's): answer anyway so the
 		 * sender stops (12.9.8), and leave our connection alone. */
 		cma_stats.drep_stale++;
-		cma_gsi_send(d, 1 < d->gid_len ? 1 : 0, src, out);
+		cma_gsi_send(d, 1 < d->gid_len ? 1 : 0, src, 0, out);
 		return;
 	}
 	send_mad(c, out);
@@ -1976,7 +1990,7 @@ static void handle_sidr_req(struct cma_device *d, const union ibv_gid *src, uint
 					  .service_id = r.service_id};
 		uint8_t out[CM_MAD_SIZE];
 		cm_mad_put_sidr_rep(out, tid, &rep);
-		cma_gsi_send(d, idx, src, out);
+		cma_gsi_send(d, idx, src, 0, out);
 		return;
 	}
 	struct cma_id *c = new_passive_id(l, d, idx, src, &h, r.request_id, tid);

@@ -94,6 +94,7 @@ struct cma_device {
 	struct {
 		union ibv_gid dgid;
 		int sgid_index;
+		uint8_t tclass;
 		struct ibv_ah *ah;
 		unsigned pending; /**< sends posted with it and not completed */
 	} ah[CMA_MAX_AH];
@@ -161,6 +162,10 @@ struct cma_id {
 	uint32_t remote_qpn, remote_psn, local_psn, local_qpn;
 	uint8_t remote_resp_res, remote_init_depth, retry_count, rnr_retry, local_ack_timeout;
 	uint32_t flow_label; /**< of the path: ours in the REQ (active), the REQ's (passive) */
+	/** Traffic class of the path (DSCP:6 ECN:2): rdma_set_option(TOS) on the
+	 * active side, sent in the REQ; the REQ's on the passive side, as Linux's
+	 * CM builds the passive AV from the REQ's path. */
+	uint8_t tclass;
 	uint8_t resp_res, init_depth; /* what we offered */
 	enum ibv_mtu mtu;
 	uint32_t remote_qkey;
@@ -185,8 +190,9 @@ extern pthread_mutex_t cma_lock;
 int cma_init(void);
 struct cma_device *cma_devices(int *n);
 struct cma_device *cma_device_of(struct ibv_context *verbs);
-/** Send one MAD to the GSI of dgid (lock held). */
-int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid,
+/** Send one MAD to the GSI of dgid (lock held), with traffic class tclass:
+ * a connection's MADs carry its path's, as Linux's CM sends them. */
+int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid, uint8_t tclass,
 		 const uint8_t *mad);
 uint64_t cma_now_ns(void);
 

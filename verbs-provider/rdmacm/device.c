@@ -143,7 +143,7 @@ static int gsi_open(struct cma_device *d)
 	return 0;
 }
 
-int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid,
+int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid, uint8_t tclass,
 		 const uint8_t *mad)
 {
 	unsigned slot = CMA_GSI_RECVS + d->send_next % CMA_GSI_SENDS;
@@ -158,7 +158,8 @@ int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid
 		return -EAGAIN;
 	}
 	for (i = 0; i < d->n_ah; i++)
-		if (d->ah[i].sgid_index == sgid_index && !memcmp(&d->ah[i].dgid, dgid, 16)) {
+		if (d->ah[i].sgid_index == sgid_index && d->ah[i].tclass == tclass &&
+		    !memcmp(&d->ah[i].dgid, dgid, 16)) {
 			ah = d->ah[i].ah;
 			break;
 		}
@@ -175,16 +176,19 @@ int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid
 			memmove(&d->ah[v], &d->ah[v + 1], sizeof(d->ah[0]) * (d->n_ah - v - 1));
 			d->n_ah--;
 		}
-		struct ibv_ah_attr aa = {
-		    .is_global = 1,
-		    .port_num = 1,
-		    .grh = {.dgid = *dgid, .sgid_index = (uint8_t)sgid_index, .hop_limit = 64}};
+		struct ibv_ah_attr aa = {.is_global = 1,
+					 .port_num = 1,
+					 .grh = {.dgid = *dgid,
+						 .sgid_index = (uint8_t)sgid_index,
+						 .hop_limit = 64,
+						 .traffic_class = tclass}};
 		ah = ibv_create_ah(d->pd, &aa);
 		if (!ah)
 			return -errno;
 		i = d->n_ah++;
 		d->ah[i].dgid = *dgid;
 		d->ah[i].sgid_index = sgid_index;
+		d->ah[i].tclass = tclass;
 		d->ah[i].ah = ah;
 		d->ah[i].pending = 0;
 	}
