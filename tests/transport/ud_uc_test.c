@@ -102,7 +102,8 @@ static void ud_case(bool v6)
 		/* RoCEv2 over IPv4: first 20 bytes zero, then the IPv4 header as received */
 		assert_memory_equal(dst, zero, 20);
 		assert_int_equal(dst[20], 0x45);
-		assert_int_equal(dst[21], 0x28);   /* traffic class -> TOS */
+		/* the AH's traffic class 0x28 -> TOS, with ECT(0) filled in (--ecn) */
+		assert_int_equal(dst[21], 0x2a);
 		assert_int_equal(dst[20 + 9], 17); /* UDP */
 		assert_int_equal((dst[22] << 8) | dst[23], 20 + 8 + 12 + 8 + 4 + 300 + 4);
 		assert_memory_equal(dst + 20 + 12, A.gid4 + 12, 4);
