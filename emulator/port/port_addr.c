@@ -134,6 +134,11 @@ uint16_t rocemu_port_eth_mtu(const struct rocemu_port *port)
 	return port->eth_mtu;
 }
 
+uint16_t rocemu_port_vlan(const struct rocemu_port *port)
+{
+	return port->cfg.vlan;
+}
+
 uint32_t rocemu_port_active_mtu(const struct rocemu_port *port)
 {
 	uint32_t room = port->eth_mtu;

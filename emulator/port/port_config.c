@@ -383,6 +383,20 @@ int rocemu_port_config_set(struct rocemu_port_config *cfg, const char *opt, cons
 		cfg->memif_wait_set |= rc == 0;
 		return rc;
 	}
+	if (!strcmp(opt, "vlan")) {
+		if (parse_u64(val, 4094, &v) || v < 1)
+			return port_fail(err, errlen, -EINVAL,
+					 "--vlan '%s': expected a VLAN ID 1..4094", val);
+		cfg->vlan = (uint16_t)v;
+		return 0;
+	}
+	if (!strcmp(opt, "vlan-untagged")) {
+		if (strcmp(val, "accept") && strcmp(val, "drop"))
+			return port_fail(err, errlen, -EINVAL,
+					 "--vlan-untagged '%s': expected accept or drop", val);
+		cfg->vlan_untagged = !strcmp(val, "accept");
+		return 0;
+	}
 	if (!strcmp(opt, "ecn")) {
 		if (!strcmp(val, "ect0"))
 			cfg->ecn = ROCEMU_ECN_ECT0;
@@ -415,5 +429,7 @@ int rocemu_port_config_validate(const struct rocemu_port_config *cfg, char *err,
 		return port_fail(err, errlen, -EINVAL, "--capture-rotate needs --capture FILE");
 	if (cfg->capture_filter[0] && !cfg->capture_path[0])
 		return port_fail(err, errlen, -EINVAL, "--capture-filter needs --capture FILE");
+	if (cfg->vlan_untagged && !cfg->vlan)
+		return port_fail(err, errlen, -EINVAL, "--vlan-untagged needs --vlan ID");
 	return 0;
 }

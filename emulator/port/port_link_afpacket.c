@@ -79,14 +79,16 @@ static int afpacket_create(struct rocemu_port *port, const char *arg, char *err,
 /*
  * With the interface's own MAC (a real eth0 whose IP rocemu shares), the
  * kernel answers ARP, ND and ping for its own addresses, so we must not
- * answer a second time for those.
+ * answer a second time for those. Not on a VLAN (--vlan): the kernel's
+ * addresses of the interface are on the untagged segment, and it sees no
+ * tagged frame there, so the port answers for its addresses itself.
  */
 static void find_kernel_owned(struct rocemu_port *port, const char *iface)
 {
 	struct rte_ether_addr dev_mac;
 	struct ifaddrs *list, *ifa;
 
-	if (rte_eth_macaddr_get(port->port_id, &dev_mac) ||
+	if (port->cfg.vlan || rte_eth_macaddr_get(port->port_id, &dev_mac) ||
 	    !rte_is_same_ether_addr(&dev_mac, &port->mac) || getifaddrs(&list))
 		return;
 	for (ifa = list; ifa; ifa = ifa->ifa_next) {

@@ -147,6 +147,48 @@ static void rx_ipv6(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 		drop(port, m, "unsupported_protocol");
 }
 
+/*
+ * 802.1Q: a port without a VLAN takes untagged frames only (a tagged one
+ * belongs to another segment); a port on VLAN V takes frames tagged V, with
+ * the tag removed here (the stack below sees plain Ethernet), and untagged
+ * ones only with --vlan-untagged accept. A tag the driver already stripped
+ * (RTE_MBUF_F_RX_VLAN_STRIPPED) counts as a tag. False: dropped and counted.
+ */
+static bool vlan_accepted(struct rocemu_port *port, struct rte_mbuf *m)
+{
+	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	bool stripped = m->ol_flags & RTE_MBUF_F_RX_VLAN_STRIPPED;
+	bool tagged = stripped || eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN);
+	uint16_t tci;
+
+	if (!tagged) {
+		if (!port->cfg.vlan || port->cfg.vlan_untagged)
+			return true;
+		drop(port, m, "vlan_untagged");
+		return false;
+	}
+	if (!port->cfg.vlan) {
+		drop(port, m, "vlan_not_configured");
+		return false;
+	}
+	if (!stripped) {
+		if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(struct rte_vlan_hdr)) {
+			drop(port, m, "runt");
+			return false;
+		}
+		tci = rte_be_to_cpu_16(((const struct rte_vlan_hdr *)(eth + 1))->vlan_tci);
+	} else {
+		tci = m->vlan_tci;
+	}
+	if ((tci & 0xfff) != port->cfg.vlan) {
+		drop(port, m, "vlan_other");
+		return false;
+	}
+	if (!stripped)
+		rte_vlan_strip(m);
+	return true;
+}
+
 void port_rx_frame(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 {
 	const struct rte_ether_hdr *eth;
@@ -170,6 +212,9 @@ void port_rx_frame(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 		drop(port, m, "not_our_mac");
 		return;
 	}
+	if (!vlan_accepted(port, m))
+		return;
+	eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
 	switch (rte_be_to_cpu_16(eth->ether_type)) {
 	case RTE_ETHER_TYPE_ARP:
 		port_arp_input(port, m, now);
@@ -179,12 +224,6 @@ void port_rx_frame(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 		return;
 	case RTE_ETHER_TYPE_IPV6:
 		rx_ipv6(port, m, now);
-		return;
-	case RTE_ETHER_TYPE_VLAN:
-		/* rocemu sends untagged frames and has no VLAN configured: a tagged
-		 * frame belongs to some other segment (accept configured VLANs
-		 * here once they exist) */
-		drop(port, m, "vlan_not_configured");
 		return;
 	default:
 		drop(port, m, "unsupported_ethertype");

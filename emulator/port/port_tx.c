@@ -29,6 +29,25 @@ static int loop_enqueue(struct rocemu_port *port, struct rte_mbuf *m)
 	return 0;
 }
 
+/* A port on a VLAN: the frames built without a tag (ARP, ND, ICMP; the
+ * engine tags RoCE frames itself, with the SL as PCP) get the port's VLAN ID
+ * with PCP 0. */
+static int port_vlan_tag(struct rocemu_port *port, struct rte_mbuf **m)
+{
+	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(*m, const struct rte_ether_hdr *);
+
+	if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN))
+		return 0;
+	(*m)->vlan_tci = port->cfg.vlan;
+	if (rte_vlan_insert(m) < 0) {
+		rte_pktmbuf_free(*m);
+		port_count_drop(port, "tx_vlan_no_room");
+		port_count(port, PC_TX_DROPS);
+		return -ENOBUFS;
+	}
+	return 0;
+}
+
 /* After the fault injector: capture, then loop back or queue for the device. */
 int port_transmit(struct rocemu_port *port, struct rte_mbuf *m)
 {
@@ -40,6 +59,8 @@ int port_transmit(struct rocemu_port *port, struct rte_mbuf *m)
 		port_count(port, PC_TX_DROPS);
 		return -EINVAL;
 	}
+	if (port->cfg.vlan && port_vlan_tag(port, &m) < 0)
+		return -ENOBUFS;
 	if (unlikely(port->capture != NULL))
 		port_capture_frame(port, m);
 	eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);

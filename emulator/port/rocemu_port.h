@@ -139,6 +139,14 @@ struct rocemu_port_config {
 	 */
 	enum rocemu_ecn ecn;
 	/**
+	 * 802.1Q VLAN ID of the port (1..4094; 0 = untagged). With a VLAN every
+	 * frame goes out tagged (RoCE frames with PCP = the address vector's SL,
+	 * the others with PCP 0), tagged frames of other VLANs are dropped
+	 * (vlan_other), untagged ones too (vlan_untagged) unless vlan_untagged.
+	 */
+	uint16_t vlan;
+	bool vlan_untagged; /**< with vlan: accept untagged frames as well */
+	/**
 	 * Optional: called with one line for the user while open waits (e.g.
 	 * "waiting for a memif server on SOCK"). The port prints nothing itself.
 	 */
@@ -152,10 +160,9 @@ void rocemu_port_config_init(struct rocemu_port_config *cfg);
 /**
  * Apply one option, as typed on a command line without the leading dashes
  * ("port", "mac", "ip", "mtu", "capture", "capture-filter",
- * "capture-rotate", "name", "ecn", "fault-*"). Used by `rocemu port`, `rocemu run`
- * and the config file so all three accept the same words.
- * Returns 0, -ENOENT for an unknown option, -EINVAL for a bad value; err
- * gets a one-line message in both error cases.
+ * "capture-rotate", "name", "ecn", "vlan", "vlan-untagged", "fault-*"). Used by `rocemu port`,
+ * `rocemu run` and the config file so all three accept the same words. Returns 0, -ENOENT for an
+ * unknown option, -EINVAL for a bad value; err gets a one-line message in both error cases.
  */
 int rocemu_port_config_set(struct rocemu_port_config *cfg, const char *opt, const char *val,
 			   char *err, size_t errlen);
@@ -269,6 +276,8 @@ int rocemu_port_gid(const struct rocemu_port *port, unsigned index, uint8_t gid[
 /** Index of gid in our table, or -1. */
 int rocemu_port_gid_find(const struct rocemu_port *port, const uint8_t gid[16]);
 uint16_t rocemu_port_eth_mtu(const struct rocemu_port *port);
+/** The port's VLAN ID (--vlan), 0 when it sends untagged frames. */
+uint16_t rocemu_port_vlan(const struct rocemu_port *port);
 /** Largest IB MTU (256..4096 bytes) whose RoCEv2 frames fit the Ethernet MTU. */
 uint32_t rocemu_port_active_mtu(const struct rocemu_port *port);
 /** Link state: true when the ethdev reports link up. */

@@ -284,6 +284,9 @@ int rocemu_engine_fill_path(struct rocemu_engine *e, const struct rocemu_path *p
 	np->tclass = (p->tclass & 3) ? p->tclass : (uint8_t)(p->tclass | e->ecn_bits);
 	np->ttl = p->hop_limit ? p->hop_limit : 64;
 	np->flow_label = p->flow_label;
+	/* On a VLAN, priority from the SL (0..7), as RoCE NICs map it to PCP. */
+	np->has_vlan = e->vlan != 0;
+	np->vlan_tci = (uint16_t)((p->sl & 7) << 13 | e->vlan);
 	np->dont_fragment = true;
 	np->udp_sport = p->udp_sport;
 	np->udp_dport = ROCE_UDP_PORT;
@@ -606,6 +609,7 @@ int rocemu_engine_create(const struct rocemu_port_config *cfg, struct rocemu_eng
 		goto fail;
 	rocemu_port_mac(e->port, e->mac);
 	e->ecn_bits = rocemu_ecn_bits(cfg->ecn);
+	e->vlan = rocemu_port_vlan(e->port);
 	e->link_up = rocemu_port_link_up(e->port);
 	e->link_check_ns = rocemu_now_ns() + 100000000ull;
 	upper = (struct rocemu_port_upper){

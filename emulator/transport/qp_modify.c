@@ -218,6 +218,7 @@ static void set_path(struct rocemu_qp *qp, const struct ibv_ah_attr *ah)
 	memcpy(p->dgid, ah->grh.dgid.raw, 16);
 	p->v6 = !roce_gid_is_v4mapped(p->dgid);
 	p->tclass = ah->grh.traffic_class;
+	p->sl = ah->sl;
 	p->hop_limit = ah->grh.hop_limit;
 	p->flow_label = ah->grh.flow_label & ROCE_FLOW_LABEL_MASK; /* 20 bits, as in ah.c */
 }

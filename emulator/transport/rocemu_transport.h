@@ -271,6 +271,7 @@ struct rocemu_path {
 	uint8_t hop_limit;
 	uint32_t flow_label;
 	uint16_t udp_sport;
+	uint8_t sl; /**< service level: the 802.1Q PCP on a VLAN port */
 	bool v6;
 };
 
@@ -393,6 +394,7 @@ struct rocemu_engine {
 	void *event_arg;
 	uint8_t mac[6];
 	uint8_t ecn_bits; /**< ECN codepoint for frames whose AV gives none (--ecn) */
+	uint16_t vlan;	  /**< the port's VLAN ID, 0 = untagged (--vlan) */
 
 	struct rocemu_qp **qpn_table; /**< QPN -> QP, ROCEMU_QPN_TABLE entries */
 	uint32_t n_qps;

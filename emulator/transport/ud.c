@@ -45,6 +45,7 @@ static void ud_path(const struct rocemu_qp *qp, const struct rocemu_ah *ah, stru
 	memcpy(p->dgid, ah->dgid, 16);
 	p->v6 = !roce_gid_is_v4mapped(ah->dgid);
 	p->tclass = ah->tclass;
+	p->sl = ah->sl;
 	p->hop_limit = ah->hop_limit;
 	p->flow_label = ah->flow_label;
 	h = ah->flow_label ? ah->flow_label ^ (ah->flow_label >> 14) : qp->qpn * 0x9E3779B1u;

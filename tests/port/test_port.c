@@ -161,6 +161,10 @@ static void test_config_errors(void **state)
 	    {"fault-drop", "tx:2000000"},
 	    {"fault-drop-list", "1,2"},
 	    {"name", "a b"},
+	    {"vlan", "0"},
+	    {"vlan", "4095"},
+	    {"vlan-untagged", "maybe"},
+	    {"ecn", "ce"},
 	};
 	(void)state;
 
@@ -198,6 +202,21 @@ static void test_config_errors(void **state)
 	assert_int_equal(cfg.mac[5], 0x55);
 	assert_int_equal(rocemu_port_config_set(&cfg, "fault-drop", "rx:500", err, sizeof(err)), 0);
 	assert_true(cfg.fault_enabled);
+	assert_int_equal(cfg.ecn, ROCEMU_ECN_ECT0); /* the default */
+	assert_int_equal(rocemu_port_config_set(&cfg, "ecn", "off", err, sizeof(err)), 0);
+	assert_int_equal(rocemu_ecn_bits(cfg.ecn), 0);
+	assert_int_equal(rocemu_port_config_set(&cfg, "ecn", "ect1", err, sizeof(err)), 0);
+	assert_int_equal(rocemu_ecn_bits(cfg.ecn), 1);
+	/* --vlan-untagged needs --vlan */
+	cfg.capture_filter[0] = 0;
+	cfg.capture_rotate_bytes = 0;
+	assert_int_equal(rocemu_port_config_validate(&cfg, err, sizeof(err)), 0);
+	assert_int_equal(rocemu_port_config_set(&cfg, "vlan-untagged", "accept", err, sizeof(err)),
+			 0);
+	assert_int_equal(rocemu_port_config_validate(&cfg, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "--vlan"));
+	assert_int_equal(rocemu_port_config_set(&cfg, "vlan", "4094", err, sizeof(err)), 0);
+	assert_int_equal(cfg.vlan, 4094);
 	assert_int_equal(cfg.fault.drop_ppm[1], 500);
 	assert_int_equal(cfg.fault.drop_ppm[0], 0);
 }

@@ -44,6 +44,8 @@ static void usage(FILE *f)
 	       "                         PREFIX defaults to 24 for IPv4, 64 for IPv6\n"
 	       "  --mtu N                Ethernet MTU (default: the interface's; 4200 for memif)\n"
 	       "  --ecn ect0|ect1|off    ECN bits of frames whose AV sets none (ect0)\n"
+	       "  --vlan ID              802.1Q VLAN of the port (PCP = the AV's SL)\n"
+	       "  --vlan-untagged accept|drop   with --vlan, take untagged frames too (drop)\n"
 	       "  --capture FILE         write every frame to FILE (pcap, ns timestamps)\n"
 	       "  --capture-filter EXPR  BPF filter for the capture (libpcap syntax)\n"
 	       "  --capture-rotate BYTES start FILE.1, FILE.2, ... when a file reaches BYTES\n"

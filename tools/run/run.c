@@ -46,6 +46,7 @@ static void usage(FILE *f)
 	    "BYTES\n"
 	    "  --name NAME        device name (default rocemu0)\n"
 	    "  --ecn ect0|ect1|off ECN bits of frames whose address vector sets none (ect0)\n"
+	    "  --vlan ID  --vlan-untagged accept|drop   an 802.1Q VLAN (PCP = the AV's SL)\n"
 	    "  --memif-wait MS    a memif client waits this long for its server (10000)\n"
 	    "  --host NAME        the device is a context on the rocemu host NAME ('rocemu\n"
 	    "                     host'): its addresses, QPNs and capture are the host's\n"
