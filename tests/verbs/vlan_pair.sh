@@ -1,0 +1,92 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# rocemu on an 802.1Q VLAN (issue 22): two namespaces joined by a veth pair,
+# each with an af_packet port on its veth end, --vlan 100. The kernels keep
+# the addresses on the untagged veths for the programs' own TCP handshake
+# (as pair_veth.sh), so their untagged frames cross the same link: the ports
+# must drop them (vlan_untagged) while the RoCE traffic runs tagged.
+# (This machine's kernel has no 8021q, so no kernel VLAN device can be the
+# peer here; the tags are checked on the wire instead.)
+# ib_write_bw with --sl 3 runs between them. Checked:
+#  - both exit 0 and both captures decode cleanly with every ICRC verified;
+#  - in each capture, every RoCEv2 frame a host sent carries VID 100 and PCP
+#    3 (the SL), and its ARP frames VID 100 PCP 0;
+#  - then frames on VLAN 200 and untagged RoCE frames sent to A's port
+#    (scapy, on B's veth) are dropped and counted (vlan_other,
+#    vlan_untagged) while tagged VID 100 ARP requests are answered, tagged.
+set -u
+TIMEOUT=${PAIR_TIMEOUT:-120}
+. "$(dirname "$0")/pair_lib.sh"
+pair_require ib_write_bw perftest
+command -v tshark >/dev/null || { echo "SKIP: tshark not installed"; exit 77; }
+"$PY" -c 'import scapy' 2>/dev/null || { echo "SKIP: python3-scapy not installed"; exit 77; }
+dir=$(mktemp -d /tmp/rocemu-vlan-XXXXXX)
+[ -n "${PAIR_KEEP:-}" ] && echo "files kept in $dir"
+trap pair_cleanup EXIT
+A=vlA$$ B=vlB$$
+A=${A:0:10} B=${B:0:10}
+ipA=10.86.0.1 ipB=10.86.0.2
+ip netns add $A || { echo "SKIP: cannot create network namespaces"; exit 77; }
+ip netns add $B || { echo "SKIP: cannot create network namespaces"; exit 77; }
+ip link add ${A}e netns $A type veth peer name ${B}e netns $B || { echo "SKIP: cannot create veth"; exit 77; }
+for ns in $A $B; do
+	ip -n $ns link set lo up
+	ip netns exec $ns sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+done
+ip -n $A addr add $ipA/24 dev ${A}e && ip -n $A link set ${A}e up
+ip -n $B addr add $ipB/24 dev ${B}e && ip -n $B link set ${B}e up
+nsA=$A nsB=$B
+portA=(--port af_packet:${A}e --ip $ipA/24 --vlan 100)
+portB=(--port af_packet:${B}e --ip $ipB/24 --vlan 100)
+export ROCEMU_STATS=1
+sargv=(ib_write_bw -x 1 -F --sl 3 -n 500 -p 18516)
+cargv=(ib_write_bw -x 1 -F --sl 3 -n 500 -p 18516 $ipA)
+pair_run 18516 ""
+check_captures $dir/a.pcap $dir/b.pcap || fail=1
+
+# Per capture, the tags of what each host sent: (kind, source, VLAN, PCP).
+for f in a b; do
+	timeout 60 tshark -n -r $dir/$f.pcap -Y 'udp.dstport == 4791 || arp' -T fields \
+		-e udp.dstport -e ip.src -e arp.src.proto_ipv4 -e vlan.id -e vlan.priority \
+		2>/dev/null | awk -F'\t' '{ print ($1 == 4791 ? "roce " $2 : "arp " $3),
+			($4 == "" ? "untagged -" : $4 " " $5) }' | sort | uniq -c >$dir/tags.txt
+	echo "$f.pcap: frames by (kind, source, VLAN, PCP):"; sed 's/^/  /' $dir/tags.txt
+	for ip in $ipA $ipB; do
+		grep -q " roce $ip 100 3$" $dir/tags.txt || { echo "no RoCEv2 frame from $ip with VID 100 PCP 3"; fail=1; }
+		if grep " roce $ip " $dir/tags.txt | grep -vq " 100 3$"; then
+			echo "RoCEv2 frames from $ip without VID 100 PCP 3"; fail=1
+		fi
+	done
+	grep -q " arp .* 100 0$" $dir/tags.txt || { echo "no ARP frame with VID 100 PCP 0"; fail=1; }
+done
+
+# Frames of other VLANs, untagged, and tagged 100: a port that runs until
+# told, then prints its counters.
+on $A timeout -s KILL 120 "$ROCEMU" port --port af_packet:${A}e --ip $ipA/24 --vlan 100 \
+	--duration 10 --capture $dir/n.pcap >$dir/n.log 2>&1 &
+pa=$!
+while [ ! -e $dir/n.pcap ]; do kill -0 $pa 2>/dev/null || break; sleep 0.1; done
+macA=$(ip netns exec $A cat /sys/class/net/${A}e/address)
+ip netns exec $B "$PY" - ${B}e $macA $ipA $ipB <<'EOF'
+import sys
+from scapy.all import ARP, Dot1Q, Ether, IP, UDP, Raw, sendp
+ifc, mac, ipa, ipb = sys.argv[1:5]
+src = "02:00:00:00:86:02"
+bth = bytes([0x04, 0, 0xff, 0xff, 0, 0, 0, 0x11, 0, 0, 0, 0]) + bytes(16)
+roce = IP(src=ipb, dst=ipa) / UDP(sport=49152, dport=4791) / Raw(bth)
+frames = [Ether(src=src, dst=mac) / Dot1Q(vlan=200) / roce] * 3     # another VLAN
+frames += [Ether(src=src, dst=mac) / roce] * 2                      # untagged
+frames += [Ether(src=src, dst="ff:ff:ff:ff:ff:ff") / Dot1Q(vlan=100, prio=5) /
+           ARP(op=1, hwsrc=src, psrc=ipb, pdst=ipa)] * 2             # ours
+sendp(frames, iface=ifc, verbose=False)
+EOF
+wait $pa
+pa=
+echo "== rocemu port on VLAN 100"; cat $dir/n.log
+ctr() { awk -v k=$1 '$1 == k { print $2 }' $dir/n.log; }
+[ "$(ctr drop_vlan_other)" = 3 ] || { echo "expected drop_vlan_other 3"; fail=1; }
+[ "$(ctr drop_vlan_untagged)" = 2 ] || { echo "expected drop_vlan_untagged 2"; fail=1; }
+replies=$(timeout 60 tshark -n -r $dir/n.pcap -Y "arp.opcode == 2 && vlan.id == 100" 2>/dev/null | wc -l)
+echo "ARP replies tagged VID 100: $replies"
+[ "$replies" -ge 1 ] || { echo "the tagged ARP request was not answered on VLAN 100"; fail=1; }
+exit $fail
