@@ -232,6 +232,11 @@ int rocemu_qp_destroy(struct rocemu_qp *qp)
 	if (qp->qpn != 1)
 		rocemu_port_qpn_free(e->port, qp->qpn);
 	e->n_qps--;
+	/* its completions still queued go with it (rocemu_cq_forget_qp) */
+	if (qp->send_cq)
+		e->ctr[CTR_cq_cleaned] += rocemu_cq_forget_qp(qp->send_cq, qp->qpn);
+	if (qp->recv_cq && qp->recv_cq != qp->send_cq)
+		e->ctr[CTR_cq_cleaned] += rocemu_cq_forget_qp(qp->recv_cq, qp->qpn);
 	rocemu_cq_put(qp->send_cq);
 	rocemu_cq_put(qp->recv_cq);
 	if (qp->srq)

@@ -185,6 +185,7 @@ struct rocemu_engine *rocemu_cq_engine(const struct rocemu_cq *cq);
 /** QPs attach to a CQ (destroy of a CQ with attached QPs is -EBUSY). */
 void rocemu_cq_get(struct rocemu_cq *cq);
 void rocemu_cq_put(struct rocemu_cq *cq);
+unsigned rocemu_cq_forget_qp(struct rocemu_cq *cq, uint32_t qpn);
 
 /** A receive work request as queued (QP receive queue or SRQ). */
 struct rocemu_recv_wqe {

@@ -148,6 +148,48 @@ static void test_cq_overflow(void **state)
 	assert_int_equal(rocemu_cq_destroy(cq), 0);
 }
 
+/* ibv_destroy_qp takes the QP's queued completions out of its CQs (as mlx5
+ * does); the others stay, in order, also when the ring has wrapped. */
+static void test_cq_forget_qp(void **state)
+{
+	struct fixture *f = *state;
+	struct rocemu_wc wc[8];
+	struct rocemu_cq *cq;
+	unsigned i;
+
+	assert_int_equal(rocemu_cq_create(f->e, 6, NULL, NULL, NULL, &cq), 0);
+	/* head moved by 4 so the 6 entries below wrap */
+	for (i = 0; i < 4; i++)
+		assert_int_equal(push(f, cq, 100 + i, IBV_WC_SUCCESS, false), 0);
+	assert_int_equal(rocemu_cq_poll(cq, 4, wc), 4);
+	for (i = 0; i < 6; i++) {
+		struct rocemu_wc w = wc_of(i, IBV_WC_SUCCESS);
+
+		w.qp_num = i % 2 ? 42 : 17;
+		rocemu_engine_lock(f->e);
+		assert_int_equal(rocemu_cq_push(cq, &w, false), 0);
+		rocemu_engine_unlock(f->e);
+	}
+	assert_int_equal(push(f, cq, 99, IBV_WC_SUCCESS, false), -ENOSPC);
+	rocemu_engine_lock(f->e);
+	assert_int_equal(rocemu_cq_forget_qp(cq, 42), 3);
+	assert_int_equal(rocemu_cq_forget_qp(cq, 7), 0);
+	rocemu_engine_unlock(f->e);
+	assert_int_equal(rocemu_cq_free_slots(cq), 3);
+	/* the space is usable again, after the entries kept */
+	assert_int_equal(push(f, cq, 6, IBV_WC_SUCCESS, false), 0);
+	assert_int_equal(rocemu_cq_poll(cq, 8, wc), 4);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(wc[i].wr_id, 2 * i);
+		assert_int_equal(wc[i].qp_num, 17);
+	}
+	assert_int_equal(wc[3].wr_id, 6);
+	rocemu_engine_lock(f->e);
+	assert_int_equal(rocemu_cq_forget_qp(cq, 17), 0); /* empty */
+	rocemu_engine_unlock(f->e);
+	assert_int_equal(rocemu_cq_destroy(cq), 0);
+}
+
 static void test_cq_arm_any(void **state)
 {
 	struct fixture *f = *state;
@@ -567,13 +609,21 @@ static void test_ah(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    FIXTURE_TEST(test_cq_create_limits),  FIXTURE_TEST(test_cq_push_poll_order),
-	    FIXTURE_TEST(test_cq_overflow),	  FIXTURE_TEST(test_cq_arm_any),
-	    FIXTURE_TEST(test_cq_arm_solicited),  FIXTURE_TEST(test_cq_resize),
-	    FIXTURE_TEST(test_cq_concurrent),	  FIXTURE_TEST(test_cq_busy),
-	    FIXTURE_TEST(test_srq_create_checks), FIXTURE_TEST(test_srq_post_and_wrap),
-	    FIXTURE_TEST(test_srq_limit_event),	  FIXTURE_TEST(test_srq_resize),
-	    FIXTURE_TEST(test_srq_limit),	  FIXTURE_TEST(test_ah),
+	    FIXTURE_TEST(test_cq_create_limits),
+	    FIXTURE_TEST(test_cq_push_poll_order),
+	    FIXTURE_TEST(test_cq_overflow),
+	    FIXTURE_TEST(test_cq_forget_qp),
+	    FIXTURE_TEST(test_cq_arm_any),
+	    FIXTURE_TEST(test_cq_arm_solicited),
+	    FIXTURE_TEST(test_cq_resize),
+	    FIXTURE_TEST(test_cq_concurrent),
+	    FIXTURE_TEST(test_cq_busy),
+	    FIXTURE_TEST(test_srq_create_checks),
+	    FIXTURE_TEST(test_srq_post_and_wrap),
+	    FIXTURE_TEST(test_srq_limit_event),
+	    FIXTURE_TEST(test_srq_resize),
+	    FIXTURE_TEST(test_srq_limit),
+	    FIXTURE_TEST(test_ah),
 	};
 
 	return cmocka_run_group_tests_name("queues", tests, NULL, NULL);

@@ -215,6 +215,32 @@ int rocemu_cq_push(struct rocemu_cq *cq, const struct rocemu_wc *wc, bool solici
 	return 0;
 }
 
+/*
+ * ibv_destroy_qp: the destroyed QP's completions still queued leave the CQ
+ * (engine lock held), as mlx5 cleans its CQs at destroy. Their wr_ids name
+ * the program's per-QP state, which it frees with the QP: libfabric's
+ * ofi_rxm closed a connection on DISCONNECTED and then polled a receive
+ * completion of it and reposted the buffer on the freed endpoint (SIGSEGV).
+ * Returns how many entries were removed.
+ */
+unsigned rocemu_cq_forget_qp(struct rocemu_cq *cq, uint32_t qpn)
+{
+	uint32_t kept = 0;
+
+	for (uint32_t i = 0; i < cq->count; i++) {
+		const struct rocemu_wc *wc = &cq->ring[(cq->head + i) % cq->cap];
+
+		if (wc->qp_num != qpn)
+			cq->ring[(cq->head + kept++) % cq->cap] = *wc;
+	}
+	unsigned removed = cq->count - kept;
+
+	cq->count = kept;
+	if (removed && cq->count < cq->cap)
+		cq->overflow_reported = false;
+	return removed;
+}
+
 uint32_t rocemu_cq_free_slots(const struct rocemu_cq *cq)
 {
 	return cq->cap - cq->count;
