@@ -396,6 +396,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		errno = -rc;
 		return NULL;
 	}
+	c->cm_hooks = &rocemu_cm_hooks_impl;
 	c->dev = d;
 	c->engine = d->engine;
 	c->port = rocemu_engine_port(d->engine);

@@ -27,6 +27,7 @@
 #include "rocemu_port.h"
 #include "rocemu_config.h"
 #include "abi_symver.h"
+#include "cm_hooks.h"
 
 #define ROCEMU_PUBLIC(name) ROCEMU_SYMVER_##name
 
@@ -69,6 +70,8 @@ struct rocemu_async_event {
 
 struct rocemu_vcontext {
 	struct verbs_context vctx; /**< vctx.context is what programs see */
+	/** right after vctx: what rocemu's librdmacm reaches (cm_hooks.h) */
+	const struct rocemu_cm_hooks *cm_hooks;
 	struct rocemu_vdevice *dev;
 	struct rocemu_engine *engine;
 	struct rocemu_port *port;
@@ -76,6 +79,10 @@ struct rocemu_vcontext {
 	pthread_mutex_t ev_lock;      /**< guards the async event queue */
 	struct rocemu_async_event *ev_head, *ev_tail;
 };
+
+_Static_assert(offsetof(struct rocemu_vcontext, cm_hooks) == sizeof(struct verbs_context),
+	       "cm_hooks.h finds the hooks right after the verbs_context");
+extern const struct rocemu_cm_hooks rocemu_cm_hooks_impl;
 
 static inline struct rocemu_vcontext *to_vctx(struct ibv_context *ctx)
 {

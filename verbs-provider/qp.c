@@ -17,6 +17,17 @@ static struct rocemu_vqp *to_vqp(struct ibv_qp *qp)
 	return (struct rocemu_vqp *)qp;
 }
 
+/* rocemu's librdmacm: completions of a connection's QP not polled yet. */
+static unsigned hook_qp_queued(struct ibv_context *ctx, uint32_t qpn)
+{
+	return ctx ? rocemu_engine_queued_completions(to_vctx(ctx)->engine, qpn) : 0;
+}
+
+const struct rocemu_cm_hooks rocemu_cm_hooks_impl = {
+    .magic = ROCEMU_CM_HOOKS_MAGIC,
+    .qp_queued = hook_qp_queued,
+};
+
 /* ------------------------------------------------------------------------ */
 /* Posting                                                                    */
 

@@ -130,6 +130,21 @@ struct rocemu_qp *rocemu_engine_qp_lookup(struct rocemu_engine *e, uint32_t qpn)
 	return qp && qp->qpn == qpn ? qp : NULL;
 }
 
+unsigned rocemu_engine_queued_completions(struct rocemu_engine *e, uint32_t qpn)
+{
+	struct rocemu_qp *qp;
+	unsigned n = 0;
+
+	rocemu_engine_lock(e);
+	qp = rocemu_engine_qp_lookup(e, qpn);
+	if (qp && qp->send_cq)
+		n += rocemu_cq_count_qp(qp->send_cq, qpn);
+	if (qp && qp->recv_cq && qp->recv_cq != qp->send_cq)
+		n += rocemu_cq_count_qp(qp->recv_cq, qpn);
+	rocemu_engine_unlock(e);
+	return n;
+}
+
 void rocemu_engine_schedule(struct rocemu_qp *qp)
 {
 	struct rocemu_engine *e = qp->engine;

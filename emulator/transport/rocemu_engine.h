@@ -266,6 +266,12 @@ int rocemu_qp_modify(struct rocemu_qp *qp, const struct ibv_qp_attr *attr, int m
 int rocemu_qp_query(struct rocemu_qp *qp, struct ibv_qp_attr *attr, int mask,
 		    struct ibv_qp_init_attr *init);
 int rocemu_qp_destroy(struct rocemu_qp *qp);
+/**
+ * Completions of QP qpn still queued in its CQs, not yet polled; 0 when no
+ * such QP exists (takes the engine lock). rocemu's librdmacm holds a peer's
+ * DISCONNECTED while there are some (docs/rdmacm.md, "Disconnection").
+ */
+unsigned rocemu_engine_queued_completions(struct rocemu_engine *e, uint32_t qpn);
 
 /*
  * FLUSH (IBA annex A19) as rdma-core 45 and later spell it: rdma-core 44's

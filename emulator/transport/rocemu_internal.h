@@ -186,6 +186,7 @@ struct rocemu_engine *rocemu_cq_engine(const struct rocemu_cq *cq);
 void rocemu_cq_get(struct rocemu_cq *cq);
 void rocemu_cq_put(struct rocemu_cq *cq);
 unsigned rocemu_cq_forget_qp(struct rocemu_cq *cq, uint32_t qpn);
+unsigned rocemu_cq_count_qp(const struct rocemu_cq *cq, uint32_t qpn);
 
 /** A receive work request as queued (QP receive queue or SRQ). */
 struct rocemu_recv_wqe {

@@ -607,6 +607,77 @@ static void peer_dreq_disconnects(void **state)
 	assert_no_event(t);
 }
 
+/* The peer's DREQ while the QP still has completions the program has not
+ * polled: DISCONNECTED waits until they are polled (the CM thread looks every
+ * CMA_DISC_POLL_NS), or at most CMA_DISC_HOLD_NS; the DREP goes at once. */
+static void peer_dreq_waits_for_completions(void **state)
+{
+	struct ctx *t = *state;
+	struct ibv_qp qp = {.qp_num = 0x456};
+	enum rdma_cm_event_type type = RDMA_CM_EVENT_ADDR_ERROR;
+	struct rdma_cm_id *id = NULL;
+
+	/* polled after 3 ms */
+	t->passive->qp = &qp;
+	stub_queued = 2;
+	rx_ids(PEER, CM_ATTR_DREQ, PEER_COMM, cid(t->passive)->local_comm_id);
+	assert_int_equal(stub_n_sent, 1);
+	assert_int_equal(sent_attr(0), CM_ATTR_DREP);
+	assert_int_equal(cid(t->passive)->state, CMA_DISCONNECTED);
+	assert_int_equal(cma_stats.disc_held, 1);
+	assert_no_event(t);
+	stub_advance(CMA_DISC_POLL_NS);
+	stub_advance(CMA_DISC_POLL_NS);
+	assert_no_event(t);
+	stub_queued = 0;
+	stub_advance(CMA_DISC_POLL_NS);
+	assert_int_equal(next_event(t, &type, &id), 0);
+	assert_int_equal(type, RDMA_CM_EVENT_DISCONNECTED);
+	assert_ptr_equal(id, t->passive);
+	assert_int_equal(cma_stats.disc_hold_expired, 0);
+
+	/* never polled: posted once the hold is over, counted */
+	t->active->qp = &qp;
+	stub_queued = 1;
+	rx_ids(PEER, CM_ATTR_DREQ, t->active_peer_comm, cid(t->active)->local_comm_id);
+	assert_int_equal(cma_stats.disc_held, 2);
+	stub_advance(CMA_DISC_HOLD_NS - CMA_DISC_POLL_NS);
+	assert_no_event(t);
+	stub_advance(CMA_DISC_POLL_NS);
+	assert_int_equal(next_event(t, &type, &id), 0);
+	assert_int_equal(type, RDMA_CM_EVENT_DISCONNECTED);
+	assert_ptr_equal(id, t->active);
+	assert_int_equal(cma_stats.disc_hold_expired, 1);
+	assert_no_event(t);
+	stub_queued = 0;
+	t->passive->qp = NULL;
+	t->active->qp = NULL;
+}
+
+/* The program disconnecting while the peer's DISCONNECTED is held gets it at
+ * once: it is ending the connection itself, nothing is worth waiting for. */
+static void own_disconnect_releases_held_event(void **state)
+{
+	struct ctx *t = *state;
+	struct ibv_qp qp = {.qp_num = 0x456};
+	enum rdma_cm_event_type type = RDMA_CM_EVENT_ADDR_ERROR;
+	struct rdma_cm_id *id = NULL;
+
+	t->passive->qp = &qp;
+	stub_queued = 3;
+	rx_ids(PEER, CM_ATTR_DREQ, PEER_COMM, cid(t->passive)->local_comm_id);
+	assert_no_event(t);
+	t->passive->qp = NULL; /* no verbs on the stand-in QP (rdma_disconnect moves it to ERR) */
+	assert_int_equal(rdma_disconnect(t->passive), 0);
+	assert_int_equal(next_event(t, &type, &id), 0);
+	assert_int_equal(type, RDMA_CM_EVENT_DISCONNECTED);
+	assert_ptr_equal(id, t->passive);
+	assert_no_event(t);
+	stub_advance(CMA_DISC_HOLD_NS);
+	assert_no_event(t); /* posted once only */
+	stub_queued = 0;
+}
+
 /* An id destroyed with an event still queued takes the event's count off the
  * channel's fd too: a thread waiting in rdma_get_cm_event (rping's CM thread
  * while its main thread tears down) must not wake for an event that is gone. */
@@ -736,6 +807,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(req_flood_bounded, setup, teardown),
 	    cmocka_unit_test_setup_teardown(req_transport_mismatch, setup, teardown),
 	    cmocka_unit_test_setup_teardown(peer_dreq_disconnects, setup, teardown),
+	    cmocka_unit_test_setup_teardown(peer_dreq_waits_for_completions, setup, teardown),
+	    cmocka_unit_test_setup_teardown(own_disconnect_releases_held_event, setup, teardown),
 	    cmocka_unit_test_setup_teardown(grh_source_parsing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(req_answered_to_sender, setup, teardown),
 	    cmocka_unit_test_setup_teardown(destroyed_id_leaves_no_wakeup, setup, teardown),

@@ -26,6 +26,8 @@ struct stub_sent {
 extern struct stub_sent stub_sent[STUB_SENT_MAX];
 extern unsigned stub_n_sent; /* may exceed STUB_SENT_MAX: only the first ones are kept */
 extern uint64_t stub_now_ns;
+/* What cma_qp_queued answers for any QP (completions not polled yet). */
+extern unsigned stub_queued;
 
 void stub_reset_sent(void);
 /** The local address 10.0.0.1 / peer 10.0.0.2 as GIDs (IPv4-mapped). */

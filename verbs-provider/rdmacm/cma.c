@@ -546,6 +546,46 @@ static void send_rtu(struct cma_id *c)
 	c->state = CMA_ESTABLISHED;
 }
 
+/*
+ * The peer ended the connection (its DREQ): DISCONNECTED, once the program
+ * has polled the completions its QP already had. The peer moved its QP to
+ * the error state before it sent the DREQ, so these are the last ones this
+ * connection makes, and they came first: a NIC wrote them before the peer
+ * could even see its last operation done. A program that tears the
+ * connection down on DISCONNECTED from another thread than the one polling
+ * (ofi_rxm 1.17's auto-progress thread closes the endpoint at once, and
+ * ibv_destroy_qp takes the QP's queued completions out of its CQs, as
+ * mlx5's does) lost them when that thread ran first: on a busy machine the
+ * polling thread may not run for milliseconds, while on a NIC the peer's
+ * DREQ rarely comes before the completion is taken (docs/rdmacm.md,
+ * "Disconnection"). So the event waits until the QP has no completion
+ * queued, at most CMA_DISC_HOLD_NS (then it is posted anyway, counted): a
+ * program that polls only after DISCONNECTED is delayed, never stuck.
+ */
+static void post_peer_disconnect(struct cma_id *c)
+{
+	struct ibv_qp *qp = c->id.qp;
+
+	if (qp && cma_qp_queued(qp->context, qp->qp_num)) {
+		c->disc_held = true;
+		c->disc_verbs = qp->context;
+		c->disc_qpn = qp->qp_num;
+		c->disc_until_ns = cma_now_ns() + CMA_DISC_HOLD_NS;
+		cma_stats.disc_held++;
+		return;
+	}
+	event_post(c, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+}
+
+/* A held DISCONNECTED (lock held): posted now, if still held. */
+static void release_disconnect(struct cma_id *c)
+{
+	if (!c->disc_held)
+		return;
+	c->disc_held = false;
+	event_post(c, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+}
+
 static void arm_timer(struct cma_id *c)
 {
 	c->timer = true;
@@ -1194,7 +1234,8 @@ int rdma_disconnect(struct rdma_cm_id *id)
 		return -1;
 	int rc = 0;
 	if (!(IN_CONNECTION & IN_STATE(c->state))) {
-		qp_to_err(c); /* already ending or ended */
+		qp_to_err(c);	       /* already ending or ended */
+		release_disconnect(c); /* the program ends it too: no reason to wait */
 	} else if (id->qp_type == IBV_QPT_UD) {
 		rc = -EINVAL; /* no connection to end on a datagram service */
 	} else {
@@ -1922,7 +1963,11 @@ static void handle_dreq(struct cma_device *d, const union ibv_gid *src, uint64_t
 	case CMA_ESTABLISHED:
 	case CMA_REP_SENT:
 	case CMA_REP_RCVD:
-	case CMA_DREQ_SENT:
+		c->timer = false;
+		c->state = CMA_DISCONNECTED;
+		post_peer_disconnect(c);
+		break;
+	case CMA_DREQ_SENT: /* both ended at once: ours is the program's own */
 		c->timer = false;
 		c->state = CMA_DISCONNECTED;
 		event_post(c, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
@@ -2129,15 +2174,28 @@ uint64_t cma_next_deadline(void)
 {
 	uint64_t next = 0;
 
-	for (struct cma_id *c = ids; c; c = c->next)
+	for (struct cma_id *c = ids; c; c = c->next) {
 		if (c->timer && (!next || c->deadline_ns < next))
 			next = c->deadline_ns;
+		if (c->disc_held) {
+			uint64_t look = cma_now_ns() + CMA_DISC_POLL_NS;
+
+			if (!next || look < next)
+				next = look;
+		}
+	}
 	return next;
 }
 
 void cma_run_timers(uint64_t now)
 {
 	for (struct cma_id *c = ids; c; c = c->next) {
+		if (c->disc_held && !cma_qp_queued(c->disc_verbs, c->disc_qpn)) {
+			release_disconnect(c);
+		} else if (c->disc_held && now >= c->disc_until_ns) {
+			cma_stats.disc_hold_expired++;
+			release_disconnect(c);
+		}
 		if (!c->timer || c->deadline_ns > now)
 			continue;
 		if (c->retries < CMA_MAX_CM_RETRIES) {

@@ -45,6 +45,11 @@
 /* Requests not yet accepted or rejected that one listener holds; more are
  * dropped (counted) so that a flood of forged REQs cannot grow memory. */
 #define CMA_MAX_PENDING_REQ 256
+/* A peer's DREQ: its DISCONNECTED waits at most this long for the program to
+ * poll the completions its QP already had (cma.c, post_peer_disconnect), and
+ * the CM thread looks again this often meanwhile. */
+#define CMA_DISC_HOLD_NS 250000000ull
+#define CMA_DISC_POLL_NS 1000000ull
 
 /*
  * What the CM thread did with received MADs: every MAD that is dropped or
@@ -70,7 +75,9 @@
 	X(wrong_service)    /* REQ for a UD listener, SIDR_REQ for an RC one */                    \
 	X(rej_transport)    /* REQ whose transport (RC/UC) is not the listener's QP type: REJ 9 */ \
 	X(drep_stale)	    /* DREQ for no connection: stateless DREP */                           \
-	X(tx_busy)	    /* MAD not sent: every send slot or cached AH still in use */
+	X(tx_busy)	    /* MAD not sent: every send slot or cached AH still in use */          \
+	X(disc_held)	    /* peer's DREQ: DISCONNECTED held for completions not yet polled */    \
+	X(disc_hold_expired) /* ... and posted at CMA_DISC_HOLD_NS with some still unpolled */
 
 struct cma_stats {
 #define CMA_STAT_FIELD(n) uint64_t n;
@@ -180,6 +187,12 @@ struct cma_id {
 	uint8_t answer[CM_MAD_SIZE];
 	bool have_answer;
 
+	/* A peer's DISCONNECTED not posted yet (post_peer_disconnect). */
+	bool disc_held;
+	uint64_t disc_until_ns;
+	struct ibv_context *disc_verbs; /**< the QP it waits for: context, number */
+	uint32_t disc_qpn;
+
 	bool own_cqs; /* rdma_create_qp made the CQs and channels */
 	int events_pending;
 };
@@ -195,6 +208,9 @@ struct cma_device *cma_device_of(struct ibv_context *verbs);
 int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid, uint8_t tclass,
 		 const uint8_t *mad);
 uint64_t cma_now_ns(void);
+/** Completions of QP qpn of verbs still queued in its CQs (0 when it
+ * cannot tell, or the QP is gone). */
+unsigned cma_qp_queued(struct ibv_context *verbs, uint32_t qpn);
 
 /* cma.c: called by the CM thread with the lock held */
 void cma_handle_mad(struct cma_device *d, const uint8_t *grh, const uint8_t *mad);

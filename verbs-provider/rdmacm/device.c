@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../cm_hooks.h"
 #include "cma.h"
 
 pthread_mutex_t cma_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -33,6 +34,13 @@ uint64_t cma_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+unsigned cma_qp_queued(struct ibv_context *verbs, uint32_t qpn)
+{
+	const struct rocemu_cm_hooks *h = rocemu_cm_hooks(verbs);
+
+	return h ? h->qp_queued(verbs, qpn) : 0;
 }
 
 static void gsi_post_recv(struct cma_device *d, unsigned slot)

@@ -241,6 +241,16 @@ unsigned rocemu_cq_forget_qp(struct rocemu_cq *cq, uint32_t qpn)
 	return removed;
 }
 
+/* How many of the queued completions are QP qpn's (engine lock held). */
+unsigned rocemu_cq_count_qp(const struct rocemu_cq *cq, uint32_t qpn)
+{
+	unsigned n = 0;
+
+	for (uint32_t i = 0; i < cq->count; i++)
+		n += cq->ring[(cq->head + i) % cq->cap].qp_num == qpn;
+	return n;
+}
+
 uint32_t rocemu_cq_free_slots(const struct rocemu_cq *cq)
 {
 	return cq->cap - cq->count;
