@@ -2,14 +2,16 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # libfabric's verbs provider under `rocemu run`, as a user runs it:
 #   fabric_pair.sh memif|veth info
-#   fabric_pair.sh memif|veth pingpong msg|rdm
+#   fabric_pair.sh memif|veth pingpong msg|rdm|dgram
 # info: `fi_info -p verbs` on host A lists rocemu0's MSG and DGRAM
 #       endpoints and the verbs;ofi_rxm RDM endpoint.
-# pingpong: fi_pingpong -p verbs -e msg, or -p "verbs;ofi_rxm" -e rdm,
-#       over every size of -S all with data checks (-c), between two hosts;
-#       both must exit 0 having done the largest size (6m), and host B's
-#       capture must decode cleanly with every ICRC verified and hold the
-#       rdma_cm connection on QP1.
+# pingpong: fi_pingpong -p verbs -e msg, -p "verbs;ofi_rxm" -e rdm, or
+#       -p verbs -e dgram, over every size of -S all with data checks (-c),
+#       between two hosts; both must exit 0 having done the largest size (6m;
+#       for dgram, whose message is one packet, the path MTU: 4k over memif,
+#       1k over the 1500-byte veth), and host B's capture must decode cleanly
+#       with every ICRC verified and hold the rdma_cm connection on QP1 (dgram:
+#       UD SENDs only, no connection).
 #  memif: one network namespace in which an interface (one end of a veth
 #         pair; the verbs provider skips loopback interfaces) holds both hosts'
 #         addresses: the provider finds a device through the kernel interface
@@ -63,12 +65,22 @@ if [ "$ep" = rdm ]; then prov="verbs;ofi_rxm"; else prov=verbs; fi
 sargv=(fi_pingpong -p "$prov" -e $ep -S all -I 2 -c -B $pair_tcp)
 cargv=(fi_pingpong -p "$prov" -e $ep -S all -I 2 -c -P $pair_tcp $ipA)
 pair_run $pair_tcp ""
+last=6m
+if [ "$ep" = dgram ]; then
+	if [ "$mode" = memif ]; then last=4k; else last=1k; fi
+fi
 for h in a b; do
-	grep -qE '^6m +2 +=2 ' $dir/$h.log || { echo "host $h: no result line for 6m"; fail=1; }
+	grep -qE "^$last +2 +=2 " $dir/$h.log || { echo "host $h: no result line for $last"; fail=1; }
 done
 # host B's capture holds both directions of the traffic (some 50 000 frames);
 # decoding host A's copy too would double the longest part of the test
 check_captures $dir/b.pcap || fail=1
+if [ "$ep" = dgram ]; then
+	mw_roce $dir/b.pcap
+	echo "RoCE frames in host B's capture: $mw_all, UD SENDs $mw_ud, RC $mw_rc"
+	[ "$mw_ud" -gt 0 ] && [ "$mw_rc" -eq 0 ] || { echo "expected UD SENDs only"; fail=1; }
+	exit $fail
+fi
 # the connection is made before any data: the first 2000 frames hold it
 cm=$(timeout 60 tshark -n -c 2000 -r $dir/b.pcap -Y 'infiniband.bth.destqp == 1' -T fields \
 	-e infiniband.mad.attributeid 2>/dev/null | sort | uniq -c | tr '\n' ' ')
