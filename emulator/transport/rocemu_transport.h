@@ -179,7 +179,8 @@ static inline uint32_t rocemu_qpn_slot(uint32_t qpn)
 	X(drop_raw_too_long)                                                                       \
 	X(drop_raw_rule)                                                                           \
 	X(tx_raw_frames)                                                                           \
-	X(cq_cleaned)
+	X(cq_cleaned)                                                                              \
+	X(drop_ud_unreachable)
 
 enum rocemu_ctr {
 #define ROCEMU_CTR_ENUM(n) CTR_##n,

@@ -69,6 +69,16 @@ static int ud_send_one(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
 	rc = rocemu_engine_fill_path(e, &path, &pkt);
 	if (rc == -EAGAIN)
 		return rc;
+	if (rc == -EHOSTUNREACH) {
+		/* As from a NIC, whose AH holds a MAC already: the datagram is
+		 * sent, nobody receives it. UCX's UD transport took the error
+		 * completion this gave before for fatal ("transport retry
+		 * counter exceeded") when a busy peer answered its ARP late;
+		 * losses are its own reliability layer's to recover. */
+		ENGINE_COUNT(e, drop_ud_unreachable);
+		qp->req.psn = roce_psn_add(qp->req.psn, 1);
+		return 0;
+	}
 	if (rc < 0)
 		return IBV_WC_RETRY_EXC_ERR;
 	op = ROCE_TRANSPORT_UD |

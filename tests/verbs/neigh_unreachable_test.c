@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Issue 20.10: when the engine cannot resolve a destination's MAC (ARP for
- * IPv4, ND for IPv6: nobody answers), the send fails with RETRY_EXC_ERR, as
- * always, and the user is told why on stderr, once per address: "rocemu:
+ * IPv4, ND for IPv6: nobody answers), an RC send fails with RETRY_EXC_ERR, a
+ * UD datagram is dropped and completes (as from a NIC), and the user is told
+ * why on stderr, once per address: "rocemu:
  * DEV: cannot resolve ADDR (ARP|ND): ...". One device on a ring port whose
  * other end nobody opens; short ARP timers.
  */
@@ -113,6 +114,57 @@ static void write_fails(const char *dst, int sgid)
 	ibv_destroy_qp(qp);
 }
 
+/* A UD SEND to dst completes successfully: the datagram is dropped, as a NIC
+ * would send it to nobody (the address is said on stderr all the same). */
+static void ud_send_dropped(const char *dst)
+{
+	struct ibv_qp_init_attr init = {
+	    .send_cq = D.cq,
+	    .recv_cq = D.cq,
+	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+	    .qp_type = IBV_QPT_UD,
+	};
+	struct ibv_qp *qp = ibv_create_qp(D.pd, &init);
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11};
+	struct ibv_ah_attr ah_attr = {.is_global = 1, .port_num = 1};
+	struct ibv_sge sge = {(uintptr_t)D.buf, 8, D.mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 2,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED};
+	struct ibv_send_wr *bad;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	double end = tu_now() + 20;
+	int n;
+
+	assert_non_null(qp);
+	assert_int_equal(
+	    ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), 0);
+	a.qp_state = IBV_QPS_RTR;
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
+	a.qp_state = IBV_QPS_RTS;
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+	ah_attr.grh.hop_limit = 64;
+	ah_attr.grh.sgid_index = 1;
+	ah_attr.grh.dgid.raw[10] = ah_attr.grh.dgid.raw[11] = 0xff;
+	assert_int_equal(inet_pton(AF_INET, dst, ah_attr.grh.dgid.raw + 12), 1);
+	ah = ibv_create_ah(D.pd, &ah_attr);
+	assert_non_null(ah);
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = 0x99;
+	wr.wr.ud.remote_qkey = 0x11;
+	assert_int_equal(ibv_post_send(qp, &wr, &bad), 0);
+	while ((n = ibv_poll_cq(D.cq, 1, &wc)) == 0 && tu_now() < end)
+		usleep(1000);
+	assert_int_equal(n, 1);
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	ibv_destroy_ah(ah);
+	ibv_destroy_qp(qp);
+}
+
 /* How many times needle occurs in the file at path. */
 static unsigned count_in_file(const char *path, const char *needle)
 {
@@ -159,6 +211,7 @@ static void unresolved_address_is_said_once(void **state)
 	write_fails("10.96.0.9", 1);
 	write_fails("10.96.0.9", 1); /* the same address again: said once */
 	write_fails("fd00:96::9", 2);
+	ud_send_dropped("10.96.0.8");
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
@@ -166,6 +219,8 @@ static void unresolved_address_is_said_once(void **state)
 	assert_int_equal(count_in_file(err_path, "rocemu: rocemu0: cannot resolve 10.96.0.9 (ARP)"),
 			 1);
 	assert_int_equal(count_in_file(err_path, "rocemu: rocemu0: cannot resolve fd00:96::9 (ND)"),
+			 1);
+	assert_int_equal(count_in_file(err_path, "rocemu: rocemu0: cannot resolve 10.96.0.8 (ARP)"),
 			 1);
 	unlink(err_path);
 	ibv_dereg_mr(D.mr);
