@@ -142,6 +142,13 @@ void rocemu_qp_to_error(struct rocemu_qp *qp, bool fatal)
 	if (fatal && !was_err)
 		rocemu_engine_raise(qp->engine, IBV_EVENT_QP_FATAL, qp->user_ctx);
 	qp_flush(qp);
+	/* IBA ch. 11, affiliated asynchronous events, Last WQE Reached: a QP on an SRQ that
+	 * enters the Error state takes no further WQE from the SRQ once its last
+	 * one has completed (flushed just above): Last WQE Reached, once, so the
+	 * application knows when the QP can be destroyed without losing SRQ
+	 * WQEs to it (what storage targets wait for). */
+	if (qp->srq && !was_err)
+		rocemu_engine_raise(qp->engine, IBV_EVENT_QP_LAST_WQE_REACHED, qp->user_ctx);
 }
 
 void rocemu_qp_to_sqe(struct rocemu_qp *qp)

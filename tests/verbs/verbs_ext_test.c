@@ -858,6 +858,75 @@ static void raw_packet_needs_cap_net_raw(void **state)
 	host_close(&a);
 }
 
+/* The next async event of ctx within about a second, or -1. */
+static int next_async_event(struct ibv_context *ctx, struct ibv_async_event *ev)
+{
+	int fl = fcntl(ctx->async_fd, F_GETFL);
+
+	fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK);
+	for (int i = 0; i < 100; i++) {
+		if (ibv_get_async_event(ctx, ev) == 0) {
+			fcntl(ctx->async_fd, F_SETFL, fl);
+			return 0;
+		}
+		usleep(10000);
+	}
+	fcntl(ctx->async_fd, F_SETFL, fl);
+	return -1;
+}
+
+/*
+ * IBA ch. 11 (Last WQE Reached): a QP attached to an SRQ that enters the Error state raises
+ * IBV_EVENT_QP_LAST_WQE_REACHED once its last SRQ WQE has completed; a QP
+ * without an SRQ does not. Storage targets wait for it before destroying
+ * the QP, so that no SRQ WQE is consumed by a QP that is gone.
+ */
+static void last_wqe_reached_on_srq_qp(void **state)
+{
+	struct host a;
+	struct ibv_async_event ev;
+
+	(void)state;
+	host_open(&a, devs[0], IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 8, .max_sge = 1}};
+	struct ibv_srq *srq = ibv_create_srq(a.pd, &sa);
+	assert_non_null(srq);
+	struct ibv_qp_init_attr qa = {.send_cq = a.cq,
+				      .recv_cq = a.cq,
+				      .srq = srq,
+				      .cap = {.max_send_wr = 4, .max_send_sge = 1},
+				      .qp_type = IBV_QPT_RC};
+	struct ibv_qp *on_srq = ibv_create_qp(a.pd, &qa);
+	assert_non_null(on_srq);
+	qa.srq = NULL;
+	qa.cap.max_recv_wr = 4;
+	qa.cap.max_recv_sge = 1;
+	struct ibv_qp *plain = ibv_create_qp(a.pd, &qa);
+	assert_non_null(plain);
+	struct ibv_qp_attr init = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	assert_int_equal(ibv_modify_qp(on_srq, &init, mask), 0);
+	assert_int_equal(ibv_modify_qp(plain, &init, mask), 0);
+
+	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+	assert_int_equal(ibv_modify_qp(plain, &err, IBV_QP_STATE), 0);
+	assert_int_equal(next_async_event(a.ctx, &ev), -1); /* no SRQ, no event */
+
+	assert_int_equal(ibv_modify_qp(on_srq, &err, IBV_QP_STATE), 0);
+	assert_int_equal(next_async_event(a.ctx, &ev), 0);
+	assert_int_equal(ev.event_type, IBV_EVENT_QP_LAST_WQE_REACHED);
+	assert_ptr_equal(ev.element.qp, on_srq);
+	ibv_ack_async_event(&ev);
+	/* once: a second move to ERR raises nothing */
+	assert_int_equal(ibv_modify_qp(on_srq, &err, IBV_QP_STATE), 0);
+	assert_int_equal(next_async_event(a.ctx, &ev), -1);
+
+	assert_int_equal(ibv_destroy_qp(on_srq), 0);
+	assert_int_equal(ibv_destroy_qp(plain), 0);
+	assert_int_equal(ibv_destroy_srq(srq), 0);
+	host_close(&a);
+}
+
 int main(void)
 {
 	char path[] = "/tmp/rocemu-ext-XXXXXX";
@@ -876,6 +945,7 @@ int main(void)
 	    cmocka_unit_test(cq_ex_variants),
 	    cmocka_unit_test(raw_packet_steering),
 	    cmocka_unit_test(raw_packet_needs_cap_net_raw),
+	    cmocka_unit_test(last_wqe_reached_on_srq_qp),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	ibv_free_device_list(devs);
