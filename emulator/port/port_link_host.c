@@ -5,7 +5,8 @@
  * the MAC, the GID table, the neighbours and the QPN space; this process
  * keeps its transport and exchanges frames with the host through two rings
  * in a memfd the host made for it (rocemu_host.h). No ethdev: the link moves
- * frames itself (rx_burst/tx_burst). Frames to the host's own MAC go to the
+ * frames itself (rx_burst/tx_burst, port_link_host_ring.c); this file
+ * attaches, maps the host's memory and makes the requests. Frames to the host's own MAC go to the
  * host too (switched_loopback): another process may own the QPN.
  *
  * The control connection (RUNDIR/ctl.sock, SOCK_SEQPACKET) stays open for
@@ -31,51 +32,7 @@
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
 
-#include "port_link.h"
-#include "rocemu_host.h"
-
-/* A request waits this long for the host's answer. */
-#define HOST_REPLY_TIMEOUT_S 10
-/* A RESOLVE for the same address is sent again after this long. */
-#define HOST_RESOLVE_RESEND_NS 100000000ull
-/* Our application polled within this long: the host need not ring us. */
-#define HOST_APP_FRESH_NS 10000ull
-
-static uint64_t host_app_fresh_tsc; /* HOST_APP_FRESH_NS in TSC cycles */
-
-/* What we know of another process on the host, by its index. */
-enum host_peer_way { PEER_UNKNOWN, PEER_DIRECT, PEER_VIA_HOST };
-
-struct host_peer {
-	uint32_t gen; /* the owner generation this is about */
-	uint8_t way;
-	bool ring_it;			/* frames put in its ring in this burst */
-	struct rocemu_host_inbound *in; /* its inbound region, mapped */
-	size_t in_size;
-	struct rocemu_host_ring *ring; /* ours in it */
-};
-
-struct host_link {
-	int sock; /* control connection, -1 once closed */
-	struct rocemu_host_welcome welcome;
-	struct rocemu_host_region *region;
-	struct rocemu_host_inbound *inbound;
-	const struct rocemu_host_page *page;
-	struct rocemu_host_bell *bell;
-	size_t region_size, inbound_size;
-	struct rocemu_host_ring *up;
-	struct rocemu_host_ring *in_ring[ROCEMU_HOST_INBOUND_RINGS];
-	uint32_t slot_size;
-	unsigned rx_next; /* the inbound ring to read first (round robin) */
-	bool gone;	  /* the host closed our connection or went away */
-	struct host_peer peers[ROCEMU_HOST_MAX_PROCS];
-	/* RESOLVE requests sent lately (address, when) */
-	struct {
-		uint8_t gid[16];
-		uint64_t at;
-	} asked[8];
-	unsigned asked_next;
-};
+#include "port_link_host.h"
 
 int rocemu_host_dir(const char *name, char *out, size_t len)
 {
@@ -254,7 +211,7 @@ static void host_unmap(struct host_link *l)
 
 /* An inbound region (ours, or a peer's) checked against its memfd's size
  * before any ring is touched. NULL when it is not one. */
-static struct rocemu_host_inbound *map_inbound(int fd, uint32_t slot_size, size_t *size)
+struct rocemu_host_inbound *host_link_map_inbound(int fd, uint32_t slot_size, size_t *size)
 {
 	struct rocemu_host_inbound *in;
 	struct stat st;
@@ -275,7 +232,7 @@ static struct rocemu_host_inbound *map_inbound(int fd, uint32_t slot_size, size_
 	return in;
 }
 
-static struct rocemu_host_ring *inbound_ring(struct rocemu_host_inbound *in, unsigned k)
+struct rocemu_host_ring *host_link_inbound_ring(struct rocemu_host_inbound *in, unsigned k)
 {
 	return (struct rocemu_host_ring *)((uint8_t *)in +
 					   rocemu_host_inbound_offset(in->slot_size, k));
@@ -306,11 +263,11 @@ static int host_map(struct rocemu_port *port, struct host_link *l, const int *fd
 		return port_fail(err, errlen, -EPROTO, "host: region of an unknown layout");
 	l->slot_size = r->slot_size;
 	l->up = (struct rocemu_host_ring *)((uint8_t *)l->region + r->up_offset);
-	l->inbound = map_inbound(fds[1], l->slot_size, &l->inbound_size);
+	l->inbound = host_link_map_inbound(fds[1], l->slot_size, &l->inbound_size);
 	if (!l->inbound)
 		return port_fail(err, errlen, -EPROTO, "host: inbound region of an unknown layout");
 	for (unsigned k = 0; k < ROCEMU_HOST_INBOUND_RINGS; k++)
-		l->in_ring[k] = inbound_ring(l->inbound, k);
+		l->in_ring[k] = host_link_inbound_ring(l->inbound, k);
 	return 0;
 }
 
@@ -384,77 +341,6 @@ static int host_create(struct rocemu_port *port, const char *arg, char *err, siz
 	return 0; /* host_attach did it all: no ethdev */
 }
 
-/* Frames in one of our inbound rings (the host's, or a peer's). */
-static bool host_frames_waiting(const struct host_link *l)
-{
-	uint32_t assigned = atomic_load_explicit(&l->inbound->assigned, memory_order_acquire);
-
-	for (unsigned k = 0; assigned; k++, assigned >>= 1)
-		if ((assigned & 1) &&
-		    atomic_load_explicit(&l->in_ring[k]->head, memory_order_seq_cst) !=
-			atomic_load_explicit(&l->in_ring[k]->tail, memory_order_relaxed))
-			return true;
-	return false;
-}
-
-/* The progress thread sleeps on our inbound region's bell, which the host
- * and our direct peers ring after they put frames in our rings (our own
- * kicks ring it too). */
-static bool host_sleep(struct rocemu_port *port, const struct timespec *ts)
-{
-	struct host_link *l = port->link_priv;
-	struct rocemu_host_inbound *in = l->inbound;
-	uint32_t seq = atomic_load(&in->proc_bell);
-	bool frame;
-
-	atomic_store_explicit(&in->proc_sleeping, 1, memory_order_seq_cst);
-	frame = host_frames_waiting(l);
-	if (!frame && !atomic_load(&port->thread_stop) &&
-	    !atomic_load_explicit(&port->kicked, memory_order_seq_cst))
-		syscall(SYS_futex, &in->proc_bell, FUTEX_WAIT, seq, ts, NULL, 0);
-	atomic_store_explicit(&in->proc_sleeping, 0, memory_order_relaxed);
-	return frame || host_frames_waiting(l);
-}
-
-static void host_wake(struct rocemu_port *port)
-{
-	struct host_link *l = port->link_priv;
-
-	atomic_fetch_add(&l->inbound->proc_bell, 1);
-	syscall(SYS_futex, &l->inbound->proc_bell, FUTEX_WAKE, 1, NULL, NULL, 0);
-}
-
-/* What the application does, for the writers' decision to ring us: a busy
- * or recently polling application will see its frames without our thread. */
-static bool host_app_note(struct rocemu_port *port, enum port_app_note what)
-{
-	struct host_link *l = port->link_priv;
-	struct rocemu_host_inbound *in = l->inbound;
-
-	switch (what) {
-	case PORT_APP_ENTER:
-		if (!atomic_load_explicit(&in->app_busy, memory_order_relaxed))
-			atomic_store_explicit(&in->app_busy, 1, memory_order_relaxed);
-		return false;
-	case PORT_APP_POSTED:
-	case PORT_APP_WAITING:
-		atomic_store_explicit(&in->app_waiting_tsc, port->last_pass_tsc,
-				      memory_order_relaxed);
-		atomic_store_explicit(&in->app_busy, 0, memory_order_release);
-		return false;
-	case PORT_APP_SATISFIED:
-		/* a writer that saw us waiting did not ring: take its frames now */
-		atomic_store_explicit(&in->app_busy, 0, memory_order_release);
-		return atomic_exchange_explicit(&in->app_waiting_tsc, 0, memory_order_seq_cst) &&
-		       host_frames_waiting(l);
-	case PORT_APP_AWAY:
-		atomic_store_explicit(&in->app_busy, 0, memory_order_relaxed);
-		atomic_store_explicit(&in->app_waiting_tsc, 0, memory_order_seq_cst);
-		return false;
-	}
-	return false;
-}
-
 static void host_check_gone(const struct rocemu_port *port)
 {
 	struct host_link *l = port->link_priv;
@@ -484,247 +370,10 @@ static const char *host_blocked(struct rocemu_port *port)
 	return l->gone ? "tx_host_gone" : NULL;
 }
 
-/* Ring the host after we queued frames for it, if its thread sleeps. */
-static void host_ring(struct host_link *l)
-{
-	if (!atomic_load_explicit(&l->bell->sleeping, memory_order_seq_cst))
-		return;
-	atomic_fetch_add(&l->bell->bell, 1);
-	syscall(SYS_futex, &l->bell->bell, FUTEX_WAKE, 1, NULL, NULL, 0);
-}
-
-/* Ring a peer after we put frames in its ring, unless nothing needs it: its
- * thread awake, or its application inside a verb or polling lately. */
-static void peer_ring(struct rocemu_host_inbound *in)
-{
-	uint64_t waiting;
-
-	if (!atomic_load_explicit(&in->proc_sleeping, memory_order_seq_cst) ||
-	    atomic_load_explicit(&in->app_busy, memory_order_acquire))
-		return;
-	waiting = atomic_load_explicit(&in->app_waiting_tsc, memory_order_relaxed);
-	if (waiting && rte_rdtsc() - waiting < host_app_fresh_tsc)
-		return;
-	atomic_fetch_add(&in->proc_bell, 1);
-	syscall(SYS_futex, &in->proc_bell, FUTEX_WAKE, 1, NULL, NULL, 0);
-}
-
-static int host_request_fd(struct rocemu_port *port, uint32_t type, uint32_t arg, uint32_t *value,
-			   int *fd);
-
-/*
- * A direct ring into process idx (generation gen): ask the host once per
- * generation; a refusal (the host captures, the peer has no ring left)
- * means the host's path for that generation. Engine lock held.
- */
-static struct host_peer *peer_get(struct rocemu_port *port, int idx, uint32_t gen)
-{
-	struct host_link *l = port->link_priv;
-	struct host_peer *pr = &l->peers[idx];
-	uint32_t ring = 0;
-	int fd = -1, rc;
-
-	if (pr->gen == gen && pr->way != PEER_UNKNOWN)
-		return pr->way == PEER_DIRECT ? pr : NULL;
-	if (pr->in)
-		munmap(pr->in, pr->in_size);
-	memset(pr, 0, sizeof(*pr));
-	pr->gen = gen;
-	pr->way = PEER_VIA_HOST;
-	rc = host_request_fd(port, ROCEMU_HOST_PAIR, (uint32_t)idx, &ring, &fd);
-	if (rc || fd < 0) {
-		if (port_trace_on("host"))
-			port_trace(port, "host", "process %d: through the host (%s)", idx,
-				   strerror(rc ? -rc : EPROTO));
-		return NULL;
-	}
-	pr->in = map_inbound(fd, l->slot_size, &pr->in_size);
-	close(fd);
-	if (!pr->in || ring == 0 || ring >= ROCEMU_HOST_INBOUND_RINGS)
-		return NULL;
-	if (port_trace_on("host"))
-		port_trace(port, "host", "process %d: direct ring %u", idx, ring);
-	pr->ring = inbound_ring(pr->in, ring);
-	pr->way = PEER_DIRECT;
-	port_count_event(port, "host_direct_rings");
-	return pr;
-}
-
-/*
- * Where a frame goes: a RoCEv2 frame to the host's MAC for a QP another
- * process owns goes straight into that process's ring (when the host
- * allows direct rings); everything else (the uplink, QP1, our own QPs,
- * unknown QPNs) to the host.
- */
-static struct host_peer *frame_peer(struct rocemu_port *port, const uint8_t *f, uint32_t len)
-{
-	struct host_link *l = port->link_priv;
-	uint32_t l4, dqpn;
-	uint64_t e;
-	int idx;
-
-	if (l->page->switch_all || len < 14 + 20 + 8 + 12 || memcmp(f, port->mac.addr_bytes, 6))
-		return NULL;
-	if (f[12] == 0x08 && f[13] == 0x00 && f[14] == 0x45 && f[23] == 17)
-		l4 = 14 + 20;
-	else if (f[12] == 0x86 && f[13] == 0xdd && f[20] == 17)
-		l4 = 14 + 40;
-	else
-		return NULL;
-	if (len < l4 + 8 + 12 || (f[l4 + 2] << 8 | f[l4 + 3]) != ROCE_UDP_PORT)
-		return NULL;
-	dqpn = (uint32_t)f[l4 + 8 + 5] << 16 | (uint32_t)f[l4 + 8 + 6] << 8 | f[l4 + 8 + 7];
-	if (dqpn == 1)
-		return NULL;
-	e = atomic_load_explicit(&l->page->qpn_owner[dqpn & 0xFFFF], memory_order_acquire);
-	idx = ROCEMU_HOST_OWNER_IDX(e);
-	if (ROCEMU_HOST_OWNER_QPN(e) != dqpn || idx < 0 || (uint32_t)idx == l->welcome.proc_id)
-		return NULL;
-	return peer_get(port, idx, ROCEMU_HOST_OWNER_GEN(e));
-}
-
-/* Put one frame in ring r of n_slots: false when it is full. */
-static bool ring_put(struct host_link *l, struct rocemu_host_ring *r, uint32_t n_slots,
-		     struct rte_mbuf *m)
-{
-	uint32_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-	uint32_t used = head - atomic_load_explicit(&r->tail, memory_order_acquire);
-	struct rocemu_host_slot *s;
-	uint32_t len = m->pkt_len;
-	const void *src;
-
-	if (used >= n_slots)
-		return false; /* full (or a tail no reader wrote: we wait as for full) */
-	s = rocemu_host_ring_slot(r, l->slot_size, n_slots, head);
-	if (len > l->slot_size - ROCEMU_HOST_SLOT_HDR) {
-		len = 0; /* an empty slot: the reader skips it */
-	} else if (!(src = rte_pktmbuf_read(m, 0, len, s->frame))) {
-		len = 0;
-	} else if (src != s->frame) {
-		memcpy(s->frame, src, len); /* one segment: read gave its data */
-	}
-	s->len = len;
-	atomic_store_explicit(&r->head, head + 1, memory_order_release);
-	return true;
-}
-
-static uint16_t host_tx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n)
-{
-	struct host_link *l = port->link_priv;
-	struct host_peer *rung[32];
-	unsigned n_rung = 0;
-	bool to_host = false;
-	uint16_t i;
-
-	for (i = 0; i < n; i++) {
-		struct rte_mbuf *m = pkts[i];
-		uint8_t hdr[14 + 40 + 8 + 12];
-		const uint8_t *h = rte_pktmbuf_read(m, 0, RTE_MIN(m->pkt_len, sizeof(hdr)), hdr);
-		struct host_peer *pr = h ? frame_peer(port, h, m->pkt_len) : NULL;
-
-		if (m->pkt_len > l->slot_size - ROCEMU_HOST_SLOT_HDR)
-			port_count_drop(port, "tx_too_long");
-		if (pr) {
-			if (!ring_put(l, pr->ring, ROCEMU_HOST_PEER_SLOTS, m))
-				break; /* the peer is behind: the rest waits (order kept) */
-			if (!pr->ring_it && n_rung < RTE_DIM(rung)) {
-				pr->ring_it = true;
-				rung[n_rung++] = pr;
-			}
-			port_count_event(port, "tx_direct_frames");
-		} else {
-			if (!ring_put(l, l->up, ROCEMU_HOST_RING_SLOTS, m))
-				break;
-			to_host = true;
-		}
-		rte_pktmbuf_free(m);
-	}
-	atomic_thread_fence(memory_order_seq_cst); /* heads before the sleepers' flags */
-	if (to_host)
-		host_ring(l);
-	for (unsigned k = 0; k < n_rung; k++) {
-		rung[k]->ring_it = false;
-		peer_ring(rung[k]->in);
-	}
-	return i;
-}
-
-static uint16_t ring_take(struct rocemu_port *port, struct rocemu_host_ring *r, uint32_t n_slots,
-			  struct rte_mbuf **pkts, uint16_t n)
-{
-	struct host_link *l = port->link_priv;
-	uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
-	uint32_t avail = atomic_load_explicit(&r->head, memory_order_acquire) - tail;
-	uint16_t got = 0;
-	uint32_t i;
-
-	if (avail > n_slots) {
-		/* a head no writer could have published: skip what is there */
-		port_count_drop(port, "rx_bad_ring");
-		atomic_store_explicit(&r->tail, atomic_load(&r->head), memory_order_release);
-		return 0;
-	}
-	for (i = 0; i < avail && got < n; i++) {
-		const struct rocemu_host_slot *s =
-		    rocemu_host_ring_slot(r, l->slot_size, n_slots, tail + i);
-		uint32_t len = s->len;
-		struct rte_mbuf *m;
-
-		if (len == 0)
-			continue;
-		if (len < RTE_ETHER_HDR_LEN || len > l->slot_size - ROCEMU_HOST_SLOT_HDR ||
-		    len > port->max_frame) {
-			port_count_drop(port, "rx_bad_slot");
-			continue;
-		}
-		m = rte_pktmbuf_alloc(port->pool);
-		if (!m)
-			break; /* the frame waits in the ring */
-		memcpy(rte_pktmbuf_mtod(m, void *), s->frame, len);
-		m->data_len = (uint16_t)len;
-		m->pkt_len = len;
-		pkts[got++] = m;
-	}
-	if (i)
-		atomic_store_explicit(&r->tail, tail + i, memory_order_release);
-	return got;
-}
-
-/* Every ring into us, the host's and the peers', in turn. */
-static uint16_t host_rx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n)
-{
-	struct host_link *l = port->link_priv;
-	uint32_t assigned = atomic_load_explicit(&l->inbound->assigned, memory_order_acquire);
-	uint16_t got = 0;
-
-	if (assigned == 1)
-		return ring_take(port, l->in_ring[0], ROCEMU_HOST_RING_SLOTS, pkts, n);
-	for (unsigned j = 0; j < ROCEMU_HOST_INBOUND_RINGS && got < n; j++) {
-		unsigned k = (l->rx_next + j) % ROCEMU_HOST_INBOUND_RINGS;
-
-		if (assigned & (1u << k))
-			got += ring_take(port, l->in_ring[k], rocemu_host_inbound_slots(k),
-					 pkts + got, (uint16_t)(n - got));
-	}
-	l->rx_next++;
-	return got;
-}
-
-/* Frames in our ring the host has not taken yet (close lingers for them). */
-static bool host_tx_in_flight(struct rocemu_port *port, uint64_t now)
-{
-	struct host_link *l = port->link_priv;
-
-	(void)now;
-	if (l->gone || !l->up)
-		return false;
-	return atomic_load(&l->up->head) != atomic_load(&l->up->tail);
-}
-
 /* One request, one REPLY (and an fd with a PAIR answer). The engine lock
  * is held: requests never overlap. */
-static int host_request_fd(struct rocemu_port *port, uint32_t type, uint32_t arg, uint32_t *value,
-			   int *fd)
+int host_link_request_fd(struct rocemu_port *port, uint32_t type, uint32_t arg, uint32_t *value,
+			 int *fd)
 {
 	struct host_link *l = port->link_priv;
 	struct rocemu_host_request req = {.type = type, .arg = arg};
@@ -755,7 +404,7 @@ static int host_request_fd(struct rocemu_port *port, uint32_t type, uint32_t arg
 
 static int host_request(struct rocemu_port *port, uint32_t type, uint32_t arg, uint32_t *value)
 {
-	return host_request_fd(port, type, arg, value, NULL);
+	return host_link_request_fd(port, type, arg, value, NULL);
 }
 
 static int host_qpn_alloc(struct rocemu_port *port, bool gsi, uint32_t *qpn)
@@ -854,12 +503,6 @@ static void host_mac(struct rocemu_port *port, const struct rte_ether_addr *dev_
 	port_pick_mac(port, NULL, false); /* the host's, set as --mac by host_attach */
 }
 
-static void host_online(struct rocemu_port *port)
-{
-	host_app_fresh_tsc = rte_get_tsc_hz() / (1000000000ull / HOST_APP_FRESH_NS);
-	port->frames_wake = true; /* the host and our peers ring our bell */
-}
-
 static void host_release(struct rocemu_port *port)
 {
 	struct host_link *l = port->link_priv;
@@ -882,15 +525,15 @@ const struct port_link_ops port_link_host = {
     .mtu = host_attach,
     .create = host_create,
     .mac = host_mac,
-    .online = host_online,
+    .online = host_link_online,
     .blocked = host_blocked,
-    .app_note = host_app_note,
-    .sleep = host_sleep,
-    .wake = host_wake,
-    .tx_in_flight = host_tx_in_flight,
+    .app_note = host_link_app_note,
+    .sleep = host_link_sleep,
+    .wake = host_link_wake,
+    .tx_in_flight = host_link_tx_in_flight,
     .release = host_release,
-    .rx_burst = host_rx_burst,
-    .tx_burst = host_tx_burst,
+    .rx_burst = host_link_rx_burst,
+    .tx_burst = host_link_tx_burst,
     .link_up = host_link_up,
     .resolve = host_resolve,
     .qpn_alloc = host_qpn_alloc,
