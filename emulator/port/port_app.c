@@ -152,13 +152,17 @@ void rocemu_port_verb_leave(struct rocemu_port *port, enum rocemu_verb_did did)
 
 void rocemu_port_app_blocks(struct rocemu_port *port)
 {
+	bool unrung = false;
+
 	atomic_store_explicit(&port->last_app_poll_ns, 0, memory_order_relaxed);
 	if (port->link->app_note)
-		port->link->app_note(port, PORT_APP_AWAY);
-	/* a thread that sleeps long because we were polling takes over now */
+		unrung = port->link->app_note(port, PORT_APP_AWAY);
+	/* a thread that sleeps long because we were polling takes over now;
+	 * so does one with frames in its rings that no writer rang for (the
+	 * link says so: a writer skips the bell while we are busy) */
 	atomic_store_explicit(&port->kicked, true, memory_order_seq_cst);
 	if (atomic_load_explicit(&port->thread_sleeping, memory_order_seq_cst) &&
-	    atomic_load_explicit(&port->sleep_until_ns, memory_order_relaxed) >
-		rocemu_now_ns() + PORT_IDLE_SLEEP_NS)
+	    (unrung || atomic_load_explicit(&port->sleep_until_ns, memory_order_relaxed) >
+			   rocemu_now_ns() + PORT_IDLE_SLEEP_NS))
 		port_wake_thread(port);
 }

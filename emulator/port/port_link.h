@@ -84,7 +84,8 @@ struct port_link_ops {
 	void (*wake_peer)(struct rocemu_port *port, uint64_t now);
 	/* What an application thread did (see enum port_app_note). Returns
 	 * true when a pass must run now (engine lock held for POSTED,
-	 * WAITING, SATISFIED; not for ENTER, AWAY). */
+	 * WAITING, SATISFIED; not for ENTER, AWAY); for AWAY, when frames
+	 * wait that no writer rang for: the progress thread is woken. */
 	bool (*app_note)(struct rocemu_port *port, enum port_app_note what);
 	/* The progress thread sleeps at most ts; true when a frame woke it.
 	 * Default: the eventfd and port->doorbell_fd in ppoll. */

@@ -79,14 +79,20 @@ bool host_link_app_note(struct rocemu_port *port, enum port_app_note what)
 		atomic_store_explicit(&in->app_busy, 0, memory_order_release);
 		return false;
 	case PORT_APP_SATISFIED:
-		/* a writer that saw us waiting did not ring: take its frames now */
+		/* A writer that saw us busy or waiting did not ring: take its
+		 * frames now. Not only when the stamp was set: a writer that
+		 * came while the application was inside this poll (app_busy)
+		 * skipped the bell too, and our thread may sleep on. */
 		atomic_store_explicit(&in->app_busy, 0, memory_order_release);
-		return atomic_exchange_explicit(&in->app_waiting_tsc, 0, memory_order_seq_cst) &&
-		       host_frames_waiting(l);
+		atomic_store_explicit(&in->app_waiting_tsc, 0, memory_order_seq_cst);
+		return host_frames_waiting(l);
 	case PORT_APP_AWAY:
+		/* The same before the application blocks: frames a writer did
+		 * not ring for wake our thread (port_app.c) instead of waiting
+		 * for the end of its nap. */
 		atomic_store_explicit(&in->app_busy, 0, memory_order_relaxed);
 		atomic_store_explicit(&in->app_waiting_tsc, 0, memory_order_seq_cst);
-		return false;
+		return host_frames_waiting(l);
 	}
 	return false;
 }
