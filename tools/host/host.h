@@ -10,7 +10,8 @@
  * guarded by the uplink port's engine lock (rocemu_port_lock). The
  * forwarding thread holds it through each progress pass (the port's upper
  * layer, host_switch.c, runs inside the pass); the control thread takes it
- * for each request.
+ * for each request with host_lock, which the forwarding thread lets pass
+ * before its next pass (a request never waits behind the data path).
  */
 #ifndef ROCEMU_TOOLS_HOST_H
 #define ROCEMU_TOOLS_HOST_H
@@ -133,11 +134,18 @@ struct host {
 	/* threads */
 	pthread_t fwd_thread, ctl_thread;
 	atomic_bool stop;
+	atomic_uint lock_wanted; /* threads waiting in host_lock */
 	int ctl_listen_fd;
 	int ctl_wake_fd; /* eventfd: stop the control thread */
 };
 
 /* host_switch.c */
+/* The engine lock for anyone but the forwarding thread: it is handed over
+ * at the forwarding thread's next pass, however busy the data path is (a
+ * glibc mutex is not fair: a thread that unlocks and locks again at once
+ * keeps it). */
+void host_lock(struct host *h);
+void host_unlock(struct host *h);
 int host_switch_init(struct host *h, char *err, size_t errlen);
 int host_switch_start(struct host *h);
 void host_switch_stop(struct host *h);

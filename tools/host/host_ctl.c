@@ -167,14 +167,14 @@ static int on_hello(struct host *h, struct conn *c, const struct rocemu_host_hel
 		return -EPROTO;
 	}
 	fill_welcome(h, &w);
-	rocemu_port_lock(h->port);
+	host_lock(h);
 	rc = host_proc_create(h, c->fd, c->cred.pid, c->cred.uid, &p);
 	if (rc == 0) {
 		w.proc_id = p->index;
 		w.proc_gen = p->gen;
 		read_comm(c->cred.pid, p->comm, sizeof(p->comm));
 	}
-	rocemu_port_unlock(h->port);
+	host_unlock(h);
 	if (rc) {
 		refuse(c->fd, rc, rc == -EUSERS ? "too many processes attached" : strerror(-rc));
 		return rc;
@@ -185,9 +185,9 @@ static int on_hello(struct host *h, struct conn *c, const struct rocemu_host_hel
 	fds[3] = h->bell_fd;
 	rc = send_fds(c->fd, &w, sizeof(w), fds, 4);
 	if (rc) {
-		rocemu_port_lock(h->port);
+		host_lock(h);
 		host_proc_destroy(h, p);
-		rocemu_port_unlock(h->port);
+		host_unlock(h);
 		return rc;
 	}
 	c->kind = CONN_PROC;
@@ -218,9 +218,9 @@ static int on_stat(struct host *h, struct conn *c, bool json)
 	char *text;
 	size_t len, off = 0;
 
-	rocemu_port_lock(h->port);
+	host_lock(h);
 	text = host_stat_render(h, json);
-	rocemu_port_unlock(h->port);
+	host_unlock(h);
 	if (!text)
 		return -ENOMEM;
 	len = strlen(text);
@@ -270,20 +270,20 @@ static int on_message(struct host *h, struct conn *c, const void *buf, ssize_t n
 		return -EPROTO;
 	switch (type) {
 	case ROCEMU_HOST_QPN_ALLOC:
-		rocemu_port_lock(h->port);
+		host_lock(h);
 		rc = host_qpn_alloc(h, c->proc, rq->arg != 0, &qpn);
-		rocemu_port_unlock(h->port);
+		host_unlock(h);
 		reply(c->fd, rc, qpn);
 		return 0;
 	case ROCEMU_HOST_QPN_FREE:
-		rocemu_port_lock(h->port);
+		host_lock(h);
 		(void)host_qpn_free(h, c->proc, rq->arg);
-		rocemu_port_unlock(h->port);
+		host_unlock(h);
 		return 0;
 	case ROCEMU_HOST_RESOLVE:
-		rocemu_port_lock(h->port);
+		host_lock(h);
 		host_resolve_request(h, rq->arg, rq->gid);
-		rocemu_port_unlock(h->port);
+		host_unlock(h);
 		ring_fwd(h);
 		return 0;
 	case ROCEMU_HOST_PAIR: {
@@ -291,13 +291,13 @@ static int on_message(struct host *h, struct conn *c, const void *buf, ssize_t n
 		unsigned ring = 0;
 		int fd = -1;
 
-		rocemu_port_lock(h->port);
+		host_lock(h);
 		r.rc = host_pair(h, c->proc, rq->arg, &ring, &fd);
 		/* the fd is sent while the owner cannot go (the lock) */
 		r.value = ring;
 		if (r.rc == 0)
 			r.rc = send_fds(c->fd, &r, sizeof(r), &fd, 1) ? -EIO : 0;
-		rocemu_port_unlock(h->port);
+		host_unlock(h);
 		if (r.rc)
 			reply(c->fd, r.rc, 0);
 		return 0;
@@ -315,9 +315,9 @@ static void conn_close(struct host *h, int ep, struct conn *c)
 	if (c->kind == CONN_PROC && c->proc) {
 		logf_host(h, "process %d (%s) gone: %u QPNs released", (int)c->proc->pid,
 			  c->proc->comm, c->proc->n_qps);
-		rocemu_port_lock(h->port);
+		host_lock(h);
 		host_proc_destroy(h, c->proc);
-		rocemu_port_unlock(h->port);
+		host_unlock(h);
 	}
 	close(c->fd);
 	for (unsigned i = 0; i < CTL_MAX_CONNS; i++)

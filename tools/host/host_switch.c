@@ -18,6 +18,7 @@
  * (rocemu_host.h); processes ring it only while it sleeps.
  */
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -585,14 +586,34 @@ static void idle_sleep(struct host *h)
 	atomic_store_explicit(&h->bell->sleeping, 0, memory_order_relaxed);
 }
 
+void host_lock(struct host *h)
+{
+	atomic_fetch_add(&h->lock_wanted, 1);
+	rocemu_port_lock(h->port);
+	atomic_fetch_sub(&h->lock_wanted, 1);
+}
+
+void host_unlock(struct host *h)
+{
+	rocemu_port_unlock(h->port);
+}
+
 static void *fwd_main(void *arg)
 {
 	struct host *h = arg;
 	uint64_t last_work = rocemu_now_ns();
 
 	while (!atomic_load_explicit(&h->stop, memory_order_relaxed)) {
-		unsigned work = rocemu_port_progress(h->port);
-		uint64_t now = rocemu_now_ns();
+		unsigned work;
+		uint64_t now;
+
+		/* a request waits for the lock: let it have it first */
+		if (atomic_load_explicit(&h->lock_wanted, memory_order_relaxed)) {
+			sched_yield();
+			continue;
+		}
+		work = rocemu_port_progress(h->port);
+		now = rocemu_now_ns();
 
 		if (work) {
 			last_work = now;
