@@ -154,7 +154,8 @@ struct rocemu_port {
 	bool thread_running;
 	atomic_bool thread_stop;
 	atomic_bool thread_sleeping;
-	atomic_bool kicked; /* set by a kick (port_app.c), cleared by each pass */
+	atomic_bool thread_quiet; /* no idle spinning (rocemu_port_progress_thread_quiet) */
+	atomic_bool kicked;	  /* set by a kick (port_app.c), cleared by each pass */
 	atomic_uint_fast64_t last_app_poll_ns;
 	/* while thread_sleeping: when its sleep ends at the latest */
 	atomic_uint_fast64_t sleep_until_ns;

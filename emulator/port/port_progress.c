@@ -323,6 +323,11 @@ static void *progress_main(void *arg)
 
 		if (work || atomic_load_explicit(&port->upper_has_work, memory_order_relaxed))
 			last_work = now;
+		if (atomic_load_explicit(&port->thread_quiet, memory_order_relaxed)) {
+			if (!work)
+				idle_sleep(port, false);
+			continue;
+		}
 		if (!app_polling && now - last_work < SPIN_AFTER_WORK_NS) {
 			rte_pause();
 			continue;
@@ -352,6 +357,11 @@ int rocemu_port_progress_thread_start(struct rocemu_port *port)
 	pthread_setname_np(port->thread, "rocemu-progress");
 	port->thread_running = true;
 	return 0;
+}
+
+void rocemu_port_progress_thread_quiet(struct rocemu_port *port, bool quiet)
+{
+	atomic_store(&port->thread_quiet, quiet);
 }
 
 void rocemu_port_progress_thread_stop(struct rocemu_port *port)

@@ -322,6 +322,14 @@ unsigned rocemu_port_progress_locked(struct rocemu_port *port);
 int rocemu_port_progress_thread_start(struct rocemu_port *port);
 void rocemu_port_progress_thread_stop(struct rocemu_port *port);
 /**
+ * A progress thread that never spins idle: it runs passes while they find
+ * work and otherwise sleeps the link's way, so that a frame from the link
+ * wakes it (memif's bell, af_packet's doorbell) at once. For a caller with
+ * a spinning thread of its own (the host's forwarding thread, which sleeps
+ * on a bell of its own and cannot wait for the link's).
+ */
+void rocemu_port_progress_thread_quiet(struct rocemu_port *port, bool quiet);
+/**
  * Room in the transmit buffer for frames (engine lock held): when it is more
  * than half full, the buffered frames are first handed to the device. 0 =
  * the device takes no more now: an upper layer stops building frames until a

@@ -578,8 +578,11 @@ static void idle_sleep(struct host *h)
 	bool queued;
 
 	atomic_store_explicit(&h->bell->sleeping, 1, memory_order_seq_cst);
+	/* a last pass once the flag is up: a process that queued a frame
+	 * before it saw the flag rang no bell, and the uplink's own thread may
+	 * have missed a frame while our pass held the lock */
 	rocemu_port_lock(h->port);
-	queued = any_frames_queued(h);
+	queued = rocemu_port_progress_locked(h->port) || any_frames_queued(h);
 	rocemu_port_unlock(h->port);
 	if (!queued && !atomic_load(&h->stop))
 		syscall(SYS_futex, &h->bell->bell, FUTEX_WAIT, seq, &ts, NULL, 0);
@@ -596,6 +599,12 @@ void host_lock(struct host *h)
 void host_unlock(struct host *h)
 {
 	rocemu_port_unlock(h->port);
+	/* the uplink's thread may have found the lock taken and slept with a
+	 * frame unread: a sleeping forwarding thread makes one more pass */
+	if (atomic_load_explicit(&h->bell->sleeping, memory_order_seq_cst)) {
+		atomic_fetch_add(&h->bell->bell, 1);
+		futex_wake(&h->bell->bell);
+	}
 }
 
 static void *fwd_main(void *arg)
@@ -694,10 +703,17 @@ int host_switch_init(struct host *h, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * Two threads run the uplink port's passes. Ours spins while frames move
+ * and sleeps on the host's bell, which the processes ring. The port's own
+ * thread stays, never spinning idle: it sleeps the uplink's way (memif's
+ * bell, af_packet's doorbell), so a frame from the uplink wakes it at once
+ * instead of waiting for our nap to end (the bell it would need to ring is
+ * not ours).
+ */
 int host_switch_start(struct host *h)
 {
-	/* this thread runs the uplink's passes from now on */
-	rocemu_port_progress_thread_stop(h->port);
+	rocemu_port_progress_thread_quiet(h->port, true);
 	return -pthread_create(&h->fwd_thread, NULL, fwd_main, h);
 }
 
@@ -707,6 +723,7 @@ void host_switch_stop(struct host *h)
 	atomic_fetch_add(&h->bell->bell, 1);
 	futex_wake(&h->bell->bell);
 	pthread_join(h->fwd_thread, NULL);
+	rocemu_port_progress_thread_stop(h->port);
 }
 
 void host_switch_fini(struct host *h)
