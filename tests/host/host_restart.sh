@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # A rocemu host stopped (SIGTERM) while its processes run RDMA traffic, then
 # started again under the same name (issue 16):
+#  - every attached process gets the port-down async event
+#    (IBV_EVENT_PORT_ERR, seen by ibv_asyncwatch in ibv_get_async_event);
 #  - the attached processes end by themselves with an error, none hangs (the
 #    client's QP reports IBV_WC_RETRY_EXC_ERR: its port is down and sends
 #    nothing more);
@@ -14,6 +16,8 @@ TIMEOUT=${HOST_TIMEOUT:-300}
 . "$(dirname "$0")/host_lib.sh"
 pair_need_prog ib_write_bw perftest
 pair_need_prog ibv_rc_pingpong ibverbs-utils
+pair_need_prog ibv_asyncwatch ibverbs-utils
+command -v stdbuf >/dev/null || { echo "SKIP: stdbuf not installed"; exit 77; }
 command -v tshark >/dev/null || { echo "SKIP: tshark not installed"; exit 77; }
 host_dir hostrestart
 ip=10.70.$pair_net.1/24
@@ -22,6 +26,10 @@ host_start h "" --port memif:server:$dir/up.sock --ip $ip --capture $dir/h1.pcap
 fail=0
 base=$((pair_tcp % 20000 + 30000))
 
+# a third process that only waits in ibv_get_async_event (line-buffered:
+# it never exits by itself)
+host_run h "" $dir/aw.log stdbuf -oL ibv_asyncwatch -d rocemu0
+aw=$!
 host_run h "" $dir/s.log ib_write_bw -d rocemu0 -x 1 -F -p $base -s 4096 -n 100000000
 s=$!
 pair_wait_listen "" $s $base
@@ -40,6 +48,17 @@ rs=0 rc=0
 wait $c || rc=$?
 wait $s || rs=$?
 echo "== the pair: server exit $rs, client exit $rc"
+# the event comes from the process's own progress (the link is checked
+# every 100 ms): wait for it as long as the watcher lives
+for _ in $(seq 600); do
+	grep -q IBV_EVENT_PORT_ERR $dir/aw.log && break
+	kill -0 $aw 2>/dev/null || break
+	sleep 0.1
+done
+cat $dir/aw.log
+grep -q 'event_type IBV_EVENT_PORT_ERR (10), port 1' $dir/aw.log ||
+	{ echo "FAIL: no IBV_EVENT_PORT_ERR async event after the host stopped"; fail=1; }
+kill -TERM $aw 2>/dev/null
 grep -iE 'status|error|fail' $dir/c.log $dir/s.log | head -6
 [ $rc -ne 137 ] && [ $rs -ne 137 ] || { echo "FAIL: a process hung (killed by its timeout)"; fail=1; }
 [ $rc -ne 0 ] || { echo "FAIL: the client reported success"; fail=1; }
