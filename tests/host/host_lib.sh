@@ -41,6 +41,21 @@ host_start() {
 	host_pids+=("$(cat "$dir/$name.pid")")
 }
 
+# host_wait_up NAME: wait until host NAME's uplink is up (a memif peer
+# connected), as long as the host lives: frames sent before are lost, and an
+# ARP request lost that way is asked again only after 1 s, longer than a QP
+# with ibv_rc_pingpong's retry budget (7 x 67 ms) waits for its first ACK.
+host_wait_up() {
+	local pid
+	pid=$(cat "$dir/$1.pid") || return 1
+	while kill -0 "$pid" 2>/dev/null; do
+		host_stat "$1" | head -1 | grep -q '(link up)' && return 0
+		sleep 0.1
+	done
+	echo "rocemu host $1 ended before its uplink came up"
+	return 1
+}
+
 # host_stop NAME: SIGTERM, wait for its end (its capture is complete then);
 # prints its log (counters last).
 host_stop() {

@@ -43,6 +43,7 @@ else
 fi
 host_start a "$nsA" "${upA[@]}" --ip $ipA/24 --capture $dir/a.pcap || exit 1
 host_start b "$nsB" "${upB[@]}" --ip $ipB/24 --capture $dir/b.pcap || exit 1
+host_wait_up a && host_wait_up b || exit 1
 # process k: host a for 0..3, b for 4..7
 host_of() { [ $1 -lt 4 ] && echo a || echo b; }
 ns_of() { [ $1 -lt 4 ] && echo "$nsA" || echo "$nsB"; }
