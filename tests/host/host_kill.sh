@@ -23,21 +23,8 @@ fail=0
 base=$((pair_tcp % 20000 + 30000))
 
 # the victim's pair: far more iterations than run before the kill
-host_run h "" $dir/vs.log ib_write_bw -d rocemu0 -x 1 -F -p $base -s 4096 -n 100000000
-vs=$!
-pair_wait_listen "" $vs $base
-host_run h "" $dir/vc.log ib_write_bw -d rocemu0 -x 1 -F -p $base -s 4096 -n 100000000 127.0.0.1
-vc=$!
-
-# switched frames, from rocemu stat's "switched N frames to processes"
-switched() { host_stat h | sed -n 's/.*switched \([0-9]*\) frames to processes.*/\1/p'; }
-# wait (bounded only by the client's own timeout) for the writes to flow
-before=$(switched)
-while kill -0 $vc 2>/dev/null; do
-	now=$(switched)
-	[ -n "$now" ] && [ "$now" -gt $((${before:-0} + 2000)) ] && break
-	sleep 0.2
-done
+host_write_pair h v $base || exit 1
+vs=$wpair_s vc=$wpair_c
 # the bystander pair, started only now: the frames counted above are the
 # victim's own (with the bystander first, its frames could end the wait
 # before the victim's client had connected, and the kill then hit perftest's

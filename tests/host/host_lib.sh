@@ -72,6 +72,37 @@ host_stat() {
 	"$ROCEMU" stat --host "$dir/$1" 2>/dev/null
 }
 
+# host_write_pair NAME TAG PORT: an ib_write_bw pair on host NAME (4 KiB
+# writes, far more than run before the caller stops it), logs $dir/TAGs.log
+# and $dir/TAGc.log; returns once the client's writes flow (the host switched
+# 2000 more frames; it must capture, so that every frame passes it), with
+# the server's pid in $wpair_s and the client's in $wpair_c; 1 if the client ended
+# before.
+host_write_pair() {
+	local name=$1 tag=$2 port=$3 before now
+	host_run "$name" "" "$dir/${tag}s.log" ib_write_bw -d rocemu0 -x 1 -F -p "$port" -s 4096 \
+		-n 100000000
+	wpair_s=$!
+	pair_wait_listen "" $wpair_s "$port"
+	host_run "$name" "" "$dir/${tag}c.log" ib_write_bw -d rocemu0 -x 1 -F -p "$port" -s 4096 \
+		-n 100000000 127.0.0.1
+	wpair_c=$!
+	before=$(host_switched "$name")
+	while kill -0 $wpair_c 2>/dev/null; do
+		now=$(host_switched "$name")
+		[ -n "$now" ] && [ "$now" -gt $((${before:-0} + 2000)) ] && return 0
+		sleep 0.2
+	done
+	echo "FAIL: the ib_write_bw pair did not run"
+	tail -n 5 "$dir/${tag}s.log" "$dir/${tag}c.log"
+	return 1
+}
+
+# host_switched NAME: frames host NAME switched to processes so far.
+host_switched() {
+	host_stat "$1" | sed -n 's/.*switched \([0-9]*\) frames to processes.*/\1/p'
+}
+
 # host_run NAME NS LOG PROGRAM ARGS...: PROGRAM attached to host NAME, in the
 # background (its pid in $!, remembered for cleanup).
 host_run() {

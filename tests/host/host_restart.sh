@@ -30,18 +30,8 @@ base=$((pair_tcp % 20000 + 30000))
 # it never exits by itself)
 host_run h "" $dir/aw.log stdbuf -oL ibv_asyncwatch -d rocemu0
 aw=$!
-host_run h "" $dir/s.log ib_write_bw -d rocemu0 -x 1 -F -p $base -s 4096 -n 100000000
-s=$!
-pair_wait_listen "" $s $base
-host_run h "" $dir/c.log ib_write_bw -d rocemu0 -x 1 -F -p $base -s 4096 -n 100000000 127.0.0.1
-c=$!
-switched() { host_stat h | sed -n 's/.*switched \([0-9]*\) frames.*from them.*/\1/p'; }
-while kill -0 $c 2>/dev/null; do
-	now=$(switched)
-	[ -n "$now" ] && [ "$now" -gt 2000 ] && break
-	sleep 0.2
-done
-kill -0 $c 2>/dev/null || { echo "FAIL: the pair did not run"; tail -n 5 $dir/s.log $dir/c.log; exit 1; }
+host_write_pair h "" $base || exit 1
+s=$wpair_s c=$wpair_c
 echo "== stopping the host under traffic"
 host_stop h | head -3
 rs=0 rc=0
