@@ -166,10 +166,38 @@ static void comp_fail(struct rocemu_qp *qp, struct rocemu_send_wqe *w, enum ibv_
 	rocemu_qp_to_error(qp, false);
 }
 
+/* A probe waits for its answer (comp_probe_answered). */
+static bool comp_probing(enum comp_state s)
+{
+	return s == COMP_PROBING || s == COMP_REREAD_PROBING;
+}
+
+/* Went back for lost READ responses or after a timeout (read_gap). */
+static bool comp_rereading(enum comp_state s)
+{
+	return s == COMP_REREAD || s == COMP_REREAD_PROBING;
+}
+
+/* The completer's state with the probe on or off, the re-read as it is. */
+static enum comp_state with_probe(enum comp_state s, bool on)
+{
+	if (on)
+		return comp_rereading(s) ? COMP_REREAD_PROBING : COMP_PROBING;
+	return comp_rereading(s) ? COMP_REREAD : COMP_STEADY;
+}
+
+/* The same with the re-read on or off, the probe as it is. */
+static enum comp_state with_reread(enum comp_state s, bool on)
+{
+	if (on)
+		return comp_probing(s) ? COMP_REREAD_PROBING : COMP_REREAD;
+	return comp_probing(s) ? COMP_PROBING : COMP_STEADY;
+}
+
 /** Forward progress: retry budgets refill (9.7.6.1.3 / 9.7.5.2.8). */
 static void progress_made(struct rocemu_qp *qp)
 {
-	qp->comp.reread_pending = false;
+	rocemu_comp_set(qp, with_reread(qp->comp.state, false), "progress");
 	qp->comp.probes = 0;
 	qp->comp.backoff = 0;
 	qp->comp.retry_left = qp->attr.retry_cnt;
@@ -254,7 +282,7 @@ static void go_back_nak(struct rocemu_qp *qp, uint32_t psn)
 		return;
 	}
 	qp->comp.nak_retry_left--;
-	qp->comp.probe_answer = false;
+	rocemu_comp_set(qp, with_probe(qp->comp.state, false), "went back on a loss");
 	rocemu_req_window_loss(qp, false);
 	rocemu_req_rewind(qp, psn);
 	rocemu_comp_rearm(qp, rocemu_port_pass_now(qp->engine->port));
@@ -268,7 +296,7 @@ static void go_back(struct rocemu_qp *qp, uint32_t psn)
 		return;
 	}
 	qp->comp.retry_left--;
-	qp->comp.probe_answer = false;
+	rocemu_comp_set(qp, with_probe(qp->comp.state, false), "went back on a timeout");
 	rocemu_req_window_loss(qp, true);
 	rocemu_req_rewind(qp, psn);
 	rocemu_comp_rearm(qp, rocemu_port_pass_now(qp->engine->port));
@@ -281,9 +309,9 @@ static void go_back(struct rocemu_qp *qp, uint32_t psn)
  */
 static void read_gap(struct rocemu_qp *qp, uint32_t expect)
 {
-	if (qp->comp.reread_pending && qp->comp.reread_psn == expect)
+	if (comp_rereading(qp->comp.state) && qp->comp.reread_psn == expect)
 		return;
-	qp->comp.reread_pending = true;
+	rocemu_comp_set(qp, with_reread(qp->comp.state, true), "READ responses missing");
 	qp->comp.reread_psn = expect;
 	/* evidence of a loss, like a sequence NAK: not a timeout */
 	go_back_nak(qp, expect);
@@ -353,7 +381,7 @@ static struct rocemu_send_wqe *wqe_of_psn(struct rocemu_qp *qp, uint32_t psn)
  */
 static void comp_probe_answered(struct rocemu_qp *qp, uint32_t psn)
 {
-	qp->comp.probe_answer = false;
+	rocemu_comp_set(qp, with_probe(qp->comp.state, false), "probe answered");
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return;
 	if (psn == qp->comp.probe_psn && roce_psn_diff(qp->req.max_sent_psn, psn) > 0 &&
@@ -381,7 +409,7 @@ static void handle_ack(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 			read_gap(qp, lost);
 			break;
 		}
-		if (qp->comp.probe_answer)
+		if (comp_probing(qp->comp.state))
 			comp_probe_answered(qp, psn);
 		break;
 	case ROCE_AETH_RNR_NAK:
@@ -490,7 +518,8 @@ static void handle_read_resp(struct rocemu_qp *qp, const struct roce_pkt *pkt,
 	bool last_pkt;
 	enum rocemu_mem_err err;
 
-	qp->comp.probe_answer = false; /* a READ's probe is answered by its responses */
+	/* a READ's probe is answered by its responses */
+	rocemu_comp_set(qp, with_probe(qp->comp.state, false), "READ response");
 	/* older than anything unacknowledged: a duplicate or a replay's overlap */
 	if (roce_psn_diff(psn, qp->comp.psn) < 0) {
 		ENGINE_COUNT(e, drop_resp_duplicate);
@@ -556,7 +585,7 @@ static void handle_atomic_ack(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 	enum rocemu_mem_err err;
 	uint64_t orig = pkt->atomic_orig;
 
-	qp->comp.probe_answer = false;
+	rocemu_comp_set(qp, with_probe(qp->comp.state, false), "ATOMIC ACKNOWLEDGE");
 
 	if (roce_psn_diff(pkt->psn, qp->comp.psn) < 0) {
 		ENGINE_COUNT(e, drop_resp_duplicate); /* replayed or duplicated */
@@ -655,7 +684,7 @@ static unsigned comp_probe(struct rocemu_qp *qp)
 	qp->comp.probe_psn = oldest_unacked(qp);
 	if (!rocemu_req_probe(qp, qp->comp.probe_psn))
 		return 0;
-	qp->comp.probe_answer = true;
+	rocemu_comp_set(qp, with_probe(qp->comp.state, true), "probe sent");
 	ENGINE_COUNT(qp->engine, retransmit_probes);
 	return 1;
 }
@@ -702,7 +731,7 @@ unsigned rocemu_comp_timers(struct rocemu_qp *qp, uint64_t now)
 			}
 
 			/* responses still in flight from before the timeout are stale */
-			qp->comp.reread_pending = true;
+			rocemu_comp_set(qp, with_reread(qp->comp.state, true), "timeout");
 			qp->comp.reread_psn = from;
 			go_back(qp, from);
 			work++;

@@ -110,7 +110,8 @@ static enum resp_result place_send(struct rocemu_qp *qp, const struct roce_pkt *
 		ENGINE_ADD(e, copy_rx_bytes, pkt->payload_len);
 	}
 	qp->resp.offset += pkt->payload_len;
-	qp->resp.in_send = !(f & ROCE_OPF_LAST);
+	rocemu_resp_msg_set(qp, (f & ROCE_OPF_LAST) ? RESP_MSG_IDLE : RESP_MSG_SEND,
+			    (f & ROCE_OPF_LAST) ? "SEND placed" : "SEND begun");
 	if (f & ROCE_OPF_LAST) {
 		if ((pkt->op->hdrs & ROCE_HDR_IETH) &&
 		    rocemu_mem_invalidate(e->mem, qp->pd, pkt->ieth_rkey, true, qp->qpn) !=
@@ -167,7 +168,8 @@ static enum resp_result place_write(struct rocemu_qp *qp, const struct roce_pkt 
 		ENGINE_ADD(e, copy_rx_bytes, pkt->payload_len);
 	}
 	qp->resp.offset += pkt->payload_len;
-	qp->resp.in_write = !(f & ROCE_OPF_LAST);
+	rocemu_resp_msg_set(qp, (f & ROCE_OPF_LAST) ? RESP_MSG_IDLE : RESP_MSG_WRITE,
+			    (f & ROCE_OPF_LAST) ? "WRITE placed" : "WRITE begun");
 	if (f & ROCE_OPF_LAST) {
 		if (pkt->op->hdrs & ROCE_HDR_IMMDT)
 			recv_complete(qp, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
@@ -496,8 +498,7 @@ static void rc_error(struct rocemu_qp *qp, enum resp_result res, uint32_t psn)
 		 * from this PSN, so later packets are dropped without a sequence NAK. */
 		rc_resp_queue_nak(qp, ROCE_AETH_SYNDROME(ROCE_AETH_RNR_NAK, qp->attr.min_rnr_timer),
 				  psn);
-		qp->resp.nak_seq_sent = true;
-		qp->resp.rnr_sent = true;
+		rocemu_resp_seq_set(qp, RESP_SEQ_RNR_NAKED, "no receive WQE");
 		qp->resp.last_oos_psn = psn;
 		return;
 	case RESP_LEN:
@@ -519,7 +520,9 @@ static void rc_error(struct rocemu_qp *qp, enum resp_result res, uint32_t psn)
 	/* 9.9.3: these errors are fatal for the responder QP: NAK, then ERR. */
 	rc_resp_send_nak(qp, code, psn);
 	if (qp->resp.have_wqe)
-		recv_complete(qp, st, qp->resp.in_write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
+		recv_complete(qp, st,
+			      qp->resp.msg == RESP_MSG_WRITE ? IBV_WC_RECV_RDMA_WITH_IMM
+							     : IBV_WC_RECV,
 			      0, NULL, false);
 	rocemu_qp_to_error(qp, false);
 	rocemu_engine_raise(e, ev, qp->user_ctx);
@@ -574,7 +577,7 @@ static void rc_duplicate(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 			return;
 		}
 		if ((f & ROCE_OPF_ATOMIC) && r->is_atomic && d == 0) {
-			/* 9.7.5.1.3 / o9-28: never execute an atomic twice; replay its
+			/* 9.7.5.1.3: never execute an atomic twice; replay its
 			 * result (in turn with the other responses being streamed). */
 			r->active = true;
 			r->replay = true;
@@ -615,9 +618,9 @@ static bool rc_sequence_ok(const struct rocemu_qp *qp, uint16_t f)
 {
 	/* 9.7.5.1.2 / C9-89: a FIRST or MIDDLE must be followed by MIDDLE or LAST of the same kind.
 	 */
-	if (qp->resp.in_send)
+	if (qp->resp.msg == RESP_MSG_SEND)
 		return (f & ROCE_OPF_SEND) && !(f & ROCE_OPF_FIRST);
-	if (qp->resp.in_write)
+	if (qp->resp.msg == RESP_MSG_WRITE)
 		return (f & ROCE_OPF_WRITE) && !(f & ROCE_OPF_FIRST);
 	if (f & (ROCE_OPF_READ | ROCE_OPF_ATOMIC | ROCE_OPF_ATOMIC_WRITE | ROCE_OPF_FLUSH))
 		return true;
@@ -630,11 +633,11 @@ static void rc_rx(struct rocemu_qp *qp, const struct roce_pkt *pkt, const uint8_
 	uint32_t f = pkt->op->flags;
 	int32_t d = roce_psn_diff(pkt->psn, qp->resp.epsn);
 	enum resp_result res;
+	bool renak;
 
 	if (d > 0) {
-		/* IBA ch. 9.7, responder PSN check, PSN sequence error NAK (rule
-		 * number not confirmed here; C9-110 is the rule on duplicates, not
-		 * this): NAK only the first out-of-sequence packet of a gap, then
+		/* The responder's PSN check (IBA 9.7.5.2, the PSN sequence error
+		 * NAK): NAK only the first out-of-sequence packet of a gap, then
 		 * ignore new requests until the expected PSN arrives. Deviation: a
 		 * PSN below the last out-of-sequence one means the requester started
 		 * a new pass (it went back) and lost its head again: that pass gets
@@ -643,16 +646,16 @@ static void rc_rx(struct rocemu_qp *qp, const struct roce_pkt *pkt, const uint8_
 		 * was lost). The rule as described says no NAK until the expected
 		 * PSN comes; a requester that follows it is not hurt by the extra NAK. */
 		ENGINE_COUNT(e, drop_psn_out_of_seq);
-		if (qp->resp.nak_seq_sent && !qp->resp.rnr_sent &&
-		    (roce_psn_diff(pkt->psn, qp->resp.last_oos_psn) < 0 ||
-		     ++qp->resp.oos_since_nak >= ROCEMU_REQ_WINDOW / 2))
-			qp->resp.nak_seq_sent = false; /* new pass, or our NAK was lost */
+		/* NAKed again: a new pass, or our NAK was lost */
+		renak = qp->resp.seq == RESP_SEQ_NAKED &&
+			(roce_psn_diff(pkt->psn, qp->resp.last_oos_psn) < 0 ||
+			 ++qp->resp.oos_since_nak >= ROCEMU_REQ_WINDOW / 2);
 		qp->resp.last_oos_psn = pkt->psn;
-		if (!qp->resp.nak_seq_sent) {
+		if (qp->resp.seq == RESP_SEQ_IN_ORDER || renak) {
 			rc_resp_queue_nak(qp,
 					  ROCE_AETH_SYNDROME(ROCE_AETH_NAK, ROCE_NAK_PSN_SEQ_ERR),
 					  qp->resp.epsn);
-			qp->resp.nak_seq_sent = true;
+			rocemu_resp_seq_set(qp, RESP_SEQ_NAKED, "PSN gap");
 			qp->resp.oos_since_nak = 0;
 		}
 		return;
@@ -661,9 +664,8 @@ static void rc_rx(struct rocemu_qp *qp, const struct roce_pkt *pkt, const uint8_
 		rc_duplicate(qp, pkt);
 		return;
 	}
-	qp->resp.nak_seq_sent = false;
+	rocemu_resp_seq_set(qp, RESP_SEQ_IN_ORDER, "expected PSN");
 	qp->resp.nak_pending = false;
-	qp->resp.rnr_sent = false;
 	if (!rc_sequence_ok(qp, f)) {
 		rc_error(qp, RESP_INV_REQ, pkt->psn);
 		return;
@@ -696,13 +698,14 @@ static void rc_rx(struct rocemu_qp *qp, const struct roce_pkt *pkt, const uint8_
 /* ------------------------------------------------------------------------ */
 /* UC request processing (9.8.3: no ACKs; a gap drops the message)            */
 
-static void uc_abort_message(struct rocemu_qp *qp)
+/* The message in progress is lost; the caller says what comes next. */
+static void uc_abort_message(struct rocemu_qp *qp, enum resp_msg_state next, const char *why)
 {
-	if (qp->resp.in_send || qp->resp.in_write)
+	if (qp->resp.msg == RESP_MSG_SEND || qp->resp.msg == RESP_MSG_WRITE)
 		ENGINE_COUNT(qp->engine, drop_uc_incomplete_msg);
-	/* o9-... the receive WQE of a dropped SEND is reused for the next message */
-	qp->resp.in_send = false;
-	qp->resp.in_write = false;
+	/* A UC message that lost a packet is dropped, and the receive WQE it
+	 * was filling is kept for the next message (nothing completes). */
+	rocemu_resp_msg_set(qp, next, why);
 	qp->resp.offset = 0;
 }
 
@@ -714,24 +717,23 @@ static void uc_rx(struct rocemu_qp *qp, const struct roce_pkt *pkt, const uint8_
 
 	if (pkt->psn != qp->resp.epsn) {
 		/* Packets were lost: resynchronise on this one. */
-		uc_abort_message(qp);
-		qp->resp.uc_drop = !(f & ROCE_OPF_FIRST);
+		uc_abort_message(qp, (f & ROCE_OPF_FIRST) ? RESP_MSG_IDLE : RESP_MSG_UC_DROP,
+				 "PSN gap");
 	} else if (f & ROCE_OPF_FIRST) {
-		if (qp->resp.in_send || qp->resp.in_write)
-			uc_abort_message(qp);
-		qp->resp.uc_drop = false;
-	} else if (!qp->resp.in_send && !qp->resp.in_write) {
-		qp->resp.uc_drop = true;
-	} else if ((qp->resp.in_send && !(f & ROCE_OPF_SEND)) ||
-		   (qp->resp.in_write && !(f & ROCE_OPF_WRITE))) {
-		uc_abort_message(qp);
-		qp->resp.uc_drop = true;
+		if (qp->resp.msg == RESP_MSG_SEND || qp->resp.msg == RESP_MSG_WRITE)
+			uc_abort_message(qp, RESP_MSG_IDLE, "FIRST inside a message");
+		rocemu_resp_msg_set(qp, RESP_MSG_IDLE, "FIRST");
+	} else if (qp->resp.msg == RESP_MSG_IDLE || qp->resp.msg == RESP_MSG_UC_DROP) {
+		rocemu_resp_msg_set(qp, RESP_MSG_UC_DROP, "no FIRST before it");
+	} else if ((qp->resp.msg == RESP_MSG_SEND && !(f & ROCE_OPF_SEND)) ||
+		   (qp->resp.msg == RESP_MSG_WRITE && !(f & ROCE_OPF_WRITE))) {
+		uc_abort_message(qp, RESP_MSG_UC_DROP, "opcode out of sequence");
 	}
 	qp->resp.epsn = roce_psn_add(pkt->psn, 1);
-	if (qp->resp.uc_drop) {
+	if (qp->resp.msg == RESP_MSG_UC_DROP) {
 		ENGINE_COUNT(e, drop_uc_incomplete_msg);
 		if (f & ROCE_OPF_LAST)
-			qp->resp.uc_drop = false;
+			rocemu_resp_msg_set(qp, RESP_MSG_IDLE, "dropped message over");
 		return;
 	}
 	if (f & ROCE_OPF_SEND)
@@ -754,8 +756,8 @@ static void uc_rx(struct rocemu_qp *qp, const struct roce_pkt *pkt, const uint8_
 	default:
 		/* No receive WQE, bad R_Key, bad lengths: the message is silently dropped. */
 		ENGINE_COUNT(e, drop_uc_incomplete_msg);
-		qp->resp.in_send = qp->resp.in_write = false;
-		qp->resp.uc_drop = !(f & ROCE_OPF_LAST);
+		rocemu_resp_msg_set(qp, (f & ROCE_OPF_LAST) ? RESP_MSG_IDLE : RESP_MSG_UC_DROP,
+				    "message dropped");
 		return;
 	}
 }

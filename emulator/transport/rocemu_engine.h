@@ -74,6 +74,15 @@ struct rocemu_port *rocemu_engine_port(struct rocemu_engine *e);
 void rocemu_engine_caps(const struct rocemu_engine *e, struct rocemu_caps *caps);
 /** Where async events go (one sink per engine; called with the engine lock held). */
 void rocemu_engine_set_event_handler(struct rocemu_engine *e, rocemu_event_fn fn, void *arg);
+/**
+ * A trace line: topic "resp" or "comp" (a responder or completer state
+ * changed, e.g. "qp 0x000012 resp-seq IN_ORDER -> NAKED (PSN gap)"). Called
+ * with the engine lock held; the engine never prints, its user does
+ * (the verbs provider with ROCEMU_TRACE=resp,comp).
+ */
+typedef void (*rocemu_trace_fn)(void *arg, const char *topic, const char *line);
+/** Where trace lines go (NULL: nowhere, the default: a state change then costs a test). */
+void rocemu_engine_set_trace(struct rocemu_engine *e, rocemu_trace_fn fn, void *arg);
 /** One progress pass (try-lock). */
 unsigned rocemu_engine_progress(struct rocemu_engine *e);
 /**

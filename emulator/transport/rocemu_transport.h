@@ -172,6 +172,7 @@ static inline uint32_t rocemu_qpn_slot(uint32_t qpn)
 	X(resolve_failed)                                                                          \
 	X(cq_overflow)                                                                             \
 	X(cq_overrun_ignored)                                                                      \
+	X(illegal_state_transitions)                                                               \
 	X(rx_raw_frames)                                                                           \
 	X(rx_raw_steered)                                                                          \
 	X(drop_raw_no_recv)                                                                        \
@@ -231,6 +232,43 @@ struct rocemu_send_wqe {
 
 	struct ibv_sge sge[ROCEMU_MAX_SGE];
 	uint8_t inline_data[ROCEMU_MAX_INLINE];
+};
+
+/* ------------------------------------------------------------------------ */
+/* Named protocol states of the responder and the completer (qp_states.c).    */
+
+/** The responder's place in the message stream (RC and UC). */
+enum resp_msg_state {
+	RESP_MSG_IDLE = 0, /**< between messages: a FIRST, ONLY, READ or atomic comes next */
+	RESP_MSG_SEND,	   /**< inside a multi-packet SEND: MIDDLE or LAST of a SEND next */
+	RESP_MSG_WRITE,	   /**< inside a multi-packet RDMA WRITE: MIDDLE or LAST next */
+	RESP_MSG_UC_DROP,  /**< UC: discarding the rest of a message, until a FIRST or ONLY */
+	RESP_MSG_STATES,
+};
+
+/** The RC responder's answer to a gap in the PSNs (9.7.5.2). */
+enum resp_seq_state {
+	RESP_SEQ_IN_ORDER = 0, /**< no NAK outstanding */
+	RESP_SEQ_NAKED,	       /**< a PSN sequence NAK went for this gap: no second one */
+	RESP_SEQ_RNR_NAKED,    /**< an RNR NAK went: drop quietly until its PSN comes again */
+	RESP_SEQ_STATES,
+};
+
+/** The RC completer's recovery: probes answered, READ responses re-requested. */
+enum comp_state {
+	COMP_STEADY = 0,     /**< responses are taken as they come */
+	COMP_PROBING,	     /**< a probe went: an ACK for exactly probe_psn answers it */
+	COMP_REREAD,	     /**< went back to reread_psn: a gap there is not re-requested */
+	COMP_REREAD_PROBING, /**< both: a probe went after the go-back, before progress */
+	COMP_STATES,
+};
+
+/** The state machines above, for the name tables, the rules and the trace. */
+enum rocemu_sm {
+	ROCEMU_SM_RESP_MSG,
+	ROCEMU_SM_RESP_SEQ,
+	ROCEMU_SM_COMP,
+	ROCEMU_SM_COUNT,
 };
 
 /* ------------------------------------------------------------------------ */
@@ -332,11 +370,10 @@ struct rocemu_qp {
 		uint8_t backoff;      /**< the timer runs T << backoff (silent expiries in a row) */
 		uint64_t rnr_until_ns; /**< RNR back-off end, 0 = none */
 		uint32_t rnr_psn;
-		bool reread_pending; /**< a READ gap was re-requested from reread_psn */
+		enum comp_state state; /**< changed by rocemu_comp_set only */
 		uint32_t reread_psn;
 		uint64_t probe_ns; /**< stall probe deadline, 0 = off */
 		uint8_t probes;	   /**< probes sent in this stall (at most ROCEMU_PROBES) */
-		bool probe_answer; /**< an ACK for probe_psn answers the probe */
 		uint32_t probe_psn;
 	} comp;
 
@@ -348,15 +385,17 @@ struct rocemu_qp {
 	struct {
 		uint32_t epsn; /**< expected PSN */
 		uint32_t msn;
-		bool in_send, in_write; /**< inside a multi-packet message */
+		enum resp_msg_state msg; /**< changed by rocemu_resp_msg_set only */
+		enum resp_seq_state seq; /**< changed by rocemu_resp_seq_set only */
+		/* The flags below are not protocol states: have_wqe says whether
+		 * wqe holds a receive WQE, ack_pending/nak_pending/res_active that
+		 * an answer waits to be sent, comm_est that COMM_EST was raised. */
 		bool have_wqe;
 		struct rocemu_recv_wqe wqe;
 		uint64_t offset; /**< bytes of the current message placed */
 		uint64_t write_va;
 		uint32_t write_rkey;
 		uint32_t write_len;
-		bool nak_seq_sent; /**< only the first out-of-sequence packet is NAKed (9.7) */
-		bool rnr_sent;	   /**< an RNR NAK is outstanding: drop quietly until the retry */
 		/* a sequence or RNR NAK waiting for the READ responses before it
 		 * (responses leave in PSN order) or for room in the tx queue */
 		bool nak_pending;
@@ -364,7 +403,6 @@ struct rocemu_qp {
 		uint32_t nak_psn;
 		uint32_t last_oos_psn;	/**< PSN of the last out-of-sequence packet seen */
 		uint32_t oos_since_nak; /**< out-of-sequence packets since that NAK */
-		bool uc_drop;		/**< UC: discard until the next FIRST/ONLY */
 		bool ack_pending;
 		struct rocemu_rd_res *res; /**< res_cap entries, nres of them in use */
 		uint32_t res_cap;
@@ -410,6 +448,8 @@ struct rocemu_engine {
 	struct rocemu_flow *flows; /**< steering rules of raw packet QPs (raw.c) */
 	uint32_t n_flows;
 	uint64_t ctr[CTR_COUNT];
+	rocemu_trace_fn trace_fn; /**< protocol state changes go here when set */
+	void *trace_arg;
 	bool link_up;		/**< last link state seen (port events on change) */
 	uint64_t link_check_ns; /**< next time to look at the link */
 };
@@ -470,6 +510,47 @@ void rocemu_qp_free_rings(struct rocemu_qp *qp);
 uint32_t rocemu_mtu_bytes(enum ibv_mtu mtu);
 /** The row of a QP type in the attribute tables; -1 for a type not supported. */
 int rocemu_qp_type_index(enum ibv_qp_type t);
+
+/* qp_states.c */
+/** The machine's name in traces ("resp-msg", "resp-seq", "comp"). */
+const char *rocemu_sm_name(enum rocemu_sm m);
+/** How many states the machine has. */
+unsigned rocemu_sm_states(enum rocemu_sm m);
+/** A state's name ("?" for none). */
+const char *rocemu_sm_state_name(enum rocemu_sm m, unsigned s);
+/** Is from -> to in the machine's table of legal transitions? */
+bool rocemu_sm_legal(enum rocemu_sm m, unsigned from, unsigned to);
+/** Check (an illegal one is counted: illegal_state_transitions) and trace a
+ * change from -> to (from != to); the caller stores the new state. */
+void rocemu_sm_change(struct rocemu_qp *qp, enum rocemu_sm m, unsigned from, unsigned to,
+		      const char *why);
+
+/* Every change of a responder or completer state goes through these. */
+static inline void rocemu_resp_msg_set(struct rocemu_qp *qp, enum resp_msg_state to,
+				       const char *why)
+{
+	if (qp->resp.msg != to) {
+		rocemu_sm_change(qp, ROCEMU_SM_RESP_MSG, qp->resp.msg, to, why);
+		qp->resp.msg = to;
+	}
+}
+
+static inline void rocemu_resp_seq_set(struct rocemu_qp *qp, enum resp_seq_state to,
+				       const char *why)
+{
+	if (qp->resp.seq != to) {
+		rocemu_sm_change(qp, ROCEMU_SM_RESP_SEQ, qp->resp.seq, to, why);
+		qp->resp.seq = to;
+	}
+}
+
+static inline void rocemu_comp_set(struct rocemu_qp *qp, enum comp_state to, const char *why)
+{
+	if (qp->comp.state != to) {
+		rocemu_sm_change(qp, ROCEMU_SM_COMP, qp->comp.state, to, why);
+		qp->comp.state = to;
+	}
+}
 
 /* rc_requester.c (RC and UC) */
 /** Send what the window allows; returns packets sent. */
