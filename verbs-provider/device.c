@@ -164,6 +164,16 @@ ROCEMU_PUBLIC(ibv_get_device_index)
 /* ------------------------------------------------------------------------ */
 /* Engine sharing                                                             */
 
+/* ROCEMU_TRACE=resp,comp (or all): the engine's protocol state changes, one
+ * line each on stderr with the port's own trace lines. */
+static void engine_trace(void *arg, const char *topic, const char *line)
+{
+	struct rocemu_vdevice *d = arg;
+
+	if (rocemu_port_trace_on(topic))
+		rocemu_port_trace_line(rocemu_engine_port(d->engine), topic, line);
+}
+
 static int engine_acquire(struct rocemu_vdevice *d)
 {
 	char err[512] = "";
@@ -184,6 +194,8 @@ static int engine_acquire(struct rocemu_vdevice *d)
 			d->guid = rocemu_guid_from_mac(mac);
 			d->guid_known = true;
 			rocemu_engine_set_event_handler(d->engine, rocemu_async_from_engine, d);
+			if (rocemu_port_trace_on("resp") || rocemu_port_trace_on("comp"))
+				rocemu_engine_set_trace(d->engine, engine_trace, d);
 		}
 	}
 	if (rc == 0)

@@ -4,7 +4,9 @@
  *  - trace points: ROCEMU_TRACE=TOPIC[,TOPIC...] (or "all") makes the port
  *    write one line per traced event to stderr, e.g. each state change of a
  *    memif link ("memif"). Off, a trace point costs one load of a flag. The
- *    engine otherwise prints nothing: a trace is output the user asked for;
+ *    engine otherwise prints nothing: a trace is output the user asked for.
+ *    The transport's states ("resp", "comp") reach here through the verbs
+ *    provider, which installs the engine's trace hook when they are asked for;
  *  - notices: a line handed to the config's notice callback while open
  *    waits (a memif client waiting for its server);
  *  - a PMD's own log, held to critical messages around calls that may fail
@@ -58,6 +60,16 @@ void port_trace(const struct rocemu_port *port, const char *topic, const char *f
 		(unsigned long long)(now / 1000000000ull),
 		(unsigned long long)(now % 1000000000ull), port ? port->cfg.name : "-", topic,
 		line);
+}
+
+bool rocemu_port_trace_on(const char *topic)
+{
+	return port_trace_on(topic);
+}
+
+void rocemu_port_trace_line(const struct rocemu_port *port, const char *topic, const char *line)
+{
+	port_trace(port, topic, "%s", line);
 }
 
 void port_notice(const struct rocemu_port *port, const char *fmt, ...)

@@ -396,4 +396,10 @@ unsigned rocemu_port_counters(const struct rocemu_port *port, struct rocemu_coun
 void rocemu_port_count(struct rocemu_port *port, const char *reason);
 void rocemu_port_counters_print(const struct rocemu_port *port, FILE *f);
 
+/** Did the user ask for trace lines of topic (ROCEMU_TRACE=TOPIC,... or "all")? */
+bool rocemu_port_trace_on(const char *topic);
+/** Write one trace line of topic to stderr, as the port's own trace points do
+ * (for the engine's trace lines, which its user hands over). */
+void rocemu_port_trace_line(const struct rocemu_port *port, const char *topic, const char *line);
+
 #endif /* ROCEMU_PORT_H */
