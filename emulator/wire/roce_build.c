@@ -143,50 +143,6 @@ static void put_bth(uint8_t *p, const struct roce_pkt *pkt)
 	rb_put24(p + 9, pkt->psn);
 }
 
-static void put_ext_headers(uint8_t *ext, const struct roce_pkt *pkt,
-			    const struct roce_opcode_info *op)
-{
-	uint8_t *h;
-
-	if (op->hdrs & ROCE_HDR_RETH) {
-		h = ext + op->hdr_off[0];
-		rb_put64(h, pkt->reth.va);
-		rb_put32(h + 8, pkt->reth.rkey);
-		rb_put32(h + 12, pkt->reth.dma_len);
-	}
-	if (op->hdrs & ROCE_HDR_AETH) {
-		h = ext + op->hdr_off[1];
-		h[0] = pkt->aeth.syndrome;
-		rb_put24(h + 1, pkt->aeth.msn);
-	}
-	if (op->hdrs & ROCE_HDR_ATOMIC_ETH) {
-		h = ext + op->hdr_off[2];
-		rb_put64(h, pkt->atomic.va);
-		rb_put32(h + 8, pkt->atomic.rkey);
-		rb_put64(h + 12, pkt->atomic.swap_add);
-		rb_put64(h + 20, pkt->atomic.compare);
-	}
-	if (op->hdrs & ROCE_HDR_ATOMIC_ACK_ETH)
-		rb_put64(ext + op->hdr_off[3], pkt->atomic_orig);
-	if (op->hdrs & ROCE_HDR_IMMDT)
-		rb_put32(ext + op->hdr_off[4], pkt->imm);
-	if (op->hdrs & ROCE_HDR_IETH)
-		rb_put32(ext + op->hdr_off[5], pkt->ieth_rkey);
-	if (op->hdrs & ROCE_HDR_DETH) {
-		h = ext + op->hdr_off[6];
-		rb_put32(h, pkt->deth.qkey);
-		h[4] = 0;
-		rb_put24(h + 5, pkt->deth.src_qp);
-	}
-	if (op->hdrs & ROCE_HDR_FETH)
-		rb_put32(ext + op->hdr_off[7], pkt->feth);
-	if (op->hdrs & ROCE_HDR_XRCETH) {
-		h = ext + op->hdr_off[8];
-		h[0] = 0;
-		rb_put24(h + 1, pkt->xrc_srqn);
-	}
-}
-
 int roce_build_headers(uint8_t *buf, uint32_t room, const struct roce_pkt *pkt)
 {
 	const struct roce_opcode_info *op = roce_opcode_info(pkt->opcode);
@@ -212,7 +168,7 @@ int roce_build_headers(uint8_t *buf, uint32_t room, const struct roce_pkt *pkt)
 	rb_put16(p + 6, pkt->path.udp_csum);
 	p += RB_UDP_LEN;
 	put_bth(p, pkt);
-	put_ext_headers(p + ROCE_BTH_LEN, pkt, op);
+	roce_ext_write(p + ROCE_BTH_LEN, pkt, op);
 	return (int)hdr_len;
 }
 

@@ -84,4 +84,11 @@ static inline uint16_t rb_inet_csum(const uint8_t *p, unsigned len)
 	return (uint16_t)~sum;
 }
 
+/* roce_ext.c: the extension headers an opcode carries, read from ext (the
+ * byte after the BTH) into the descriptor, or written there from it. */
+struct roce_pkt;
+struct roce_opcode_info;
+void roce_ext_read(const uint8_t *ext, struct roce_pkt *pkt);
+void roce_ext_write(uint8_t *ext, const struct roce_pkt *pkt, const struct roce_opcode_info *op);
+
 #endif

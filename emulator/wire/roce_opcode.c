@@ -26,21 +26,16 @@
 
 #include "roce_wire.h"
 
-/* Lengths of the extension headers, by bit index (log2 of enum roce_hdr). */
-#define L_RETH	     16
-#define L_AETH	     4
-#define L_ATOMIC     28
-#define L_ATOMIC_ACK 8
-#define L_IMMDT	     4
-#define L_IETH	     4
-#define L_DETH	     8
-#define L_FETH	     4
-#define L_XRCETH     4
-
-static const uint8_t hdr_len_by_index[ROCE_HDR_COUNT] = {
-    [0] = L_RETH, [1] = L_AETH, [2] = L_ATOMIC, [3] = L_ATOMIC_ACK, [4] = L_IMMDT,
-    [5] = L_IETH, [6] = L_DETH, [7] = L_FETH,	[8] = L_XRCETH,
-};
+/* Lengths of the extension headers: their structs (roce_wire.h). */
+#define L_RETH	     sizeof(struct roce_reth)
+#define L_AETH	     sizeof(struct roce_aeth)
+#define L_ATOMIC     sizeof(struct roce_atomic_eth)
+#define L_ATOMIC_ACK sizeof(struct roce_atomic_ack_eth)
+#define L_IMMDT	     sizeof(struct roce_immdt)
+#define L_IETH	     sizeof(struct roce_ieth)
+#define L_DETH	     sizeof(struct roce_deth)
+#define L_FETH	     sizeof(struct roce_feth)
+#define L_XRCETH     sizeof(struct roce_xrceth)
 
 #define H(bit, h) (((h) & (bit)) ? 1 : 0)
 /* Offsets in spec order: XRCETH, DETH, FETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH. */
@@ -63,8 +58,18 @@ static const uint8_t hdr_len_by_index[ROCE_HDR_COUNT] = {
 	    .flags = (fl),                                                                         \
 	    .hdrs = (h),                                                                           \
 	    .ext_len = EXT_LEN(h),                                                                 \
-	    .hdr_off = {OFF_RETH(h), OFF_AETH(h), OFF_ATOMIC(h), OFF_ATOMIC_ACK(h), OFF_IMMDT(h),  \
-			OFF_IETH(h), OFF_DETH(h), OFF_FETH(h), OFF_XRCETH(h)},                     \
+	    .hdr_off =                                                                             \
+		{                                                                                  \
+		    [ROCE_HDRI_RETH] = OFF_RETH(h),                                                \
+		    [ROCE_HDRI_AETH] = OFF_AETH(h),                                                \
+		    [ROCE_HDRI_ATOMIC_ETH] = OFF_ATOMIC(h),                                        \
+		    [ROCE_HDRI_ATOMIC_ACK_ETH] = OFF_ATOMIC_ACK(h),                                \
+		    [ROCE_HDRI_IMMDT] = OFF_IMMDT(h),                                              \
+		    [ROCE_HDRI_IETH] = OFF_IETH(h),                                                \
+		    [ROCE_HDRI_DETH] = OFF_DETH(h),                                                \
+		    [ROCE_HDRI_FETH] = OFF_FETH(h),                                                \
+		    [ROCE_HDRI_XRCETH] = OFF_XRCETH(h),                                            \
+		},                                                                                 \
 	    .fixed_payload = 0,                                                                    \
 	}
 
@@ -176,14 +181,4 @@ const char *roce_opcode_name(uint8_t opcode)
 	const struct roce_opcode_info *info = roce_opcode_info(opcode);
 
 	return info != NULL ? info->name : NULL;
-}
-
-unsigned roce_hdr_len(unsigned hdr_bit)
-{
-	unsigned i;
-
-	for (i = 0; i < ROCE_HDR_COUNT; i++)
-		if (hdr_bit == (1u << i))
-			return hdr_len_by_index[i];
-	return 0;
 }

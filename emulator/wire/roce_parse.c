@@ -108,46 +108,6 @@ static enum roce_parse_status parse_ipv6(const uint8_t *frame, uint32_t len, uin
 	return ROCE_PARSE_OK;
 }
 
-static void parse_ext_headers(const uint8_t *ext, struct roce_pkt *pkt)
-{
-	const struct roce_opcode_info *op = pkt->op;
-	const uint8_t *h;
-
-	if (op->hdrs & ROCE_HDR_RETH) {
-		h = ext + op->hdr_off[0];
-		pkt->reth.va = rb_get64(h);
-		pkt->reth.rkey = rb_get32(h + 8);
-		pkt->reth.dma_len = rb_get32(h + 12);
-	}
-	if (op->hdrs & ROCE_HDR_AETH) {
-		h = ext + op->hdr_off[1];
-		pkt->aeth.syndrome = h[0];
-		pkt->aeth.msn = rb_get24(h + 1);
-	}
-	if (op->hdrs & ROCE_HDR_ATOMIC_ETH) {
-		h = ext + op->hdr_off[2];
-		pkt->atomic.va = rb_get64(h);
-		pkt->atomic.rkey = rb_get32(h + 8);
-		pkt->atomic.swap_add = rb_get64(h + 12);
-		pkt->atomic.compare = rb_get64(h + 20);
-	}
-	if (op->hdrs & ROCE_HDR_ATOMIC_ACK_ETH)
-		pkt->atomic_orig = rb_get64(ext + op->hdr_off[3]);
-	if (op->hdrs & ROCE_HDR_IMMDT)
-		pkt->imm = rb_get32(ext + op->hdr_off[4]);
-	if (op->hdrs & ROCE_HDR_IETH)
-		pkt->ieth_rkey = rb_get32(ext + op->hdr_off[5]);
-	if (op->hdrs & ROCE_HDR_DETH) {
-		h = ext + op->hdr_off[6];
-		pkt->deth.qkey = rb_get32(h);
-		pkt->deth.src_qp = rb_get24(h + 5);
-	}
-	if (op->hdrs & ROCE_HDR_FETH)
-		pkt->feth = rb_get32(ext + op->hdr_off[7]);
-	if (op->hdrs & ROCE_HDR_XRCETH)
-		pkt->xrc_srqn = rb_get24(ext + op->hdr_off[8] + 1);
-}
-
 /* UDP, BTH, extension headers, payload, ICRC; ip_end bounds everything. */
 static enum roce_parse_status parse_l4(const uint8_t *frame, uint32_t l4_off, uint32_t ip_end,
 				       unsigned flags, struct roce_pkt *pkt)
@@ -194,7 +154,7 @@ static enum roce_parse_status parse_l4(const uint8_t *frame, uint32_t l4_off, ui
 	pkt->ext_off = (uint16_t)(pkt->bth_off + ROCE_BTH_LEN);
 	if (ip_end - pkt->ext_off < (uint32_t)pkt->op->ext_len + ROCE_ICRC_LEN)
 		return ROCE_PARSE_TRUNCATED;
-	parse_ext_headers(frame + pkt->ext_off, pkt);
+	roce_ext_read(frame + pkt->ext_off, pkt);
 	pkt->payload_off = (uint16_t)(pkt->ext_off + pkt->op->ext_len);
 	pkt->frame_len = ip_end;
 

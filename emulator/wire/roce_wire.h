@@ -39,7 +39,8 @@ extern "C" {
 #define ROCE_MAX_HDR_LEN (14 + 4 + 40 + 8 + 12 + 4 + 28)
 
 /* ------------------------------------------------------------------------ */
-/* On-wire layouts (network byte order). One packed struct per header.       */
+/* On-wire layouts (network byte order). One packed struct per header: the   */
+/* parser and builder read and write each field at its offsetof (roce_ext.c). */
 
 struct roce_bth {
 	uint8_t opcode;
@@ -150,19 +151,33 @@ enum roce_opcode {
 	ROCE_OPCODE_CNP = 0x81,
 };
 
+/** The extension headers by index: the row of each in the header table
+ * (roce_ext.c) and in roce_opcode_info.hdr_off. */
+enum roce_hdr_index {
+	ROCE_HDRI_RETH,
+	ROCE_HDRI_AETH,
+	ROCE_HDRI_ATOMIC_ETH,
+	ROCE_HDRI_ATOMIC_ACK_ETH,
+	ROCE_HDRI_IMMDT,
+	ROCE_HDRI_IETH,
+	ROCE_HDRI_DETH,
+	ROCE_HDRI_FETH,
+	ROCE_HDRI_XRCETH,
+	ROCE_HDR_COUNT,
+};
+
 /** Which extension headers follow the BTH (bit set). */
 enum roce_hdr {
-	ROCE_HDR_RETH = 1u << 0,
-	ROCE_HDR_AETH = 1u << 1,
-	ROCE_HDR_ATOMIC_ETH = 1u << 2,
-	ROCE_HDR_ATOMIC_ACK_ETH = 1u << 3,
-	ROCE_HDR_IMMDT = 1u << 4,
-	ROCE_HDR_IETH = 1u << 5,
-	ROCE_HDR_DETH = 1u << 6,
-	ROCE_HDR_FETH = 1u << 7,
-	ROCE_HDR_XRCETH = 1u << 8,
+	ROCE_HDR_RETH = 1u << ROCE_HDRI_RETH,
+	ROCE_HDR_AETH = 1u << ROCE_HDRI_AETH,
+	ROCE_HDR_ATOMIC_ETH = 1u << ROCE_HDRI_ATOMIC_ETH,
+	ROCE_HDR_ATOMIC_ACK_ETH = 1u << ROCE_HDRI_ATOMIC_ACK_ETH,
+	ROCE_HDR_IMMDT = 1u << ROCE_HDRI_IMMDT,
+	ROCE_HDR_IETH = 1u << ROCE_HDRI_IETH,
+	ROCE_HDR_DETH = 1u << ROCE_HDRI_DETH,
+	ROCE_HDR_FETH = 1u << ROCE_HDRI_FETH,
+	ROCE_HDR_XRCETH = 1u << ROCE_HDRI_XRCETH,
 };
-#define ROCE_HDR_COUNT 9
 
 /** Properties of one opcode. */
 enum roce_op_flag {
@@ -194,7 +209,7 @@ struct roce_opcode_info {
 	uint32_t flags;	   /**< enum roce_op_flag */
 	uint16_t hdrs;	   /**< enum roce_hdr bits present after BTH */
 	uint8_t ext_len;   /**< bytes of extension headers after BTH */
-	/** offset from the end of BTH of each header, indexed by log2(enum roce_hdr) */
+	/** offset from the end of BTH of each header, indexed by enum roce_hdr_index */
 	uint8_t hdr_off[ROCE_HDR_COUNT];
 	uint16_t fixed_payload; /**< CNP: exact payload length; 0 otherwise */
 };

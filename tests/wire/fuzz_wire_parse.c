@@ -47,13 +47,13 @@ static bool mask_unreproduced(uint8_t *f, const struct roce_pkt *pkt)
 		f[pkt->l3_off + 10] = f[pkt->l3_off + 11] = 0;
 	}
 	if (pkt->op->hdrs & ROCE_HDR_DETH) {
-		uint8_t *resv = &f[pkt->ext_off + pkt->op->hdr_off[6] + 4];
+		uint8_t *resv = &f[pkt->ext_off + pkt->op->hdr_off[ROCE_HDRI_DETH] + 4];
 
 		same &= *resv == 0;
 		*resv = 0;
 	}
 	if (pkt->op->hdrs & ROCE_HDR_XRCETH) { /* its first byte is reserved, out as zero */
-		uint8_t *resv = &f[pkt->ext_off + pkt->op->hdr_off[8]];
+		uint8_t *resv = &f[pkt->ext_off + pkt->op->hdr_off[ROCE_HDRI_XRCETH]];
 
 		same &= *resv == 0;
 		*resv = 0;

@@ -162,24 +162,24 @@ static void test_opcode_table_entries(void **state)
 	/* Header order inside the stack (IBA 9.2): DETH before ImmDt, RETH before ImmDt, AETH
 	 * before AtomicAckETH. */
 	info = roce_opcode_info(0x65);
-	assert_int_equal(info->hdr_off[6], 0);
-	assert_int_equal(info->hdr_off[4], 8);
+	assert_int_equal(info->hdr_off[ROCE_HDRI_DETH], 0);
+	assert_int_equal(info->hdr_off[ROCE_HDRI_IMMDT], 8);
 	info = roce_opcode_info(0x0B);
-	assert_int_equal(info->hdr_off[0], 0);
-	assert_int_equal(info->hdr_off[4], 16);
+	assert_int_equal(info->hdr_off[ROCE_HDRI_RETH], 0);
+	assert_int_equal(info->hdr_off[ROCE_HDRI_IMMDT], 16);
 	info = roce_opcode_info(0x12);
-	assert_int_equal(info->hdr_off[1], 0);
-	assert_int_equal(info->hdr_off[3], 4);
+	assert_int_equal(info->hdr_off[ROCE_HDRI_AETH], 0);
+	assert_int_equal(info->hdr_off[ROCE_HDRI_ATOMIC_ACK_ETH], 4);
 	assert_int_equal(roce_opcode_info(ROCE_OPCODE_CNP)->fixed_payload, 16);
 	/* XRCETH first, then FETH before RETH (A19: BTH | XRCETH | FETH | RETH) */
 	info = roce_opcode_info(0xBC);
-	assert_int_equal(info->hdr_off[8], 0);
-	assert_int_equal(info->hdr_off[7], 4);
-	assert_int_equal(info->hdr_off[0], 8);
+	assert_int_equal(info->hdr_off[ROCE_HDRI_XRCETH], 0);
+	assert_int_equal(info->hdr_off[ROCE_HDRI_FETH], 4);
+	assert_int_equal(info->hdr_off[ROCE_HDRI_RETH], 8);
 	info = roce_opcode_info(0xAB);
-	assert_int_equal(info->hdr_off[8], 0);
-	assert_int_equal(info->hdr_off[0], 4);
-	assert_int_equal(info->hdr_off[4], 20);
+	assert_int_equal(info->hdr_off[ROCE_HDRI_XRCETH], 0);
+	assert_int_equal(info->hdr_off[ROCE_HDRI_RETH], 4);
+	assert_int_equal(info->hdr_off[ROCE_HDRI_IMMDT], 20);
 	assert_string_equal(roce_opcode_name(0x04), "RC SEND ONLY");
 	assert_string_equal(roce_opcode_name(0x1D), "RC ATOMIC WRITE");
 	assert_string_equal(roce_opcode_name(0x1C), "RC FLUSH");
