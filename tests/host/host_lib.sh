@@ -7,9 +7,17 @@
 host_pids=()
 host_jobs=()
 
+# host_kill_tree SIGNAL PID: PID and every process below it (a job started
+# with & is a subshell: killing it alone leaves its program running).
+host_kill_tree() {
+	local c
+	for c in $(ps -o pid= --ppid "$2" 2>/dev/null); do host_kill_tree "$1" "$c"; done
+	kill "-$1" "$2" 2>/dev/null
+}
+
 host_cleanup() {
 	local p
-	for p in "${host_jobs[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	for p in "${host_jobs[@]}"; do host_kill_tree KILL "$p"; done
 	for p in "${host_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
 	for p in "${host_pids[@]}"; do
 		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done

@@ -48,7 +48,7 @@ done
 cat $dir/aw.log
 grep -q 'event_type IBV_EVENT_PORT_ERR (10), port 1' $dir/aw.log ||
 	{ echo "FAIL: no IBV_EVENT_PORT_ERR async event after the host stopped"; fail=1; }
-kill -TERM $aw 2>/dev/null
+host_kill_tree TERM $aw
 grep -iE 'status|error|fail' $dir/c.log $dir/s.log | head -6
 [ $rc -ne 137 ] && [ $rs -ne 137 ] || { echo "FAIL: a process hung (killed by its timeout)"; fail=1; }
 [ $rc -ne 0 ] || { echo "FAIL: the client reported success"; fail=1; }
