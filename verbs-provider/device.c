@@ -210,13 +210,14 @@ static int engine_acquire(struct rocemu_vdevice *d)
  * ROCEMU_STATS=1: before a device's engine goes away, print its non-zero port
  * and transport counters (frames, drops by reason, retransmissions, NAKs by
  * code, RNR, duplicates, timeouts) to stderr, so a user of an unmodified
- * program can see what the emulated NIC did.
+ * program can see what the emulated NIC did. ROCEMU_STATS=all prints every
+ * counter, zero or not: each drop reason there is.
  */
 static void print_counter_set(const char *dev, const char *layer, const struct rocemu_counter *c,
-			      unsigned n)
+			      unsigned n, bool all)
 {
 	for (unsigned i = 0; i < n; i++)
-		if (c[i].value)
+		if (c[i].value || all)
 			fprintf(stderr, "rocemu: %s %s %s %" PRIu64 "\n", dev, layer, c[i].name,
 				c[i].value);
 }
@@ -225,15 +226,18 @@ static void engine_report_stats(const struct rocemu_vdevice *d, struct rocemu_en
 {
 	const char *env = getenv("ROCEMU_STATS");
 	struct rocemu_counter c[256];
+	bool all;
 	unsigned n;
 
 	if (!env || !*env || !strcmp(env, "0"))
 		return;
+	all = !strcmp(env, "all");
 	rocemu_port_capture_sync(rocemu_engine_port(e)); /* capture_frames: what is in the file */
-	n = rocemu_port_counters(rocemu_engine_port(e), c, 256);
-	print_counter_set(d->cfg.name, "port", c, n < 256 ? n : 256);
+	n = all ? rocemu_port_counters_all(rocemu_engine_port(e), c, 256)
+		: rocemu_port_counters(rocemu_engine_port(e), c, 256);
+	print_counter_set(d->cfg.name, "port", c, n < 256 ? n : 256, all);
 	n = rocemu_engine_counters(e, c, 256);
-	print_counter_set(d->cfg.name, "transport", c, n < 256 ? n : 256);
+	print_counter_set(d->cfg.name, "transport", c, n < 256 ? n : 256, all);
 }
 
 /* A capture that could not write every frame says so when its port closes, always. */

@@ -207,7 +207,7 @@ static void capture_fail(struct rocemu_port *port, int rc, uint64_t lost)
 	if (!c->error)
 		c->error = rc;
 	c->lost += lost;
-	port->fixed[PC_CAPTURE_NOT_WRITTEN] += lost;
+	port->ctr[PC_CAPTURE_NOT_WRITTEN] += lost;
 	if (c->fd >= 0) {
 		close(c->fd);
 		c->fd = -1;
@@ -230,7 +230,7 @@ static void flush_buffer(struct rocemu_port *port)
 		return;
 	rc = write_all(c->fd, c->buf, c->buf_len, &done);
 	if (rc == 0) {
-		port->fixed[PC_CAPTURE_FRAMES] += c->buf_frames;
+		port->ctr[PC_CAPTURE_FRAMES] += c->buf_frames;
 		c->written_frames += c->buf_frames;
 		c->file_written += c->buf_len;
 		c->buf_len = 0;
@@ -251,7 +251,7 @@ static void flush_buffer(struct rocemu_port *port)
 	c->file_written += off;
 	/* a capture-point record opens a file: it is no frame */
 	whole -= whole < c->buf_records ? whole : c->buf_records;
-	port->fixed[PC_CAPTURE_FRAMES] += whole;
+	port->ctr[PC_CAPTURE_FRAMES] += whole;
 	c->written_frames += whole;
 	if (off < done && ftruncate(c->fd, (off_t)c->file_written) < 0)
 		c->cut_failed = true;
@@ -412,7 +412,7 @@ static void not_written(struct rocemu_port *port)
 
 	if (c->error) {
 		c->lost++;
-		port->fixed[PC_CAPTURE_NOT_WRITTEN]++;
+		port->ctr[PC_CAPTURE_NOT_WRITTEN]++;
 	}
 }
 

@@ -201,7 +201,7 @@ static void close_drain(struct rocemu_port *port)
 		now = rocemu_now_ns();
 	}
 	if (port->tx_n)
-		port_count_drop(port, "tx_unsent_at_close");
+		port_count(port, PC_DROP_TX_UNSENT_AT_CLOSE);
 }
 
 /*

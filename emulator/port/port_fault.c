@@ -84,7 +84,7 @@ unsigned port_fault_apply(struct rocemu_port *port, int dir, struct rte_mbuf *m,
 		if (port->capture) /* the capture shows what was lost, and where */
 			port_capture_lost(port, m, dir == 1);
 		rte_pktmbuf_free(m);
-		port_count_drop(port, dir ? "fault_rx_drop" : "fault_tx_drop");
+		port_count(port, dir ? PC_DROP_FAULT_RX : PC_DROP_FAULT_TX);
 		return 0;
 	}
 	if (chance(f, cfg->corrupt_ppm[dir]) && m->data_len > RTE_ETHER_HDR_LEN) {
@@ -93,15 +93,15 @@ unsigned port_fault_apply(struct rocemu_port *port, int dir, struct rte_mbuf *m,
 			       (uint32_t)(rng_next(&f->rng) % (m->data_len - RTE_ETHER_HDR_LEN));
 
 		p[off] ^= (uint8_t)(1u << (rng_next(&f->rng) % 8));
-		port_count_event(port, dir ? "fault_rx_corrupted" : "fault_tx_corrupted");
+		port_count(port, dir ? PC_FAULT_RX_CORRUPTED : PC_FAULT_TX_CORRUPTED);
 	}
 	if (cfg->delay_us && chance(f, cfg->delay_ppm[dir]) &&
 	    hold(d, m, now + (uint64_t)cfg->delay_us * 1000)) {
-		port_count_event(port, dir ? "fault_rx_delayed" : "fault_tx_delayed");
+		port_count(port, dir ? PC_FAULT_RX_DELAYED : PC_FAULT_TX_DELAYED);
 		return 0;
 	}
 	if (chance(f, cfg->reorder_ppm[dir]) && hold(d, m, now)) {
-		port_count_event(port, dir ? "fault_rx_reordered" : "fault_tx_reordered");
+		port_count(port, dir ? PC_FAULT_RX_REORDERED : PC_FAULT_TX_REORDERED);
 		return 0;
 	}
 	out[n++] = m;
@@ -110,7 +110,7 @@ unsigned port_fault_apply(struct rocemu_port *port, int dir, struct rte_mbuf *m,
 
 		if (c) {
 			out[n++] = c;
-			port_count_event(port, dir ? "fault_rx_duplicated" : "fault_tx_duplicated");
+			port_count(port, dir ? PC_FAULT_RX_DUPLICATED : PC_FAULT_TX_DUPLICATED);
 		}
 	}
 	return n;

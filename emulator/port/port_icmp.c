@@ -17,10 +17,10 @@
 #define ICMP6_ECHO_REPLY   129
 #define PING_PAYLOAD	   56
 
-static void drop(struct rocemu_port *port, struct rte_mbuf *m, const char *reason)
+static void drop(struct rocemu_port *port, struct rte_mbuf *m, enum port_counter reason)
 {
 	rte_pktmbuf_free(m);
-	port_count_drop(port, reason);
+	port_count(port, reason);
 	port_count(port, PC_RX_DROPS);
 }
 
@@ -127,27 +127,27 @@ void port_icmp4_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_t l3_
 
 	if ((ip->version_ihl >> 4) != 4 || ihl < 20 || total < ihl + sizeof(*icmp) ||
 	    l3_off + total > m->data_len) {
-		drop(port, m, "ip_bad_header");
+		drop(port, m, PC_DROP_IP_BAD_HEADER);
 		return;
 	}
 	if (rte_raw_cksum(ip, ihl) != 0xffff) {
-		drop(port, m, "bad_ip_checksum"); /* as the codec names it */
+		drop(port, m, PC_DROP_BAD_IP_CHECKSUM); /* as the codec names it */
 		return;
 	}
 	if (ip->fragment_offset &
 	    rte_cpu_to_be_16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)) {
-		drop(port, m, "ip_fragment");
+		drop(port, m, PC_DROP_IP_FRAGMENT);
 		return;
 	}
 	icmp = (struct rte_icmp_hdr *)((uint8_t *)ip + ihl);
 	icmp_len = total - ihl;
 	if (icmp4_checksum(icmp, icmp_len) != 0) {
-		drop(port, m, "icmp_bad_checksum");
+		drop(port, m, PC_DROP_ICMP_BAD_CHECKSUM);
 		return;
 	}
 	if (icmp->icmp_type == RTE_IP_ICMP_ECHO_REPLY) {
 		if (!reply_matches(port, (const uint8_t *)icmp)) {
-			drop(port, m, "icmp_reply_unmatched");
+			drop(port, m, PC_DROP_ICMP_REPLY_UNMATCHED);
 			return;
 		}
 		note_reply(port, (const uint8_t *)(icmp + 1), icmp_len - (uint32_t)sizeof(*icmp),
@@ -156,14 +156,14 @@ void port_icmp4_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_t l3_
 		return;
 	}
 	if (icmp->icmp_type != RTE_IP_ICMP_ECHO_REQUEST || icmp->icmp_code != 0) {
-		drop(port, m, "icmp_unhandled");
+		drop(port, m, PC_DROP_ICMP_UNHANDLED);
 		return;
 	}
 	/* RFC 1122 3.2.2.6, RFC 1812 4.3.2.7: no reply to a broadcast or
 	 * multicast source (the reply would go to many: a smurf reflector) */
 	if (ipv4_source_is_group(port, ip->src_addr) ||
 	    !rte_is_unicast_ether_addr(&rte_pktmbuf_mtod(m, struct rte_ether_hdr *)->src_addr)) {
-		drop(port, m, "icmp_bad_source");
+		drop(port, m, PC_DROP_ICMP_BAD_SOURCE);
 		return;
 	}
 	port_count(port, PC_ICMP_ECHO_RX);
@@ -177,7 +177,7 @@ void port_icmp4_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_t l3_
 		}
 	}
 	if (!reply_allowed(port, now)) {
-		drop(port, m, "icmp_rate_limited");
+		drop(port, m, PC_DROP_ICMP_RATE_LIMITED);
 		return;
 	}
 	/* the request becomes the reply (RFC 792): swap addresses, type 0 */
@@ -208,7 +208,7 @@ void port_icmp6_echo_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_
 
 	if (l4[0] == ICMP6_ECHO_REPLY) {
 		if (!reply_matches(port, l4)) {
-			drop(port, m, "icmp_reply_unmatched");
+			drop(port, m, PC_DROP_ICMP_REPLY_UNMATCHED);
 			return;
 		}
 		note_reply(port, l4 + 8, plen - 8, now);
@@ -216,13 +216,13 @@ void port_icmp6_echo_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_
 		return;
 	}
 	if (l4[1] != 0) {
-		drop(port, m, "icmp6_unhandled");
+		drop(port, m, PC_DROP_ICMP6_UNHANDLED);
 		return;
 	}
 	/* RFC 4443 2.2: a multicast source is invalid; no reply to a group */
 	if (ip->src_addr[0] == 0xff ||
 	    !rte_is_unicast_ether_addr(&rte_pktmbuf_mtod(m, struct rte_ether_hdr *)->src_addr)) {
-		drop(port, m, "icmp_bad_source");
+		drop(port, m, PC_DROP_ICMP_BAD_SOURCE);
 		return;
 	}
 	port_count(port, PC_ICMP_ECHO_RX);
@@ -235,11 +235,11 @@ void port_icmp6_echo_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_
 	if (idx < 0)
 		idx = port_pick_src(port, ip->src_addr);
 	if (idx < 0) {
-		drop(port, m, "no_source_address");
+		drop(port, m, PC_DROP_NO_SOURCE_ADDRESS);
 		return;
 	}
 	if (!reply_allowed(port, now)) {
-		drop(port, m, "icmp_rate_limited");
+		drop(port, m, PC_DROP_ICMP_RATE_LIMITED);
 		return;
 	}
 	memcpy(src, port->gids[idx], 16);

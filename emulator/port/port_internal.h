@@ -18,57 +18,18 @@
 
 #include "rocemu_port.h"
 
-#define PORT_BURST	      32
-#define PORT_TX_BUF	      256
-#define PORT_LOOP_SLOTS	      512 /* power of two */
-#define PORT_NEIGH_SLOTS      64
-#define PORT_MAX_COUNTERS     96
-#define PORT_COUNTER_NAME_MAX 48
-#define PORT_FAULT_HOLD	      64
-#define PORT_PING_SLOTS	      64
+#define PORT_BURST	 32
+#define PORT_TX_BUF	 256
+#define PORT_LOOP_SLOTS	 512 /* power of two */
+#define PORT_NEIGH_SLOTS 64
+#define PORT_FAULT_HOLD	 64
+#define PORT_PING_SLOTS	 64
 /* A neighbour's MAC, once set, is not replaced by another for this long
  * (Linux: locktime): a forged answer racing the real one loses. */
 #define PORT_NEIGH_LOCK_NS 1000000000ull
 /* Echo replies: at most PORT_ICMP_BURST at once, PORT_ICMP_RATE per second. */
 #define PORT_ICMP_RATE	1000u
 #define PORT_ICMP_BURST 50u
-
-/* Fixed counters, the hot ones first; names in port_counters.c. */
-enum port_counter {
-	PC_RX_FRAMES,
-	PC_RX_BYTES,
-	PC_TX_FRAMES,
-	PC_TX_BYTES,
-	PC_RX_ROCE,
-	PC_LOOPBACK_FRAMES,
-	PC_RX_DROPS,
-	PC_TX_DROPS,
-	PC_ARP_RX,
-	PC_ARP_REQUESTS_TX,
-	PC_ARP_REPLIES_TX,
-	PC_ARP_RESOLVED,
-	PC_ARP_FAILED,
-	PC_GARP_TX,
-	PC_ND_RX,
-	PC_ND_SOLICITS_TX,
-	PC_ND_ADVERTS_TX,
-	PC_ICMP_ECHO_RX,
-	PC_ICMP_ECHO_REPLIES_TX,
-	PC_PING_TX,
-	PC_PING_REPLIES,
-	PC_CAPTURE_FRAMES,
-	PC_CAPTURE_FILTERED,
-	PC_CAPTURE_FILES,
-	PC_CAPTURE_NOT_WRITTEN,
-	PC_LINK_CHANGES,
-	PC_FIXED_COUNT,
-};
-
-struct port_counter_slot {
-	const char *key; /* static reason string given by the caller (pointer compare first) */
-	char name[PORT_COUNTER_NAME_MAX];
-	uint64_t value;
-};
 
 /* RFC 4861 7.3.2 without DELAY; ARP entries use the same states. */
 enum neigh_state {
@@ -213,19 +174,17 @@ struct rocemu_port {
 	struct port_fault *fault;
 
 	/* counters */
-	uint64_t fixed[PC_FIXED_COUNT];
-	struct port_counter_slot dyn[PORT_MAX_COUNTERS];
-	atomic_uint dyn_n;
+	uint64_t ctr[PC_COUNT]; /* port_counters.h */
 };
 
-/* port_counters.c */
-void port_count_drop(struct rocemu_port *port, const char *reason);
-/* a named event counter that is not a drop (name must be static) */
-void port_count_event(struct rocemu_port *port, const char *name);
+/* Counters (port_counters.h): written under the engine lock; readers may
+ * read without it (values may be a pass behind). */
 static inline void port_count(struct rocemu_port *port, enum port_counter c)
 {
-	port->fixed[c]++;
+	port->ctr[c]++;
 }
+/* The drop counter of a parse status other than ROCE_PARSE_OK (port_rx.c). */
+enum port_counter port_parse_drop(enum roce_parse_status st);
 
 /* port_eal.c */
 int port_eal_init(bool need_pci);
@@ -305,7 +264,7 @@ static inline bool port_left_to_kernel(struct rocemu_port *port, int idx)
 {
 	if (idx < 0 || !(port->kernel_owned & (1u << idx)))
 		return false;
-	port_count_event(port, "left_to_kernel");
+	port_count(port, PC_LEFT_TO_KERNEL);
 	return true;
 }
 

@@ -76,9 +76,9 @@ struct port_link_ops {
 	void (*online)(struct rocemu_port *port);
 	void (*offline)(struct rocemu_port *port);
 
-	/* NULL when the device's rings may be used now, else the name of the
+	/* false when the device's rings may be used now, else true with the
 	 * drop reason for frames that cannot be sent (engine lock held). */
-	const char *(*blocked)(struct rocemu_port *port);
+	bool (*blocked)(struct rocemu_port *port, enum port_counter *reason);
 	/* The device just took frames (engine lock held): wake the peer if
 	 * it sleeps and nobody there will look at its ring anyway. */
 	void (*wake_peer)(struct rocemu_port *port, uint64_t now);

@@ -363,11 +363,12 @@ static bool host_link_up(const struct rocemu_port *port)
 	return !l->gone;
 }
 
-static const char *host_blocked(struct rocemu_port *port)
+static bool host_blocked(struct rocemu_port *port, enum port_counter *reason)
 {
 	struct host_link *l = port->link_priv;
 
-	return l->gone ? "tx_host_gone" : NULL;
+	*reason = PC_DROP_TX_HOST_GONE;
+	return l->gone;
 }
 
 /* One request, one REPLY (and an fd with a PAIR answer). The engine lock
@@ -420,7 +421,7 @@ static void host_qpn_free(struct rocemu_port *port, uint32_t qpn)
 	if (l->gone || l->sock < 0)
 		return;
 	if (send(l->sock, &req, sizeof(req), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-		port_count_drop(port, "qpn_free_unsent");
+		port_count(port, PC_DROP_QPN_FREE_UNSENT);
 }
 
 /* Ask the host to resolve dst, at most every HOST_RESOLVE_RESEND_NS. */

@@ -156,7 +156,7 @@ static struct host_peer *peer_get(struct rocemu_port *port, int idx, uint32_t ge
 		port_trace(port, "host", "process %d: direct ring %u", idx, ring);
 	pr->ring = host_link_inbound_ring(pr->in, ring);
 	pr->way = PEER_DIRECT;
-	port_count_event(port, "host_direct_rings");
+	port_count(port, PC_HOST_DIRECT_RINGS);
 	return pr;
 }
 
@@ -233,7 +233,7 @@ uint16_t host_link_tx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, ui
 		struct host_peer *pr = h ? frame_peer(port, h, m->pkt_len) : NULL;
 
 		if (m->pkt_len > l->slot_size - ROCEMU_HOST_SLOT_HDR)
-			port_count_drop(port, "tx_too_long");
+			port_count(port, PC_DROP_TX_TOO_LONG);
 		if (pr) {
 			if (!ring_put(l, pr->ring, ROCEMU_HOST_PEER_SLOTS, m))
 				break; /* the peer is behind: the rest waits (order kept) */
@@ -241,7 +241,7 @@ uint16_t host_link_tx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, ui
 				pr->ring_it = true;
 				rung[n_rung++] = pr;
 			}
-			port_count_event(port, "tx_direct_frames");
+			port_count(port, PC_TX_DIRECT_FRAMES);
 		} else {
 			if (!ring_put(l, l->up, ROCEMU_HOST_RING_SLOTS, m))
 				break;
@@ -270,7 +270,7 @@ static uint16_t ring_take(struct rocemu_port *port, struct rocemu_host_ring *r, 
 
 	if (avail > n_slots) {
 		/* a head no writer could have published: skip what is there */
-		port_count_drop(port, "rx_bad_ring");
+		port_count(port, PC_DROP_RX_BAD_RING);
 		atomic_store_explicit(&r->tail, atomic_load(&r->head), memory_order_release);
 		return 0;
 	}
@@ -284,7 +284,7 @@ static uint16_t ring_take(struct rocemu_port *port, struct rocemu_host_ring *r, 
 			continue;
 		if (len < RTE_ETHER_HDR_LEN || len > l->slot_size - ROCEMU_HOST_SLOT_HDR ||
 		    len > port->max_frame) {
-			port_count_drop(port, "rx_bad_slot");
+			port_count(port, PC_DROP_RX_BAD_SLOT);
 			continue;
 		}
 		m = rte_pktmbuf_alloc(port->pool);

@@ -96,7 +96,7 @@ void memif_link_set(struct rocemu_port *port, enum memif_link_state to, const ch
 	enum memif_link_state from = l->state;
 
 	if (!memif_link_transition_legal(from, to, l->client))
-		port_count_event(port, "memif_illegal_transitions");
+		port_count(port, PC_MEMIF_ILLEGAL_TRANSITIONS);
 	if (port_trace_on("memif"))
 		port_trace(port, "memif", "%s %s -> %s (%s)", l->client ? "client" : "server",
 			   memif_link_state_name(from), memif_link_state_name(to), why);
@@ -308,7 +308,7 @@ static void take_peer_close(struct rocemu_port *port, struct memif_link *l)
 	l->peer_closing_seen = c;
 	l->peer_closed_gen = atomic_load_explicit(&peer->closed_gen, memory_order_acquire);
 	atomic_store_explicit(&memif_own(l)->acked, c, memory_order_release);
-	port_count_event(port, "peer_closed");
+	port_count(port, PC_PEER_CLOSED);
 	if (l->state <= MEMIF_LINK_ANNOUNCED || l->state == MEMIF_LINK_PEER_CLOSED ||
 	    l->state == MEMIF_LINK_PEER_GONE)
 		memif_link_set(port, MEMIF_LINK_PEER_CLOSED, "the peer announced its close");
@@ -349,7 +349,7 @@ static void take_peer_close(struct rocemu_port *port, struct memif_link *l)
  *   grows, so no reconnect can be missed, however fast. The link-sampling
  *   rule stays as a second way out (PEER_GONE, then up: a new connection).
  */
-static const char *blocked_slow(struct rocemu_port *port, struct memif_link *l)
+static bool blocked_slow(struct rocemu_port *port, struct memif_link *l, enum port_counter *reason)
 {
 	bool newer;
 
@@ -358,34 +358,37 @@ static const char *blocked_slow(struct rocemu_port *port, struct memif_link *l)
 	switch (l->state) {
 	case MEMIF_LINK_STARTED:
 	case MEMIF_LINK_ANNOUNCED:
-		return NULL;
+		return false;
 	case MEMIF_LINK_PEER_CLOSED:
 	case MEMIF_LINK_PEER_GONE:
 		break;
 	case MEMIF_LINK_CREATED:
 	case MEMIF_LINK_STOPPED:
-		return "tx_reconnecting";
+		*reason = PC_DROP_TX_RECONNECTING;
+		return true;
 	default:
-		return "tx_closing";
+		*reason = PC_DROP_TX_CLOSING;
+		return true;
 	}
 	newer = !l->client && atomic_load_explicit(&memif_peer(l)->conn_gen,
 						   memory_order_acquire) != l->peer_closed_gen;
+	*reason = PC_DROP_TX_PEER_CLOSED;
 	/* dev_link is written by the PMD; reading it touches no ring */
 	if (!rocemu_port_link_up(port)) {
 		if (l->state == MEMIF_LINK_PEER_CLOSED)
 			memif_link_set(port, MEMIF_LINK_PEER_GONE, "link seen down");
-		return "tx_peer_closed";
+		return true;
 	}
 	if (l->state == MEMIF_LINK_PEER_GONE || newer) {
 		memif_link_set(port, MEMIF_LINK_STARTED,
 			       newer ? "the client announced a new connection" : "link up again");
-		return NULL;
+		return false;
 	}
-	return "tx_peer_closed";
+	return true;
 }
 
 /* Every pass and every flush: one load and a compare while all is well. */
-static const char *memif_blocked(struct rocemu_port *port)
+static bool memif_blocked(struct rocemu_port *port, enum port_counter *reason)
 {
 	struct memif_link *l = port->link_priv;
 
@@ -393,8 +396,8 @@ static const char *memif_blocked(struct rocemu_port *port)
 	    (likely(l->page == NULL) ||
 	     atomic_load_explicit(&memif_peer(l)->closing, memory_order_relaxed) ==
 		 l->peer_closing_seen))
-		return NULL;
-	return blocked_slow(port, l);
+		return false;
+	return blocked_slow(port, l, reason);
 }
 
 /*
@@ -428,7 +431,7 @@ static bool memif_restart(struct rocemu_port *port)
 	memif_bell_page_remap(port);
 	if (memif_listening(l->path) == 0)
 		return true;
-	port_count_event(port, "memif_reconnects");
+	port_count(port, PC_MEMIF_RECONNECTS);
 	if (start_quietly(port))
 		return true;
 	/* Our stop unmapped the old connection's rings, and the server whose

@@ -150,7 +150,7 @@ bool memif_bell_page_remap(struct rocemu_port *port)
 			/* the close we acknowledged was the old server's, in the old page */
 			page_join(l);
 			atomic_store(&memif_own(l)->pid, (unsigned)getpid());
-			port_count_event(port, "memif_bell_page_remapped");
+			port_count(port, PC_MEMIF_BELL_PAGE_REMAPPED);
 			changed = true;
 		}
 	}
@@ -258,14 +258,14 @@ void memif_wake_peer(struct rocemu_port *port, uint64_t now)
 		    !peer_app_waiting(l) && atomic_exchange(&peer->sleeping, 0)) {
 			memif_bell_ring(peer);
 			l->last_bell_ns = now;
-			port_count_event(port, "bell_rung");
+			port_count(port, PC_BELL_RUNG);
 		}
 	} else if (l->bell_peer_len && now - l->last_bell_ns >= BELL_INTERVAL_NS) {
 		ssize_t r = sendto(port->doorbell_fd, "", 1, MSG_DONTWAIT,
 				   (struct sockaddr *)&l->bell_peer, l->bell_peer_len);
 		(void)r;
 		l->last_bell_ns = now;
-		port_count_event(port, "bell_rung");
+		port_count(port, PC_BELL_RUNG);
 	}
 }
 

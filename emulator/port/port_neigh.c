@@ -50,10 +50,10 @@ static uint64_t expire_ns(const struct rocemu_port *port)
 	       1000000ull;
 }
 
-static void drop(struct rocemu_port *port, struct rte_mbuf *m, const char *reason)
+static void drop(struct rocemu_port *port, struct rte_mbuf *m, enum port_counter reason)
 {
 	rte_pktmbuf_free(m);
-	port_count_drop(port, reason);
+	port_count(port, reason);
 	port_count(port, PC_RX_DROPS);
 }
 
@@ -102,7 +102,7 @@ static struct rte_mbuf *frame_alloc(struct rocemu_port *port, uint16_t len)
 	char *p;
 
 	if (!m) {
-		port_count_drop(port, "mbuf_exhausted");
+		port_count(port, PC_DROP_MBUF_EXHAUSTED);
 		port_count(port, PC_TX_DROPS);
 		return NULL;
 	}
@@ -336,7 +336,7 @@ static bool neigh_mac_plausible(struct rocemu_port *port, const uint8_t mac[6])
 	if (rte_is_unicast_ether_addr(m) && !rte_is_zero_ether_addr(m) &&
 	    !rte_is_same_ether_addr(m, &port->mac))
 		return true;
-	port_count_drop(port, "neigh_bad_mac");
+	port_count(port, PC_DROP_NEIGH_BAD_MAC);
 	return false;
 }
 
@@ -349,7 +349,7 @@ static bool neigh_mac_may_change(struct rocemu_port *port, const struct port_nei
 		return true;
 	if (now - e->updated_ns >= PORT_NEIGH_LOCK_NS)
 		return true;
-	port_count_drop(port, "neigh_locked");
+	port_count(port, PC_DROP_NEIGH_LOCKED);
 	return false;
 }
 
@@ -400,7 +400,7 @@ static void neigh_learn(struct rocemu_port *port, const uint8_t gid[16], const u
 			return;
 		e = neigh_alloc(port, gid, false);
 		if (!e) {
-			port_count_event(port, "neigh_learn_skipped");
+			port_count(port, PC_NEIGH_LEARN_SKIPPED);
 			return;
 		}
 		e->src_index = (unsigned)(src < 0 ? 0 : src);
@@ -561,13 +561,13 @@ void port_arp_input(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 	bool for_us;
 
 	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*arp)) {
-		drop(port, m, "arp_truncated");
+		drop(port, m, PC_DROP_ARP_TRUNCATED);
 		return;
 	}
 	if (arp->arp_hardware != rte_cpu_to_be_16(RTE_ARP_HRD_ETHER) ||
 	    arp->arp_protocol != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
 	    arp->arp_hlen != RTE_ETHER_ADDR_LEN || arp->arp_plen != 4) {
-		drop(port, m, "arp_unsupported");
+		drop(port, m, PC_DROP_ARP_UNSUPPORTED);
 		return;
 	}
 	port_count(port, PC_ARP_RX);
@@ -579,17 +579,17 @@ void port_arp_input(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 	if (sip && port_ip_is_ours(port, sgid)) {
 		drop(port, m,
 		     rte_is_same_ether_addr(&arp->arp_data.arp_sha, &port->mac)
-			 ? "arp_own"
-			 : "arp_address_conflict");
+			 ? PC_DROP_ARP_OWN
+			 : PC_DROP_ARP_ADDRESS_CONFLICT);
 		return;
 	}
 	if (op != RTE_ARP_OP_REQUEST && op != RTE_ARP_OP_REPLY) {
-		drop(port, m, "arp_unsupported_op");
+		drop(port, m, PC_DROP_ARP_UNSUPPORTED_OP);
 		return;
 	}
 	/* A sender MAC that is a group address is no host's (RFC 1812 3.3.2). */
 	if (!rte_is_unicast_ether_addr(&arp->arp_data.arp_sha)) {
-		drop(port, m, "arp_bad_sender");
+		drop(port, m, PC_DROP_ARP_BAD_SENDER);
 		return;
 	}
 	for_us = port_ip_is_ours(port, tgid);
@@ -608,7 +608,7 @@ void port_arp_input(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 		return;
 	}
 	if (!for_us) {
-		drop(port, m, "arp_not_for_us");
+		drop(port, m, PC_DROP_ARP_NOT_FOR_US);
 		return;
 	}
 	/* RFC 826: a request for our address from a sender we do not know:
@@ -660,7 +660,7 @@ static void nd_ns_input(struct rocemu_port *port, struct rte_mbuf *m, const stru
 	int idx;
 
 	if (len < 24 || ip->hop_limits != 255 || nd[1] != 0 || ip6_is_multicast(target)) {
-		drop(port, m, "nd_invalid");
+		drop(port, m, PC_DROP_ND_INVALID);
 		return;
 	}
 	slla = nd_find_lla(nd + 24, len - 24, ND_OPT_SLLA);
@@ -669,12 +669,12 @@ static void nd_ns_input(struct rocemu_port *port, struct rte_mbuf *m, const stru
 	if ((from_unspecified && (slla || !ip6_is_multicast(ip->dst_addr))) ||
 	    (!from_unspecified && !slla && ip6_is_multicast(ip->dst_addr)) ||
 	    ip6_is_multicast(ip->src_addr)) {
-		drop(port, m, "nd_invalid");
+		drop(port, m, PC_DROP_ND_INVALID);
 		return;
 	}
 	idx = rocemu_port_gid_find(port, target);
 	if (idx < 0 || port_gid_is_v4(target)) {
-		drop(port, m, "nd_not_for_us");
+		drop(port, m, PC_DROP_ND_NOT_FOR_US);
 		return;
 	}
 	if (port_left_to_kernel(port, idx)) {
@@ -717,22 +717,22 @@ static void nd_na_input(struct rocemu_port *port, struct rte_mbuf *m, const stru
 
 	if (len < 24 || ip->hop_limits != 255 || nd[1] != 0 || ip6_is_multicast(nd + 8) ||
 	    (solicited && ip6_is_multicast(ip->dst_addr))) {
-		drop(port, m, "nd_invalid");
+		drop(port, m, PC_DROP_ND_INVALID);
 		return;
 	}
 	if (port_ip_is_ours(port, nd + 8)) {
-		drop(port, m, "nd_address_conflict");
+		drop(port, m, PC_DROP_ND_ADDRESS_CONFLICT);
 		return;
 	}
 	tlla = nd_find_lla(nd + 24, len - 24, ND_OPT_TLLA);
 	if (tlla && !rte_is_unicast_ether_addr((const struct rte_ether_addr *)tlla)) {
-		drop(port, m, "nd_invalid");
+		drop(port, m, PC_DROP_ND_INVALID);
 		return;
 	}
 	e = neigh_find(port, nd + 8);
 	rte_pktmbuf_free(m);
 	if (!e || e->state == NEIGH_FAILED) {
-		port_count_event(port, "nd_na_unsolicited"); /* no entry: silently discarded */
+		port_count(port, PC_ND_NA_UNSOLICITED); /* no entry: silently discarded */
 		return;
 	}
 	if (e->state == NEIGH_INCOMPLETE) {
@@ -759,11 +759,11 @@ void port_nd_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_t l3_off
 	const uint8_t *l4 = (const uint8_t *)(ip + 1);
 
 	if (l3_off + sizeof(*ip) + plen > m->data_len || plen < 8) {
-		drop(port, m, "ip_truncated");
+		drop(port, m, PC_DROP_IP_TRUNCATED);
 		return;
 	}
 	if (port_icmp6_checksum((const uint8_t *)ip, l4, plen) != 0) {
-		drop(port, m, "icmp6_bad_checksum");
+		drop(port, m, PC_DROP_ICMP6_BAD_CHECKSUM);
 		return;
 	}
 	switch (l4[0]) {
@@ -780,7 +780,7 @@ void port_nd_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_t l3_off
 		nd_na_input(port, m, ip, l4, plen, now);
 		return;
 	default:
-		drop(port, m, "icmp6_unhandled");
+		drop(port, m, PC_DROP_ICMP6_UNHANDLED);
 		return;
 	}
 }

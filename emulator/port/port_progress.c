@@ -97,7 +97,7 @@ static unsigned rx_device(struct rocemu_port *port, uint64_t now)
 		struct rte_mbuf *m = pkts[i];
 
 		port_count(port, PC_RX_FRAMES);
-		port->fixed[PC_RX_BYTES] += m->pkt_len;
+		port->ctr[PC_RX_BYTES] += m->pkt_len;
 		if (unlikely(port->fault != NULL)) {
 			struct rte_mbuf *out[2];
 			unsigned k = port_fault_apply(port, 1, m, out, now);
@@ -114,7 +114,7 @@ static unsigned rx_device(struct rocemu_port *port, uint64_t now)
 		/* (on a host link, another process of the host shares our MAC) */
 		if (unlikely(from_ourselves(port, m)) && !port->link->switched_loopback) {
 			rte_pktmbuf_free(m);
-			port_count_drop(port, "own_source_mac");
+			port_count(port, PC_DROP_OWN_SOURCE_MAC);
 			port_count(port, PC_RX_DROPS);
 			continue;
 		}
@@ -146,6 +146,7 @@ unsigned rocemu_port_progress_locked(struct rocemu_port *port)
 	uint64_t now = rocemu_now_ns_tsc(&port->last_pass_tsc);
 	unsigned work = 0;
 	unsigned n_loop = port->loop_tail - port->loop_head;
+	enum port_counter reason; /* the link's, unused: the rings are not read */
 
 	if (unlikely(port->closed_at_exit))
 		return 0;
@@ -159,7 +160,7 @@ unsigned rocemu_port_progress_locked(struct rocemu_port *port)
 		port_rx_frame(port, m, now);
 	}
 	work += n_loop;
-	if (likely(!port->link->blocked || !port->link->blocked(port)))
+	if (likely(!port->link->blocked || !port->link->blocked(port, &reason)))
 		work += rx_device(port, now);
 	if (unlikely(port->fault != NULL))
 		work += release_delayed(port, now);

@@ -13,11 +13,36 @@
 #include "../wire/roce_mbuf.h"
 #include "port_internal.h"
 
-static void drop(struct rocemu_port *port, struct rte_mbuf *m, const char *reason)
+static void drop(struct rocemu_port *port, struct rte_mbuf *m, enum port_counter reason)
 {
 	rte_pktmbuf_free(m);
-	port_count_drop(port, reason);
+	port_count(port, reason);
 	port_count(port, PC_RX_DROPS);
+}
+
+/* The drop counter of each of the codec's parse statuses: "drop_" and the
+ * status's name (the counters unit test checks that they match). */
+static const enum port_counter parse_drops[ROCE_PARSE_STATUS_COUNT] = {
+    [ROCE_PARSE_TRUNCATED] = PC_DROP_TRUNCATED,
+    [ROCE_PARSE_NOT_IP] = PC_DROP_NOT_IP,
+    [ROCE_PARSE_BAD_IP_VERSION] = PC_DROP_BAD_IP_VERSION,
+    [ROCE_PARSE_BAD_IP_LENGTH] = PC_DROP_BAD_IP_LENGTH,
+    [ROCE_PARSE_BAD_IP_CHECKSUM] = PC_DROP_BAD_IP_CHECKSUM,
+    [ROCE_PARSE_IP_OPTIONS] = PC_DROP_IP_OPTIONS,
+    [ROCE_PARSE_IP_FRAGMENT] = PC_DROP_IP_FRAGMENT,
+    [ROCE_PARSE_NOT_UDP] = PC_DROP_NOT_UDP,
+    [ROCE_PARSE_NOT_ROCE_PORT] = PC_DROP_NOT_ROCE_PORT,
+    [ROCE_PARSE_BAD_UDP_LENGTH] = PC_DROP_BAD_UDP_LENGTH,
+    [ROCE_PARSE_BAD_TVER] = PC_DROP_BAD_TVER,
+    [ROCE_PARSE_UNKNOWN_OPCODE] = PC_DROP_UNKNOWN_OPCODE,
+    [ROCE_PARSE_BAD_LENGTH] = PC_DROP_BAD_LENGTH,
+    [ROCE_PARSE_BAD_ICRC] = PC_DROP_BAD_ICRC,
+};
+
+enum port_counter port_parse_drop(enum roce_parse_status st)
+{
+	return (unsigned)st < ROCE_PARSE_STATUS_COUNT && parse_drops[st] ? parse_drops[st]
+									 : PC_DROP_TRUNCATED;
 }
 
 bool port_ip_is_ours(const struct rocemu_port *port, const uint8_t gid[16])
@@ -76,21 +101,21 @@ static void rx_roce(struct rocemu_port *port, struct rte_mbuf *m)
 	 * IPv6 multicast MAC (accepted above for ARP/ND) is no request to us
 	 * (rocemu joins no multicast group: no UD multicast). */
 	if (!rte_is_same_ether_addr(&eth->dst_addr, &port->mac)) {
-		drop(port, m, "roce_not_unicast");
+		drop(port, m, PC_DROP_ROCE_NOT_UNICAST);
 		return;
 	}
 	st = roce_mbuf_parse(m, ROCE_PARSE_VERIFY_ICRC, desc);
 
 	if (st != ROCE_PARSE_OK) {
-		drop(port, m, roce_parse_status_name(st));
+		drop(port, m, port_parse_drop(st));
 		return;
 	}
 	if (!port_ip_is_ours(port, desc->path.dst_gid)) {
-		drop(port, m, "not_our_address");
+		drop(port, m, PC_DROP_NOT_OUR_ADDRESS);
 		return;
 	}
 	if (!port->has_upper) {
-		drop(port, m, "no_upper");
+		drop(port, m, PC_DROP_NO_UPPER);
 		return;
 	}
 	port_count(port, PC_RX_ROCE);
@@ -105,7 +130,7 @@ static void rx_ipv4(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 	uint8_t dst[16];
 
 	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*ip)) {
-		drop(port, m, "ip_truncated");
+		drop(port, m, PC_DROP_IP_TRUNCATED);
 		return;
 	}
 	ip = rte_pktmbuf_mtod_offset(m, const struct rte_ipv4_hdr *, RTE_ETHER_HDR_LEN);
@@ -115,13 +140,13 @@ static void rx_ipv4(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 		return;
 	}
 	if (!port_ip_is_ours(port, dst)) {
-		drop(port, m, "not_our_address");
+		drop(port, m, PC_DROP_NOT_OUR_ADDRESS);
 		return;
 	}
 	if (ip->next_proto_id == IPPROTO_ICMP)
 		port_icmp4_input(port, m, RTE_ETHER_HDR_LEN, now);
 	else
-		drop(port, m, "unsupported_protocol");
+		drop(port, m, PC_DROP_UNSUPPORTED_PROTOCOL);
 }
 
 static void rx_ipv6(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
@@ -129,7 +154,7 @@ static void rx_ipv6(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 	const struct rte_ipv6_hdr *ip;
 
 	if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(*ip)) {
-		drop(port, m, "ip_truncated");
+		drop(port, m, PC_DROP_IP_TRUNCATED);
 		return;
 	}
 	ip = rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, RTE_ETHER_HDR_LEN);
@@ -138,13 +163,13 @@ static void rx_ipv6(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 		return;
 	}
 	if (!ip6_dst_accepted(port, ip->dst_addr)) {
-		drop(port, m, "not_our_address");
+		drop(port, m, PC_DROP_NOT_OUR_ADDRESS);
 		return;
 	}
 	if (ip->proto == IPPROTO_ICMPV6)
 		port_nd_input(port, m, RTE_ETHER_HDR_LEN, now);
 	else
-		drop(port, m, "unsupported_protocol");
+		drop(port, m, PC_DROP_UNSUPPORTED_PROTOCOL);
 }
 
 /*
@@ -164,16 +189,16 @@ static bool vlan_accepted(struct rocemu_port *port, struct rte_mbuf *m)
 	if (!tagged) {
 		if (!port->cfg.vlan || port->cfg.vlan_untagged)
 			return true;
-		drop(port, m, "vlan_untagged");
+		drop(port, m, PC_DROP_VLAN_UNTAGGED);
 		return false;
 	}
 	if (!port->cfg.vlan) {
-		drop(port, m, "vlan_not_configured");
+		drop(port, m, PC_DROP_VLAN_NOT_CONFIGURED);
 		return false;
 	}
 	if (!stripped) {
 		if (m->data_len < RTE_ETHER_HDR_LEN + sizeof(struct rte_vlan_hdr)) {
-			drop(port, m, "runt");
+			drop(port, m, PC_DROP_RUNT);
 			return false;
 		}
 		tci = rte_be_to_cpu_16(((const struct rte_vlan_hdr *)(eth + 1))->vlan_tci);
@@ -181,7 +206,7 @@ static bool vlan_accepted(struct rocemu_port *port, struct rte_mbuf *m)
 		tci = m->vlan_tci;
 	}
 	if ((tci & 0xfff) != port->cfg.vlan) {
-		drop(port, m, "vlan_other");
+		drop(port, m, PC_DROP_VLAN_OTHER);
 		return false;
 	}
 	if (!stripped)
@@ -194,11 +219,11 @@ void port_rx_frame(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 	const struct rte_ether_hdr *eth;
 
 	if (unlikely(m->nb_segs > 1) && rte_pktmbuf_linearize(m)) {
-		drop(port, m, "rx_too_long");
+		drop(port, m, PC_DROP_RX_TOO_LONG);
 		return;
 	}
 	if (unlikely(m->data_len < RTE_ETHER_HDR_LEN)) {
-		drop(port, m, "runt");
+		drop(port, m, PC_DROP_RUNT);
 		return;
 	}
 	/* Raw packet QPs of the upper layer: a steering rule may take the frame
@@ -209,7 +234,7 @@ void port_rx_frame(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 	}
 	eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
 	if (!port_mac_accepted(port, &eth->dst_addr)) {
-		drop(port, m, "not_our_mac");
+		drop(port, m, PC_DROP_NOT_OUR_MAC);
 		return;
 	}
 	if (!vlan_accepted(port, m))
@@ -226,7 +251,7 @@ void port_rx_frame(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 		rx_ipv6(port, m, now);
 		return;
 	default:
-		drop(port, m, "unsupported_ethertype");
+		drop(port, m, PC_DROP_UNSUPPORTED_ETHERTYPE);
 		return;
 	}
 }

@@ -20,7 +20,7 @@ static int loop_enqueue(struct rocemu_port *port, struct rte_mbuf *m)
 {
 	if (port->loop_tail - port->loop_head >= PORT_LOOP_SLOTS) {
 		rte_pktmbuf_free(m);
-		port_count_drop(port, "loopback_full");
+		port_count(port, PC_DROP_LOOPBACK_FULL);
 		port_count(port, PC_TX_DROPS);
 		return -ENOBUFS;
 	}
@@ -41,7 +41,7 @@ static int port_vlan_tag(struct rocemu_port *port, struct rte_mbuf **m)
 	(*m)->vlan_tci = port->cfg.vlan;
 	if (rte_vlan_insert(m) < 0) {
 		rte_pktmbuf_free(*m);
-		port_count_drop(port, "tx_vlan_no_room");
+		port_count(port, PC_DROP_TX_VLAN_NO_ROOM);
 		port_count(port, PC_TX_DROPS);
 		return -ENOBUFS;
 	}
@@ -55,7 +55,7 @@ int port_transmit(struct rocemu_port *port, struct rte_mbuf *m)
 
 	if (unlikely(m->pkt_len < RTE_ETHER_HDR_LEN || m->data_len < RTE_ETHER_HDR_LEN)) {
 		rte_pktmbuf_free(m);
-		port_count_drop(port, "tx_runt");
+		port_count(port, PC_DROP_TX_RUNT);
 		port_count(port, PC_TX_DROPS);
 		return -EINVAL;
 	}
@@ -70,7 +70,7 @@ int port_transmit(struct rocemu_port *port, struct rte_mbuf *m)
 		rocemu_port_flush(port);
 		if (port->tx_n == PORT_TX_BUF) {
 			rte_pktmbuf_free(m);
-			port_count_drop(port, "tx_full");
+			port_count(port, PC_DROP_TX_FULL);
 			port_count(port, PC_TX_DROPS);
 			return -ENOBUFS;
 		}
@@ -110,26 +110,24 @@ uint64_t rocemu_port_pass_now(const struct rocemu_port *port)
 
 /* The link cannot carry frames now (a memif peer closing, a client
  * reconnecting): drop what is buffered, under the link's reason. */
-static void drop_buffered(struct rocemu_port *port, const char *reason)
+static void drop_buffered(struct rocemu_port *port, enum port_counter reason)
 {
-	for (unsigned i = 0; i < port->tx_n; i++) {
+	for (unsigned i = 0; i < port->tx_n; i++)
 		rte_pktmbuf_free(port->tx_buf[i]);
-		port_count_drop(port, reason);
-	}
-	port->fixed[PC_TX_DROPS] += port->tx_n;
+	port->ctr[reason] += port->tx_n;
+	port->ctr[PC_TX_DROPS] += port->tx_n;
 	port->tx_n = 0;
 }
 
 void rocemu_port_flush(struct rocemu_port *port)
 {
 	uint32_t len[PORT_TX_BUF];
-	const char *blocked;
+	enum port_counter blocked;
 	uint16_t sent;
 
 	if (port->tx_n == 0 || unlikely(!port_has_device(port)))
 		return;
-	blocked = port->link->blocked ? port->link->blocked(port) : NULL;
-	if (unlikely(blocked != NULL)) {
+	if (unlikely(port->link->blocked && port->link->blocked(port, &blocked))) {
 		drop_buffered(port, blocked);
 		return;
 	}
@@ -140,8 +138,8 @@ void rocemu_port_flush(struct rocemu_port *port)
 		   ? port->link->tx_burst(port, port->tx_buf, (uint16_t)port->tx_n)
 		   : rte_eth_tx_burst(port->port_id, 0, port->tx_buf, (uint16_t)port->tx_n);
 	for (uint16_t i = 0; i < sent; i++)
-		port->fixed[PC_TX_BYTES] += len[i];
-	port->fixed[PC_TX_FRAMES] += sent;
+		port->ctr[PC_TX_BYTES] += len[i];
+	port->ctr[PC_TX_FRAMES] += sent;
 	if (sent) {
 		/* no clock read (~35 ns on a VM) per post: outside a pass, the
 		 * last pass's time is close enough for the close linger and a

@@ -63,6 +63,7 @@
 #include <rte_mbuf.h>
 
 #include "../wire/roce_wire.h"
+#include "port_counters.h"
 
 #define ROCEMU_PORT_MAX_IPS 8
 /** GID table: one link-local IPv6 GID from the MAC, then one per address. */
@@ -389,11 +390,20 @@ struct rocemu_counter {
 	const char *name;
 	uint64_t value;
 };
-/** Fill up to max counters; returns how many exist. Names are stable. */
+/**
+ * Fill up to max counters: those of PORT_COUNTERS, then the events and drops
+ * that are not zero (port_counters.h); returns how many there are. Names are
+ * stable.
+ */
 unsigned rocemu_port_counters(const struct rocemu_port *port, struct rocemu_counter *out,
 			      unsigned max);
-/** Count a drop by the upper layer under a named reason (reason string must be static). */
-void rocemu_port_count(struct rocemu_port *port, const char *reason);
+/** As rocemu_port_counters, every counter including those still zero (PC_COUNT of them). */
+unsigned rocemu_port_counters_all(const struct rocemu_port *port, struct rocemu_counter *out,
+				  unsigned max);
+/** The printed name of a counter (NULL when c is not one). */
+const char *rocemu_port_counter_name(enum port_counter c);
+/** Count a drop (or event) of the upper layer, e.g. PC_DROP_BAD_PKEY. */
+void rocemu_port_count(struct rocemu_port *port, enum port_counter c);
 void rocemu_port_counters_print(const struct rocemu_port *port, FILE *f);
 
 /** Did the user ask for trace lines of topic (ROCEMU_TRACE=TOPIC,... or "all")? */

@@ -110,6 +110,11 @@ void rocemu_engine_quiesce(struct rocemu_engine *e)
 	rocemu_engine_unlock(e);
 }
 
+const char *rocemu_engine_counter_name(unsigned i)
+{
+	return i < CTR_COUNT ? ctr_names[i] : NULL;
+}
+
 unsigned rocemu_engine_counters(const struct rocemu_engine *e, struct rocemu_counter *out,
 				unsigned max)
 {
@@ -391,7 +396,7 @@ static void dispatch_one(struct rocemu_engine *e, struct rte_mbuf *m, const stru
 	 * member), so a packet matches when its low 15 bits are all ones. A mismatch
 	 * is dropped silently and counted. */
 	if ((pkt->pkey & 0x7FFF) != (ROCE_DEFAULT_PKEY & 0x7FFF)) {
-		rocemu_port_count(e->port, "bad_pkey"); /* counted as drop_bad_pkey */
+		rocemu_port_count(e->port, PC_DROP_BAD_PKEY);
 		return;
 	}
 	if (pkt->dqpn == 1 && !e->qpn_table[1]) { /* no GSI QP created (rdma_cm not in use) */

@@ -103,9 +103,12 @@ void rocemu_engine_drain(struct rocemu_engine *e);
  * event handler included): takes and releases the engine lock. */
 void rocemu_engine_quiesce(struct rocemu_engine *e);
 
-/** Transport counters (retransmissions, NAKs by code, RNR, duplicates, ...). */
+/** Transport counters (retransmissions, NAKs by code, RNR, duplicates, ...):
+ * every one of ROCEMU_COUNTERS (rocemu_transport.h), zero or not. */
 unsigned rocemu_engine_counters(const struct rocemu_engine *e, struct rocemu_counter *out,
 				unsigned max);
+/** The printed name of transport counter i (NULL past the last). */
+const char *rocemu_engine_counter_name(unsigned i);
 
 /* ------------------------------------------------------------------------ */
 /* Queue memory from the application (ibv_alloc_parent_domain(3))            */

@@ -578,10 +578,10 @@ static void test_roce_delivery_and_drops(void **state)
 	assert_true(ptu_counter(p.b, "rx_drops") >= 4);
 	/* upper layer drops land in the same table */
 	rocemu_port_lock(p.b);
-	rocemu_port_count(p.b, "psn_out_of_window");
-	rocemu_port_count(p.b, "psn_out_of_window");
+	rocemu_port_count(p.b, PC_DROP_BAD_PKEY);
+	rocemu_port_count(p.b, PC_DROP_BAD_PKEY);
 	rocemu_port_unlock(p.b);
-	assert_int_equal(ptu_counter(p.b, "drop_psn_out_of_window"), 2);
+	assert_int_equal(ptu_counter(p.b, "drop_bad_pkey"), 2);
 	pair_close(&p);
 }
 

@@ -54,6 +54,12 @@ grep -q rocemu1 $dir/list || { echo "FAIL: rocemu1 missing"; fail=1; }
 # ROCEMU_STATS=1: the device's counters are printed when its engine closes
 ROCEMU_STATS=1 timeout 30 "$ROCEMU" run "${port[@]}" -- ibv_devinfo >$dir/stats 2>&1
 check "ROCEMU_STATS=1 prints the port's counters at close" $? "^rocemu: rocemu0 port tx_frames [1-9]" $dir/stats
+if grep -qE "^rocemu: rocemu0 (port|transport) [a-z_0-9]+ 0$" $dir/stats; then echo "FAIL: ROCEMU_STATS=1 printed a counter that is zero"; fail=1; fi
+# ROCEMU_STATS=all: every counter, zero or not, so every drop reason shows
+ROCEMU_STATS=all timeout 30 "$ROCEMU" run "${port[@]}" -- ibv_devinfo >$dir/allstats 2>&1
+check "ROCEMU_STATS=all prints the drop reasons that are zero" $? "^rocemu: rocemu0 port drop_bad_icrc 0" $dir/allstats
+grep -q "^rocemu: rocemu0 transport drop_unknown_qp 0" $dir/allstats ||
+	{ echo "FAIL: ROCEMU_STATS=all: no transport drop_unknown_qp"; fail=1; }
 timeout 30 "$ROCEMU" run "${port[@]}" -- ibv_devinfo >$dir/nostats 2>&1
 if grep -q "^rocemu: rocemu0 port" $dir/nostats; then echo "FAIL: counters printed without ROCEMU_STATS"; fail=1; else echo "ok: no counters without ROCEMU_STATS"; fi
 

@@ -35,12 +35,14 @@ static struct cma_id orphaned_listener;
 void cma_stats_report(void)
 {
 	const char *env = getenv("ROCEMU_STATS");
+	bool all;
 
 	if (!env || !*env || !strcmp(env, "0"))
 		return;
+	all = !strcmp(env, "all"); /* zero counters too */
 	pthread_mutex_lock(&cma_lock);
 #define CMA_STAT_PRINT(n)                                                                          \
-	if (cma_stats.n)                                                                           \
+	if (cma_stats.n || all)                                                                    \
 		fprintf(stderr, "rocemu: rdmacm cm %s %llu\n", #n, (unsigned long long)cma_stats.n);
 	CMA_STATS(CMA_STAT_PRINT)
 #undef CMA_STAT_PRINT
