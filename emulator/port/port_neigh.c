@@ -340,6 +340,15 @@ static bool neigh_mac_plausible(struct rocemu_port *port, const uint8_t mac[6])
 	return false;
 }
 
+/* Ask for e's address again from the first try, in state st. */
+static void neigh_ask_again(struct rocemu_port *port, struct port_neigh *e, enum neigh_state st,
+			    uint64_t now)
+{
+	e->state = st;
+	e->tries = 0;
+	neigh_send_request(port, e, now);
+}
+
 /* Whether e's MAC may become mac now: the same one, a first one, or the
  * lock time since the last change has passed (counted when refused). */
 static bool neigh_mac_may_change(struct rocemu_port *port, const struct port_neigh *e,
@@ -474,19 +483,14 @@ int rocemu_port_resolve(struct rocemu_port *port, unsigned src_index, const uint
 	}
 	switch (e->state) {
 	case NEIGH_REACHABLE:
-		if (now - e->confirmed_ns >= expire_ns(port)) {
-			/* expired: keep using it while it is re-confirmed */
-			e->state = NEIGH_PROBE;
-			e->tries = 0;
-			neigh_send_request(port, e, now);
-		}
+		/* expired: keep using it while it is re-confirmed */
+		if (now - e->confirmed_ns >= expire_ns(port))
+			neigh_ask_again(port, e, NEIGH_PROBE, now);
 		memcpy(mac, e->mac, 6);
 		return 0;
 	case NEIGH_STALE:
 		/* unconfirmed: used, and confirmed by our own request now */
-		e->state = NEIGH_PROBE;
-		e->tries = 0;
-		neigh_send_request(port, e, now);
+		neigh_ask_again(port, e, NEIGH_PROBE, now);
 		memcpy(mac, e->mac, 6);
 		return 0;
 	case NEIGH_PROBE:
@@ -495,9 +499,7 @@ int rocemu_port_resolve(struct rocemu_port *port, unsigned src_index, const uint
 	case NEIGH_FAILED:
 		if (now < e->failed_until_ns)
 			return -EHOSTUNREACH;
-		e->state = NEIGH_INCOMPLETE;
-		e->tries = 0;
-		neigh_send_request(port, e, now);
+		neigh_ask_again(port, e, NEIGH_INCOMPLETE, now);
 		return -EAGAIN;
 	default:
 		return -EAGAIN;
