@@ -1,10 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Packet-level conformance of the RC responder and requester. Node A is a
- * full engine; node B is a bare port whose frames the test writes by hand
- * with the wire codec and whose received frames the test reads, so every
- * scenario is a scripted exchange tied to the rule of the InfiniBand
- * Architecture Specification (vol. 1) it checks.
+ * Conformance checks a scenario table (cf_scenarios.c) cannot express: they
+ * watch the engine's async events, drive its progress passes one by one,
+ * reply to what the requester just did, or throw thousands of random frames.
+ * Node A is a full engine; node B is a bare port whose frames the test
+ * writes by hand with the wire codec and whose received frames the test
+ * reads. Each check names the rule of the InfiniBand Architecture
+ * Specification (vol. 1) it is about.
+ *
+ * What a scenario already checks is not repeated here: PSN gaps
+ * (psn_gap_nak_once_then_silence, psn_resync_after_nak), duplicate SEND,
+ * READ and FETCH_ADD (dup_*), SEND MIDDLE out of sequence
+ * (seq_middle_without_first), RNR NAK (rnr_nak_without_recv_wqe), WRITE out
+ * of bounds (acc_write_one_byte_past_end, acc_responder_error_flushes_rq),
+ * READ segmentation (mtu_read_*), misaligned atomics (atomic_misaligned),
+ * unknown QPs (qpn_unknown_dropped), a remote access NAK at the requester
+ * (acc_requester_gets_rem_access_err).
  */
 #include <endian.h>
 #include <errno.h>
@@ -20,7 +31,7 @@
 #include <cmocka.h>
 
 #include "../../emulator/wire/roce_mbuf.h"
-#include "harness.h"
+#include "../transport/harness.h"
 
 #define PEER_QPN 0x99
 #define MAXQ	 256
@@ -251,81 +262,6 @@ static void test_resp_ack(void **state)
 	rocemu_mr_dereg(m);
 }
 
-/* C9-110: the first out-of-sequence packet is NAKed (PSN sequence error, PSN =
- * expected), later ones of the same gap are dropped silently; the expected
- * PSN is accepted afterwards. */
-static void test_resp_psn_ahead(void **state)
-{
-	struct rocemu_qp *qp = a_qp(0x10, 0x20, 1);
-	uint8_t buf[64], data[8] = "abcdefg";
-	struct rocemu_mr *m = reg(buf, sizeof(buf));
-	struct seen s;
-
-	(void)state;
-	post_recv(qp, 1, buf, sizeof(buf), h_key(m, false));
-	b_send(ROCE_OP_SEND_ONLY, rocemu_qp_num(qp), 0x15, true, NULL, NULL, data, 8);
-	expect_aeth(&s, ROCE_AETH_NAK, ROCE_NAK_PSN_SEQ_ERR, 0x10);
-	b_send(ROCE_OP_SEND_ONLY, rocemu_qp_num(qp), 0x16, true, NULL, NULL, data, 8);
-	assert_false(b_next(&s, 100));
-	b_send(ROCE_OP_SEND_ONLY, rocemu_qp_num(qp), 0x10, true, NULL, NULL, data, 8);
-	expect_aeth(&s, ROCE_AETH_ACK, 0, 0x10);
-	assert_int_equal(rocemu_qp_state(qp), IBV_QPS_RTS);
-	rocemu_qp_destroy(qp);
-	rocemu_mr_dereg(m);
-}
-
-/* 9.7.5.1.1 (duplicates): a duplicate SEND is re-acknowledged and not placed again. */
-static void test_resp_duplicate_send(void **state)
-{
-	struct rocemu_qp *qp = a_qp(0x30, 0x40, 1);
-	uint8_t buf[2][64], data[8] = "1234567";
-	struct rocemu_mr *m = reg(buf, sizeof(buf));
-	struct seen s;
-	struct rocemu_wc wc;
-
-	(void)state;
-	post_recv(qp, 1, buf[0], 64, h_key(m, false));
-	post_recv(qp, 2, buf[1], 64, h_key(m, false));
-	b_send(ROCE_OP_SEND_ONLY, rocemu_qp_num(qp), 0x30, true, NULL, NULL, data, 8);
-	expect_aeth(&s, ROCE_AETH_ACK, 0, 0x30);
-	b_send(ROCE_OP_SEND_ONLY, rocemu_qp_num(qp), 0x30, true, NULL, NULL, data, 8);
-	expect_aeth(&s, ROCE_AETH_ACK, 0, 0x30);
-	assert_int_equal(h_poll(T.rcq, &wc), 1);
-	assert_int_equal(wc.wr_id, 1);
-	assert_int_equal(h_poll_quiet(T.rcq, &wc, 50), 0); /* WQE 2 untouched */
-	rocemu_qp_destroy(qp);
-	rocemu_mr_dereg(m);
-}
-
-/* 9.7.5.1.2 / C9-89: SEND MIDDLE with no message in progress is an invalid
- * request: NAK, and the responder QP goes to ERR (9.9.3). */
-static void test_resp_bad_sequence(void **state)
-{
-	struct rocemu_qp *qp = a_qp(0x50, 0x60, 1);
-	uint8_t data[1024] = {0};
-	struct seen s;
-
-	(void)state;
-	b_send(ROCE_OP_SEND_MIDDLE, rocemu_qp_num(qp), 0x50, false, NULL, NULL, data, 1024);
-	expect_aeth(&s, ROCE_AETH_NAK, ROCE_NAK_INVALID_REQUEST, 0x50);
-	assert_int_equal(rocemu_qp_state(qp), IBV_QPS_ERR);
-	rocemu_qp_destroy(qp);
-}
-
-/* 9.7.5.2.8: no receive WQE -> RNR NAK carrying the QP's min_rnr_timer. */
-static void test_resp_rnr(void **state)
-{
-	struct rocemu_qp *qp = a_qp(0x70, 0x80, 14);
-	uint8_t data[8] = {0};
-	struct seen s;
-
-	(void)state;
-	b_send(ROCE_OP_SEND_ONLY, rocemu_qp_num(qp), 0x70, true, NULL, NULL, data, 8);
-	expect_aeth(&s, ROCE_AETH_RNR_NAK, 14, 0x70);
-	assert_int_equal(rocemu_qp_state(qp), IBV_QPS_RTS);
-	rocemu_qp_destroy(qp);
-}
-
 struct reth_arg {
 	uint64_t va;
 	uint32_t rkey, len;
@@ -338,60 +274,6 @@ static void fill_reth(struct roce_pkt *p, void *arg)
 	p->reth.va = r->va;
 	p->reth.rkey = r->rkey;
 	p->reth.dma_len = r->len;
-}
-
-/* 9.7.5.1.1 / C9-... : a WRITE outside the region is a remote access error
- * NAK; nothing is written; the QP goes to ERR. */
-static void test_resp_write_access(void **state)
-{
-	struct rocemu_qp *qp = a_qp(0x90, 0xA0, 1);
-	uint8_t buf[128], data[64];
-	struct rocemu_mr *m = reg(buf, 64);
-	struct reth_arg r = {(uintptr_t)buf + 1, h_key(m, true), 64};
-	struct seen s;
-
-	(void)state;
-	memset(buf, 0x11, sizeof(buf));
-	memset(data, 0x22, sizeof(data));
-	b_send(ROCE_OP_WRITE_ONLY, rocemu_qp_num(qp), 0x90, true, fill_reth, &r, data, 64);
-	expect_aeth(&s, ROCE_AETH_NAK, ROCE_NAK_REMOTE_ACCESS_ERR, 0x90);
-	for (unsigned i = 0; i < sizeof(buf); i++)
-		assert_int_equal(buf[i], 0x11);
-	assert_int_equal(rocemu_qp_state(qp), IBV_QPS_ERR);
-	rocemu_qp_destroy(qp);
-	rocemu_mr_dereg(m);
-}
-
-/* 9.7.5.1.3 / 9.7.6: a READ is answered with READ responses carrying the
- * data; a duplicate READ is executed again from the responder resources. */
-static void test_resp_read_and_duplicate(void **state)
-{
-	struct rocemu_qp *qp = a_qp(0xB0, 0xC0, 1);
-	uint8_t buf[2000];
-	struct rocemu_mr *m = reg(buf, sizeof(buf));
-	struct reth_arg r = {(uintptr_t)buf, h_key(m, true), 2000};
-	struct seen s;
-
-	(void)state;
-	h_fill(buf, sizeof(buf), 3);
-	for (int pass = 0; pass < 2; pass++) {
-		b_send(ROCE_OP_READ_REQUEST, rocemu_qp_num(qp), 0xB0, true, fill_reth, &r, NULL, 0);
-		assert_true(b_next(&s, FRAME_WAIT_MS));
-		assert_int_equal(s.pkt.opcode, ROCE_OP_READ_RESP_FIRST);
-		assert_int_equal(s.pkt.psn, 0xB0);
-		assert_int_equal(s.pkt.payload_len, 1024);
-		assert_memory_equal(s.payload, buf, 1024);
-		assert_true(b_next(&s, FRAME_WAIT_MS));
-		assert_int_equal(s.pkt.opcode, ROCE_OP_READ_RESP_LAST);
-		assert_int_equal(s.pkt.psn, 0xB1);
-		assert_int_equal(s.pkt.payload_len, 976);
-		assert_memory_equal(s.payload, buf + 1024, 976);
-	}
-	/* the next request uses the PSN after both responses */
-	b_send(ROCE_OP_SEND_ONLY, rocemu_qp_num(qp), 0xB2, true, NULL, NULL, NULL, 0);
-	expect_aeth(&s, ROCE_AETH_RNR_NAK, 1, 0xB2);
-	rocemu_qp_destroy(qp);
-	rocemu_mr_dereg(m);
 }
 
 struct atomic_arg {
@@ -407,33 +289,6 @@ static void fill_atomic(struct roce_pkt *p, void *arg)
 	p->atomic.va = a->va;
 	p->atomic.rkey = a->rkey;
 	p->atomic.swap_add = a->add;
-}
-
-/* 9.7.5.1.3 / o9-28: a duplicate atomic returns the saved result and is not executed again. */
-static void test_resp_atomic_duplicate(void **state)
-{
-	struct rocemu_qp *qp = a_qp(0xD0, 0xE0, 1);
-	uint64_t target[2] = {40, 0};
-	struct rocemu_mr *m = reg(target, sizeof(target));
-	struct atomic_arg a = {(uintptr_t)&target[0], h_key(m, true), 2};
-	struct seen s;
-
-	(void)state;
-	for (int pass = 0; pass < 3; pass++) {
-		b_send(ROCE_OP_FETCH_ADD, rocemu_qp_num(qp), 0xD0, true, fill_atomic, &a, NULL, 0);
-		assert_true(b_next(&s, FRAME_WAIT_MS));
-		assert_int_equal(s.pkt.opcode, ROCE_OP_ATOMIC_ACK);
-		assert_int_equal(s.pkt.psn, 0xD0);
-		assert_int_equal(s.pkt.atomic_orig, 40);
-	}
-	assert_int_equal(target[0], 42);
-	/* misaligned: invalid request (C9-40 style alignment rule) */
-	a.va += 4;
-	b_send(ROCE_OP_FETCH_ADD, rocemu_qp_num(qp), 0xD1, true, fill_atomic, &a, NULL, 0);
-	expect_aeth(&s, ROCE_AETH_NAK, ROCE_NAK_INVALID_REQUEST, 0xD1);
-	assert_int_equal(target[0], 42);
-	rocemu_qp_destroy(qp);
-	rocemu_mr_dereg(m);
 }
 
 /*
@@ -547,25 +402,6 @@ static void test_comm_est_in_rtr(void **state)
 	rocemu_mr_dereg(m);
 }
 
-/* Packets for a QP that does not exist are dropped and counted. */
-static void test_unknown_qp(void **state)
-{
-	uint64_t before = h_counter(T.e, "drop_unknown_qp");
-	struct seen s;
-
-	(void)state;
-	b_send(ROCE_OP_SEND_ONLY, 0xABCDE, 1, true, NULL, NULL, NULL, 0);
-	/* no time window: wait until the engine took the frame (the drop is
-	 * counted in the pass that received it, which would also have queued
-	 * any answer), then nothing may have come back */
-	while (h_counter(T.e, "drop_unknown_qp") == before) {
-		rocemu_engine_progress(T.e);
-		usleep(100);
-	}
-	assert_false(b_next(&s, 20));
-	assert_int_equal(h_counter(T.e, "drop_unknown_qp"), before + 1);
-}
-
 /* ------------------------------------------------------------------------ */
 /* Requester                                                                  */
 
@@ -623,35 +459,6 @@ static void test_req_nak_seq_then_ack(void **state)
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(wc.wr_id, 5);
 	assert_true(h_counter(T.e, "retransmit_packets") >= 2);
-	rocemu_qp_destroy(qp);
-	rocemu_mr_dereg(m);
-}
-
-/* 9.7.5.2.4 / 10.8.3: a remote access error NAK completes the WQE with
- * IBV_WC_REM_ACCESS_ERR, the QP goes to ERR and later WQEs flush. */
-static void test_req_nak_access(void **state)
-{
-	struct rocemu_qp *qp = a_qp(0x300, 0x400, 1);
-	uint8_t buf[16];
-	struct rocemu_mr *m = reg(buf, sizeof(buf));
-	uint8_t nak = ROCE_AETH_SYNDROME(ROCE_AETH_NAK, ROCE_NAK_REMOTE_ACCESS_ERR);
-	struct seen s;
-	struct rocemu_wc wc;
-
-	(void)state;
-	b_drain();
-	a_post_send(qp, 1, buf, 16, h_key(m, false));
-	a_post_send(qp, 2, buf, 16, h_key(m, false));
-	assert_true(b_next(&s, FRAME_WAIT_MS));
-	assert_true(b_next(&s, FRAME_WAIT_MS));
-	b_send(ROCE_OP_ACK, rocemu_qp_num(qp), 0x400, false, fill_aeth, &nak, NULL, 0);
-	assert_int_equal(h_poll(T.scq, &wc), 1);
-	assert_int_equal(wc.wr_id, 1);
-	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
-	assert_int_equal(h_poll(T.scq, &wc), 1);
-	assert_int_equal(wc.wr_id, 2);
-	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
-	assert_int_equal(rocemu_qp_state(qp), IBV_QPS_ERR);
 	rocemu_qp_destroy(qp);
 	rocemu_mr_dereg(m);
 }
@@ -915,17 +722,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_resp_ack),
-	    cmocka_unit_test(test_resp_psn_ahead),
-	    cmocka_unit_test(test_resp_duplicate_send),
-	    cmocka_unit_test(test_resp_bad_sequence),
-	    cmocka_unit_test(test_resp_rnr),
-	    cmocka_unit_test(test_resp_write_access),
-	    cmocka_unit_test(test_resp_read_and_duplicate),
-	    cmocka_unit_test(test_resp_atomic_duplicate),
 	    cmocka_unit_test(test_resp_order_read_then_atomic),
-	    cmocka_unit_test(test_unknown_qp),
 	    cmocka_unit_test(test_req_nak_seq_then_ack),
-	    cmocka_unit_test(test_req_nak_access),
 	    cmocka_unit_test(test_req_ghost_ack),
 	    cmocka_unit_test(test_req_ack_during_go_back),
 	    cmocka_unit_test(test_comm_est_in_rtr),
