@@ -561,31 +561,30 @@ static bool engine_has_work(void *ctx)
 
 static void engine_fill_caps(struct rocemu_engine *e)
 {
-	struct rocemu_caps *c = &e->caps;
-
-	memset(c, 0, sizeof(*c));
-	c->max_mr_size = UINT64_MAX;
-	c->max_qp = ROCEMU_MAX_QP;
-	c->max_qp_wr = ROCEMU_MAX_QP_WR;
-	c->max_sge = ROCEMU_MAX_SGE;
-	c->max_sge_rd = ROCEMU_MAX_SGE;
-	c->max_inline_data = ROCEMU_MAX_INLINE;
-	c->max_cq = ROCEMU_MAX_CQ;
-	c->max_cqe = ROCEMU_MAX_CQE;
-	c->max_mr = ROCEMU_MAX_MR;
-	c->max_pd = ROCEMU_MAX_PD;
-	c->max_ah = ROCEMU_MAX_AH;
-	c->max_qp_rd_atom = ROCEMU_MAX_RD_ATOM;
-	c->max_qp_init_rd_atom = ROCEMU_MAX_RD_ATOM;
-	c->max_res_rd_atom = ROCEMU_MAX_RD_ATOM * ROCEMU_MAX_QP;
-	c->max_srq = ROCEMU_MAX_SRQ;
-	c->max_srq_wr = ROCEMU_MAX_SRQ_WR;
-	c->max_srq_sge = ROCEMU_MAX_SGE;
-	c->max_msg_sz = ROCEMU_MAX_MSG_SZ;
-	c->max_pkeys = 1;
-	c->atomic_hca = true;
-	c->odp = true;
-	c->timestamp_hz = 1000000000ull;
+	e->caps = (struct rocemu_caps){
+	    .max_mr_size = UINT64_MAX,
+	    .max_qp = ROCEMU_MAX_QP,
+	    .max_qp_wr = ROCEMU_MAX_QP_WR,
+	    .max_sge = ROCEMU_MAX_SGE,
+	    .max_sge_rd = ROCEMU_MAX_SGE,
+	    .max_inline_data = ROCEMU_MAX_INLINE,
+	    .max_cq = ROCEMU_MAX_CQ,
+	    .max_cqe = ROCEMU_MAX_CQE,
+	    .max_mr = ROCEMU_MAX_MR,
+	    .max_pd = ROCEMU_MAX_PD,
+	    .max_ah = ROCEMU_MAX_AH,
+	    .max_qp_rd_atom = ROCEMU_MAX_RD_ATOM,
+	    .max_qp_init_rd_atom = ROCEMU_MAX_RD_ATOM,
+	    .max_res_rd_atom = ROCEMU_MAX_RD_ATOM * ROCEMU_MAX_QP,
+	    .max_srq = ROCEMU_MAX_SRQ,
+	    .max_srq_wr = ROCEMU_MAX_SRQ_WR,
+	    .max_srq_sge = ROCEMU_MAX_SGE,
+	    .max_msg_sz = ROCEMU_MAX_MSG_SZ,
+	    .max_pkeys = 1,
+	    .atomic_hca = true,
+	    .odp = true,
+	    .timestamp_hz = 1000000000ull,
+	};
 }
 
 int rocemu_engine_create(const struct rocemu_port_config *cfg, struct rocemu_engine **out,

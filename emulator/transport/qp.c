@@ -150,15 +150,17 @@ int rocemu_qp_create(struct rocemu_pd *pd, struct rocemu_qp_init *init, struct r
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		goto out;
-	qp->engine = e;
-	qp->pd = pd;
-	qp->type = init->qp_type;
-	qp->send_cq = init->send_cq;
-	qp->recv_cq = init->recv_cq;
-	qp->srq = init->srq;
-	qp->sq_sig_all = init->sq_sig_all;
-	qp->user_ctx = init->user_ctx;
-	qp->state = IBV_QPS_RESET;
+	*qp = (struct rocemu_qp){
+	    .engine = e,
+	    .pd = pd,
+	    .type = init->qp_type,
+	    .send_cq = init->send_cq,
+	    .recv_cq = init->recv_cq,
+	    .srq = init->srq,
+	    .sq_sig_all = init->sq_sig_all,
+	    .user_ctx = init->user_ctx,
+	    .state = IBV_QPS_RESET,
+	};
 
 	qp->cap = init->cap;
 	if (qp->cap.max_send_wr == 0)

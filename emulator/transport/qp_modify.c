@@ -32,26 +32,28 @@ struct qp_transition {
 #define M_QKEY	 IBV_QP_QKEY
 #define M_CUR	 IBV_QP_CUR_STATE
 #define M_MIG	 (IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE)
+/* What RESET -> INIT requires and INIT -> INIT allows. */
+#define INIT_ATTRS                                                                                 \
+	{                                                                                          \
+		M_PKEY | M_PORT | M_ACCESS, M_PKEY | M_PORT | M_ACCESS, M_PKEY | M_PORT | M_QKEY,  \
+		    M_PORT                                                                         \
+	}
+/* What RTR, RTS and SQD -> RTS allow. */
+#define TO_RTS_OPT                                                                                 \
+	{                                                                                          \
+		M_CUR | M_MIG | M_ACCESS | IBV_QP_MIN_RNR_TIMER, M_CUR | M_MIG | M_ACCESS,         \
+		    M_CUR | M_QKEY                                                                 \
+	}
 
+/* Every state may go to RESET or ERR, with no attributes (to_reset_or_err
+ * below); the table holds the other moves. */
 /* clang-format off */
 static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 	[IBV_QPS_RESET] = {
-		[IBV_QPS_RESET] = {.valid = true},
-		[IBV_QPS_ERR] = {.valid = true},
-		[IBV_QPS_INIT] = {
-			.valid = true,
-			.req = {M_PKEY | M_PORT | M_ACCESS, M_PKEY | M_PORT | M_ACCESS,
-				M_PKEY | M_PORT | M_QKEY, M_PORT},
-		},
+		[IBV_QPS_INIT] = {.valid = true, .req = INIT_ATTRS},
 	},
 	[IBV_QPS_INIT] = {
-		[IBV_QPS_RESET] = {.valid = true},
-		[IBV_QPS_ERR] = {.valid = true},
-		[IBV_QPS_INIT] = {
-			.valid = true,
-			.opt = {M_PKEY | M_PORT | M_ACCESS, M_PKEY | M_PORT | M_ACCESS,
-				M_PKEY | M_PORT | M_QKEY, M_PORT},
-		},
+		[IBV_QPS_INIT] = {.valid = true, .opt = INIT_ATTRS},
 		[IBV_QPS_RTR] = {
 			.valid = true,
 			.req = {IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
@@ -62,34 +64,22 @@ static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 		},
 	},
 	[IBV_QPS_RTR] = {
-		[IBV_QPS_RESET] = {.valid = true},
-		[IBV_QPS_ERR] = {.valid = true},
 		[IBV_QPS_RTS] = {
 			.valid = true,
 			.req = {IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 					IBV_QP_MAX_QP_RD_ATOMIC,
 				IBV_QP_SQ_PSN, IBV_QP_SQ_PSN},
-			.opt = {M_CUR | M_MIG | M_ACCESS | IBV_QP_MIN_RNR_TIMER, M_CUR | M_MIG | M_ACCESS,
-				M_CUR | M_QKEY},
+			.opt = TO_RTS_OPT,
 		},
 	},
 	[IBV_QPS_RTS] = {
-		[IBV_QPS_RESET] = {.valid = true},
-		[IBV_QPS_ERR] = {.valid = true},
-		[IBV_QPS_RTS] = {
-			.valid = true,
-			.opt = {M_CUR | M_ACCESS | M_MIG | IBV_QP_MIN_RNR_TIMER, M_CUR | M_ACCESS | M_MIG,
-				M_CUR | M_QKEY},
-		},
+		[IBV_QPS_RTS] = {.valid = true, .opt = TO_RTS_OPT},
 		[IBV_QPS_SQD] = {.valid = true, .opt = ALL3(IBV_QP_EN_SQD_ASYNC_NOTIFY)},
 	},
 	[IBV_QPS_SQD] = {
-		[IBV_QPS_RESET] = {.valid = true},
-		[IBV_QPS_ERR] = {.valid = true},
 		[IBV_QPS_RTS] = {
 			.valid = true,
-			.opt = {M_CUR | M_MIG | M_ACCESS | IBV_QP_MIN_RNR_TIMER, M_CUR | M_MIG | M_ACCESS,
-				M_CUR | M_QKEY},
+			.opt = TO_RTS_OPT,
 		},
 		[IBV_QPS_SQD] = {
 			.valid = true,
@@ -100,15 +90,11 @@ static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 		},
 	},
 	[IBV_QPS_SQE] = {
-		[IBV_QPS_RESET] = {.valid = true},
-		[IBV_QPS_ERR] = {.valid = true},
 		[IBV_QPS_RTS] = {.valid = true, .opt = {0, M_CUR | M_ACCESS, M_CUR | M_QKEY}},
 	},
-	[IBV_QPS_ERR] = {
-		[IBV_QPS_RESET] = {.valid = true},
-		[IBV_QPS_ERR] = {.valid = true},
-	},
 };
+
+static const struct qp_transition to_reset_or_err = {.valid = true};
 /* clang-format on */
 
 int rocemu_qp_type_index(enum ibv_qp_type t)
@@ -363,7 +349,7 @@ static int qp_modify_locked(struct rocemu_qp *qp, const struct ibv_qp_attr *attr
 	next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
 	if (next > IBV_QPS_ERR || cur > IBV_QPS_ERR)
 		return -EINVAL;
-	t = &qp_table[cur][next];
+	t = next == IBV_QPS_RESET || next == IBV_QPS_ERR ? &to_reset_or_err : &qp_table[cur][next];
 	if (!t->valid)
 		return -EINVAL;
 	if ((mask & t->req[ti]) != t->req[ti])
