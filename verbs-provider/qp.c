@@ -306,26 +306,27 @@ static void wr_rdma_read(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr)
 	wr_rdma(q, IBV_WR_RDMA_READ, rkey, addr, 0);
 }
 
-static void wr_atomic_cmp_swp(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, uint64_t compare,
-			      uint64_t swap)
+static void wr_atomic(struct ibv_qp_ex *q, enum ibv_wr_opcode op, uint32_t rkey, uint64_t addr,
+		      uint64_t compare_add, uint64_t swap)
 {
-	struct rocemu_send_wr *w = batch_add(q, IBV_WR_ATOMIC_CMP_AND_SWP);
+	struct rocemu_send_wr *w = batch_add(q, op);
 	if (w) {
 		w->rkey = rkey;
 		w->remote_addr = addr;
-		w->compare_add = compare;
+		w->compare_add = compare_add;
 		w->swap = swap;
 	}
 }
 
+static void wr_atomic_cmp_swp(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, uint64_t compare,
+			      uint64_t swap)
+{
+	wr_atomic(q, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, addr, compare, swap);
+}
+
 static void wr_atomic_fetch_add(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, uint64_t add)
 {
-	struct rocemu_send_wr *w = batch_add(q, IBV_WR_ATOMIC_FETCH_AND_ADD);
-	if (w) {
-		w->rkey = rkey;
-		w->remote_addr = addr;
-		w->compare_add = add;
-	}
+	wr_atomic(q, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, addr, add, 0);
 }
 
 static void wr_local_inv(struct ibv_qp_ex *q, uint32_t rkey)
