@@ -553,6 +553,38 @@ static int inline_sges(const struct iovec **iov, size_t *iov_off, uint32_t len, 
 	return len ? -1 : n;
 }
 
+/*
+ * One chunk of rsend (RS_SEND_DATA: into the peer's receive ring, with the
+ * immediate data saying so) or riowrite (RS_SEND_DIRECT: into an iomap
+ * target, no immediate), taken from the caller's vectors at *cur, *iov_off:
+ * inline when it is small enough and fits two SGEs (its buffer space is free
+ * at once), else staged through the send buffer.
+ */
+static int write_chunk(struct rsocket *rs, const struct iovec **cur, size_t *iov_off, uint32_t len,
+		       enum rs_send_kind kind, uint64_t raddr, uint32_t rkey)
+{
+	const struct iovec *save_iov = *cur;
+	size_t save_off = *iov_off;
+	bool data = kind == RS_SEND_DATA, inl = len <= rs->sq_inline;
+	struct ibv_sge sge[2];
+	int nsge = inl ? inline_sges(cur, iov_off, len, sge, 2) : -1;
+	int rc;
+
+	if (nsge < 0) {
+		*cur = save_iov;
+		*iov_off = save_off;
+		inl = false;
+		nsge = stage(rs, cur, iov_off, len, sge);
+	}
+	rc = post_write(rs, sge, nsge, data, data ? rs_imm_make(RS_OP_DATA, len) : 0, raddr, rkey,
+			send_wr_id(kind, inl ? 0 : len), inl);
+	if (inl)
+		rs_stream_send_done_inline(&rs->s, len);
+	if (rc)
+		rs_set_error(rs, -rc);
+	return rc;
+}
+
 /* Write our pending iomap entries to the peer (lock held). */
 static int send_iomaps(struct rsocket *rs, bool nonblock)
 {
@@ -593,19 +625,35 @@ static int send_iomaps(struct rsocket *rs, bool nonblock)
 	return 0;
 }
 
-static ssize_t rs_sendv(int socket, const struct iovec *iov, int iovcnt, int flags)
+/* The rsocket of a vectored call and the bytes its vectors hold; NULL with
+ * errno set (EBADF, EINVAL) when there is none or the vectors are bad. */
+static struct rsocket *rs_lookup_iov(int socket, const struct iovec *iov, int iovcnt, size_t *total)
 {
 	struct rsocket *rs = rs_lookup(socket);
-	size_t total = 0, sent = 0, iov_off = 0;
+
+	*total = 0;
+	if (!rs) {
+		rs_fail(EBADF);
+		return NULL;
+	}
+	if (iovcnt < 0 || (iovcnt && !iov)) {
+		rs_fail(EINVAL);
+		return NULL;
+	}
+	for (int i = 0; i < iovcnt; i++)
+		*total += iov[i].iov_len;
+	return rs;
+}
+
+static ssize_t rs_sendv(int socket, const struct iovec *iov, int iovcnt, int flags)
+{
+	size_t total, sent = 0, iov_off = 0;
+	struct rsocket *rs = rs_lookup_iov(socket, iov, iovcnt, &total);
 	uint32_t olen = RS_OLAP_START_SIZE;
 	int rc = 0;
 
 	if (!rs)
-		return rs_fail(EBADF);
-	if (iovcnt < 0 || (iovcnt && !iov))
-		return rs_fail(EINVAL);
-	for (int i = 0; i < iovcnt; i++)
-		total += iov[i].iov_len;
+		return -1;
 	bool nb = nonblocking(rs, flags);
 	pthread_mutex_lock(&rs->lock);
 	rc = ensure_connected(rs, nb);
@@ -635,27 +683,9 @@ static ssize_t rs_sendv(int socket, const struct iovec *iov, int iovcnt, int fla
 		uint64_t raddr;
 		uint32_t rkey;
 		uint32_t len = rs_stream_send_take(&rs->s, want, &raddr, &rkey);
-		struct ibv_sge sge[2];
-		int nsge;
-		bool inl = len <= rs->sq_inline;
-		const struct iovec *save_iov = cur;
-		size_t save_off = iov_off;
-		if (inl)
-			nsge = inline_sges(&cur, &iov_off, len, sge, 2);
-		if (!inl || nsge < 0) {
-			cur = save_iov;
-			iov_off = save_off;
-			inl = false;
-			nsge = stage(rs, &cur, &iov_off, len, sge);
-		}
-		rc = post_write(rs, sge, nsge, true, rs_imm_make(RS_OP_DATA, len), raddr, rkey,
-				send_wr_id(RS_SEND_DATA, inl ? 0 : len), inl);
-		if (inl)
-			rs_stream_send_done_inline(&rs->s, len);
-		if (rc) {
-			rs_set_error(rs, -rc);
+		rc = write_chunk(rs, &cur, &iov_off, len, RS_SEND_DATA, raddr, rkey);
+		if (rc)
 			break;
-		}
 		sent += len;
 	}
 	pthread_mutex_unlock(&rs->lock);
@@ -707,16 +737,12 @@ ROCEMU_PUBLIC(rwritev)
 
 static ssize_t rs_recvv(int socket, const struct iovec *iov, int iovcnt, int flags)
 {
-	struct rsocket *rs = rs_lookup(socket);
-	size_t total = 0, got = 0;
+	size_t total, got = 0;
+	struct rsocket *rs = rs_lookup_iov(socket, iov, iovcnt, &total);
 	int rc = 0;
 
 	if (!rs)
-		return rs_fail(EBADF);
-	if (iovcnt < 0 || (iovcnt && !iov))
-		return rs_fail(EINVAL);
-	for (int i = 0; i < iovcnt; i++)
-		total += iov[i].iov_len;
+		return -1;
 	bool nb = nonblocking(rs, flags);
 	bool peek = (flags & MSG_PEEK) && iovcnt > 0;
 	pthread_mutex_lock(&rs->lock);
@@ -944,21 +970,9 @@ size_t riowrite(int socket, const void *buf, size_t count, off_t offset, int fla
 		}
 		if (olen < RS_MAX_TRANSFER)
 			olen <<= 1;
-		struct ibv_sge sge[2];
-		int nsge;
-		bool inl = len <= rs->sq_inline;
-		if (inl)
-			nsge = inline_sges(&cur, &iov_off, len, sge, 1);
-		else
-			nsge = stage(rs, &cur, &iov_off, len, sge);
-		rc = post_write(rs, sge, nsge, false, 0, raddr, rkey,
-				send_wr_id(RS_SEND_DIRECT, inl ? 0 : len), inl);
-		if (inl)
-			rs_stream_send_done_inline(&rs->s, len);
-		if (rc) {
-			rs_set_error(rs, -rc);
+		rc = write_chunk(rs, &cur, &iov_off, len, RS_SEND_DIRECT, raddr, rkey);
+		if (rc)
 			break;
-		}
 		sent += len;
 	}
 	pthread_mutex_unlock(&rs->lock);
