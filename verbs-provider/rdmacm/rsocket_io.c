@@ -625,6 +625,16 @@ static int send_iomaps(struct rsocket *rs, bool nonblock)
 	return 0;
 }
 
+/* Nothing can move now: -EAGAIN when the call must not block, else block
+ * (lock released) until something may have changed on rs, then 0. */
+static int rs_wait(struct rsocket *rs, bool nonblock)
+{
+	if (nonblock)
+		return -EAGAIN;
+	rs_block(rs, -1);
+	return 0;
+}
+
 /* The rsocket of a vectored call and the bytes its vectors hold; NULL with
  * errno set (EBADF, EINVAL) when there is none or the vectors are bad. */
 static struct rsocket *rs_lookup_iov(int socket, const struct iovec *iov, int iovcnt, size_t *total)
@@ -669,11 +679,9 @@ static ssize_t rs_sendv(int socket, const struct iovec *iov, int iovcnt, int fla
 			}
 			if (rs_stream_can_send(&rs->s))
 				continue;
-			if (nb) {
-				rc = -EAGAIN;
+			rc = rs_wait(rs, nb);
+			if (rc)
 				break;
-			}
-			rs_block(rs, -1);
 			continue;
 		}
 		size_t left = total - sent;
@@ -957,11 +965,9 @@ size_t riowrite(int socket, const void *buf, size_t count, off_t offset, int fla
 			rc = 0;
 			if (rs_progress(rs))
 				continue;
-			if (nb) {
-				rc = -EAGAIN;
+			rc = rs_wait(rs, nb);
+			if (rc)
 				break;
-			}
-			rs_block(rs, -1);
 			continue;
 		}
 		if (rc) {
