@@ -125,6 +125,29 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* A listener on PORT gets req (transaction tid) from the peer and accepts it
+ * for QP qp_num: the new id, its REP the only MAD sent since. */
+static struct rdma_cm_id *accept_req(struct rdma_cm_id **listen, const struct cm_req *req,
+				     uint64_t tid, uint32_t qp_num)
+{
+	struct sockaddr_in a;
+	uint8_t mad[CM_MAD_SIZE];
+
+	assert_int_equal(rdma_create_id(ch, listen, NULL, RDMA_PS_TCP), 0);
+	sin_of(&a, 1, PORT);
+	assert_int_equal(rdma_bind_addr(*listen, (struct sockaddr *)&a), 0);
+	assert_int_equal(rdma_listen(*listen, 4), 0);
+	cm_mad_put_req(mad, tid, req);
+	rx_from_peer(mad);
+	struct rdma_cm_id *id = expect_event(RDMA_CM_EVENT_CONNECT_REQUEST);
+	struct rdma_conn_param p = {
+	    .qp_num = qp_num, .responder_resources = 1, .initiator_depth = 1};
+	stub_reset_sent();
+	assert_int_equal(rdma_accept(id, &p), 0);
+	assert_int_equal(sent_attr(0), CM_ATTR_REP);
+	return id;
+}
+
 /*
  * Passive side: the REQ's starting PSN is where our send queue starts, the
  * one in our REP is what our receive queue expects. Swapped (as rocemu had
@@ -135,27 +158,14 @@ static int teardown(void **state)
 static void psn_passive(void **state)
 {
 	struct rdma_cm_id *listen, *id;
-	struct sockaddr_in a;
-	uint8_t mad[CM_MAD_SIZE];
 	struct cm_req req;
 	struct cm_rep rep;
 	int mask;
 
 	(void)state;
-	assert_int_equal(rdma_create_id(ch, &listen, NULL, RDMA_PS_TCP), 0);
-	sin_of(&a, 1, PORT);
-	assert_int_equal(rdma_bind_addr(listen, (struct sockaddr *)&a), 0);
-	assert_int_equal(rdma_listen(listen, 4), 0);
 	cm_peer_req(&req, RDMA_PS_TCP, PORT, 0x5000, PEER, PEER_QPN);
 	req.starting_psn = 0xabcdef;
-	cm_mad_put_req(mad, 0x77, &req);
-	rx_from_peer(mad);
-	id = expect_event(RDMA_CM_EVENT_CONNECT_REQUEST);
-	struct rdma_conn_param p = {
-	    .qp_num = 0x456, .responder_resources = 1, .initiator_depth = 1};
-	stub_reset_sent();
-	assert_int_equal(rdma_accept(id, &p), 0);
-	assert_int_equal(sent_attr(0), CM_ATTR_REP);
+	id = accept_req(&listen, &req, 0x77, 0x456);
 	cm_mad_get_rep(stub_sent[0].mad, &rep);
 
 	struct ibv_qp_attr rtr = qp_attr(id, IBV_QPS_RTR, &mask);
@@ -214,26 +224,13 @@ static void tos_active(void **state)
 static void tos_passive(void **state)
 {
 	struct rdma_cm_id *listen, *id;
-	struct sockaddr_in a;
-	uint8_t mad[CM_MAD_SIZE];
 	struct cm_req req;
 	int mask;
 
 	(void)state;
-	assert_int_equal(rdma_create_id(ch, &listen, NULL, RDMA_PS_TCP), 0);
-	sin_of(&a, 1, PORT);
-	assert_int_equal(rdma_bind_addr(listen, (struct sockaddr *)&a), 0);
-	assert_int_equal(rdma_listen(listen, 4), 0);
 	cm_peer_req(&req, RDMA_PS_TCP, PORT, 0x5100, PEER, PEER_QPN);
 	req.traffic_class = 0x6a; /* DSCP 26, ECT(0) */
-	cm_mad_put_req(mad, 0x78, &req);
-	rx_from_peer(mad);
-	id = expect_event(RDMA_CM_EVENT_CONNECT_REQUEST);
-	struct rdma_conn_param p = {
-	    .qp_num = 0x457, .responder_resources = 1, .initiator_depth = 1};
-	stub_reset_sent();
-	assert_int_equal(rdma_accept(id, &p), 0);
-	assert_int_equal(sent_attr(0), CM_ATTR_REP);
+	id = accept_req(&listen, &req, 0x78, 0x457);
 	assert_int_equal(stub_sent[0].tclass, 0x6a);
 	assert_int_equal(qp_attr(id, IBV_QPS_RTR, &mask).ah_attr.grh.traffic_class, 0x6a);
 	rdma_destroy_id(id);

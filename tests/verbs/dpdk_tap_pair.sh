@@ -21,50 +21,28 @@ ls /usr/lib/*/librte_net_tap.so* >/dev/null 2>&1 || ls /usr/lib/*/dpdk/*/librte_
 	{ echo "SKIP: DPDK's net_tap PMD not installed"; exit 77; }
 [ -e /dev/net/tun ] || { echo "SKIP: no /dev/net/tun"; exit 77; }
 
-dir=$(mktemp -d /tmp/rocemu-dtap-XXXXXX)
-[ -n "${PAIR_KEEP:-}" ] && echo "files kept in $dir"
-trap pair_cleanup EXIT
-A=dtA$$ B=dtB$$
-A=${A:0:10} B=${B:0:10}
+pair_hosts dt veth 10.88.0.1 10.88.0.2 24
 tap=rt$$
 tap=${tap:0:12}
-ip netns add $A || { echo "SKIP: cannot create network namespaces"; exit 77; }
-ip netns add $B || { echo "SKIP: cannot create network namespaces"; exit 77; }
-ip link add ${A}e netns $A type veth peer name ${B}e netns $B || { echo "SKIP: cannot create veth"; exit 77; }
-for ns in $A $B; do
-	ip -n $ns link set lo up
-	ip netns exec $ns sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-done
-ip -n $A addr add 10.88.0.1/24 dev ${A}e && ip -n $A link set ${A}e up
-ip -n $B addr add 10.88.0.2/24 dev ${B}e && ip -n $B link set ${B}e up
+portA=(--port dpdk:net_tap0,iface=$tap --ip 10.88.0.11/24)
+portB=(--port af_packet:${B}e --ip 10.88.0.12/24)
 export ROCEMU_STATS=1
-on $A timeout -s KILL $TIMEOUT "$ROCEMU" run --port dpdk:net_tap0,iface=$tap --ip 10.88.0.11/24 \
-	--capture $dir/a.pcap -- ib_write_bw -x 1 -F -n 500 -p 18517 >$dir/a.log 2>&1 &
-pa=$!
-# the PMD creates the tap when the port opens: cross-connect it then
-while ! ip -n $A link show $tap >/dev/null 2>&1; do
-	kill -0 $pa 2>/dev/null || break
-	sleep 0.1
-done
-ip -n $A link set $tap up
-for p in "$tap ${A}e" "${A}e $tap"; do
-	set -- $p
-	ip netns exec $A tc qdisc add dev $1 ingress &&
-		ip netns exec $A tc filter add dev $1 parent ffff: protocol all u32 match u32 0 0 \
-			action mirred egress mirror dev $2 ||
-		{ echo "SKIP: tc cannot mirror between $1 and $2 (cls_u32, act_mirred)"; exit 77; }
-done
-pair_wait_listen $A $pa 18517
-on $B timeout -s KILL $TIMEOUT "$ROCEMU" run --port af_packet:${B}e --ip 10.88.0.12/24 \
-	--capture $dir/b.pcap -- ib_write_bw -x 1 -F -n 500 -p 18517 10.88.0.1 >$dir/b.log 2>&1
-rb=$?
-wait $pa
-ra=$?
-pa=
-echo "== host A, dpdk:net_tap (exit $ra)"; cat $dir/a.log
-echo "== host B, af_packet (exit $rb)"; cat $dir/b.log
-fail=0
-[ $ra -eq 0 ] && [ $rb -eq 0 ] || fail=1
+# the PMD creates the tap when host A's port opens, before its program
+# listens: cross-connect it with A's veth end then
+pair_before_b() {
+	ip -n $A link set $tap up
+	local p
+	for p in "$tap ${A}e" "${A}e $tap"; do
+		set -- $p
+		ip netns exec $A tc qdisc add dev $1 ingress &&
+			ip netns exec $A tc filter add dev $1 parent ffff: protocol all u32 match u32 0 0 \
+				action mirred egress mirror dev $2 ||
+			{ echo "SKIP: tc cannot mirror between $1 and $2 (cls_u32, act_mirred)"; exit 77; }
+	done
+}
+sargv=(ib_write_bw -x 1 -F -n 500 -p 18517)
+cargv=(ib_write_bw -x 1 -F -n 500 -p 18517 10.88.0.1)
+pair_run 18517 ""
 check_captures $dir/a.pcap $dir/b.pcap || fail=1
 for src in 10.88.0.11 10.88.0.12; do
 	n=$(timeout 60 tshark -n -r $dir/a.pcap -Y "udp.dstport == 4791 && ip.src == $src" 2>/dev/null | wc -l)

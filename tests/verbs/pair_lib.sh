@@ -104,7 +104,9 @@ pair_wait_listen() {
 # host A's port is up. DAEMON non-empty: host A never exits by itself (qperf's
 # server); still running after the client is its success, then it is
 # stopped. Sets ra and rb (exit statuses) and fail (1 unless both are 0),
-# and prints both logs.
+# and prints both logs. A test that defines pair_before_b has it called once
+# host A is ready, before host B starts (dpdk_tap_pair.sh wires up the tap
+# host A's port created).
 pair_run() {
 	local tcp=$1 daemon=$2
 	on "$nsA" timeout -s KILL $TIMEOUT "$ROCEMU" run "${portA[@]}" --capture $dir/a.pcap \
@@ -122,6 +124,7 @@ pair_run() {
 			sleep 0.1
 		done
 	fi
+	if declare -F pair_before_b >/dev/null; then pair_before_b; fi
 	on "$nsB" timeout -s KILL $TIMEOUT "$ROCEMU" run "${portB[@]}" --capture $dir/b.pcap \
 		-- "${cargv[@]}" >$dir/b.log 2>&1
 	rb=$?

@@ -20,24 +20,10 @@ TIMEOUT=${PAIR_TIMEOUT:-120}
 pair_require ib_write_bw perftest
 command -v tshark >/dev/null || { echo "SKIP: tshark not installed"; exit 77; }
 "$PY" -c 'import scapy' 2>/dev/null || { echo "SKIP: python3-scapy not installed"; exit 77; }
-dir=$(mktemp -d /tmp/rocemu-vlan-XXXXXX)
-[ -n "${PAIR_KEEP:-}" ] && echo "files kept in $dir"
-trap pair_cleanup EXIT
-A=vlA$$ B=vlB$$
-A=${A:0:10} B=${B:0:10}
 ipA=10.86.0.1 ipB=10.86.0.2
-ip netns add $A || { echo "SKIP: cannot create network namespaces"; exit 77; }
-ip netns add $B || { echo "SKIP: cannot create network namespaces"; exit 77; }
-ip link add ${A}e netns $A type veth peer name ${B}e netns $B || { echo "SKIP: cannot create veth"; exit 77; }
-for ns in $A $B; do
-	ip -n $ns link set lo up
-	ip netns exec $ns sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-done
-ip -n $A addr add $ipA/24 dev ${A}e && ip -n $A link set ${A}e up
-ip -n $B addr add $ipB/24 dev ${B}e && ip -n $B link set ${B}e up
-nsA=$A nsB=$B
-portA=(--port af_packet:${A}e --ip $ipA/24 --vlan 100)
-portB=(--port af_packet:${B}e --ip $ipB/24 --vlan 100)
+pair_hosts vl veth $ipA $ipB 24
+portA+=(--vlan 100)
+portB+=(--vlan 100)
 export ROCEMU_STATS=1
 sargv=(ib_write_bw -x 1 -F --sl 3 -n 500 -p 18516)
 cargv=(ib_write_bw -x 1 -F --sl 3 -n 500 -p 18516 $ipA)
