@@ -451,7 +451,12 @@ static bool append_record(struct rocemu_port *port, const uint8_t *pre, uint32_t
 		if (got != data + pre_len)
 			memcpy(data + pre_len, got, caplen - pre_len);
 	}
-	clock_gettime(CLOCK_REALTIME, &ts);
+	if (c->same_stamp)
+		ts = c->last_ts;
+	else
+		clock_gettime(CLOCK_REALTIME, &ts);
+	c->same_stamp = false;
+	c->last_ts = ts;
 	if (filtered && c->has_filter) {
 		ph.ts.tv_sec = ts.tv_sec;
 		ph.ts.tv_usec = ts.tv_nsec / 1000;
@@ -519,6 +524,12 @@ static void capture_record(struct rocemu_port *port, const struct rte_mbuf *m, c
 void port_capture_frame(struct rocemu_port *port, const struct rte_mbuf *m)
 {
 	capture_record(port, m, NULL, 0);
+}
+
+void port_capture_copy_next(struct rocemu_port *port)
+{
+	if (port->capture)
+		port->capture->same_stamp = true;
 }
 
 void port_capture_lost(struct rocemu_port *port, const struct rte_mbuf *m, bool on_receive)

@@ -68,7 +68,9 @@ struct port_capture {
 	uint64_t written_frames;   /* records known to be in the files */
 	uint64_t lost;		   /* frames offered after or in a failed write */
 	uint32_t buf_len, buf_frames;
-	uint32_t buf_records; /* records in the buffer that are no frame (a capture point) */
+	uint32_t buf_records;	 /* records in the buffer that are no frame (a capture point) */
+	struct timespec last_ts; /* the stamp of the last record */
+	bool same_stamp;	 /* the next record is the fault injector's copy of the last */
 	char path[ROCEMU_PATH_MAX + 16]; /* the current file */
 	uint8_t buf[128 * 1024];	 /* records not written yet (one is at most 65551) */
 };
@@ -248,6 +250,13 @@ void port_capture_frame(struct rocemu_port *port, const struct rte_mbuf *m);
 void port_capture_lost(struct rocemu_port *port, const struct rte_mbuf *m, bool on_receive);
 void port_capture_close(struct rocemu_port *port);
 void port_capture_flush(struct rocemu_port *port);
+/**
+ * The next frame captured is the fault injector's copy of the last one: it
+ * gets the same stamp, as a copy the network makes follows its original at
+ * once (a thread descheduled between the two writes would otherwise stamp
+ * the copy late, and `rocemu inspect` would take it for a resend).
+ */
+void port_capture_copy_next(struct rocemu_port *port);
 
 /* port_fault.c */
 int port_fault_init(struct rocemu_port *port);

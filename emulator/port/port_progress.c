@@ -103,8 +103,11 @@ static unsigned rx_device(struct rocemu_port *port, uint64_t now)
 			unsigned k = port_fault_apply(port, 1, m, out, now);
 
 			for (unsigned j = 0; j < k; j++) {
-				if (unlikely(port->capture != NULL))
+				if (unlikely(port->capture != NULL)) {
+					if (j > 0) /* the copy of out[0] */
+						port_capture_copy_next(port);
 					port_capture_frame(port, out[j]);
+				}
 				port_rx_frame(port, out[j], now);
 			}
 			continue;

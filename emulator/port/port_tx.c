@@ -89,7 +89,11 @@ int rocemu_port_tx(struct rocemu_port *port, struct rte_mbuf *m)
 		return port_transmit(port, m);
 	n = port_fault_apply(port, 0, m, out, rocemu_now_ns());
 	for (unsigned i = 0; i < n; i++) {
-		int r = port_transmit(port, out[i]);
+		int r;
+
+		if (i > 0) /* two frames out of one: the original and its copy */
+			port_capture_copy_next(port);
+		r = port_transmit(port, out[i]);
 		if (r && !rc)
 			rc = r;
 	}

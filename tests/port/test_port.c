@@ -770,6 +770,65 @@ static void test_capture(void **state)
 	}
 }
 
+/*
+ * The fault injector's copy of a frame is stamped with its original's time,
+ * as a copy the network makes follows it at once: with every transmitted
+ * frame duplicated, A's capture holds its frames in identical pairs with
+ * identical stamps (a late stamp made `rocemu inspect` call a copy a resend).
+ */
+static void test_capture_copy_stamp(void **state)
+{
+	struct pair p;
+	char path[300], errbuf[PCAP_ERRBUF_SIZE];
+	struct pcap_pkthdr *h;
+	const u_char *d;
+	unsigned pairs = 0, sent = 0;
+	(void)state;
+
+	snprintf(path, sizeof(path), "%s/dup.pcap", tmpdir);
+	pair_config(&p, NULL, NULL);
+	set(&p.ca, "capture", path);
+	set(&p.ca, "fault-dup", "tx:1000000");
+	pair_open(&p);
+	uint8_t mac_a[6];
+	rocemu_port_mac(p.a, mac_a);
+	ping_until_answered(&p, "10.9.0.2", 1);
+	pair_close(&p);
+
+	pcap_t *pc =
+	    pcap_open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO, errbuf);
+	assert_non_null(pc);
+	uint8_t prev[128];
+	struct timeval prev_ts = {0};
+	unsigned prev_len = 0;
+	bool have_prev = false;
+	while (pcap_next_ex(pc, &h, &d) == 1) {
+		if (is_capture_point(h, d) || h->caplen < 14 ||
+		    memcmp(d + 6, mac_a, 6)) /* what A sent */
+			continue;
+		unsigned len = h->caplen < sizeof(prev) ? h->caplen : (unsigned)sizeof(prev);
+		if (have_prev) {
+			assert_int_equal(len, prev_len);
+			assert_memory_equal(d, prev, len);
+			assert_int_equal(h->ts.tv_sec, prev_ts.tv_sec);
+			assert_int_equal(h->ts.tv_usec,
+					 prev_ts.tv_usec); /* ns with NANO precision */
+			pairs++;
+			have_prev = false;
+			continue;
+		}
+		memcpy(prev, d, len);
+		prev_len = len;
+		prev_ts = h->ts;
+		have_prev = true;
+		sent++;
+	}
+	pcap_close(pc);
+	assert_false(have_prev); /* every frame A sent came with its copy */
+	assert_true(pairs >= 2); /* at least the ARP request and the echo request */
+	assert_int_equal(pairs, sent);
+}
+
 static void test_capture_rotation(void **state)
 {
 	struct pair p;
@@ -1260,6 +1319,7 @@ int main(void)
 	    cmocka_unit_test(test_ping),
 	    cmocka_unit_test(test_progress_thread_answers),
 	    cmocka_unit_test(test_capture),
+	    cmocka_unit_test(test_capture_copy_stamp),
 	    cmocka_unit_test(test_capture_rotation),
 	    cmocka_unit_test(test_fault_drop_list),
 	    cmocka_unit_test(test_multisegment_rx),
