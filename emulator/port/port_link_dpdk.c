@@ -27,15 +27,6 @@ static bool dpdk_needs_pci(const char *arg)
 	return strncmp(arg, "net_", 4) != 0;
 }
 
-static int dpdk_mtu(struct rocemu_port *port, const char *arg, char *err, size_t errlen)
-{
-	(void)arg;
-	(void)err;
-	(void)errlen;
-	port->eth_mtu = port->cfg.mtu ? port->cfg.mtu : PORT_DEFAULT_MTU;
-	return 0;
-}
-
 static int dpdk_create(struct rocemu_port *port, const char *arg, char *err, size_t errlen)
 {
 	const char *comma = strchr(arg, ',');
@@ -64,7 +55,6 @@ const struct port_link_ops port_link_dpdk = {
     .usage = "dpdk:DEVARGS",
     .check_arg = dpdk_check_arg,
     .needs_pci = dpdk_needs_pci,
-    .mtu = dpdk_mtu,
     .create = dpdk_create,
     .set_dev_mtu = true,
     .mac = dpdk_mac,
