@@ -11,19 +11,28 @@
 #include "mem_private.h"
 #include "roce_wire.h"
 
+/* Who asks: the QP whose request it is (remote), or the owner (local). */
+#define LOCAL_ACCESS UINT32_MAX
+
 /*
- * Look key up and check it for an access of [iova, iova+len). The bounds
- * test never adds: iova+len may wrap 64 bits, so it compares the offset
- * into the region with what is left of it.
+ * Look key up and check it for an access of [iova, iova+len) by QP qpn
+ * (LOCAL_ACCESS: an lkey of the owner). A window is an R_Key only (IBA
+ * 10.6.7: no L_Key), valid while bound to a region that is itself valid,
+ * and a type 2 window answers the QP it is bound to and no other. The
+ * bounds test never adds: iova+len may wrap 64 bits, so it compares the
+ * offset into the region with what is left of it.
  */
 static enum rocemu_mem_err mem_check(const struct rocemu_mem_table *t, const struct rocemu_pd *pd,
-				     uint32_t key, uint64_t iova, uint64_t len, unsigned rights,
-				     struct rocemu_mr **mr_out, uint8_t **ptr)
+				     uint32_t qpn, uint32_t key, uint64_t iova, uint64_t len,
+				     unsigned rights, struct rocemu_mr **mr_out, uint8_t **ptr)
 {
 	struct rocemu_mr *mr = rocemu_mem_lookup(t, key);
 	uint64_t off;
 
 	if (!mr || mr->invalidated)
+		return ROCEMU_MEM_BAD_KEY;
+	if (mr->window && (qpn == LOCAL_ACCESS || mr->parent->invalidated ||
+			   (mr->mw_type == IBV_MW_TYPE_2 && mr->bound_qpn != qpn)))
 		return ROCEMU_MEM_BAD_KEY;
 	if (mr->pd != pd)
 		return ROCEMU_MEM_BAD_PD;
@@ -42,15 +51,14 @@ static enum rocemu_mem_err mem_check(const struct rocemu_mem_table *t, const str
 }
 
 enum rocemu_mem_err rocemu_mem_translate(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
-					 uint32_t key, bool remote, uint64_t iova, uint64_t len,
-					 unsigned rights, uint8_t **ptr)
+					 uint32_t qpn, uint32_t key, bool remote, uint64_t iova,
+					 uint64_t len, unsigned rights, uint8_t **ptr)
 {
 	struct rocemu_mr *mr;
 
-	/* lkey == rkey, so remote changes nothing in the lookup: the rights
-	 * asked for (REMOTE_*) are what separate a peer from the owner. */
-	(void)remote;
-	return mem_check(t, pd, key, iova, len, rights, &mr, ptr);
+	/* A region's lkey == rkey: for regions the rights asked for (REMOTE_*)
+	 * are what separate a peer from the owner; windows are rkeys only. */
+	return mem_check(t, pd, remote ? qpn : LOCAL_ACCESS, key, iova, len, rights, &mr, ptr);
 }
 
 /* Regular regions through the fault guard (freed while registered: a
@@ -104,7 +112,8 @@ static enum rocemu_mem_err sg_walk(struct rocemu_mem_table *t, const struct roce
 		if (sg[i].addr > UINT64_MAX - (sl - 1))
 			return ROCEMU_MEM_BOUNDS;
 		chunk = sl - offset < left ? sl - offset : left;
-		err = mem_check(t, pd, sg[i].lkey, sg[i].addr + offset, chunk, rights, &mr, &p);
+		err = mem_check(t, pd, LOCAL_ACCESS, sg[i].lkey, sg[i].addr + offset, chunk, rights,
+				&mr, &p);
 		if (err != ROCEMU_MEM_OK)
 			return err;
 		if (crc && !mr->odp) {
@@ -148,14 +157,14 @@ enum rocemu_mem_err rocemu_mem_scatter(struct rocemu_mem_table *t, const struct 
 }
 
 enum rocemu_mem_err rocemu_mem_remote_write(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
-					    uint32_t rkey, uint64_t iova, const void *src,
-					    uint32_t len)
+					    uint32_t qpn, uint32_t rkey, uint64_t iova,
+					    const void *src, uint32_t len)
 {
 	enum rocemu_mem_err err;
 	struct rocemu_mr *mr;
 	uint8_t *p;
 
-	err = mem_check(t, pd, rkey, iova, len, ROCEMU_RIGHT_REMOTE_WRITE, &mr, &p);
+	err = mem_check(t, pd, qpn, rkey, iova, len, ROCEMU_RIGHT_REMOTE_WRITE, &mr, &p);
 	if (err != ROCEMU_MEM_OK)
 		return err;
 	return copy_to_region(mr, p, src, len) ? ROCEMU_MEM_OK : ROCEMU_MEM_FAULT;
@@ -163,14 +172,14 @@ enum rocemu_mem_err rocemu_mem_remote_write(struct rocemu_mem_table *t, const st
 
 /* crc: NULL, or continued over the bytes (in the copy's pass unless ODP) */
 static enum rocemu_mem_err remote_read(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
-				       uint32_t rkey, uint64_t iova, void *dst, uint32_t len,
-				       uint32_t *crc)
+				       uint32_t qpn, uint32_t rkey, uint64_t iova, void *dst,
+				       uint32_t len, uint32_t *crc)
 {
 	enum rocemu_mem_err err;
 	struct rocemu_mr *mr;
 	uint8_t *p;
 
-	err = mem_check(t, pd, rkey, iova, len, ROCEMU_RIGHT_REMOTE_READ, &mr, &p);
+	err = mem_check(t, pd, qpn, rkey, iova, len, ROCEMU_RIGHT_REMOTE_READ, &mr, &p);
 	if (err != ROCEMU_MEM_OK)
 		return err;
 	if (crc && len && !mr->odp)
@@ -183,17 +192,18 @@ static enum rocemu_mem_err remote_read(struct rocemu_mem_table *t, const struct 
 }
 
 enum rocemu_mem_err rocemu_mem_remote_read(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
-					   uint32_t rkey, uint64_t iova, void *dst, uint32_t len)
+					   uint32_t qpn, uint32_t rkey, uint64_t iova, void *dst,
+					   uint32_t len)
 {
-	return remote_read(t, pd, rkey, iova, dst, len, NULL);
+	return remote_read(t, pd, qpn, rkey, iova, dst, len, NULL);
 }
 
 enum rocemu_mem_err rocemu_mem_remote_read_crc(struct rocemu_mem_table *t,
-					       const struct rocemu_pd *pd, uint32_t rkey,
-					       uint64_t iova, void *dst, uint32_t len,
-					       uint32_t *crc)
+					       const struct rocemu_pd *pd, uint32_t qpn,
+					       uint32_t rkey, uint64_t iova, void *dst,
+					       uint32_t len, uint32_t *crc)
 {
-	return remote_read(t, pd, rkey, iova, dst, len, crc);
+	return remote_read(t, pd, qpn, rkey, iova, dst, len, crc);
 }
 
 /*
@@ -204,14 +214,15 @@ enum rocemu_mem_err rocemu_mem_remote_read_crc(struct rocemu_mem_table *t,
  * under the engine lock for every ODP atomic (~21 us each, issue 18.8).
  */
 enum rocemu_mem_err rocemu_mem_atomic(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
-				      uint32_t rkey, uint64_t iova, bool cmp_swap, uint64_t compare,
-				      uint64_t swap_add, uint64_t *orig)
+				      uint32_t qpn, uint32_t rkey, uint64_t iova, bool cmp_swap,
+				      uint64_t compare, uint64_t swap_add, uint64_t *orig)
 {
 	enum rocemu_mem_err err;
 	struct rocemu_mr *mr;
 	uint8_t *p;
 
-	err = mem_check(t, pd, rkey, iova, sizeof(uint64_t), ROCEMU_RIGHT_REMOTE_ATOMIC, &mr, &p);
+	err = mem_check(t, pd, qpn, rkey, iova, sizeof(uint64_t), ROCEMU_RIGHT_REMOTE_ATOMIC, &mr,
+			&p);
 	if (err != ROCEMU_MEM_OK)
 		return err;
 	if ((iova & 7) || ((uintptr_t)p & 7))
@@ -228,14 +239,16 @@ enum rocemu_mem_err rocemu_mem_atomic(struct rocemu_mem_table *t, const struct r
  * and needs the REMOTE_WRITE right. The bytes go to memory as they came.
  */
 enum rocemu_mem_err rocemu_mem_atomic_write(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
-					    uint32_t rkey, uint64_t iova, const uint8_t data[8])
+					    uint32_t qpn, uint32_t rkey, uint64_t iova,
+					    const uint8_t data[8])
 {
 	enum rocemu_mem_err err;
 	struct rocemu_mr *mr;
 	uint64_t value;
 	uint8_t *p;
 
-	err = mem_check(t, pd, rkey, iova, sizeof(uint64_t), ROCEMU_RIGHT_REMOTE_WRITE, &mr, &p);
+	err =
+	    mem_check(t, pd, qpn, rkey, iova, sizeof(uint64_t), ROCEMU_RIGHT_REMOTE_WRITE, &mr, &p);
 	if (err != ROCEMU_MEM_OK)
 		return err;
 	if ((iova & 7) || ((uintptr_t)p & 7))
@@ -257,8 +270,8 @@ enum rocemu_mem_err rocemu_mem_atomic_write(struct rocemu_mem_table *t, const st
  * persist to). A range that is not mapped any more is ROCEMU_MEM_FAULT.
  */
 enum rocemu_mem_err rocemu_mem_flush(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
-				     uint32_t rkey, bool whole_region, uint64_t iova, uint64_t len,
-				     unsigned placement)
+				     uint32_t qpn, uint32_t rkey, bool whole_region, uint64_t iova,
+				     uint64_t len, unsigned placement)
 {
 	unsigned rights =
 	    ((placement & ROCEMU_FLUSH_GLOBAL) ? ROCEMU_ACCESS_FLUSH_GLOBAL : 0) |
@@ -271,7 +284,7 @@ enum rocemu_mem_err rocemu_mem_flush(struct rocemu_mem_table *t, const struct ro
 		iova = mr->iova;
 		len = mr->implicit ? 0 : mr->length;
 	}
-	err = mem_check(t, pd, rkey, iova, len, rights, &mr, &p);
+	err = mem_check(t, pd, qpn, rkey, iova, len, rights, &mr, &p);
 	if (err != ROCEMU_MEM_OK)
 		return err;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -286,19 +299,20 @@ enum rocemu_mem_err rocemu_mem_flush(struct rocemu_mem_table *t, const struct ro
 }
 
 /*
- * Who may invalidate a region. The owner may (LOCAL_INV on its own QP). A
- * peer's SEND with Invalidate may invalidate only a type 2 memory window
- * bound to the QP the SEND arrived on, or, on hardware that offers it, a
- * region fast-registered for it (IBA 10.6.7, memory management extensions;
- * Linux rxe refuses it for every region registered with ibv_reg_mr). This
- * device has neither: a region registered with ibv_reg_mr is never
- * invalidated remotely, whatever the peer guessed. Type 2 windows bound to
- * qpn are to be allowed here, and only here.
+ * Who may invalidate what. The owner may invalidate a region or a bound
+ * type 2 window (LOCAL_INV on a QP of its PD). A peer's SEND with
+ * Invalidate may invalidate only a type 2 memory window bound to the QP
+ * the SEND arrived on, or, on hardware that offers it, a region
+ * fast-registered for it (IBA 10.6.7, memory management extensions; Linux
+ * rxe refuses it for every region registered with ibv_reg_mr). This device
+ * has no fast registration: a region registered with ibv_reg_mr is never
+ * invalidated remotely, whatever the peer guessed. A type 1 window is
+ * never invalidated: ibv_bind_mw with length 0 unbinds it.
  */
 static bool invalidate_allowed(const struct rocemu_mr *mr, bool remote, uint32_t qpn)
 {
-	(void)mr;
-	(void)qpn;
+	if (mr->window)
+		return mr->mw_type == IBV_MW_TYPE_2 && (!remote || mr->bound_qpn == qpn);
 	return !remote;
 }
 
@@ -321,10 +335,16 @@ enum rocemu_mem_err rocemu_mem_invalidate(struct rocemu_mem_table *t, const stru
 					  uint32_t key, bool remote, uint32_t qpn)
 {
 	enum rocemu_mem_err err = rocemu_mem_invalidate_check(t, pd, key, remote, qpn);
+	struct rocemu_mr *mr;
 
-	if (err == ROCEMU_MEM_OK)
-		rocemu_mem_lookup(t, key)->invalidated = true;
-	return err;
+	if (err != ROCEMU_MEM_OK)
+		return err;
+	mr = rocemu_mem_lookup(t, key);
+	if (mr->window)
+		rocemu_mem_mw_unbind(mr); /* free again: a new bind may follow */
+	else
+		mr->invalidated = true;
+	return ROCEMU_MEM_OK;
 }
 
 const char *rocemu_mem_err_name(enum rocemu_mem_err err)

@@ -37,16 +37,34 @@ struct rocemu_mr {
 	bool odp;	  /**< IBV_ACCESS_ON_DEMAND: copies must survive unmapped pages */
 	bool implicit;	  /**< implicit ODP: the whole address space, iova == host address */
 	bool invalidated; /**< LOCAL_INV / SEND_WITH_INV: the key no longer translates */
+	/* Memory windows (mw.c) live in the same table as a struct rocemu_mw. */
+	bool window;		  /**< a window: an R_Key only, never an L_Key */
+	uint8_t mw_type;	  /**< window: IBV_MW_TYPE_1 or IBV_MW_TYPE_2 */
+	uint32_t bound_qpn;	  /**< type 2 window: the only QP it answers */
+	struct rocemu_mr *parent; /**< window: the region it is bound to, NULL when not bound */
+	uint32_t windows;	  /**< region: windows bound to it (dereg/rereg refused) */
+};
+
+/** A memory window: its table entry (window set); addr/length/iova/access
+ * are those of the bind, invalidated while it is not bound. */
+struct rocemu_mw {
+	struct rocemu_mr w;
 };
 
 /** Give mr a free slot and a fresh key; -ENOMEM when the table is full. */
 int rocemu_mem_key_alloc(struct rocemu_mem_table *t, struct rocemu_mr *mr);
 /** New key for the same slot (rereg). */
 void rocemu_mem_key_renew(struct rocemu_mem_table *t, struct rocemu_mr *mr);
-/** Release mr's slot. */
+/** Release mr's slot. A window's slot does not give its last key's tag to
+ * the next key of the slot (the consumer chose it, not the variant order). */
 void rocemu_mem_key_free(struct rocemu_mem_table *t, struct rocemu_mr *mr);
 /** The MR with exactly this key (variant included), or NULL. */
 struct rocemu_mr *rocemu_mem_lookup(const struct rocemu_mem_table *t, uint32_t key);
+
+/** Whatever holds slot index (a region or a window), or NULL. */
+struct rocemu_mr *rocemu_mem_slot(const struct rocemu_mem_table *t, uint32_t index);
+/** Unbind window w from its region (w must be bound); it stops translating. */
+void rocemu_mem_mw_unbind(struct rocemu_mr *w);
 
 /** A fresh PD handle (1, 2, ...; unique within the engine). */
 uint32_t rocemu_mem_pd_handle(struct rocemu_mem_table *t);

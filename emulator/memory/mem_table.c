@@ -11,8 +11,9 @@
 #include "rocemu_random.h"
 
 struct rocemu_mem_table {
-	uint32_t max_mr;
-	uint32_t nr_mr;
+	uint32_t max_mr, max_mw; /**< regions and windows share the slots */
+	uint32_t nr_mr, nr_mw;
+	uint32_t nr_slots;
 	struct rocemu_mr **slot; /**< by index */
 	uint8_t *turn;		 /**< per slot: position in variants[] of its last key */
 	uint8_t variants[255];	 /**< 1..255 in a random order, drawn at creation */
@@ -36,7 +37,7 @@ static int draw_variants(struct rocemu_mem_table *t)
 
 	rc = rocemu_random(r, sizeof(r));
 	if (rc == 0)
-		rc = rocemu_random(t->turn, t->max_mr);
+		rc = rocemu_random(t->turn, t->nr_slots);
 	if (rc < 0)
 		return rc;
 	for (uint32_t i = 0; i < 255; i++)
@@ -48,26 +49,30 @@ static int draw_variants(struct rocemu_mem_table *t)
 		t->variants[i] = t->variants[j];
 		t->variants[j] = v;
 	}
-	for (uint32_t i = 0; i < t->max_mr; i++)
+	for (uint32_t i = 0; i < t->nr_slots; i++)
 		t->turn[i] %= 255;
 	return 0;
 }
 
-int rocemu_mem_table_create(uint32_t max_mr, struct rocemu_mem_table **out)
+int rocemu_mem_table_create(uint32_t max_mr, uint32_t max_mw, struct rocemu_mem_table **out)
 {
 	struct rocemu_mem_table *t;
-	uint32_t i;
+	uint32_t i, n;
 	int rc;
 
-	if (!out || max_mr == 0 || max_mr > ROCEMU_MEM_MAX_SLOTS)
+	if (!out || max_mr == 0 || max_mr > ROCEMU_MEM_MAX_SLOTS ||
+	    max_mw > ROCEMU_MEM_MAX_SLOTS - max_mr)
 		return -EINVAL;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
+	n = max_mr + max_mw;
 	t->max_mr = max_mr;
-	t->slot = calloc(max_mr, sizeof(*t->slot));
-	t->turn = calloc(max_mr, sizeof(*t->turn));
-	t->free_fifo = calloc(max_mr, sizeof(*t->free_fifo));
+	t->max_mw = max_mw;
+	t->nr_slots = n;
+	t->slot = calloc(n, sizeof(*t->slot));
+	t->turn = calloc(n, sizeof(*t->turn));
+	t->free_fifo = calloc(n, sizeof(*t->free_fifo));
 	if (!t->slot || !t->turn || !t->free_fifo) {
 		rc = -ENOMEM;
 		goto fail;
@@ -75,9 +80,9 @@ int rocemu_mem_table_create(uint32_t max_mr, struct rocemu_mem_table **out)
 	rc = draw_variants(t);
 	if (rc < 0)
 		goto fail;
-	for (i = 0; i < max_mr; i++)
+	for (i = 0; i < n; i++)
 		t->free_fifo[i] = i;
-	t->free_count = max_mr;
+	t->free_count = n;
 	*out = t;
 	return 0;
 fail:
@@ -99,7 +104,7 @@ static void release_kind(struct rocemu_mem_table *t, enum rocemu_obj_kind kind)
 }
 
 /*
- * Frees every object still alive: AHs, SRQs, CQs, then MRs, then PDs (so
+ * Frees every object still alive: AHs, SRQs, CQs, then MRs and windows, then PDs (so
  * nothing is freed while something that points at it still exists). The
  * engine destroys its QPs before calling this.
  */
@@ -112,8 +117,8 @@ void rocemu_mem_table_destroy(struct rocemu_mem_table *t)
 	release_kind(t, ROCEMU_OBJ_AH);
 	release_kind(t, ROCEMU_OBJ_SRQ);
 	release_kind(t, ROCEMU_OBJ_CQ);
-	for (i = 0; i < t->max_mr; i++)
-		free(t->slot[i]);
+	for (i = 0; i < t->nr_slots; i++)
+		free(t->slot[i]); /* a window's entry is the start of its struct rocemu_mw */
 	release_kind(t, ROCEMU_OBJ_PD);
 	free(t->slot);
 	free(t->turn);
@@ -133,13 +138,18 @@ int rocemu_mem_key_alloc(struct rocemu_mem_table *t, struct rocemu_mr *mr)
 {
 	uint32_t index;
 
+	if (mr->window ? t->nr_mw >= t->max_mw : t->nr_mr >= t->max_mr)
+		return -ENOMEM;
 	if (t->free_count == 0)
 		return -ENOMEM;
 	index = t->free_fifo[t->free_head];
-	t->free_head = (t->free_head + 1) % t->max_mr;
+	t->free_head = (t->free_head + 1) % t->nr_slots;
 	t->free_count--;
 	t->slot[index] = mr;
-	t->nr_mr++;
+	if (mr->window)
+		t->nr_mw++;
+	else
+		t->nr_mr++;
 	mr->index = index;
 	mr->key = next_key(t, index);
 	return 0;
@@ -152,12 +162,21 @@ void rocemu_mem_key_renew(struct rocemu_mem_table *t, struct rocemu_mr *mr)
 
 void rocemu_mem_key_free(struct rocemu_mem_table *t, struct rocemu_mr *mr)
 {
-	uint32_t tail = (t->free_head + t->free_count) % t->max_mr;
+	uint32_t tail = (t->free_head + t->free_count) % t->nr_slots;
+	uint32_t index = mr->index;
 
-	t->slot[mr->index] = NULL;
-	t->free_fifo[tail] = mr->index;
+	/* A window's tag is the consumer's: step past it if it is the variant
+	 * the slot hands out next, so that the window's last R_Key does not
+	 * name whatever takes the slot. */
+	if (mr->window && t->variants[(t->turn[index] + 1) % 255] == (mr->key & 0xff))
+		t->turn[index] = (uint8_t)((t->turn[index] + 1) % 255);
+	t->slot[index] = NULL;
+	t->free_fifo[tail] = index;
 	t->free_count++;
-	t->nr_mr--;
+	if (mr->window)
+		t->nr_mw--;
+	else
+		t->nr_mr--;
 }
 
 struct rocemu_mr *rocemu_mem_lookup(const struct rocemu_mem_table *t, uint32_t key)
@@ -165,12 +184,17 @@ struct rocemu_mr *rocemu_mem_lookup(const struct rocemu_mem_table *t, uint32_t k
 	uint32_t index = key >> 8;
 	struct rocemu_mr *mr;
 
-	if (index >= t->max_mr)
+	if (index >= t->nr_slots)
 		return NULL;
 	mr = t->slot[index];
 	if (!mr || mr->key != key)
 		return NULL;
 	return mr;
+}
+
+struct rocemu_mr *rocemu_mem_slot(const struct rocemu_mem_table *t, uint32_t index)
+{
+	return index < t->nr_slots ? t->slot[index] : NULL;
 }
 
 int rocemu_obj_track(struct rocemu_mem_table *t, struct rocemu_obj *obj, enum rocemu_obj_kind kind,

@@ -9,14 +9,16 @@
 
 #include "mem_private.h"
 
-/* Bits ibv_reg_mr(3) lets us see. MW_BIND and ZERO_BASED belong to memory
- * windows, which this device does not have (max_mw = 0). The optional range
- * (RELAXED_ORDERING, ...) is a set of hints a provider may ignore. The FLUSH
- * rights (annex A19) are rdma-core 45's IBV_ACCESS_FLUSH_* bits. */
+/* Bits ibv_reg_mr(3) lets us see. MW_BIND lets memory windows be bound to
+ * the region (mw.c); ZERO_BASED is a window's bind flag, not a region's.
+ * The optional range (RELAXED_ORDERING, ...) is a set of hints a provider
+ * may ignore. The FLUSH rights (annex A19) are rdma-core 45's
+ * IBV_ACCESS_FLUSH_* bits. */
 #define MR_ACCESS_KNOWN                                                                            \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
-	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB |                    \
-	 IBV_ACCESS_OPTIONAL_RANGE | ROCEMU_ACCESS_FLUSH_GLOBAL | ROCEMU_ACCESS_FLUSH_PERSISTENT)
+	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND |                    \
+	 IBV_ACCESS_HUGETLB | IBV_ACCESS_OPTIONAL_RANGE | ROCEMU_ACCESS_FLUSH_GLOBAL |             \
+	 ROCEMU_ACCESS_FLUSH_PERSISTENT)
 
 /** What a region will be, validated before anything changes. */
 struct mr_layout {
@@ -110,7 +112,7 @@ int rocemu_mr_reg(struct rocemu_pd *pd, void *addr, size_t length, uint64_t iova
  * ibv_rereg_mr(3): flags say what changes; what is not named keeps its old
  * value, and the result must be a region ibv_reg_mr would accept. The keys
  * always change (the old ones then fail like a deregistered region's). On
- * error nothing has changed.
+ * error nothing has changed; -EBUSY while memory windows are bound to it.
  */
 int rocemu_mr_rereg(struct rocemu_mr *mr, int flags, struct rocemu_pd *pd, void *addr,
 		    size_t length, uint64_t iova, unsigned access)
@@ -132,6 +134,10 @@ int rocemu_mr_rereg(struct rocemu_mr *mr, int flags, struct rocemu_pd *pd, void 
 	/* The layout is read under the lock; the maps check runs with it held
 	 * too, which is slow but rereg is rare and this keeps it atomic. */
 	rocemu_engine_lock(e);
+	if (mr->windows) {
+		rocemu_engine_unlock(e);
+		return -EBUSY;
+	}
 	l = (struct mr_layout){
 	    .addr = mr->addr, .length = mr->length, .iova = mr->iova, .access = mr->access};
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
@@ -155,6 +161,8 @@ int rocemu_mr_rereg(struct rocemu_mr *mr, int flags, struct rocemu_pd *pd, void 
 	return rc;
 }
 
+/* -EBUSY while memory windows are bound to it (IBA 10.6.7: a region goes
+ * only after its windows are unbound or deallocated). */
 int rocemu_mr_dereg(struct rocemu_mr *mr)
 {
 	struct rocemu_engine *e;
@@ -163,6 +171,10 @@ int rocemu_mr_dereg(struct rocemu_mr *mr)
 		return -EINVAL;
 	e = mr->pd->engine;
 	rocemu_engine_lock(e);
+	if (mr->windows) {
+		rocemu_engine_unlock(e);
+		return -EBUSY;
+	}
 	rocemu_mem_key_free(rocemu_engine_mem(e), mr);
 	rocemu_pd_put(mr->pd);
 	rocemu_engine_unlock(e);
@@ -205,7 +217,7 @@ int rocemu_mr_advise(struct rocemu_pd *pd, uint32_t flags, const struct ibv_sge 
 		struct rocemu_mr *mr = rocemu_mem_lookup(t, sg[i].lkey);
 		uint8_t *p;
 
-		if (rocemu_mem_translate(t, pd, sg[i].lkey, false, sg[i].addr, sg[i].length,
+		if (rocemu_mem_translate(t, pd, 0, sg[i].lkey, false, sg[i].addr, sg[i].length,
 					 ROCEMU_RIGHT_LOCAL_READ, &p) != ROCEMU_MEM_OK)
 			rc = -EFAULT;
 		else if (mr->odp && rocemu_host_range_check(p, sg[i].length, false))

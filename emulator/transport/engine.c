@@ -571,6 +571,7 @@ static void engine_fill_caps(struct rocemu_engine *e)
 	    .max_cq = ROCEMU_MAX_CQ,
 	    .max_cqe = ROCEMU_MAX_CQE,
 	    .max_mr = ROCEMU_MAX_MR,
+	    .max_mw = ROCEMU_MAX_MW,
 	    .max_pd = ROCEMU_MAX_PD,
 	    .max_ah = ROCEMU_MAX_AH,
 	    .max_qp_rd_atom = ROCEMU_MAX_RD_ATOM,
@@ -618,7 +619,7 @@ int rocemu_engine_create(const struct rocemu_port_config *cfg, struct rocemu_eng
 	}
 	e->qpn_next &= ROCEMU_QPN_MASK;
 	engine_fill_caps(e);
-	rc = rocemu_mem_table_create(e->caps.max_mr, &e->mem);
+	rc = rocemu_mem_table_create(e->caps.max_mr, e->caps.max_mw, &e->mem);
 	if (rc < 0) {
 		snprintf(err, errlen, "cannot create the MR table: %s", strerror(-rc));
 		goto fail;

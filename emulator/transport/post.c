@@ -20,6 +20,7 @@ static bool opcode_valid(enum ibv_qp_type t, enum ibv_wr_opcode op)
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 	case IBV_WR_LOCAL_INV:
+	case IBV_WR_BIND_MW:
 		return t == IBV_QPT_RC || t == IBV_QPT_UC;
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
@@ -105,6 +106,15 @@ static int post_send_locked(struct rocemu_qp *qp, const struct rocemu_send_wr *w
 		w->length = 8;
 		w->num_sge = 0;
 	}
+	if (wr->opcode == IBV_WR_BIND_MW) {
+		/* runs when the send queue reaches it (rc_requester.c) */
+		w->bind_length = wr->bind_length;
+		w->bind_lkey = wr->bind_lkey;
+		w->bind_access = wr->bind_access;
+		w->bind_type = wr->bind_type;
+		w->length = 0;
+		w->num_sge = 0;
+	}
 	if (wr->opcode == ROCEMU_WR_FLUSH) {
 		w->flush_type = wr->flush_type;
 		w->flush_level = wr->flush_level;
@@ -113,7 +123,8 @@ static int post_send_locked(struct rocemu_qp *qp, const struct rocemu_send_wr *w
 	}
 	w->state = WQE_POSTED;
 	w->status = IBV_WC_SUCCESS;
-	if ((wr->send_flags & IBV_SEND_INLINE) && !w->rd_atomic && wr->opcode != IBV_WR_LOCAL_INV) {
+	if ((wr->send_flags & IBV_SEND_INLINE) && !w->rd_atomic && wr->opcode != IBV_WR_LOCAL_INV &&
+	    wr->opcode != IBV_WR_BIND_MW) {
 		uint32_t off = 0;
 
 		/* Inline: the data is copied now, the buffers may be reused at once. */

@@ -345,6 +345,26 @@ static void local_invalidate(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
 		req_fail(qp, w, IBV_WC_LOC_PROT_ERR);
 }
 
+/* A bind WR (IBV_WR_BIND_MW, or ibv_bind_mw's for type 1) runs in order
+ * with the queue, like LOCAL_INV; a failed bind is IBV_WC_MW_BIND_ERR
+ * (memory management operation error) and the QP goes to error. */
+static void local_bind(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
+{
+	struct rocemu_mem_bind b = {
+	    .key = w->rkey,
+	    .type = w->bind_type,
+	    .mr_lkey = w->bind_lkey,
+	    .addr = w->remote_addr,
+	    .length = w->bind_length,
+	    .access = w->bind_access,
+	};
+
+	w->state = WQE_DONE;
+	w->status = IBV_WC_SUCCESS;
+	if (rocemu_mem_bind(qp->engine->mem, qp->pd, qp->qpn, &b) < 0)
+		req_fail(qp, w, IBV_WC_MW_BIND_ERR);
+}
+
 static uint32_t max_rd_atomic(const struct rocemu_qp *qp)
 {
 	/* 0 would forbid READ/atomics altogether; rdma-core users routinely
@@ -400,8 +420,11 @@ unsigned rocemu_req_run(struct rocemu_qp *qp, unsigned budget)
 		if (w->state == WQE_POSTED) {
 			if (qp->state != IBV_QPS_RTS)
 				break; /* SQD: finish what started, start nothing new */
-			if (w->opcode == IBV_WR_LOCAL_INV) {
-				local_invalidate(qp, w);
+			if (w->opcode == IBV_WR_LOCAL_INV || w->opcode == IBV_WR_BIND_MW) {
+				if (w->opcode == IBV_WR_LOCAL_INV)
+					local_invalidate(qp, w);
+				else
+					local_bind(qp, w);
 				qp->sq_cur++;
 				continue;
 			}

@@ -138,8 +138,8 @@ static enum resp_result place_write(struct rocemu_qp *qp, const struct roce_pkt 
 		/* The whole target range is checked once, against the first packet's RETH
 		 * (9.7.4.1.5). */
 		if (pkt->reth.dma_len &&
-		    rocemu_mem_translate(e->mem, qp->pd, pkt->reth.rkey, true, pkt->reth.va,
-					 pkt->reth.dma_len, ROCEMU_RIGHT_REMOTE_WRITE,
+		    rocemu_mem_translate(e->mem, qp->pd, qp->qpn, pkt->reth.rkey, true,
+					 pkt->reth.va, pkt->reth.dma_len, ROCEMU_RIGHT_REMOTE_WRITE,
 					 &ptr) != ROCEMU_MEM_OK)
 			return RESP_ACCESS;
 		qp->resp.write_va = pkt->reth.va;
@@ -160,7 +160,7 @@ static enum resp_result place_write(struct rocemu_qp *qp, const struct roce_pkt 
 		qp->resp.have_wqe = true;
 	}
 	if (pkt->payload_len) {
-		err = rocemu_mem_remote_write(e->mem, qp->pd, qp->resp.write_rkey,
+		err = rocemu_mem_remote_write(e->mem, qp->pd, qp->qpn, qp->resp.write_rkey,
 					      qp->resp.write_va + qp->resp.offset, payload,
 					      pkt->payload_len);
 		if (err != ROCEMU_MEM_OK)
@@ -210,7 +210,7 @@ static enum resp_result do_read(struct rocemu_qp *qp, const struct roce_pkt *pkt
 	if (pkt->reth.dma_len > e->caps.max_msg_sz)
 		return RESP_INV_REQ;
 	if (pkt->reth.dma_len &&
-	    rocemu_mem_translate(e->mem, qp->pd, pkt->reth.rkey, true, pkt->reth.va,
+	    rocemu_mem_translate(e->mem, qp->pd, qp->qpn, pkt->reth.rkey, true, pkt->reth.va,
 				 pkt->reth.dma_len, ROCEMU_RIGHT_REMOTE_READ,
 				 &ptr) != ROCEMU_MEM_OK)
 		return RESP_ACCESS;
@@ -263,7 +263,7 @@ static enum resp_result do_atomic(struct rocemu_qp *qp, const struct roce_pkt *p
 	r = &qp->resp.res[qp->resp.res_next % qp->resp.nres];
 	if (r->valid && r->active && !r->replay)
 		return RESP_INV_REQ;
-	err = rocemu_mem_atomic(e->mem, qp->pd, pkt->atomic.rkey, pkt->atomic.va, cas,
+	err = rocemu_mem_atomic(e->mem, qp->pd, qp->qpn, pkt->atomic.rkey, pkt->atomic.va, cas,
 				pkt->atomic.compare, pkt->atomic.swap_add, &orig);
 	if (err == ROCEMU_MEM_ALIGN)
 		return RESP_INV_REQ;
@@ -347,7 +347,8 @@ static enum resp_result do_atomic_write(struct rocemu_qp *qp, const struct roce_
 		return RESP_INV_REQ;
 	if (!res_available(qp))
 		return RESP_INV_REQ;
-	err = rocemu_mem_atomic_write(e->mem, qp->pd, pkt->reth.rkey, pkt->reth.va, payload);
+	err =
+	    rocemu_mem_atomic_write(e->mem, qp->pd, qp->qpn, pkt->reth.rkey, pkt->reth.va, payload);
 	if (err == ROCEMU_MEM_ALIGN)
 		return RESP_INV_REQ;
 	if (err != ROCEMU_MEM_OK)
@@ -378,7 +379,7 @@ static enum resp_result do_flush(struct rocemu_qp *qp, const struct roce_pkt *pk
 		return RESP_ACCESS;
 	if (!res_available(qp))
 		return RESP_INV_REQ;
-	if (rocemu_mem_flush(e->mem, qp->pd, pkt->reth.rkey, sel == ROCE_FETH_SEL_REGION,
+	if (rocemu_mem_flush(e->mem, qp->pd, qp->qpn, pkt->reth.rkey, sel == ROCE_FETH_SEL_REGION,
 			     pkt->reth.va, pkt->reth.dma_len, plt) != ROCEMU_MEM_OK)
 		return RESP_ACCESS;
 	return placement_done(qp, pkt);
@@ -454,9 +455,9 @@ unsigned rocemu_resp_run(struct rocemu_qp *qp, unsigned budget)
 				goto blocked;
 			/* payload copied and CRC'd in one pass (see send_data_packet) */
 			crc = roce_mbuf_icrc_begin(m, &pkt);
-			if (plen &&
-			    rocemu_mem_remote_read_crc(e->mem, qp->pd, r->rkey, r->va + off,
-						       payload, plen, &crc) != ROCEMU_MEM_OK) {
+			if (plen && rocemu_mem_remote_read_crc(e->mem, qp->pd, qp->qpn, r->rkey,
+							       r->va + off, payload, plen,
+							       &crc) != ROCEMU_MEM_OK) {
 				/* The region went away after the request was accepted. */
 				rte_pktmbuf_free(m);
 				r->active = false;
@@ -593,9 +594,9 @@ static void rc_duplicate(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 			}
 			/* Re-execute from the requested PSN: the memory as it is now. */
 			if (pkt->reth.dma_len &&
-			    rocemu_mem_translate(e->mem, qp->pd, pkt->reth.rkey, true, pkt->reth.va,
-						 pkt->reth.dma_len, ROCEMU_RIGHT_REMOTE_READ,
-						 &ptr) != ROCEMU_MEM_OK) {
+			    rocemu_mem_translate(e->mem, qp->pd, qp->qpn, pkt->reth.rkey, true,
+						 pkt->reth.va, pkt->reth.dma_len,
+						 ROCEMU_RIGHT_REMOTE_READ, &ptr) != ROCEMU_MEM_OK) {
 				ENGINE_COUNT(e, drop_dup_unknown);
 				return;
 			}

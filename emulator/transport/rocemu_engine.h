@@ -39,7 +39,7 @@ struct rocemu_ah;
 struct rocemu_caps {
 	uint64_t max_mr_size;
 	uint32_t max_qp, max_qp_wr, max_sge, max_sge_rd, max_inline_data;
-	uint32_t max_cq, max_cqe, max_mr, max_pd, max_ah;
+	uint32_t max_cq, max_cqe, max_mr, max_mw, max_pd, max_ah;
 	uint32_t max_qp_rd_atom, max_qp_init_rd_atom, max_res_rd_atom;
 	uint32_t max_srq, max_srq_wr, max_srq_sge;
 	uint32_t max_msg_sz;
@@ -158,11 +158,21 @@ struct rocemu_mr_info {
  */
 int rocemu_mr_reg(struct rocemu_pd *pd, void *addr, size_t length, uint64_t iova, unsigned access,
 		  struct rocemu_mr **out);
-/** ibv_rereg_mr semantics: flags IBV_REREG_MR_CHANGE_{TRANSLATION,PD,ACCESS}. Keys may change. */
+/** ibv_rereg_mr semantics: flags IBV_REREG_MR_CHANGE_{TRANSLATION,PD,ACCESS}. Keys may change.
+ * -EBUSY while memory windows are bound to the region (so is dereg). */
 int rocemu_mr_rereg(struct rocemu_mr *mr, int flags, struct rocemu_pd *pd, void *addr,
 		    size_t length, uint64_t iova, unsigned access);
 int rocemu_mr_dereg(struct rocemu_mr *mr);
 void rocemu_mr_info(const struct rocemu_mr *mr, struct rocemu_mr_info *info);
+/* Memory windows (emulator/memory/mw.c). */
+struct rocemu_mw;
+/** ibv_alloc_mw(3): type IBV_MW_TYPE_1 or _2, else -EINVAL; -ENOMEM past
+ * max_mw. It is not bound: its R_Key names nothing until a bind. */
+int rocemu_mw_alloc(struct rocemu_pd *pd, enum ibv_mw_type type, struct rocemu_mw **out);
+/** ibv_dealloc_mw(3), bound or not: the R_Key stops translating at once. */
+int rocemu_mw_dealloc(struct rocemu_mw *mw);
+/** The window's R_Key as the engine has it (it changes when a bind runs). */
+uint32_t rocemu_mw_rkey(const struct rocemu_mw *mw);
 /** ibv_advise_mr: nothing to prefetch in a user-space NIC; validates and returns 0. */
 int rocemu_mr_advise(struct rocemu_pd *pd, uint32_t flags, const struct ibv_sge *sg, uint32_t n);
 
@@ -307,6 +317,12 @@ struct rocemu_send_wr {
 	uint32_t imm_data;	  /**< network order */
 	uint32_t invalidate_rkey; /**< SEND_WITH_INV, LOCAL_INV */
 	const struct ibv_sge *sg_list;
+	/** IBV_WR_BIND_MW: the window's new R_Key in rkey, the window's start in
+	 * remote_addr (rocemu_mem_bind has the rules) */
+	uint64_t bind_length;
+	uint32_t bind_lkey;   /**< the region's lkey; 0: none (type 1 unbind) */
+	unsigned bind_access; /**< ibv_mw_bind_info.mw_access_flags */
+	uint8_t bind_type;    /**< IBV_MW_TYPE_1 (ibv_bind_mw) or _2 */
 	uint32_t num_sge;
 	/** With IBV_SEND_INLINE the data is copied at post time from sg_list (addr/length; lkey
 	 * ignored). */

@@ -68,20 +68,22 @@ enum rocemu_mem_right {
 };
 
 struct rocemu_mem_table;
-int rocemu_mem_table_create(uint32_t max_mr, struct rocemu_mem_table **out);
+/** A table for max_mr regions and max_mw memory windows (one key space). */
+int rocemu_mem_table_create(uint32_t max_mr, uint32_t max_mw, struct rocemu_mem_table **out);
 /** Frees the table and every MR left in it. */
 void rocemu_mem_table_destroy(struct rocemu_mem_table *t);
 
 /**
  * The one place registered memory is reached. Looks key up (as an lkey when
- * remote is false, as an rkey when true), checks PD, bounds of
+ * remote is false, as an rkey when true: a memory window is an rkey only,
+ * and a type 2 window answers only the QP qpn it is bound to), checks PD, bounds of
  * [iova, iova+len) (len may be 0) and rights, and on success sets *ptr to
  * the host address of iova. For implicit ODP regions *ptr is set but the
  * caller must use rocemu_mem_copy_* (which survive unmapped pages).
  */
 enum rocemu_mem_err rocemu_mem_translate(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
-					 uint32_t key, bool remote, uint64_t iova, uint64_t len,
-					 unsigned rights, uint8_t **ptr);
+					 uint32_t qpn, uint32_t key, bool remote, uint64_t iova,
+					 uint64_t len, unsigned rights, uint8_t **ptr);
 
 /**
  * Copy len bytes starting at byte `offset` of the gather list (local keys,
@@ -102,18 +104,20 @@ enum rocemu_mem_err rocemu_mem_gather_crc(struct rocemu_mem_table *t, const stru
 enum rocemu_mem_err rocemu_mem_scatter(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
 				       const struct ibv_sge *sg, uint32_t num_sge, uint64_t offset,
 				       const void *src, uint32_t len);
-/** Remote access: copy into/out of the region named by rkey at iova (rights checked). */
+/** Remote access by QP qpn: copy into/out of the region or window named by
+ * rkey at iova (rights checked). */
 enum rocemu_mem_err rocemu_mem_remote_write(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
-					    uint32_t rkey, uint64_t iova, const void *src,
-					    uint32_t len);
+					    uint32_t qpn, uint32_t rkey, uint64_t iova,
+					    const void *src, uint32_t len);
 enum rocemu_mem_err rocemu_mem_remote_read(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
-					   uint32_t rkey, uint64_t iova, void *dst, uint32_t len);
+					   uint32_t qpn, uint32_t rkey, uint64_t iova, void *dst,
+					   uint32_t len);
 /** rocemu_mem_remote_read continuing the CRC-32 *crc over the bytes (see
  * rocemu_mem_gather_crc). */
 enum rocemu_mem_err rocemu_mem_remote_read_crc(struct rocemu_mem_table *t,
-					       const struct rocemu_pd *pd, uint32_t rkey,
-					       uint64_t iova, void *dst, uint32_t len,
-					       uint32_t *crc);
+					       const struct rocemu_pd *pd, uint32_t qpn,
+					       uint32_t rkey, uint64_t iova, void *dst,
+					       uint32_t len, uint32_t *crc);
 /**
  * 8-byte atomic on remote memory (REMOTE_ATOMIC right; a misaligned iova is
  * ROCEMU_MEM_ALIGN). cmp_swap: if *p == compare then *p = swap_add;
@@ -122,14 +126,15 @@ enum rocemu_mem_err rocemu_mem_remote_read_crc(struct rocemu_mem_table *t,
  * IBV_ATOMIC_HCA.
  */
 enum rocemu_mem_err rocemu_mem_atomic(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
-				      uint32_t rkey, uint64_t iova, bool cmp_swap, uint64_t compare,
-				      uint64_t swap_add, uint64_t *orig);
+				      uint32_t qpn, uint32_t rkey, uint64_t iova, bool cmp_swap,
+				      uint64_t compare, uint64_t swap_add, uint64_t *orig);
 /**
  * ATOMIC WRITE (annex A19): store the 8 bytes at iova as one single-copy
  * atomic store (REMOTE_WRITE right; a misaligned iova is ROCEMU_MEM_ALIGN).
  */
 enum rocemu_mem_err rocemu_mem_atomic_write(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
-					    uint32_t rkey, uint64_t iova, const uint8_t data[8]);
+					    uint32_t qpn, uint32_t rkey, uint64_t iova,
+					    const uint8_t data[8]);
 /**
  * FLUSH (annex A19) of [iova, iova+len), or of the whole region of rkey
  * when whole_region: checks the region's FLUSH_GLOBAL / FLUSH_PERSISTENT
@@ -138,14 +143,15 @@ enum rocemu_mem_err rocemu_mem_atomic_write(struct rocemu_mem_table *t, const st
  * it back (msync; see mem_access.c for what persistence means here).
  */
 enum rocemu_mem_err rocemu_mem_flush(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
-				     uint32_t rkey, bool whole_region, uint64_t iova, uint64_t len,
-				     unsigned placement);
+				     uint32_t qpn, uint32_t rkey, bool whole_region, uint64_t iova,
+				     uint64_t len, unsigned placement);
 /**
  * Whether key may be invalidated: by the owner (remote = false, LOCAL_INV
- * posted on QP qpn) or by the peer of QP qpn (remote = true, SEND with
- * Invalidate). ROCEMU_MEM_OK, or BAD_KEY (no such key, or already
- * invalidated), BAD_PD (another PD's), ACCESS (the peer may not: no region
- * registered with ibv_reg_mr may be invalidated remotely, IBA 10.6.7).
+ * posted on QP qpn: a region, or a bound type 2 window) or by the peer of
+ * QP qpn (remote = true, SEND with Invalidate: only a type 2 window bound
+ * to qpn, IBA 10.6.7). ROCEMU_MEM_OK, or BAD_KEY (no such key, or already
+ * invalidated), BAD_PD (another PD's), ACCESS (not allowed: a type 1
+ * window; for a peer also a region or another QP's window).
  */
 enum rocemu_mem_err rocemu_mem_invalidate_check(struct rocemu_mem_table *t,
 						const struct rocemu_pd *pd, uint32_t key,
@@ -156,6 +162,25 @@ enum rocemu_mem_err rocemu_mem_invalidate_check(struct rocemu_mem_table *t,
  */
 enum rocemu_mem_err rocemu_mem_invalidate(struct rocemu_mem_table *t, const struct rocemu_pd *pd,
 					  uint32_t key, bool remote, uint32_t qpn);
+/** A bind WR (IBV_WR_BIND_MW, or ibv_bind_mw's for type 1), as posted. */
+struct rocemu_mem_bind {
+	uint32_t key;	  /**< the window's new R_Key: its index part names the window */
+	uint8_t type;	  /**< IBV_MW_TYPE_1 or _2: the window must be of it */
+	uint32_t mr_lkey; /**< the region's key; 0: none (type 1: unbind) */
+	uint64_t addr;	  /**< the window's first byte, as an iova of the region */
+	uint64_t length;  /**< 0: unbind (type 1 only) */
+	unsigned access;  /**< IBV_ACCESS_REMOTE_*, IBV_ACCESS_ZERO_BASED (type 2) */
+};
+/**
+ * Bind a window through QP qpn of PD pd (mw.c has the rules). 0, or -EINVAL
+ * (no such window, wrong type, bad flags, length 0 on type 2, zero-based
+ * type 1, no such region), -EPERM (another PD's window or region), -EBUSY
+ * (type 2 still bound), -EACCES (region without MW_BIND, or without local
+ * write for remote write/atomic), -ERANGE (not inside the region). The
+ * requester completes a failed bind with IBV_WC_MW_BIND_ERR.
+ */
+int rocemu_mem_bind(struct rocemu_mem_table *t, const struct rocemu_pd *pd, uint32_t qpn,
+		    const struct rocemu_mem_bind *b);
 /** Short name of an error, for counters and logs. */
 const char *rocemu_mem_err_name(enum rocemu_mem_err err);
 

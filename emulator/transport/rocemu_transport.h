@@ -36,6 +36,7 @@
 #define ROCEMU_MAX_CQ	   16384
 #define ROCEMU_MAX_CQE	   (1u << 20)
 #define ROCEMU_MAX_MR	   65536
+#define ROCEMU_MAX_MW	   16384
 #define ROCEMU_MAX_PD	   65536
 #define ROCEMU_MAX_AH	   65536
 #define ROCEMU_MAX_SRQ	   16384
@@ -209,6 +210,11 @@ struct rocemu_send_wqe {
 	uint64_t remote_addr;
 	uint32_t rkey;
 	uint64_t compare_add, swap;
+	/* IBV_WR_BIND_MW (the new R_Key in rkey, the start in remote_addr) */
+	uint64_t bind_length;
+	uint32_t bind_lkey;
+	unsigned bind_access;
+	uint8_t bind_type;
 	/* UD destination */
 	struct rocemu_ah *ah;
 	uint32_t remote_qpn, remote_qkey;

@@ -15,6 +15,11 @@ static void stub_fail(const char *what)
 
 struct rocemu_engine *stub_engine_new(uint32_t max_mr)
 {
+	return stub_engine_new_mw(max_mr, 0);
+}
+
+struct rocemu_engine *stub_engine_new_mw(uint32_t max_mr, uint32_t max_mw)
+{
 	struct rocemu_engine *e = calloc(1, sizeof(*e));
 
 	if (!e)
@@ -26,6 +31,7 @@ struct rocemu_engine *stub_engine_new(uint32_t max_mr)
 	    .max_cq = 16,
 	    .max_cqe = 1024,
 	    .max_mr = max_mr,
+	    .max_mw = max_mw,
 	    .max_pd = 8,
 	    .max_ah = 4,
 	    .max_srq = 4,
@@ -35,7 +41,7 @@ struct rocemu_engine *stub_engine_new(uint32_t max_mr)
 	    .atomic_hca = true,
 	};
 	e->gid_count = 2;
-	if (rocemu_mem_table_create(max_mr, &e->mem))
+	if (rocemu_mem_table_create(max_mr, max_mw, &e->mem))
 		stub_fail("mem table");
 	return e;
 }

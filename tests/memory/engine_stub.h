@@ -30,6 +30,8 @@ struct rocemu_engine {
 
 /** An engine with generous caps and a table of max_mr slots. */
 struct rocemu_engine *stub_engine_new(uint32_t max_mr);
+/** The same with room for max_mw memory windows (stub_engine_new: none). */
+struct rocemu_engine *stub_engine_new_mw(uint32_t max_mr, uint32_t max_mw);
 void stub_engine_free(struct rocemu_engine *e);
 /** Events of a type seen so far. */
 unsigned stub_events(const struct rocemu_engine *e, enum ibv_event_type type);

@@ -131,9 +131,9 @@ static void test_reg_access_flags(void **state)
 	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 64, 0,
 				       IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, &mr),
 			 -EINVAL);
-	/* Unknown bits, and memory-window bits this device does not have. */
+	/* Unknown bits, and ZERO_BASED, which is a window's bind flag. */
 	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 64, 0, 1u << 12, &mr), -EINVAL);
-	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 64, 0, IBV_ACCESS_MW_BIND, &mr), -EINVAL);
+	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 64, 0, IBV_ACCESS_ZERO_BASED, &mr), -EINVAL);
 	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 64, 0, 1u << 31, &mr), -EINVAL);
 	/* Read-only rights and optional hints are fine. */
 	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 64, 0, IBV_ACCESS_REMOTE_READ, &mr), 0);
@@ -220,26 +220,26 @@ static void test_reg_overflow(void **state)
 	uint32_t k = key_of(mr);
 	uint64_t last = UINT64_MAX;
 
-	assert_int_equal(
-	    rocemu_mem_translate(f->e->mem, f->pd, k, true, last, 1, ROCEMU_RIGHT_REMOTE_READ, &p),
-	    ROCEMU_MEM_OK);
+	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, 0, k, true, last, 1,
+					      ROCEMU_RIGHT_REMOTE_READ, &p),
+			 ROCEMU_MEM_OK);
 	assert_ptr_equal(p, g.buf + 2 * page - 1);
 	/* iova + len wraps to a small number: out of bounds, not "inside". */
-	assert_int_equal(
-	    rocemu_mem_translate(f->e->mem, f->pd, k, true, last, 2, ROCEMU_RIGHT_REMOTE_READ, &p),
-	    ROCEMU_MEM_BOUNDS);
-	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, k, true, 0 - (uint64_t)page,
+	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, 0, k, true, last, 2,
+					      ROCEMU_RIGHT_REMOTE_READ, &p),
+			 ROCEMU_MEM_BOUNDS);
+	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, 0, k, true, 0 - (uint64_t)page,
 					      UINT64_MAX, ROCEMU_RIGHT_REMOTE_READ, &p),
 			 ROCEMU_MEM_BOUNDS);
 	assert_int_equal(
-	    rocemu_mem_translate(f->e->mem, f->pd, k, true, 0, 1, ROCEMU_RIGHT_REMOTE_READ, &p),
+	    rocemu_mem_translate(f->e->mem, f->pd, 0, k, true, 0, 1, ROCEMU_RIGHT_REMOTE_READ, &p),
 	    ROCEMU_MEM_BOUNDS);
 	assert_int_equal(rocemu_mr_dereg(mr), 0);
 
 	/* A region with length up to 2^32 and beyond is just a number. */
 	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 2 * page, 1ull << 40, ALL_ACCESS, &mr), 0);
 	k = key_of(mr);
-	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, k, true, 1ull << 40,
+	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, 0, k, true, 1ull << 40,
 					      (1ull << 32) + 1, ROCEMU_RIGHT_REMOTE_READ, &p),
 			 ROCEMU_MEM_BOUNDS);
 	assert_int_equal(rocemu_mr_dereg(mr), 0);
@@ -262,21 +262,21 @@ static void test_region_over_4g(void **state)
 		skip(); /* no 4 GiB of address space here */
 	assert_int_equal(rocemu_mr_reg(f->pd, big, len, iova, ALL_ACCESS, &mr), 0);
 	k = key_of(mr);
-	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, k, true, iova + (1ull << 32) + 4, 4,
-					      ROCEMU_RIGHT_REMOTE_WRITE, &p),
+	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, 0, k, true, iova + (1ull << 32) + 4,
+					      4, ROCEMU_RIGHT_REMOTE_WRITE, &p),
 			 ROCEMU_MEM_OK);
 	assert_ptr_equal(p, big + (1ull << 32) + 4);
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, iova + len - 4, data, 4),
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k, iova + len - 4, data, 4),
 			 ROCEMU_MEM_OK);
-	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, k, iova + len - 4, out, 4),
+	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, 0, k, iova + len - 4, out, 4),
 			 ROCEMU_MEM_OK);
 	assert_memory_equal(out, data, 4);
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, iova + len - 3, data, 4),
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k, iova + len - 3, data, 4),
 			 ROCEMU_MEM_BOUNDS);
-	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, k, true, iova, len,
+	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, 0, k, true, iova, len,
 					      ROCEMU_RIGHT_REMOTE_WRITE, &p),
 			 ROCEMU_MEM_OK);
-	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, k, true, iova, len + 1,
+	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, 0, k, true, iova, len + 1,
 					      ROCEMU_RIGHT_REMOTE_WRITE, &p),
 			 ROCEMU_MEM_BOUNDS);
 	assert_int_equal(rocemu_mr_dereg(mr), 0);
@@ -350,7 +350,7 @@ static void test_bounds_model(void **state)
 			bool inside = qi >= iova && end <= rend;
 			uint8_t *p = NULL;
 			enum rocemu_mem_err err =
-			    rocemu_mem_translate(f->e->mem, f->pd, k, false, qi, ql, 0, &p);
+			    rocemu_mem_translate(f->e->mem, f->pd, 0, k, false, qi, ql, 0, &p);
 
 			assert_int_equal(err, inside ? ROCEMU_MEM_OK : ROCEMU_MEM_BOUNDS);
 			n_in += inside;
@@ -379,36 +379,36 @@ static void test_bounds_both_ends(void **state)
 	assert_int_equal(rocemu_mr_reg(f->pd, g.buf + off, len, iova, ALL_ACCESS, &mr), 0);
 	k = key_of(mr);
 	/* One byte before the start, one byte past the end. */
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, iova - 1, data, 2),
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k, iova - 1, data, 2),
 			 ROCEMU_MEM_BOUNDS);
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, iova + len - 1, data, 2),
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k, iova + len - 1, data, 2),
 			 ROCEMU_MEM_BOUNDS);
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, iova + len, data, 1),
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k, iova + len, data, 1),
 			 ROCEMU_MEM_BOUNDS);
-	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, k, iova - 1, data, 1),
+	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, 0, k, iova - 1, data, 1),
 			 ROCEMU_MEM_BOUNDS);
-	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, k, iova + len - 63, data, 64),
+	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, 0, k, iova + len - 63, data, 64),
 			 ROCEMU_MEM_BOUNDS);
 	assert_outside_untouched(&g, 0, 0);
 	/* Exactly the first and the last bytes are fine. */
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, iova, data, 1),
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k, iova, data, 1),
 			 ROCEMU_MEM_OK);
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, iova + len - 1, data, 1),
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k, iova + len - 1, data, 1),
 			 ROCEMU_MEM_OK);
 	assert_int_equal(g.buf[off], 0x11);
 	assert_int_equal(g.buf[off + len - 1], 0x11);
 	/* Zero bytes at the very end are in bounds; one past is not. */
-	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, k, false, iova + len, 0,
+	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, 0, k, false, iova + len, 0,
 					      ROCEMU_RIGHT_LOCAL_READ, &p),
 			 ROCEMU_MEM_OK);
-	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, k, false, iova + len + 1, 0,
+	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, 0, k, false, iova + len + 1, 0,
 					      ROCEMU_RIGHT_LOCAL_READ, &p),
 			 ROCEMU_MEM_BOUNDS);
 	/* The whole region in one go. */
 	uint8_t *big = malloc(len);
 
 	memset(big, 0x22, len);
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, iova, big, (uint32_t)len),
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k, iova, big, (uint32_t)len),
 			 ROCEMU_MEM_OK);
 	assert_outside_untouched(&g, off, len);
 	free(big);
@@ -429,13 +429,13 @@ static void test_wrong_pd(void **state)
 	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, page, 0, ALL_ACCESS, &mr), 0);
 	k = key_of(mr);
 	sge = (struct ibv_sge){.addr = 0, .length = 8, .lkey = k};
-	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd2, k, false, 0, 8, 0, &p),
+	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd2, 0, k, false, 0, 8, 0, &p),
 			 ROCEMU_MEM_BAD_PD);
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd2, k, 0, data, 8),
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd2, 0, k, 0, data, 8),
 			 ROCEMU_MEM_BAD_PD);
-	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd2, k, 0, data, 8),
+	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd2, 0, k, 0, data, 8),
 			 ROCEMU_MEM_BAD_PD);
-	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd2, k, 0, false, 0, 1, &orig),
+	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd2, 0, k, 0, false, 0, 1, &orig),
 			 ROCEMU_MEM_BAD_PD);
 	assert_int_equal(rocemu_mem_scatter(f->e->mem, f->pd2, &sge, 1, 0, data, 8),
 			 ROCEMU_MEM_BAD_PD);
@@ -475,11 +475,11 @@ static void test_missing_rights(void **state)
 		want = rights[i] == IBV_ACCESS_LOCAL_WRITE ? ROCEMU_MEM_ACCESS : ROCEMU_MEM_OK;
 		assert_int_equal(rocemu_mem_scatter(f->e->mem, f->pd, &sge, 1, 0, data, 8), want);
 		want = rights[i] == IBV_ACCESS_REMOTE_READ ? ROCEMU_MEM_ACCESS : ROCEMU_MEM_OK;
-		assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, k, 0, data, 8), want);
+		assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, 0, k, 0, data, 8), want);
 		want = (access & IBV_ACCESS_REMOTE_WRITE) ? ROCEMU_MEM_OK : ROCEMU_MEM_ACCESS;
-		assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, 0, data, 8), want);
+		assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k, 0, data, 8), want);
 		want = (access & IBV_ACCESS_REMOTE_ATOMIC) ? ROCEMU_MEM_OK : ROCEMU_MEM_ACCESS;
-		assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, k, 0, false, 0, 1, &orig),
+		assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, 0, k, 0, false, 0, 1, &orig),
 				 want);
 		/* Local read is always allowed. */
 		assert_int_equal(rocemu_mem_gather(f->e->mem, f->pd, &sge, 1, 0, data, 8),
@@ -502,13 +502,13 @@ static void test_stale_key_after_dereg(void **state)
 	k = key_of(mr);
 	assert_int_not_equal(k, 0);
 	assert_int_equal(rocemu_mr_dereg(mr), 0);
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, 0, data, 4),
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k, 0, data, 4),
 			 ROCEMU_MEM_BAD_KEY);
-	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, k, false, 0, 4, 0, &p),
+	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, 0, k, false, 0, 4, 0, &p),
 			 ROCEMU_MEM_BAD_KEY);
-	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, 0, false, 0, 0, 0, &p),
+	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, 0, 0, false, 0, 0, 0, &p),
 			 ROCEMU_MEM_BAD_KEY);
-	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, 0xffffffffu, false, 0, 0, 0, &p),
+	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, 0, 0xffffffffu, false, 0, 0, 0, &p),
 			 ROCEMU_MEM_BAD_KEY);
 	assert_outside_untouched(&g, 0, 0);
 	guarded_free(&g);
@@ -542,10 +542,10 @@ static void test_stale_key_after_reuse(void **state)
 		for (unsigned j = 0; j < i; j++) {
 			assert_int_not_equal(seen[i], seen[j]);
 			assert_int_equal(
-			    rocemu_mem_translate(e->mem, pd, seen[j], false, 0, 1, 0, &p),
+			    rocemu_mem_translate(e->mem, pd, 0, seen[j], false, 0, 1, 0, &p),
 			    ROCEMU_MEM_BAD_KEY);
 		}
-		assert_int_equal(rocemu_mem_translate(e->mem, pd, seen[i], false, 0, 1, 0, &p),
+		assert_int_equal(rocemu_mem_translate(e->mem, pd, 0, seen[i], false, 0, 1, 0, &p),
 				 ROCEMU_MEM_OK);
 	}
 	assert_int_equal(rocemu_mr_dereg(a), 0);
@@ -609,14 +609,14 @@ static void test_zero_length_region(void **state)
 
 	assert_int_equal(rocemu_mr_reg(f->pd, g.buf + 8, 0, 0x1000, ALL_ACCESS, &mr), 0);
 	k = key_of(mr);
-	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, k, true, 0x1000, 0,
+	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, 0, k, true, 0x1000, 0,
 					      ROCEMU_RIGHT_REMOTE_WRITE, &p),
 			 ROCEMU_MEM_OK);
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, 0x1000, data, 0),
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k, 0x1000, data, 0),
 			 ROCEMU_MEM_OK);
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, 0x1000, data, 1),
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k, 0x1000, data, 1),
 			 ROCEMU_MEM_BOUNDS);
-	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, k, 0xfff, data, 0),
+	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, 0, k, 0xfff, data, 0),
 			 ROCEMU_MEM_BOUNDS);
 	sge = (struct ibv_sge){.addr = 0x1000, .length = 1, .lkey = k};
 	assert_int_equal(rocemu_mem_scatter(f->e->mem, f->pd, &sge, 1, 0, data, 1),
@@ -624,7 +624,7 @@ static void test_zero_length_region(void **state)
 	/* A NULL, zero-length region is fine too (nothing to map). */
 	assert_int_equal(rocemu_mr_reg(f->pd, NULL, 0, 0, IBV_ACCESS_LOCAL_WRITE, &mr0), 0);
 	sge = (struct ibv_sge){.addr = 0, .length = 0, .lkey = key_of(mr0)};
-	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, sge.lkey, false, 0, 0,
+	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, 0, sge.lkey, false, 0, 0,
 					      ROCEMU_RIGHT_LOCAL_WRITE, &p),
 			 ROCEMU_MEM_OK);
 	assert_null(p);
@@ -716,34 +716,38 @@ static void test_implicit_odp(void **state)
 
 	/* Mapped memory works, addressed by its own virtual address. */
 	assert_int_equal(
-	    rocemu_mem_remote_write(f->e->mem, f->pd, k, (uintptr_t)g.buf + 8, data, 16),
+	    rocemu_mem_remote_write(f->e->mem, f->pd, 0, k, (uintptr_t)g.buf + 8, data, 16),
 	    ROCEMU_MEM_OK);
 	assert_memory_equal(g.buf + 8, data, 16);
-	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, k, (uintptr_t)g.buf + 8, out, 16),
-			 ROCEMU_MEM_OK);
+	assert_int_equal(
+	    rocemu_mem_remote_read(f->e->mem, f->pd, 0, k, (uintptr_t)g.buf + 8, out, 16),
+	    ROCEMU_MEM_OK);
 	assert_memory_equal(out, data, 16);
 	assert_int_equal(
-	    rocemu_mem_atomic(f->e->mem, f->pd, k, (uintptr_t)&counter, false, 0, 1, &orig),
+	    rocemu_mem_atomic(f->e->mem, f->pd, 0, k, (uintptr_t)&counter, false, 0, 1, &orig),
 	    ROCEMU_MEM_OK);
 	assert_int_equal(orig, 41);
 	assert_int_equal(counter, 42);
 
 	/* Guard pages and unmapped memory fault softly, in every direction. */
-	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, k, (uintptr_t)g.buf - 1, out, 2),
-			 ROCEMU_MEM_FAULT);
 	assert_int_equal(
-	    rocemu_mem_remote_write(f->e->mem, f->pd, k, (uintptr_t)g.buf + g.len, data, 1),
+	    rocemu_mem_remote_read(f->e->mem, f->pd, 0, k, (uintptr_t)g.buf - 1, out, 2),
+	    ROCEMU_MEM_FAULT);
+	assert_int_equal(
+	    rocemu_mem_remote_write(f->e->mem, f->pd, 0, k, (uintptr_t)g.buf + g.len, data, 1),
 	    ROCEMU_MEM_FAULT);
 	gone = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	assert_true(gone != MAP_FAILED);
 	munmap(gone, page);
-	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, k, (uintptr_t)gone, out, 8),
+	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, 0, k, (uintptr_t)gone, out, 8),
 			 ROCEMU_MEM_FAULT);
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, (uintptr_t)gone, data, 8),
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k, (uintptr_t)gone, data, 8),
 			 ROCEMU_MEM_FAULT);
-	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, k, (uintptr_t)gone, true, 0, 1, &orig),
+	assert_int_equal(
+	    rocemu_mem_atomic(f->e->mem, f->pd, 0, k, (uintptr_t)gone, true, 0, 1, &orig),
+	    ROCEMU_MEM_FAULT);
+	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, 0, k, 8, out, 8),
 			 ROCEMU_MEM_FAULT);
-	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, k, 8, out, 8), ROCEMU_MEM_FAULT);
 
 	struct ibv_sge sge = {.addr = (uintptr_t)gone, .length = 8, .lkey = k};
 
@@ -754,10 +758,11 @@ static void test_implicit_odp(void **state)
 	uint8_t *ro = mmap(NULL, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	assert_true(ro != MAP_FAILED);
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, (uintptr_t)ro, data, 8),
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k, (uintptr_t)ro, data, 8),
 			 ROCEMU_MEM_FAULT);
-	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, k, (uintptr_t)ro, false, 0, 1, &orig),
-			 ROCEMU_MEM_FAULT);
+	assert_int_equal(
+	    rocemu_mem_atomic(f->e->mem, f->pd, 0, k, (uintptr_t)ro, false, 0, 1, &orig),
+	    ROCEMU_MEM_FAULT);
 	assert_int_equal(ro[0], 0);
 	munmap(ro, page);
 	assert_outside_untouched(&g, 8, 16);
@@ -785,11 +790,13 @@ static void test_explicit_odp_unmapped(void **state)
 	    rocemu_mr_reg(f->pd, buf, 2 * page, 0, ALL_ACCESS | IBV_ACCESS_ON_DEMAND, &mr), 0);
 	k = key_of(mr);
 	munmap(buf, page);
-	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, k, 0, out, 8), ROCEMU_MEM_FAULT);
-	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, k, page, out, 1), ROCEMU_MEM_OK);
+	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, 0, k, 0, out, 8),
+			 ROCEMU_MEM_FAULT);
+	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, 0, k, page, out, 1),
+			 ROCEMU_MEM_OK);
 	assert_int_equal(out[0], 9);
 	/* Straddling the hole: fault (the mapped half may have been copied). */
-	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, k, page - 4, out, 8),
+	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, 0, k, page - 4, out, 8),
 			 ROCEMU_MEM_FAULT);
 	munmap(buf + page, page);
 	assert_int_equal(rocemu_mr_dereg(mr), 0);
@@ -816,15 +823,15 @@ static void test_freed_region_faults(void **state)
 	k = key_of(mr);
 	sge = (struct ibv_sge){.addr = 0, .length = 64, .lkey = k};
 	assert_int_equal(munmap(buf, 2 * page), 0);
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, 0, data, 64),
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k, 0, data, 64),
 			 ROCEMU_MEM_FAULT);
-	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, k, 8, data, 64),
+	assert_int_equal(rocemu_mem_remote_read(f->e->mem, f->pd, 0, k, 8, data, 64),
 			 ROCEMU_MEM_FAULT);
-	assert_int_equal(rocemu_mem_remote_read_crc(f->e->mem, f->pd, k, 8, data, 64, &crc),
+	assert_int_equal(rocemu_mem_remote_read_crc(f->e->mem, f->pd, 0, k, 8, data, 64, &crc),
 			 ROCEMU_MEM_FAULT);
-	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, k, 0, false, 0, 1, &orig),
+	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, 0, k, 0, false, 0, 1, &orig),
 			 ROCEMU_MEM_FAULT);
-	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, k, 8, true, 0, 1, &orig),
+	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, 0, k, 8, true, 0, 1, &orig),
 			 ROCEMU_MEM_FAULT);
 	assert_int_equal(rocemu_mem_scatter(f->e->mem, f->pd, &sge, 1, 0, data, 64),
 			 ROCEMU_MEM_FAULT);
@@ -852,15 +859,15 @@ static void test_odp_atomics_without_maps(void **state)
 	k = key_of(mr);
 	reads = rocemu_host_maps_reads();
 	for (int i = 0; i < 100; i++)
-		assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, k, 16, false, 0, 1, &orig),
+		assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, 0, k, 16, false, 0, 1, &orig),
 				 ROCEMU_MEM_OK);
 	assert_int_equal(orig, 99);
 	assert_int_equal(rocemu_host_maps_reads(), reads);
 	assert_int_equal(mprotect(buf + page, page, PROT_READ), 0);
-	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, k, page, false, 0, 1, &orig),
+	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, 0, k, page, false, 0, 1, &orig),
 			 ROCEMU_MEM_FAULT);
 	assert_int_equal(munmap(buf, page), 0);
-	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, k, 16, true, 0, 1, &orig),
+	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, 0, k, 16, true, 0, 1, &orig),
 			 ROCEMU_MEM_FAULT);
 	munmap(buf + page, page);
 	assert_int_equal(rocemu_mr_dereg(mr), 0);
@@ -878,38 +885,40 @@ static void test_atomics(void **state)
 	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 64, iova, ALL_ACCESS, &mr), 0);
 	k = key_of(mr);
 	word[0] = 100;
-	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, k, iova, false, 0, 5, &orig),
+	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, 0, k, iova, false, 0, 5, &orig),
 			 ROCEMU_MEM_OK);
 	assert_int_equal(orig, 100);
 	assert_int_equal(word[0], 105);
 	/* Compare-and-swap: mismatch leaves memory, returns the current value. */
-	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, k, iova, true, 7, 1, &orig),
+	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, 0, k, iova, true, 7, 1, &orig),
 			 ROCEMU_MEM_OK);
 	assert_int_equal(orig, 105);
 	assert_int_equal(word[0], 105);
-	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, k, iova, true, 105, 0xabcdef, &orig),
-			 ROCEMU_MEM_OK);
+	assert_int_equal(
+	    rocemu_mem_atomic(f->e->mem, f->pd, 0, k, iova, true, 105, 0xabcdef, &orig),
+	    ROCEMU_MEM_OK);
 	assert_int_equal(orig, 105);
 	assert_int_equal(word[0], 0xabcdef);
 	/* Fetch-add wraps modulo 2^64. */
 	word[1] = UINT64_MAX;
-	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, k, iova + 8, false, 0, 2, &orig),
+	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, 0, k, iova + 8, false, 0, 2, &orig),
 			 ROCEMU_MEM_OK);
 	assert_int_equal(word[1], 1);
 	/* Alignment, and the last word must fit entirely. */
 	for (unsigned off = 1; off < 8; off++)
 		assert_int_equal(
-		    rocemu_mem_atomic(f->e->mem, f->pd, k, iova + off, false, 0, 1, &orig),
+		    rocemu_mem_atomic(f->e->mem, f->pd, 0, k, iova + off, false, 0, 1, &orig),
 		    ROCEMU_MEM_ALIGN);
-	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, k, iova + 56, false, 0, 1, &orig),
+	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, 0, k, iova + 56, false, 0, 1, &orig),
 			 ROCEMU_MEM_OK);
-	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, k, iova + 64, false, 0, 1, &orig),
+	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, 0, k, iova + 64, false, 0, 1, &orig),
 			 ROCEMU_MEM_BOUNDS);
 	assert_int_equal(rocemu_mr_dereg(mr), 0);
 	/* An aligned iova mapped onto a misaligned host address. */
 	assert_int_equal(rocemu_mr_reg(f->pd, g.buf + 4, 16, iova, ALL_ACCESS, &mr), 0);
-	assert_int_equal(rocemu_mem_atomic(f->e->mem, f->pd, key_of(mr), iova, false, 0, 1, &orig),
-			 ROCEMU_MEM_ALIGN);
+	assert_int_equal(
+	    rocemu_mem_atomic(f->e->mem, f->pd, 0, key_of(mr), iova, false, 0, 1, &orig),
+	    ROCEMU_MEM_ALIGN);
 	assert_int_equal(rocemu_mr_dereg(mr), 0);
 	guarded_free(&g);
 }
@@ -927,18 +936,18 @@ static void test_atomic_write(void **state)
 
 	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 64, iova, ALL_ACCESS, &mr), 0);
 	k = key_of(mr);
-	assert_int_equal(rocemu_mem_atomic_write(f->e->mem, f->pd, k, iova + 8, bytes),
+	assert_int_equal(rocemu_mem_atomic_write(f->e->mem, f->pd, 0, k, iova + 8, bytes),
 			 ROCEMU_MEM_OK);
 	assert_memory_equal(g.buf + 8, bytes, 8);
 	assert_outside_untouched(&g, 8, 8);
 	for (unsigned off = 1; off < 8; off++)
-		assert_int_equal(rocemu_mem_atomic_write(f->e->mem, f->pd, k, iova + off, bytes),
+		assert_int_equal(rocemu_mem_atomic_write(f->e->mem, f->pd, 0, k, iova + off, bytes),
 				 ROCEMU_MEM_ALIGN);
-	assert_int_equal(rocemu_mem_atomic_write(f->e->mem, f->pd, k, iova + 56, bytes),
+	assert_int_equal(rocemu_mem_atomic_write(f->e->mem, f->pd, 0, k, iova + 56, bytes),
 			 ROCEMU_MEM_OK);
-	assert_int_equal(rocemu_mem_atomic_write(f->e->mem, f->pd, k, iova + 64, bytes),
+	assert_int_equal(rocemu_mem_atomic_write(f->e->mem, f->pd, 0, k, iova + 64, bytes),
 			 ROCEMU_MEM_BOUNDS);
-	assert_int_equal(rocemu_mem_atomic_write(f->e->mem, f->pd2, k, iova, bytes),
+	assert_int_equal(rocemu_mem_atomic_write(f->e->mem, f->pd2, 0, k, iova, bytes),
 			 ROCEMU_MEM_BAD_PD);
 	assert_int_equal(rocemu_mr_dereg(mr), 0);
 	memset(g.buf, FILL, g.len);
@@ -947,14 +956,14 @@ static void test_atomic_write(void **state)
 	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, 64, iova,
 				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC, &mr),
 			 0);
-	assert_int_equal(rocemu_mem_atomic_write(f->e->mem, f->pd, key_of(mr), iova, bytes),
+	assert_int_equal(rocemu_mem_atomic_write(f->e->mem, f->pd, 0, key_of(mr), iova, bytes),
 			 ROCEMU_MEM_ACCESS);
 	assert_outside_untouched(&g, 0, 0);
 	assert_int_equal(rocemu_mr_dereg(mr), 0);
 
 	/* An aligned iova on a misaligned host address. */
 	assert_int_equal(rocemu_mr_reg(f->pd, g.buf + 4, 16, iova, ALL_ACCESS, &mr), 0);
-	assert_int_equal(rocemu_mem_atomic_write(f->e->mem, f->pd, key_of(mr), iova, bytes),
+	assert_int_equal(rocemu_mem_atomic_write(f->e->mem, f->pd, 0, key_of(mr), iova, bytes),
 			 ROCEMU_MEM_ALIGN);
 	assert_outside_untouched(&g, 0, 0);
 	assert_int_equal(rocemu_mr_dereg(mr), 0);
@@ -977,30 +986,33 @@ static void test_flush(void **state)
 
 	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, page, 0, ALL_ACCESS | g_right, &mr), 0);
 	k = key_of(mr);
-	assert_int_equal(rocemu_mem_flush(f->e->mem, f->pd, k, false, 16, 64, ROCEMU_FLUSH_GLOBAL),
-			 ROCEMU_MEM_OK);
 	assert_int_equal(
-	    rocemu_mem_flush(f->e->mem, f->pd, k, false, 16, 64, ROCEMU_FLUSH_PERSISTENT),
+	    rocemu_mem_flush(f->e->mem, f->pd, 0, k, false, 16, 64, ROCEMU_FLUSH_GLOBAL),
+	    ROCEMU_MEM_OK);
+	assert_int_equal(
+	    rocemu_mem_flush(f->e->mem, f->pd, 0, k, false, 16, 64, ROCEMU_FLUSH_PERSISTENT),
 	    ROCEMU_MEM_ACCESS);
-	assert_int_equal(rocemu_mem_flush(f->e->mem, f->pd, k, false, 16, 64, both),
+	assert_int_equal(rocemu_mem_flush(f->e->mem, f->pd, 0, k, false, 16, 64, both),
 			 ROCEMU_MEM_ACCESS);
 	assert_int_equal(
-	    rocemu_mem_flush(f->e->mem, f->pd, k, false, page - 8, 16, ROCEMU_FLUSH_GLOBAL),
+	    rocemu_mem_flush(f->e->mem, f->pd, 0, k, false, page - 8, 16, ROCEMU_FLUSH_GLOBAL),
 	    ROCEMU_MEM_BOUNDS);
 	assert_int_equal(
-	    rocemu_mem_flush(f->e->mem, f->pd, k, true, page - 8, 1u << 30, ROCEMU_FLUSH_GLOBAL),
+	    rocemu_mem_flush(f->e->mem, f->pd, 0, k, true, page - 8, 1u << 30, ROCEMU_FLUSH_GLOBAL),
 	    ROCEMU_MEM_OK);
-	assert_int_equal(rocemu_mem_flush(f->e->mem, f->pd2, k, false, 0, 8, ROCEMU_FLUSH_GLOBAL),
-			 ROCEMU_MEM_BAD_PD);
-	assert_int_equal(rocemu_mem_flush(f->e->mem, f->pd, k + 1, true, 0, 8, ROCEMU_FLUSH_GLOBAL),
-			 ROCEMU_MEM_BAD_KEY);
+	assert_int_equal(
+	    rocemu_mem_flush(f->e->mem, f->pd2, 0, k, false, 0, 8, ROCEMU_FLUSH_GLOBAL),
+	    ROCEMU_MEM_BAD_PD);
+	assert_int_equal(
+	    rocemu_mem_flush(f->e->mem, f->pd, 0, k + 1, true, 0, 8, ROCEMU_FLUSH_GLOBAL),
+	    ROCEMU_MEM_BAD_KEY);
 	assert_int_equal(rocemu_mr_dereg(mr), 0);
 	assert_int_equal(rocemu_mr_reg(f->pd, g.buf, page, 0, ALL_ACCESS | p_right, &mr), 0);
 	k = key_of(mr);
-	assert_int_equal(rocemu_mem_flush(f->e->mem, f->pd, k, false, 0, 8, ROCEMU_FLUSH_GLOBAL),
+	assert_int_equal(rocemu_mem_flush(f->e->mem, f->pd, 0, k, false, 0, 8, ROCEMU_FLUSH_GLOBAL),
 			 ROCEMU_MEM_ACCESS);
 	assert_int_equal(
-	    rocemu_mem_flush(f->e->mem, f->pd, k, false, 8, 100, ROCEMU_FLUSH_PERSISTENT),
+	    rocemu_mem_flush(f->e->mem, f->pd, 0, k, false, 8, 100, ROCEMU_FLUSH_PERSISTENT),
 	    ROCEMU_MEM_OK);
 	assert_int_equal(rocemu_mr_dereg(mr), 0);
 	assert_outside_untouched(&g, 0, 0);
@@ -1014,9 +1026,10 @@ static void test_flush(void **state)
 			 0);
 	k = key_of(mr);
 	assert_int_equal(munmap(map, page), 0);
-	assert_int_equal(rocemu_mem_flush(f->e->mem, f->pd, k, true, 0, 0, ROCEMU_FLUSH_PERSISTENT),
-			 ROCEMU_MEM_FAULT);
-	assert_int_equal(rocemu_mem_flush(f->e->mem, f->pd, k, true, 0, 0, ROCEMU_FLUSH_GLOBAL),
+	assert_int_equal(
+	    rocemu_mem_flush(f->e->mem, f->pd, 0, k, true, 0, 0, ROCEMU_FLUSH_PERSISTENT),
+	    ROCEMU_MEM_FAULT);
+	assert_int_equal(rocemu_mem_flush(f->e->mem, f->pd, 0, k, true, 0, 0, ROCEMU_FLUSH_GLOBAL),
 			 ROCEMU_MEM_OK);
 	assert_int_equal(rocemu_mr_dereg(mr), 0);
 }
@@ -1041,12 +1054,12 @@ static void *atomic_worker(void *arg)
 
 	for (unsigned i = 0; i < ATOMIC_ROUNDS; i++) {
 		if (!j->cas) {
-			j->failures += rocemu_mem_atomic(j->e->mem, j->pd, j->key, j->iova, false,
-							 0, 1, &orig) != ROCEMU_MEM_OK;
+			j->failures += rocemu_mem_atomic(j->e->mem, j->pd, 0, j->key, j->iova,
+							 false, 0, 1, &orig) != ROCEMU_MEM_OK;
 			continue;
 		}
 		for (;;) {
-			if (rocemu_mem_atomic(j->e->mem, j->pd, j->key, j->iova, true, seen,
+			if (rocemu_mem_atomic(j->e->mem, j->pd, 0, j->key, j->iova, true, seen,
 					      seen + 1, &orig) != ROCEMU_MEM_OK) {
 				j->failures++;
 				break;
@@ -1113,7 +1126,7 @@ static void test_rereg(void **state)
 	    rocemu_mr_rereg(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, g.buf - 8, 64, 0x100, 0),
 	    -EFAULT);
 	assert_int_equal(key_of(mr), k0);
-	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, k0, false, 0x100, 64,
+	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, 0, k0, false, 0x100, 64,
 					      ROCEMU_RIGHT_LOCAL_WRITE, &p),
 			 ROCEMU_MEM_OK);
 	assert_ptr_equal(p, g.buf);
@@ -1124,9 +1137,9 @@ static void test_rereg(void **state)
 			 0);
 	k1 = key_of(mr);
 	assert_int_not_equal(k1, k0);
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k0, 0x100, data, 8),
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k0, 0x100, data, 8),
 			 ROCEMU_MEM_BAD_KEY);
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k1, 0x100, data, 8),
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k1, 0x100, data, 8),
 			 ROCEMU_MEM_OK);
 
 	/* PD: the reference moves. */
@@ -1134,9 +1147,9 @@ static void test_rereg(void **state)
 	k2 = key_of(mr);
 	assert_int_equal(f->pd->refcnt, 0);
 	assert_int_equal(f->pd2->refcnt, 1);
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k2, 0x100, data, 8),
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k2, 0x100, data, 8),
 			 ROCEMU_MEM_BAD_PD);
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd2, k2, 0x100, data, 8),
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd2, 0, k2, 0x100, data, 8),
 			 ROCEMU_MEM_OK);
 
 	/* Translation: new bounds, the rest kept. */
@@ -1148,9 +1161,9 @@ static void test_rereg(void **state)
 	assert_int_equal(info.length, page);
 	assert_int_equal(info.iova, 0x8000);
 	assert_int_equal(info.access, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd2, info.rkey, 0x100, data, 8),
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd2, 0, info.rkey, 0x100, data, 8),
 			 ROCEMU_MEM_BOUNDS);
-	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd2, info.rkey, true, 0x8000, page,
+	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd2, 0, info.rkey, true, 0x8000, page,
 					      ROCEMU_RIGHT_REMOTE_WRITE, &p),
 			 ROCEMU_MEM_OK);
 	assert_ptr_equal(p, g.buf + page);
@@ -1172,7 +1185,7 @@ static void test_rereg(void **state)
 	k0 = key_of(mr);
 	assert_int_equal(rocemu_mem_invalidate(f->e->mem, f->pd, k0, false, 0x11), ROCEMU_MEM_OK);
 	assert_int_equal(rocemu_mr_rereg(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, 0, 0), 0);
-	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, key_of(mr), false, 0, 16, 0, &p),
+	assert_int_equal(rocemu_mem_translate(f->e->mem, f->pd, 0, key_of(mr), false, 0, 16, 0, &p),
 			 ROCEMU_MEM_OK);
 	assert_int_equal(rocemu_mr_dereg(mr), 0);
 	guarded_free(&g);
@@ -1195,12 +1208,13 @@ static void test_invalidate(void **state)
 	assert_int_equal(rocemu_mem_invalidate(f->e->mem, f->pd, k, true, 0x11), ROCEMU_MEM_ACCESS);
 	assert_int_equal(rocemu_mem_invalidate_check(f->e->mem, f->pd, k, true, 0x11),
 			 ROCEMU_MEM_ACCESS);
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, 0, data, 8), ROCEMU_MEM_OK);
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k, 0, data, 8),
+			 ROCEMU_MEM_OK);
 	/* The owner may (LOCAL_INV); afterwards the key is dead for everyone. */
 	assert_int_equal(rocemu_mem_invalidate_check(f->e->mem, f->pd, k, false, 0x11),
 			 ROCEMU_MEM_OK);
 	assert_int_equal(rocemu_mem_invalidate(f->e->mem, f->pd, k, false, 0x11), ROCEMU_MEM_OK);
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, k, 0, data, 8),
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k, 0, data, 8),
 			 ROCEMU_MEM_BAD_KEY);
 	assert_int_equal(rocemu_mem_invalidate(f->e->mem, f->pd, k, false, 0x11),
 			 ROCEMU_MEM_BAD_KEY);
@@ -1252,9 +1266,10 @@ static void test_table_limits(void **state)
 	struct rocemu_mem_table *t;
 
 	(void)state;
-	assert_int_equal(rocemu_mem_table_create(0, &t), -EINVAL);
-	assert_int_equal(rocemu_mem_table_create((1u << 24) + 1, &t), -EINVAL);
-	assert_int_equal(rocemu_mem_table_create(1u << 24, &t), 0);
+	assert_int_equal(rocemu_mem_table_create(0, 0, &t), -EINVAL);
+	assert_int_equal(rocemu_mem_table_create((1u << 24) + 1, 0, &t), -EINVAL);
+	assert_int_equal(rocemu_mem_table_create(1u << 24, 1, &t), -EINVAL); /* windows too */
+	assert_int_equal(rocemu_mem_table_create(1u << 24, 0, &t), 0);
 	rocemu_mem_table_destroy(t);
 	rocemu_mem_table_destroy(NULL);
 }
