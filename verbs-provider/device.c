@@ -323,28 +323,6 @@ static int op_compat_query_port(struct ibv_context *ctx, uint8_t port,
 	return ibv_query_port(ctx, port, attr);
 }
 
-static struct ibv_mw *op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
-{
-	(void)pd;
-	(void)type;
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-static int op_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
-{
-	(void)qp;
-	(void)mw;
-	(void)bind;
-	return EOPNOTSUPP;
-}
-
-static int op_dealloc_mw(struct ibv_mw *mw)
-{
-	(void)mw;
-	return EOPNOTSUPP;
-}
-
 static void fill_ops(struct rocemu_vcontext *c)
 {
 	struct ibv_context_ops *o = &c->vctx.context.ops;
@@ -360,9 +338,9 @@ static void fill_ops(struct rocemu_vcontext *c)
 	o->_compat_modify_qp = o->_compat_destroy_qp = o->_compat_create_ah = u;
 	o->_compat_destroy_ah = o->_compat_attach_mcast = o->_compat_detach_mcast = u;
 	o->_compat_async_event = u;
-	o->alloc_mw = op_alloc_mw;
-	o->bind_mw = op_bind_mw;
-	o->dealloc_mw = op_dealloc_mw;
+	o->alloc_mw = rocemu_op_alloc_mw;
+	o->bind_mw = rocemu_op_bind_mw;
+	o->dealloc_mw = rocemu_op_dealloc_mw;
 	o->poll_cq = rocemu_op_poll_cq;
 	o->req_notify_cq = rocemu_op_req_notify_cq;
 	o->post_srq_recv = rocemu_op_post_srq_recv;
@@ -487,12 +465,14 @@ void rocemu_fill_device_attr(struct rocemu_vcontext *c, struct ibv_device_attr *
 	a->max_qp_wr = (int)caps.max_qp_wr;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID |
-			      IBV_DEVICE_MANAGED_FLOW_STEERING;
+			      IBV_DEVICE_MANAGED_FLOW_STEERING | IBV_DEVICE_MEM_WINDOW |
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	a->max_sge = (int)caps.max_sge;
 	a->max_sge_rd = (int)caps.max_sge_rd;
 	a->max_cq = (int)caps.max_cq;
 	a->max_cqe = (int)caps.max_cqe;
 	a->max_mr = (int)caps.max_mr;
+	a->max_mw = (int)caps.max_mw;
 	a->max_pd = (int)caps.max_pd;
 	a->max_qp_rd_atom = (int)caps.max_qp_rd_atom;
 	a->max_res_rd_atom = (int)caps.max_res_rd_atom;

@@ -166,3 +166,97 @@ int rocemu_op_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uin
 	int rc = rocemu_mr_advise(((struct rocemu_vpd *)pd)->epd, flags, sg, n);
 	return rc < 0 ? -rc : 0;
 }
+
+/* ------------------------------------------------------------------------ */
+/* Memory windows (ibv_alloc_mw(3), ibv_bind_mw(3)); the rules are the      */
+/* engine's (emulator/memory/mw.c).                                          */
+
+struct ibv_mw *rocemu_op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct rocemu_vmw *m;
+	int rc;
+
+	if (!pd) {
+		errno = EINVAL;
+		return NULL;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rc = rocemu_mw_alloc(to_vpd(pd)->epd, type, &m->emw);
+	if (rc < 0) {
+		free(m);
+		return rocemu_null_errno(rc);
+	}
+	rocemu_pd_use(pd);
+	m->mw.context = pd->context;
+	m->mw.pd = pd;
+	m->mw.type = type;
+	m->mw.rkey = rocemu_mw_rkey(m->emw);
+	m->mw.handle = m->mw.rkey;
+	return &m->mw;
+}
+
+int rocemu_op_dealloc_mw(struct ibv_mw *mw)
+{
+	struct rocemu_vmw *m = (struct rocemu_vmw *)mw;
+	int rc;
+
+	if (!mw)
+		return EINVAL;
+	rc = rocemu_mw_dealloc(m->emw);
+	if (rc < 0)
+		return -rc;
+	rocemu_pd_unuse(mw->pd);
+	free(m);
+	return 0;
+}
+
+int rocemu_bind_wr(struct ibv_mw *mw, uint32_t rkey, const struct ibv_mw_bind_info *info,
+		   enum ibv_mw_type type, struct rocemu_send_wr *out)
+{
+	if (!mw || !info || mw->type != type || (rkey >> 8) != (mw->rkey >> 8))
+		return EINVAL;
+	if (info->mr &&
+	    (info->mr->context != mw->context || to_vpd(info->mr->pd)->epd != to_vpd(mw->pd)->epd))
+		return EINVAL;
+	out->opcode = IBV_WR_BIND_MW;
+	out->rkey = rkey;
+	out->remote_addr = info->addr;
+	out->bind_length = info->length;
+	out->bind_lkey = info->mr ? info->mr->lkey : 0;
+	out->bind_access = info->mw_access_flags;
+	out->bind_type = (uint8_t)type;
+	out->num_sge = 0;
+	out->sg_list = NULL;
+	return 0;
+}
+
+/*
+ * ibv_bind_mw(3) (type 1; libibverbs checked the type and the region's PD):
+ * a bind WR to the window's next R_Key (ibv_inc_rkey), which the window
+ * shows at once, as mlx5 does; the completion says whether the bind held.
+ */
+int rocemu_op_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
+{
+	struct rocemu_send_wr wr;
+	uint32_t rkey;
+	int rc;
+
+	if (!qp || !mw || !bind || qp->context != mw->context)
+		return EINVAL;
+	memset(&wr, 0, sizeof(wr));
+	rkey = ibv_inc_rkey(mw->rkey);
+	rc = rocemu_bind_wr(mw, rkey, &bind->bind_info, IBV_MW_TYPE_1, &wr);
+	if (rc)
+		return rc;
+	wr.wr_id = bind->wr_id;
+	wr.send_flags = bind->send_flags;
+	rc = rocemu_qp_post_send(((struct rocemu_vqp *)qp)->eqp, &wr);
+	if (rc < 0)
+		return -rc;
+	mw->rkey = rkey;
+	return 0;
+}

@@ -149,6 +149,25 @@ struct rocemu_vmr {
 	struct rocemu_mr *emr;
 };
 
+/** A memory window: ibv_mw's rkey is the provider's view (ibv_bind_mw moves it). */
+struct rocemu_vmw {
+	struct ibv_mw mw;
+	struct rocemu_mw *emw;
+};
+
+struct ibv_mw *rocemu_op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int rocemu_op_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
+int rocemu_op_dealloc_mw(struct ibv_mw *mw);
+/**
+ * The engine's fields of a bind WR of window mw to the new R_Key rkey
+ * (type 2 through ibv_post_send/ibv_wr_bind_mw, type 1 through
+ * ibv_bind_mw). EINVAL when the WR cannot name that window: no window,
+ * another device's, an rkey whose index part is not the window's, a region
+ * of another PD.
+ */
+int rocemu_bind_wr(struct ibv_mw *mw, uint32_t rkey, const struct ibv_mw_bind_info *info,
+		   enum ibv_mw_type type, struct rocemu_send_wr *out);
+
 struct rocemu_vchannel;
 
 struct rocemu_vcq {

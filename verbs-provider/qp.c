@@ -64,6 +64,12 @@ static int send_wr_from_ibv(const struct ibv_send_wr *in, struct rocemu_send_wr 
 		out->compare_add = in->wr.atomic.compare_add;
 		out->swap = in->wr.atomic.swap;
 		break;
+	case IBV_WR_BIND_MW:
+		/* type 2 only: type 1 windows are bound with ibv_bind_mw(3) */
+		return rocemu_bind_wr(in->bind_mw.mw, in->bind_mw.rkey, &in->bind_mw.bind_info,
+				      IBV_MW_TYPE_2, out)
+			   ? -EINVAL
+			   : 0;
 	case IBV_WR_ATOMIC_WRITE:
 		/* ibv_send_wr has no field for the 8 bytes: as Linux rxe takes them,
 		 * from the one SGE (read now, like inline data), to wr.rdma's target */
@@ -339,10 +345,10 @@ static void wr_local_inv(struct ibv_qp_ex *q, uint32_t rkey)
 static void wr_bind_mw(struct ibv_qp_ex *q, struct ibv_mw *mw, uint32_t rkey,
 		       const struct ibv_mw_bind_info *info)
 {
-	(void)mw;
-	(void)rkey;
-	(void)info;
-	wr_unsupported(q);
+	struct rocemu_send_wr *w = batch_add(q, IBV_WR_BIND_MW);
+
+	if (w && rocemu_bind_wr(mw, rkey, info, IBV_MW_TYPE_2, w))
+		xq(q)->batch.err = EINVAL; /* the batch fails as a whole */
 }
 
 static void wr_send_tso(struct ibv_qp_ex *q, void *hdr, uint16_t hdr_sz, uint16_t mss)
@@ -516,7 +522,8 @@ static void fill_qp_ex_ops(struct ibv_qp_ex *x)
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |    \
 	 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |                                 \
 	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |                 \
-	 IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_ATOMIC_WRITE)
+	 IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_ATOMIC_WRITE |   \
+	 IBV_QP_EX_WITH_BIND_MW)
 
 struct ibv_qp *rocemu_op_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a)
 {

@@ -9,7 +9,10 @@
  *    of CQs and QPs (and get them back), a parent domain stands for its PD;
  *  - extended CQs: IGNORE_OVERRUN, FLOW_TAG, CVLAN; TM_INFO refused;
  *  - raw packet QPs with ibv_create_flow: whole frames out and in, rule
- *    priority, tags, drop and sniffer rules, EPERM without CAP_NET_RAW.
+ *    priority, tags, drop and sniffer rules, EPERM without CAP_NET_RAW;
+ *  - memory windows: type 2 bound through the send queue (ibv_post_send,
+ *    ibv_wr_bind_mw), type 1 through ibv_bind_mw, accesses through them,
+ *    LOCAL_INV, the peer's SEND with Invalidate and what it may not free.
  * Every byte is checked.
  */
 #include <errno.h>
@@ -927,6 +930,425 @@ static void last_wqe_reached_on_srq_qp(void **state)
 	host_close(&a);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Memory windows                                                             */
+
+#define MW_MR (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND)
+#define MW_RW (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+
+/* A client a and a server b, RC QPs joined; b's region is MW_MR only (no
+ * remote right of its own: the windows grant them, as in rdma-core's tests). */
+struct mw_pair {
+	struct host a, b;
+	struct ibv_qp *qa, *qb;
+};
+
+static void mw_qps(struct mw_pair *p, struct ibv_qp **qa, struct ibv_qp **qb, uint64_t b_ops)
+{
+	*qa = rc_qp(&p->a, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_INV);
+	*qb = rc_qp(&p->b, b_ops);
+	rc_connect(*qa, &p->b.gid, (*qb)->qp_num, ALL_REMOTE);
+	rc_connect(*qb, &p->a.gid, (*qa)->qp_num, ALL_REMOTE);
+}
+
+static void mw_pair_open(struct mw_pair *p, uint64_t b_ops)
+{
+	host_open(&p->a, devs[0], MR_ALL);
+	host_open(&p->b, devs[1], MW_MR);
+	mw_qps(p, &p->qa, &p->qb, b_ops);
+}
+
+static void mw_pair_close(struct mw_pair *p)
+{
+	assert_int_equal(ibv_destroy_qp(p->qa), 0);
+	assert_int_equal(ibv_destroy_qp(p->qb), 0);
+	host_close(&p->a);
+	host_close(&p->b);
+}
+
+/* ibv_post_send IBV_WR_BIND_MW of window mw to [addr, addr+len) of mr. */
+static int post_bind(struct ibv_qp *qp, struct ibv_mw *mw, uint32_t rkey, struct ibv_mr *mr,
+		     uint64_t addr, uint64_t len, unsigned access)
+{
+	struct ibv_send_wr wr = {.wr_id = 9,
+				 .opcode = IBV_WR_BIND_MW,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){
+	    .mr = mr, .addr = addr, .length = len, .mw_access_flags = access};
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+/* A bind's completion on cq: wr_id 9, IBV_WC_BIND_MW when it succeeded. */
+static enum ibv_wc_status bind_status(struct ibv_cq *cq)
+{
+	struct ibv_wc wc = poll_any(cq);
+
+	assert_int_equal(wc.wr_id, 9);
+	if (wc.status == IBV_WC_SUCCESS)
+		assert_int_equal(wc.opcode, IBV_WC_BIND_MW);
+	return wc.status;
+}
+
+/* One WRITE or READ of len bytes of a's buffer at off through rkey; its status. */
+static enum ibv_wc_status mw_rdma(struct host *a, struct ibv_qp *qp, enum ibv_wr_opcode op,
+				  uint32_t off, uint32_t len, uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)a->buf + off, .length = len, .lkey = a->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 0x77,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	struct ibv_wc wc;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	assert_int_equal(ibv_post_send(qp, &wr, &bad), 0);
+	wc = poll_any(a->cq);
+	assert_int_equal(wc.wr_id, 0x77);
+	return wc.status;
+}
+
+/* SEND with Invalidate of rkey from qa to qb: the sender's status, and
+ * b's receive completion in *recv. */
+static enum ibv_wc_status mw_send_inv(struct mw_pair *p, struct ibv_qp *qa, struct ibv_qp *qb,
+				      uint32_t rkey, struct ibv_wc *recv)
+{
+	struct ibv_sge rs = {.addr = (uintptr_t)p->b.buf, .length = 64, .lkey = p->b.mr->lkey};
+	struct ibv_recv_wr rwr = {.wr_id = 0x55, .sg_list = &rs, .num_sge = 1}, *rbad;
+	struct ibv_sge ss = {.addr = (uintptr_t)p->a.buf, .length = 16, .lkey = p->a.mr->lkey};
+	struct ibv_send_wr swr = {.wr_id = 0x66,
+				  .sg_list = &ss,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_SEND_WITH_INV,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .invalidate_rkey = rkey},
+			   *sbad;
+	struct ibv_wc wc;
+
+	assert_int_equal(ibv_post_recv(qb, &rwr, &rbad), 0);
+	assert_int_equal(ibv_post_send(qa, &swr, &sbad), 0);
+	wc = poll_any(p->a.cq);
+	assert_int_equal(wc.wr_id, 0x66);
+	*recv = poll_any(p->b.cq);
+	assert_int_equal(recv->wr_id, 0x55);
+	return wc.status;
+}
+
+/* ibv_query_device(3): max_mw and the window capability bits. */
+static void mw_device_caps(void **state)
+{
+	struct ibv_context *ctx = ibv_open_device(devs[0]);
+	struct ibv_device_attr_ex ax;
+	struct ibv_device_attr a;
+
+	(void)state;
+	assert_non_null(ctx);
+	assert_int_equal(ibv_query_device(ctx, &a), 0);
+	assert_true(a.max_mw > 0);
+	assert_true(a.device_cap_flags & IBV_DEVICE_MEM_WINDOW);
+	assert_true(a.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+	assert_false(a.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2A);
+	assert_int_equal(ibv_query_device_ex(ctx, NULL, &ax), 0);
+	assert_true(ax.device_cap_flags_ex & IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+	assert_int_equal(ax.orig_attr.max_mw, a.max_mw);
+	assert_int_equal(ibv_close_device(ctx), 0);
+}
+
+/*
+ * Type 2 through ibv_post_send: the bind completes IBV_WC_BIND_MW; the
+ * peer WRITEs and READs through the window; the peer's SEND with
+ * Invalidate frees it (IBV_WC_WITH_INV, invalidated_rkey), and the peer's
+ * next access is a remote access error.
+ */
+static void mw_type2_remote_invalidate(void **state)
+{
+	struct mw_pair p;
+	struct ibv_mw *mw;
+	struct ibv_wc wc;
+	uint32_t rkey;
+	uint64_t base;
+
+	(void)state;
+	mw_pair_open(&p, IBV_QP_EX_WITH_SEND);
+	mw = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_2);
+	assert_non_null(mw);
+	assert_int_equal(mw->type, IBV_MW_TYPE_2);
+	rkey = ibv_inc_rkey(mw->rkey);
+	base = (uintptr_t)p.b.buf + 4096;
+	assert_int_equal(post_bind(p.qb, mw, rkey, p.b.mr, base, 4096, MW_RW), 0);
+	assert_int_equal(bind_status(p.b.cq), IBV_WC_SUCCESS);
+	/* the region cannot go while a window is bound to it */
+	assert_int_equal(ibv_dereg_mr(p.b.mr), EBUSY);
+
+	tu_fill(p.a.buf, 256, 3);
+	assert_int_equal(mw_rdma(&p.a, p.qa, IBV_WR_RDMA_WRITE, 0, 256, base + 100, rkey),
+			 IBV_WC_SUCCESS);
+	assert_memory_equal(p.b.buf + 4096 + 100, p.a.buf, 256);
+	assert_int_equal(mw_rdma(&p.a, p.qa, IBV_WR_RDMA_READ, 1024, 256, base + 100, rkey),
+			 IBV_WC_SUCCESS);
+	assert_memory_equal(p.a.buf + 1024, p.a.buf, 256);
+
+	assert_int_equal(mw_send_inv(&p, p.qa, p.qb, rkey, &wc), IBV_WC_SUCCESS);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_RECV);
+	assert_true(wc.wc_flags & IBV_WC_WITH_INV);
+	assert_int_equal(wc.invalidated_rkey, rkey);
+	assert_int_equal(mw_rdma(&p.a, p.qa, IBV_WR_RDMA_WRITE, 0, 8, base, rkey),
+			 IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(ibv_dealloc_mw(mw), 0);
+	mw_pair_close(&p);
+}
+
+/*
+ * Type 2 through ibv_wr_bind_mw, zero-based: the peer addresses the window
+ * from 0; the owner's IBV_WR_LOCAL_INV (ibv_wr_local_inv) frees it.
+ */
+static void mw_type2_wr_bind_local_inv(void **state)
+{
+	struct mw_pair p;
+	struct ibv_qp_ex *x;
+	struct ibv_mw *mw;
+	struct ibv_wc wc;
+	uint32_t rkey;
+
+	(void)state;
+	mw_pair_open(&p, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV);
+	mw = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_2);
+	assert_non_null(mw);
+	rkey = ibv_inc_rkey(mw->rkey);
+	x = ibv_qp_to_qp_ex(p.qb);
+	struct ibv_mw_bind_info bi = {.mr = p.b.mr,
+				      .addr = (uintptr_t)p.b.buf + 8192,
+				      .length = 512,
+				      .mw_access_flags = MW_RW | IBV_ACCESS_ZERO_BASED};
+	ibv_wr_start(x);
+	x->wr_id = 9;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_bind_mw(x, mw, rkey, &bi);
+	assert_int_equal(ibv_wr_complete(x), 0);
+	assert_int_equal(bind_status(p.b.cq), IBV_WC_SUCCESS);
+
+	tu_fill(p.a.buf, 64, 5);
+	assert_int_equal(mw_rdma(&p.a, p.qa, IBV_WR_RDMA_WRITE, 0, 64, 0, rkey), IBV_WC_SUCCESS);
+	assert_memory_equal(p.b.buf + 8192, p.a.buf, 64);
+	assert_int_equal(mw_rdma(&p.a, p.qa, IBV_WR_RDMA_WRITE, 0, 64, 448, rkey), IBV_WC_SUCCESS);
+	assert_memory_equal(p.b.buf + 8192 + 448, p.a.buf, 64);
+
+	ibv_wr_start(x);
+	x->wr_id = 10;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_local_inv(x, rkey);
+	assert_int_equal(ibv_wr_complete(x), 0);
+	wc = poll_any(p.b.cq);
+	assert_int_equal(wc.wr_id, 10);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_LOCAL_INV);
+	assert_int_equal(mw_rdma(&p.a, p.qa, IBV_WR_RDMA_READ, 0, 8, 0, rkey),
+			 IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(ibv_dealloc_mw(mw), 0);
+	mw_pair_close(&p);
+}
+
+/*
+ * Type 1 through ibv_bind_mw(3): each bind moves the window's R_Key to the
+ * next tag (the old one stops working), any QP of the PD may use it, and a
+ * bind of length 0 unbinds it.
+ */
+static void mw_type1_bind_unbind(void **state)
+{
+	struct mw_pair p;
+	struct ibv_qp *qa2, *qb2;
+	struct ibv_mw *mw;
+	uint32_t k0, k1, k2;
+
+	(void)state;
+	mw_pair_open(&p, IBV_QP_EX_WITH_SEND);
+	mw_qps(&p, &qa2, &qb2, IBV_QP_EX_WITH_SEND);
+	mw = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_1);
+	assert_non_null(mw);
+	k0 = mw->rkey;
+	struct ibv_mw_bind bind = {.wr_id = 9,
+				   .send_flags = IBV_SEND_SIGNALED,
+				   .bind_info = {.mr = p.b.mr,
+						 .addr = (uintptr_t)p.b.buf,
+						 .length = 1024,
+						 .mw_access_flags = MW_RW}};
+	assert_int_equal(ibv_bind_mw(p.qb, mw, &bind), 0);
+	k1 = mw->rkey;
+	assert_int_equal(k1, ibv_inc_rkey(k0));
+	assert_int_equal(bind_status(p.b.cq), IBV_WC_SUCCESS);
+	tu_fill(p.a.buf, 32, 7);
+	assert_int_equal(mw_rdma(&p.a, p.qa, IBV_WR_RDMA_WRITE, 0, 32, (uintptr_t)p.b.buf + 32, k1),
+			 IBV_WC_SUCCESS);
+	assert_memory_equal(p.b.buf + 32, p.a.buf, 32);
+	/* another QP of the PD: the window is not tied to the QP it was bound through */
+	assert_int_equal(mw_rdma(&p.a, qa2, IBV_WR_RDMA_READ, 64, 32, (uintptr_t)p.b.buf + 32, k1),
+			 IBV_WC_SUCCESS);
+	assert_memory_equal(p.a.buf + 64, p.a.buf, 32);
+	/* a type 2 bind is refused for a type 1 window, and ibv_bind_mw for type 2 */
+	assert_int_equal(
+	    post_bind(p.qb, mw, ibv_inc_rkey(k1), p.b.mr, (uintptr_t)p.b.buf, 64, MW_RW), EINVAL);
+	/* rebind: the old key stops, the new one works */
+	bind.bind_info.addr = (uintptr_t)p.b.buf + 2048;
+	assert_int_equal(ibv_bind_mw(p.qb, mw, &bind), 0);
+	k2 = mw->rkey;
+	assert_int_equal(k2, ibv_inc_rkey(k1));
+	assert_int_equal(bind_status(p.b.cq), IBV_WC_SUCCESS);
+	assert_int_equal(
+	    mw_rdma(&p.a, p.qa, IBV_WR_RDMA_WRITE, 0, 32, (uintptr_t)p.b.buf + 2048, k2),
+	    IBV_WC_SUCCESS);
+	assert_int_equal(
+	    mw_rdma(&p.a, qa2, IBV_WR_RDMA_WRITE, 0, 32, (uintptr_t)p.b.buf + 2048, k1),
+	    IBV_WC_REM_ACCESS_ERR);
+	/* unbind: length 0 */
+	bind.bind_info = (struct ibv_mw_bind_info){.mr = p.b.mr};
+	assert_int_equal(ibv_bind_mw(p.qb, mw, &bind), 0);
+	assert_int_equal(bind_status(p.b.cq), IBV_WC_SUCCESS);
+	assert_int_equal(
+	    mw_rdma(&p.a, p.qa, IBV_WR_RDMA_WRITE, 0, 32, (uintptr_t)p.b.buf + 2048, k2),
+	    IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(ibv_dealloc_mw(mw), 0);
+	assert_int_equal(ibv_destroy_qp(qa2), 0);
+	assert_int_equal(ibv_destroy_qp(qb2), 0);
+	mw_pair_close(&p);
+}
+
+/*
+ * A peer's SEND with Invalidate may free only a type 2 window bound to the
+ * QP it arrives on (IBA 10.6.7): another QP's window, a type 1 window and a
+ * region are refused with an invalid request NAK (sender
+ * IBV_WC_REM_INV_REQ_ERR), and the window keeps working; a type 2 window
+ * answers no other QP than its own (remote access error).
+ */
+static void mw_remote_invalidate_refused(void **state)
+{
+	struct mw_pair p;
+	struct ibv_qp *qa2, *qb2, *qa3, *qb3;
+	struct ibv_mw *t2, *t1;
+	struct ibv_wc wc;
+	uint32_t k2;
+
+	(void)state;
+	mw_pair_open(&p, IBV_QP_EX_WITH_SEND);
+	mw_qps(&p, &qa2, &qb2, IBV_QP_EX_WITH_SEND);
+	mw_qps(&p, &qa3, &qb3, IBV_QP_EX_WITH_SEND);
+	t2 = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_2);
+	t1 = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_1);
+	assert_non_null(t2);
+	assert_non_null(t1);
+	k2 = ibv_inc_rkey(t2->rkey);
+	assert_int_equal(post_bind(p.qb, t2, k2, p.b.mr, (uintptr_t)p.b.buf, 4096, MW_RW), 0);
+	assert_int_equal(bind_status(p.b.cq), IBV_WC_SUCCESS);
+	struct ibv_mw_bind bind = {
+	    .wr_id = 9,
+	    .send_flags = IBV_SEND_SIGNALED,
+	    .bind_info = {
+		.mr = p.b.mr, .addr = (uintptr_t)p.b.buf, .length = 64, .mw_access_flags = MW_RW}};
+	assert_int_equal(ibv_bind_mw(p.qb, t1, &bind), 0);
+	assert_int_equal(bind_status(p.b.cq), IBV_WC_SUCCESS);
+
+	/* through another QP: not the type 2 window's QP */
+	assert_int_equal(mw_rdma(&p.a, qa2, IBV_WR_RDMA_WRITE, 0, 8, (uintptr_t)p.b.buf, k2),
+			 IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(mw_send_inv(&p, qa3, qb3, k2, &wc), IBV_WC_REM_INV_REQ_ERR);
+	assert_int_not_equal(wc.status, IBV_WC_SUCCESS);
+	/* still bound: its own QP reaches it */
+	assert_int_equal(mw_rdma(&p.a, p.qa, IBV_WR_RDMA_WRITE, 0, 8, (uintptr_t)p.b.buf, k2),
+			 IBV_WC_SUCCESS);
+	/* a type 1 window, on the QP it was bound through */
+	assert_int_equal(mw_send_inv(&p, p.qa, p.qb, t1->rkey, &wc), IBV_WC_REM_INV_REQ_ERR);
+	assert_int_not_equal(wc.status, IBV_WC_SUCCESS);
+
+	assert_int_equal(ibv_dealloc_mw(t1), 0);
+	assert_int_equal(ibv_dealloc_mw(t2), 0);
+	assert_int_equal(ibv_destroy_qp(qa2), 0);
+	assert_int_equal(ibv_destroy_qp(qb2), 0);
+	assert_int_equal(ibv_destroy_qp(qa3), 0);
+	assert_int_equal(ibv_destroy_qp(qb3), 0);
+	mw_pair_close(&p);
+}
+
+/*
+ * Binds that fail: at the post (no window, a key of another window, a type
+ * 1 window through IBV_WR_BIND_MW, ibv_bind_mw on a type 2 window), or in
+ * the queue with IBV_WC_MW_BIND_ERR (a QP of another PD; a region without
+ * MW_BIND; remote write on a region without local write); and
+ * ibv_dealloc_mw of a bound window, after which it names nothing.
+ */
+static void mw_bind_errors_and_dealloc(void **state)
+{
+	struct mw_pair p;
+	struct ibv_qp *qa2, *qb2;
+	struct ibv_mw *mw, *other;
+	struct ibv_mr *no_bind, *no_write;
+	struct ibv_pd *pd2;
+	uint32_t k;
+
+	(void)state;
+	mw_pair_open(&p, IBV_QP_EX_WITH_SEND);
+	mw = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_2);
+	other = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_2);
+	assert_non_null(mw);
+	assert_non_null(other);
+	k = ibv_inc_rkey(mw->rkey);
+	uint64_t addr = (uintptr_t)p.b.buf;
+	assert_int_equal(post_bind(p.qb, NULL, k, p.b.mr, addr, 64, MW_RW), EINVAL);
+	assert_int_equal(post_bind(p.qb, mw, other->rkey, p.b.mr, addr, 64, MW_RW), EINVAL);
+	struct ibv_mw_bind bind = {.bind_info = {.mr = p.b.mr, .addr = addr, .length = 64}};
+	assert_int_equal(ibv_bind_mw(p.qb, mw, &bind), EINVAL);
+
+	/* a QP of another PD */
+	pd2 = ibv_alloc_pd(p.b.ctx);
+	assert_non_null(pd2);
+	struct ibv_qp_init_attr qia = {
+	    .send_cq = p.b.cq,
+	    .recv_cq = p.b.cq,
+	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+	    .qp_type = IBV_QPT_RC};
+	struct ibv_qp *q2 = ibv_create_qp(pd2, &qia);
+	assert_non_null(q2);
+	rc_connect(q2, &p.a.gid, p.qa->qp_num, ALL_REMOTE);
+	assert_int_equal(post_bind(q2, mw, k, p.b.mr, addr, 64, MW_RW), 0);
+	assert_int_equal(bind_status(p.b.cq), IBV_WC_MW_BIND_ERR);
+	assert_int_equal(ibv_destroy_qp(q2), 0);
+	assert_int_equal(ibv_dealloc_pd(pd2), 0);
+
+	/* a region without MW_BIND, then one without local write for remote write */
+	no_bind = ibv_reg_mr(p.b.pd, p.b.buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	no_write = ibv_reg_mr(p.b.pd, p.b.buf, 4096, IBV_ACCESS_MW_BIND);
+	assert_non_null(no_bind);
+	assert_non_null(no_write);
+	mw_qps(&p, &qa2, &qb2, IBV_QP_EX_WITH_SEND);
+	assert_int_equal(post_bind(qb2, mw, k, no_bind, addr, 64, IBV_ACCESS_REMOTE_READ), 0);
+	assert_int_equal(bind_status(p.b.cq), IBV_WC_MW_BIND_ERR);
+	assert_int_equal(post_bind(p.qb, mw, k, no_write, addr, 64, IBV_ACCESS_REMOTE_WRITE), 0);
+	assert_int_equal(bind_status(p.b.cq), IBV_WC_MW_BIND_ERR);
+	/* the failed binds left the window free */
+	assert_int_equal(ibv_dereg_mr(no_bind), 0);
+	assert_int_equal(ibv_dereg_mr(no_write), 0);
+	assert_int_equal(ibv_destroy_qp(qa2), 0);
+	assert_int_equal(ibv_destroy_qp(qb2), 0);
+
+	/* dealloc while bound */
+	mw_qps(&p, &qa2, &qb2, IBV_QP_EX_WITH_SEND);
+	assert_int_equal(post_bind(qb2, mw, k, p.b.mr, addr, 64, MW_RW), 0);
+	assert_int_equal(bind_status(p.b.cq), IBV_WC_SUCCESS);
+	assert_int_equal(mw_rdma(&p.a, qa2, IBV_WR_RDMA_WRITE, 0, 8, addr, k), IBV_WC_SUCCESS);
+	assert_int_equal(ibv_dealloc_mw(mw), 0);
+	assert_int_equal(mw_rdma(&p.a, qa2, IBV_WR_RDMA_WRITE, 0, 8, addr, k),
+			 IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(ibv_dealloc_mw(other), 0);
+	assert_int_equal(ibv_destroy_qp(qa2), 0);
+	assert_int_equal(ibv_destroy_qp(qb2), 0);
+	mw_pair_close(&p);
+}
+
 int main(void)
 {
 	char path[] = "/tmp/rocemu-ext-XXXXXX";
@@ -946,6 +1368,12 @@ int main(void)
 	    cmocka_unit_test(raw_packet_steering),
 	    cmocka_unit_test(raw_packet_needs_cap_net_raw),
 	    cmocka_unit_test(last_wqe_reached_on_srq_qp),
+	    cmocka_unit_test(mw_device_caps),
+	    cmocka_unit_test(mw_type2_remote_invalidate),
+	    cmocka_unit_test(mw_type2_wr_bind_local_inv),
+	    cmocka_unit_test(mw_type1_bind_unbind),
+	    cmocka_unit_test(mw_remote_invalidate_refused),
+	    cmocka_unit_test(mw_bind_errors_and_dealloc),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	ibv_free_device_list(devs);
