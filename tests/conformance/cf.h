@@ -51,6 +51,8 @@ enum step_kind {
 	T_UNMAP,     /* the application unmaps the region (and its canaries), still registered */
 	T_LOCAL_U64, /* 8 local buffer bytes at off hold `swap` (host order) */
 	T_PROBES,    /* up to two stall probes (resends of op/psn with AckReq) may be there */
+	T_BIND,	     /* rocemu's QP (dqp D_OTHER_QP: its other QP) binds window `key` to the
+		      * region's [off, off+len) (len 0: to its end) with rights mw_access */
 };
 
 /* Which rkey a crafted request carries. */
@@ -62,6 +64,8 @@ enum key_mode {
 	K_RO,
 	K_ABS,
 	K_LOCAL, /* rocemu's local buffer (its receive buffers), LOCAL_WRITE only */
+	K_MW1,	 /* a type 1 memory window on the region's PD (its key now) */
+	K_MW2,	 /* a type 2 memory window on the region's PD (its key now) */
 };
 /* Which QPN it is sent to. */
 enum dqp_mode { D_QP = 0, D_UNKNOWN, D_GSI, D_OTHER_QP };
@@ -101,6 +105,7 @@ enum chk {
 	C_SKIP = 1u << 13,   /* T_RX: skip frames of other opcodes/syndromes first */
 	C_FETH = 1u << 14,   /* FETH == feth */
 	C_TCLASS = 1u << 15, /* T_RX: IP traffic class byte (DSCP:6 ECN:2) == tclass */
+	C_INV = 1u << 16,    /* T_WC: IBV_WC_WITH_INV with invalidated_rkey == key's rkey */
 };
 
 struct step {
@@ -136,6 +141,7 @@ struct step {
 	uint32_t byte_len;
 	enum ibv_wr_opcode wr;
 	enum ibv_qp_state state;
+	unsigned mw_access; /* T_BIND: ibv_mw_bind_info.mw_access_flags */
 	const char *ctr;
 	int64_t delta;
 	unsigned ms;

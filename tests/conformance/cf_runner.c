@@ -56,6 +56,7 @@ static struct {
 	uint8_t *snapshot; /* rw span at scenario start */
 	bool unmapped;	   /* T_UNMAP ran: the rw span is gone until the scenario ends */
 	struct rocemu_mr *mr, *mr_ro, *mr_other, *mr_local;
+	struct rocemu_mw *mw1, *mw2; /* memory windows on the region's PD, per scenario */
 	uint8_t *ro_buf, *other_buf, *local;
 	uint32_t stale_rkey;
 
@@ -353,6 +354,10 @@ static uint32_t rkey_of(const struct step *s)
 	case K_LOCAL:
 		rocemu_mr_info(H.mr_local, &info);
 		return info.rkey;
+	case K_MW1:
+		return rocemu_mw_rkey(H.mw1);
+	case K_MW2:
+		return rocemu_mw_rkey(H.mw2);
 	}
 	return 0;
 }
@@ -722,6 +727,39 @@ static int post_send(const struct step *s)
 	return 0;
 }
 
+/* A bind WR (IBV_WR_BIND_MW) of window s->key to the region, on rocemu's QP
+ * or (D_OTHER_QP) its other QP: a local operation, no PSN. */
+static int post_bind(const struct step *s)
+{
+	struct rocemu_mw *mw = s->key == K_MW1 ? H.mw1 : H.mw2;
+	uint32_t key = rocemu_mw_rkey(mw);
+	struct rocemu_mr_info info;
+	struct rocemu_send_wr wr = {0};
+	int rc;
+
+	if (s->key != K_MW1 && s->key != K_MW2)
+		return fail("scenario bug: T_BIND of a key that is no window");
+	if (H.n_posted == sizeof(H.posted) / sizeof(H.posted[0]))
+		return fail("scenario bug: too many posts");
+	rocemu_mr_info(H.mr, &info);
+	wr.wr_id = 0x5E000 + H.n_posted;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.rkey = (key & ~0xffu) | ((key + 1) & 0xffu); /* ibv_inc_rkey */
+	wr.remote_addr = REGION_IOVA + (uint64_t)s->off;
+	wr.bind_length = s->len ? s->len : REGION_LEN - (uint64_t)s->off;
+	wr.bind_lkey = info.lkey;
+	wr.bind_access = s->mw_access;
+	wr.bind_type = s->key == K_MW1 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2;
+	rc = rocemu_qp_post_send(s->dqp == D_OTHER_QP ? H.other_qp : H.qp, &wr);
+	if (rc)
+		return fail("bind post: %s", strerror(-rc));
+	H.posted[H.n_posted++] = (struct posted){
+	    .wr_id = wr.wr_id, .op = IBV_WR_BIND_MW, .first_psn = H.next_spsn, .npkts = 0};
+	pump();
+	return 0;
+}
+
 /* The engine calls no libibverbs function; neither do its tests. */
 static const char *wc_status_name(enum ibv_wc_status st)
 {
@@ -778,6 +816,10 @@ static int expect_wc(const struct step *s)
 		return fail("completion opcode %d, expected %d", wc.opcode, s->wc_op);
 	if ((s->chk & C_BLEN) && wc.byte_len != s->byte_len)
 		return fail("completion byte_len %u, expected %u", wc.byte_len, s->byte_len);
+	if ((s->chk & C_INV) &&
+	    (!(wc.wc_flags & IBV_WC_WITH_INV) || wc.invalidated_rkey != rkey_of(s)))
+		return fail("completion without IBV_WC_WITH_INV of %#x (flags %#x, rkey %#x)",
+			    rkey_of(s), wc.wc_flags, wc.invalidated_rkey);
 	return 0;
 }
 
@@ -860,6 +902,8 @@ static int run_step(const struct step *s)
 		return post_recv(s);
 	case T_POST:
 		return post_send(s);
+	case T_BIND:
+		return post_bind(s);
 	case T_WC:
 		return expect_wc(s);
 	case T_NOWC:
@@ -982,7 +1026,8 @@ static int run_scenario(const struct scenario *sc)
 	enum ibv_qp_type type = c->type ? c->type : IBV_QPT_RC;
 	unsigned mr_access = c->mr_access ? c->mr_access
 					  : IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
-						IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+						IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC |
+						IBV_ACCESS_MW_BIND;
 	int rc = 0;
 	unsigned i;
 
@@ -995,6 +1040,11 @@ static int run_scenario(const struct scenario *sc)
 	memcpy(H.snapshot, H.rw, H.rw_len);
 	if (rocemu_mr_reg(H.pd, H.region, REGION_LEN, REGION_IOVA, mr_access, &H.mr))
 		return fail("cannot register the region");
+	if (rocemu_mw_alloc(H.pd, IBV_MW_TYPE_1, &H.mw1) ||
+	    rocemu_mw_alloc(H.pd, IBV_MW_TYPE_2, &H.mw2)) {
+		rc = fail("cannot allocate the memory windows");
+		goto out;
+	}
 	H.qp = make_qp(type);
 	H.other_qp = make_qp(IBV_QPT_RC);
 	if (!H.qp || !H.other_qp) {
@@ -1048,6 +1098,11 @@ out:
 	if (H.other_qp)
 		rocemu_qp_destroy(H.other_qp);
 	H.qp = H.other_qp = NULL;
+	if (H.mw1)
+		rocemu_mw_dealloc(H.mw1);
+	if (H.mw2)
+		rocemu_mw_dealloc(H.mw2);
+	H.mw1 = H.mw2 = NULL;
 	if (H.mr)
 		rocemu_mr_dereg(H.mr);
 	H.mr = NULL;

@@ -51,6 +51,11 @@
 #define SINCE_GE(m) {.k = T_SINCE_GE, .ms = (m)}
 #define POST(...) {.k = T_POST, __VA_ARGS__}
 #define DISCARD() {.k = T_DISCARD}
+/* rocemu binds memory window w (K_MW1/K_MW2) to the region; its completion */
+#define BIND(w, ...) {.k = T_BIND, .key = (w), __VA_ARGS__}
+#define WC_BIND() {.k = T_WC, .chk = C_STATUS | C_WCOP, .status = IBV_WC_SUCCESS, .wc_op = IBV_WC_BIND_MW}
+#define MW_RW (IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE)
+#define MW_RULE "IBA 10.6.7 (memory windows; o10-37.2.x / C10-7x as Linux rxe numbers them)"
 /* the peer answers rocemu's request at send-PSN offset p */
 #define PEER_ACK(p) TX(.op = ROCE_OP_ACK, .spsn = true, .psn = (p), .syn_type = ROCE_AETH_ACK, .syn_val = 31)
 #define PEER_NAK(p, code)                                                                          \
@@ -473,6 +478,78 @@ const struct scenario cf_scenarios[] = {
 	     TX(.op = ROCE_OP_SEND_ONLY_INV, .psn = 0, .len = 16, .key = K_LOCAL, .ackreq = true),
 	     NAK(0, ROCE_NAK_INVALID_REQUEST), WC_RECV_ST(IBV_WC_REM_INV_REQ_ERR),
 	     {.k = T_KEY_VALID, .key = K_LOCAL})),
+
+    SC("acc_mw2_write_read", "access", MW_RULE,
+       "a type 2 window bound through the QP: WRITE and READ through its R_Key reach its range "
+       "of the region",
+       STEPS(BIND(K_MW2, .off = 1024, .len = 2048, .mw_access = MW_RW), WC_BIND(),
+	     TX(.op = ROCE_OP_WRITE_ONLY, .psn = 0, .off = 1024 + 256, .len = 64, .key = K_MW2,
+		.fill = 0xEE, .ackreq = true),
+	     ACK(0), MEM_EQ(1024 + 256, 64, 0xEE),
+	     TX(.op = ROCE_OP_READ_REQUEST, .psn = 1, .off = 1024 + 256, .len = 64, .key = K_MW2),
+	     RX(.op = ROCE_OP_READ_RESP_ONLY, .chk = C_PSN | C_LEN | C_FILL, .psn = 1, .len = 64,
+		.fill = 0xEE))),
+    SC("acc_mw2_bounds", "access", MW_RULE,
+       "a WRITE through a type 2 window past the window's end (inside the region): NAK remote "
+       "access error, no byte changes",
+       STEPS(BIND(K_MW2, .off = 1024, .len = 512, .mw_access = MW_RW), WC_BIND(),
+	     TX(.op = ROCE_OP_WRITE_ONLY, .psn = 0, .off = 1024 + 480, .len = 64, .key = K_MW2,
+		.fill = 0xEE, .ackreq = true),
+	     NAK(0, ROCE_NAK_REMOTE_ACCESS_ERR), MEM_SAME(), STATE(IBV_QPS_ERR))),
+    SC("acc_mw2_zero_based", "access", MW_RULE,
+       "a zero-based type 2 window (IBV_ACCESS_ZERO_BASED): the WRITE's virtual address 0 is "
+       "the window's first byte",
+       STEPS(BIND(K_MW2, .off = 1024, .len = 512, .mw_access = MW_RW | IBV_ACCESS_ZERO_BASED),
+	     WC_BIND(),
+	     TX(.op = ROCE_OP_WRITE_ONLY, .psn = 0, .va_abs = true, .va_value = 64, .len = 64,
+		.key = K_MW2, .fill = 0xEE, .ackreq = true),
+	     ACK(0), MEM_EQ(1024 + 64, 64, 0xEE), MEM_ORIG(1024, 64))),
+    SC("acc_mw_unbound_refused", "access", MW_RULE,
+       "a WRITE through the R_Key of a window never bound: NAK remote access error, no byte "
+       "changes",
+       STEPS(TX(.op = ROCE_OP_WRITE_ONLY, .psn = 0, .off = 0, .len = 64, .key = K_MW2,
+		.fill = 0xEE, .ackreq = true),
+	     NAK(0, ROCE_NAK_REMOTE_ACCESS_ERR), MEM_SAME())),
+    SC("acc_mw2_other_qp_refused", "access", MW_RULE,
+       "a WRITE through a type 2 window bound through another QP of the same PD: NAK remote "
+       "access error (a type 2 window answers its own QP only)",
+       STEPS(BIND(K_MW2, .dqp = D_OTHER_QP, .mw_access = MW_RW), WC_BIND(),
+	     TX(.op = ROCE_OP_WRITE_ONLY, .psn = 0, .off = 0, .len = 64, .key = K_MW2,
+		.fill = 0xEE, .ackreq = true),
+	     NAK(0, ROCE_NAK_REMOTE_ACCESS_ERR), MEM_SAME())),
+    SC("acc_mw2_send_inv", "access", MW_RULE,
+       "SEND ONLY with Invalidate naming a type 2 window bound to the QP: ACK, the receive "
+       "completes with IBV_WC_WITH_INV and the R_Key, and a WRITE through it after that is NAKed "
+       "remote access error",
+       STEPS(BIND(K_MW2, .mw_access = MW_RW), WC_BIND(), RECV(1, 64),
+	     TX(.op = ROCE_OP_SEND_ONLY_INV, .psn = 0, .len = 16, .key = K_MW2, .ackreq = true),
+	     ACK(0),
+	     {.k = T_WC, .recv_cq = true, .chk = C_STATUS | C_BLEN | C_INV,
+	      .status = IBV_WC_SUCCESS, .byte_len = 16, .key = K_MW2},
+	     TX(.op = ROCE_OP_WRITE_ONLY, .psn = 1, .off = 0, .len = 64, .key = K_MW2,
+		.fill = 0xEE, .ackreq = true),
+	     NAK(1, ROCE_NAK_REMOTE_ACCESS_ERR), MEM_SAME())),
+    SC("acc_mw2_other_qp_send_inv_refused", "access", MW_RULE,
+       "SEND ONLY with Invalidate naming a type 2 window bound to another QP: NAK invalid "
+       "request, the receive WQE completes with REM_INV_REQ_ERR",
+       STEPS(BIND(K_MW2, .dqp = D_OTHER_QP, .mw_access = MW_RW), WC_BIND(), RECV(1, 64),
+	     TX(.op = ROCE_OP_SEND_ONLY_INV, .psn = 0, .len = 16, .key = K_MW2, .ackreq = true),
+	     NAK(0, ROCE_NAK_INVALID_REQUEST), WC_RECV_ST(IBV_WC_REM_INV_REQ_ERR),
+	     STATE(IBV_QPS_ERR))),
+    SC("acc_mw1_send_inv_refused", "access", MW_RULE,
+       "SEND ONLY with Invalidate naming a type 1 window (which no one may invalidate): NAK "
+       "invalid request, the receive WQE completes with REM_INV_REQ_ERR",
+       STEPS(BIND(K_MW1, .mw_access = MW_RW), WC_BIND(), RECV(1, 64),
+	     TX(.op = ROCE_OP_SEND_ONLY_INV, .psn = 0, .len = 16, .key = K_MW1, .ackreq = true),
+	     NAK(0, ROCE_NAK_INVALID_REQUEST), WC_RECV_ST(IBV_WC_REM_INV_REQ_ERR))),
+    SC("acc_mw1_write", "access", MW_RULE,
+       "a type 1 window bound through another QP of the PD: a WRITE through it on this QP "
+       "lands (type 1 windows are not tied to a QP)",
+       STEPS(BIND(K_MW1, .dqp = D_OTHER_QP, .off = 512, .len = 512, .mw_access = MW_RW),
+	     WC_BIND(),
+	     TX(.op = ROCE_OP_WRITE_ONLY, .psn = 0, .off = 512, .len = 64, .key = K_MW1,
+		.fill = 0xEE, .ackreq = true),
+	     ACK(0), MEM_EQ(512, 64, 0xEE))),
 
     SC("acc_write_region_freed", "access",
        "rocemu's rule for memory freed while registered (docs/memory.md): the access fails as "
