@@ -28,6 +28,12 @@
  *   fork        the client forks with its device open and memory registered
  *               (the child dirties the registered pages and exits through
  *               exit(), running atexit handlers); then the data test.
+ *   mw          the server binds a type 2 memory window through its QP (its
+ *               region has no remote right of its own); the client WRITEs
+ *               and READs through it, revokes it with a SEND with
+ *               Invalidate (the server's receive completion carries
+ *               IBV_WC_WITH_INV and the R_Key), and its next WRITE fails
+ *               with IBV_WC_REM_ACCESS_ERR without changing a byte.
  *
  * -l N: the server serves N clients one after the other on one device (and
  * a client may be killed mid-run: a session whose peer vanished is reported
@@ -342,9 +348,12 @@ static int make_cqs_and_mr(struct ctx *c)
 	if (posix_memalign((void **)&c->buf, 4096, c->buf_len))
 		return failf("out of memory");
 	memset(c->buf, 0, c->buf_len);
+	/* mw: the server's region grants nothing remote; its window does */
 	c->mr = ibv_reg_mr(c->pd, c->buf, c->buf_len,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+			   !strcmp(opt.test, "mw") && c->server
+			       ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND
+			       : IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 	if (!c->mr)
 		return failf("ibv_reg_mr failed: %s", strerror(errno));
 	c->ch = ibv_create_comp_channel(c->dev);
@@ -1344,6 +1353,173 @@ static int fork_child(struct ctx *c)
 }
 
 /* ------------------------------------------------------------------------ */
+/* mw                                                                         */
+
+#define MW_WRITE_LEN (4096 + 5) /* several packets at any MTU */
+#define MW_READ_LEN  3000
+#define MW_TAG	     0x4D57u
+
+/* What the server tells the client of its window. */
+struct mw_grant {
+	uint32_t rkey, pad;
+	uint64_t addr, len;
+};
+
+/* A SEND with Invalidate of rkey (send_args with the IETH R_Key). */
+static int post_send_inv(struct ctx *c, const struct send_args *s, uint32_t rkey)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)s->addr, .length = s->len, .lkey = c->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = s->wr_id,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = s->op,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .invalidate_rkey = rkey},
+			   *bad;
+	int rc = ibv_post_send(c->qp[0], &wr, &bad);
+
+	return rc ? failf("post_send (SEND with Invalidate): %s", strerror(rc)) : 0;
+}
+
+/* The client's WRITE or READ through the window; its completion status. */
+static int mw_access(struct ctx *c, enum ibv_wr_opcode op, uint8_t *local, uint32_t len,
+		     uint64_t raddr, uint32_t rkey, enum ibv_wc_status *status)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)local, .length = len, .lkey = c->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = op,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	struct ibv_wc wc;
+	int rc;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	rc = ibv_post_send(c->qp[0], &wr, &bad);
+	if (rc)
+		return failf("post_send through the window: %s", strerror(rc));
+	if (wait_wc(c->scq, &wc, "window access"))
+		return -1;
+	if (wc.wr_id != (uint64_t)op)
+		return failf("window access: wr_id %#" PRIx64, wc.wr_id);
+	*status = wc.status;
+	return 0;
+}
+
+/*
+ * Client: WRITE and READ through the server's type 2 window; a SEND with
+ * Invalidate of its R_Key; then a WRITE through it must fail with
+ * IBV_WC_REM_ACCESS_ERR.
+ */
+static int mw_client(struct ctx *c)
+{
+	uint8_t *src = qbuf(c, 0, off_recv(0)), *dst = qbuf(c, 0, off_rdst());
+	struct mw_grant g;
+	enum ibv_wc_status s;
+	struct send_args inv = {
+	    .op = IBV_WR_SEND_WITH_INV, .wr_id = 0x1417, .addr = src, .len = 16};
+
+	if (oob_recv(c->oob, &g, sizeof(g)))
+		return -1;
+	pat_fill(src, MW_WRITE_LEN, MW_TAG, 1, 0);
+	if (mw_access(c, IBV_WR_RDMA_WRITE, src, MW_WRITE_LEN, g.addr, g.rkey, &s))
+		return -1;
+	if (s != IBV_WC_SUCCESS)
+		return failf("WRITE through the window: %s", st(s));
+	memset(dst, 0, MW_READ_LEN);
+	if (mw_access(c, IBV_WR_RDMA_READ, dst, MW_READ_LEN, g.addr + g.len - MW_READ_LEN, g.rkey,
+		      &s))
+		return -1;
+	if (s != IBV_WC_SUCCESS)
+		return failf("READ through the window: %s", st(s));
+	if (pat_check(dst, MW_READ_LEN, MW_TAG, 2, 0, "READ through the window"))
+		return -1;
+	printf("mw: WRITE of %d and READ of %d bytes through the window 0x%x\n", MW_WRITE_LEN,
+	       MW_READ_LEN, g.rkey);
+	if (sync_both(c, 0x4D570001u))
+		return -1;
+	/* the server's peer revokes the window */
+	if (post_send_inv(c, &inv, g.rkey) ||
+	    expect_wc(c->scq, inv.wr_id, IBV_WC_SEND, 0, NULL, "SEND with Invalidate"))
+		return -1;
+	if (sync_both(c, 0x4D570002u))
+		return -1;
+	if (mw_access(c, IBV_WR_RDMA_WRITE, src, 64, g.addr, g.rkey, &s))
+		return -1;
+	if (s != IBV_WC_REM_ACCESS_ERR)
+		return failf("WRITE through the invalidated window: %s, expected %s", st(s),
+			     st(IBV_WC_REM_ACCESS_ERR));
+	printf("mw: WRITE after the invalidation: %s\n", st(s));
+	return sync_both(c, 0x4D570003u);
+}
+
+/*
+ * Server: a type 2 window bound through its QP over part of its buffer (the
+ * region has no remote right: only the window grants them); the client's
+ * WRITE lands in it, its READ gets the pattern; the client's SEND with
+ * Invalidate completes with IBV_WC_WITH_INV and the window's R_Key; the
+ * client's WRITE after that changes no byte.
+ */
+static int mw_server(struct ctx *c)
+{
+	uint8_t *win = qbuf(c, 0, off_write()), *snap;
+	uint64_t len = 3 * slot_len();
+	struct ibv_send_wr bind = {.wr_id = 0xB1D,
+				   .opcode = IBV_WR_BIND_MW,
+				   .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	struct mw_grant g;
+	struct ibv_wc wc;
+	struct ibv_mw *mw;
+	int rc;
+
+	mw = ibv_alloc_mw(c->pd, IBV_MW_TYPE_2);
+	if (!mw)
+		return failf("ibv_alloc_mw: %s", strerror(errno));
+	g = (struct mw_grant){.rkey = ibv_inc_rkey(mw->rkey), .addr = (uintptr_t)win, .len = len};
+	bind.bind_mw.mw = mw;
+	bind.bind_mw.rkey = g.rkey;
+	bind.bind_mw.bind_info = (struct ibv_mw_bind_info){
+	    .mr = c->mr,
+	    .addr = g.addr,
+	    .length = len,
+	    .mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
+	memset(win, 0, len);
+	pat_fill(win + len - MW_READ_LEN, MW_READ_LEN, MW_TAG, 2, 0);
+	rc = ibv_post_send(c->qp[0], &bind, &bad);
+	if (rc)
+		return failf("IBV_WR_BIND_MW: %s", strerror(rc));
+	if (expect_wc(c->scq, bind.wr_id, IBV_WC_BIND_MW, 0, NULL, "bind"))
+		return -1;
+	if (post_recv(c, 0, 0x2EC, qbuf(c, 0, off_recv(0)), (uint32_t)slot_len()))
+		return -1;
+	if (oob_send(c->oob, &g, sizeof(g)) || sync_both(c, 0x4D570001u))
+		return -1;
+	if (pat_check(win, MW_WRITE_LEN, MW_TAG, 1, 0, "WRITE through the window"))
+		return -1;
+	if (expect_wc(c->rcq, 0x2EC, IBV_WC_RECV, 16, &wc, "SEND with Invalidate"))
+		return -1;
+	if (!(wc.wc_flags & IBV_WC_WITH_INV) || wc.invalidated_rkey != g.rkey)
+		return failf("receive completion: flags %#x, invalidated_rkey %#x, expected "
+			     "IBV_WC_WITH_INV of %#x",
+			     wc.wc_flags, wc.invalidated_rkey, g.rkey);
+	printf("mw: the peer's SEND with Invalidate freed the window 0x%x\n", g.rkey);
+	snap = malloc(len);
+	if (!snap)
+		return failf("out of memory");
+	memcpy(snap, win, len);
+	rc = sync_both(c, 0x4D570002u) || sync_both(c, 0x4D570003u);
+	if (rc == 0 && memcmp(snap, win, len) != 0)
+		rc = failf("the WRITE through the invalidated window changed bytes");
+	free(snap);
+	if (rc == 0 && ibv_dealloc_mw(mw))
+		rc = failf("ibv_dealloc_mw failed");
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Sessions                                                                   */
 
 /* Both ends' QP numbers, PSNs, GID, address and key; only the QPs in use
@@ -1360,12 +1536,12 @@ static int exchange(struct ctx *c)
 	return oob_recv(c->oob, c->peer.qpn, n) || oob_recv(c->oob, c->peer.psn, n) ? -1 : 0;
 }
 
-enum test { T_DATA, T_UC, T_THREADS, T_SRQ, T_OVF, T_FORK };
+enum test { T_DATA, T_UC, T_THREADS, T_SRQ, T_OVF, T_FORK, T_MW };
 
 static enum test test_kind(void)
 {
-	static const char *const names[] = {"data",	 "uc-loss",	"threads",
-					    "srq-limit", "cq-overflow", "fork"};
+	static const char *const names[] = {"data",	   "uc-loss", "threads", "srq-limit",
+					    "cq-overflow", "fork",    "mw"};
 
 	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(opt.test, names[i]))
@@ -1431,6 +1607,9 @@ static int session(struct ctx *c, int oob)
 		break;
 	case T_OVF:
 		rc = c->server ? ovf_server(c) : ovf_client(c);
+		break;
+	case T_MW:
+		rc = c->server ? mw_server(c) : mw_client(c);
 		break;
 	case T_FORK: {
 		/* one round, the client forks, then the other rounds */
