@@ -23,6 +23,9 @@
 
 #include "mem_objects.h"
 
+/** bound_qpn of a type 2 window whose QP was destroyed: no QPN (24 bits) is it. */
+#define ROCEMU_MEM_NO_QP 0xfffffffeu
+
 /** Largest slot count: the index has 24 bits. */
 #define ROCEMU_MEM_MAX_SLOTS (1u << 24)
 

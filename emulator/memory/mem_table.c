@@ -230,6 +230,19 @@ uint32_t rocemu_obj_count(const struct rocemu_mem_table *t, enum rocemu_obj_kind
 	return t->nr_obj[kind];
 }
 
+void rocemu_mem_windows_orphan(struct rocemu_mem_table *t, uint32_t qpn)
+{
+	for (uint32_t i = 0, seen = 0; i < t->nr_slots && seen < t->nr_mw; i++) {
+		struct rocemu_mr *w = t->slot[i];
+
+		if (!w || !w->window)
+			continue;
+		seen++;
+		if (w->mw_type == IBV_MW_TYPE_2 && !w->invalidated && w->bound_qpn == qpn)
+			w->bound_qpn = ROCEMU_MEM_NO_QP;
+	}
+}
+
 uint32_t rocemu_mem_pd_handle(struct rocemu_mem_table *t)
 {
 	return ++t->last_pd_handle;

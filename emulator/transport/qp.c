@@ -230,6 +230,9 @@ int rocemu_qp_destroy(struct rocemu_qp *qp)
 		return -EBUSY;
 	}
 	rocemu_engine_forget(qp);
+	/* its type 2 windows stay bound but answer no QP: a later QP given
+	 * the same number must not inherit them */
+	rocemu_mem_windows_orphan(e->mem, qp->qpn);
 	e->qpn_table[rocemu_qpn_slot(qp->qpn)] = NULL;
 	if (qp->qpn != 1)
 		rocemu_port_qpn_free(e->port, qp->qpn);

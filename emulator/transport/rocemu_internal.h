@@ -181,6 +181,12 @@ struct rocemu_mem_bind {
  */
 int rocemu_mem_bind(struct rocemu_mem_table *t, const struct rocemu_pd *pd, uint32_t qpn,
 		    const struct rocemu_mem_bind *b);
+/**
+ * QP qpn is being destroyed: the type 2 windows bound to it stay bound (the
+ * owner may still LOCAL_INV or deallocate them) but answer no QP from now
+ * on, as on a NIC where the window holds its QP until it is freed.
+ */
+void rocemu_mem_windows_orphan(struct rocemu_mem_table *t, uint32_t qpn);
 /** Short name of an error, for counters and logs. */
 const char *rocemu_mem_err_name(enum rocemu_mem_err err);
 

@@ -426,6 +426,28 @@ static void test_region_invalidated(void **state)
 	assert_int_equal(rd(f, QA, k, at(f, 0)), ROCEMU_MEM_BAD_KEY);
 }
 
+/* The QP of a type 2 window is destroyed: the window answers no QP any more
+ * (not one given the same number later), and its owner can still free it. */
+static void test_qp_destroyed(void **state)
+{
+	struct mwf *f = *state;
+	struct rocemu_mw *t2, *other;
+	uint32_t k, k2;
+
+	assert_int_equal(rocemu_mw_alloc(f->pd, IBV_MW_TYPE_2, &t2), 0);
+	assert_int_equal(rocemu_mw_alloc(f->pd, IBV_MW_TYPE_2, &other), 0);
+	assert_int_equal(bind(f, f->pd, QA, t2, f->mr->key, at(f, 0), 64, RW, &k), 0);
+	assert_int_equal(bind(f, f->pd, QB, other, f->mr->key, at(f, 0), 64, RW, &k2), 0);
+	rocemu_mem_windows_orphan(f->e->mem, QA);
+	assert_int_equal(rd(f, QA, k, at(f, 0)), ROCEMU_MEM_BAD_KEY);
+	assert_int_equal(rocemu_mem_invalidate(f->e->mem, f->pd, k, true, QA), ROCEMU_MEM_ACCESS);
+	assert_int_equal(rd(f, QB, k2, at(f, 0)), ROCEMU_MEM_OK); /* another QP's: untouched */
+	assert_int_equal(rocemu_mr_dereg(f->mr), -EBUSY);	  /* still bound */
+	assert_int_equal(rocemu_mem_invalidate(f->e->mem, f->pd, k, false, QB), ROCEMU_MEM_OK);
+	assert_int_equal(rocemu_mw_dealloc(other), 0);
+	assert_int_equal(rocemu_mr_dereg(f->mr), 0);
+}
+
 /* A window on an implicit ODP region: the window's iova is a host address. */
 static void test_implicit_odp_parent(void **state)
 {
@@ -520,6 +542,7 @@ int main(void)
 	    MW_TEST(test_invalidate_rules),
 	    MW_TEST(test_region_busy_and_dealloc),
 	    MW_TEST(test_region_invalidated),
+	    MW_TEST(test_qp_destroyed),
 	    MW_TEST(test_implicit_odp_parent),
 	    cmocka_unit_test(test_slot_reuse_skips_last_tag),
 	    cmocka_unit_test(test_table_sizes),
