@@ -19,7 +19,8 @@ try:
     from pyverbs.device import Context, get_device_list
     from pyverbs.pd import PD
     from pyverbs.cq import CQ
-    from pyverbs.mr import MR
+    from pyverbs.mr import MR, MW, MWBindInfo
+    from pyverbs.wr import SGE
     from pyverbs.addr import AHAttr, GlobalRoute
     from pyverbs.qp import QPCap, QPInitAttrEx, QPAttr, QPEx, QP
     from pyverbs.pd import ParentDomain, ParentDomainInitAttr, ParentDomainContext
@@ -179,7 +180,58 @@ def raw_packet(a, b):
     print("ok raw_packet")
 
 
-PARTS = ["atomic_write", "parent_domain", "raw_packet"]
+def memory_window(a, b):
+    """ibv_wr_bind_mw(3) on an extended QP (rdma-core's own MWTest, run by
+    verbs-pyverbs-rdma-core-mw, covers ibv_post_send and ibv_bind_mw): a
+    zero-based type 2 window over a region without remote rights, the peer's
+    WRITE at window offset 64, ibv_wr_local_inv, then a remote access error."""
+    ops = (e.IBV_QP_EX_WITH_SEND | e.IBV_QP_EX_WITH_RDMA_WRITE | e.IBV_QP_EX_WITH_BIND_MW |
+           e.IBV_QP_EX_WITH_LOCAL_INV)
+    qa, qb = rc_pair(a, b, ops)
+    mr = MR(b.pd, 4096, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_MW_BIND)
+    mw = MW(b.pd, e.IBV_MW_TYPE_2)
+    rkey = (mw.rkey & ~0xff) | ((mw.rkey + 1) & 0xff)  # ibv_inc_rkey
+    qb.wr_start()
+    qb.wr_id = 1
+    qb.wr_flags = e.IBV_SEND_SIGNALED
+    qb.wr_bind_mw(mw, rkey, MWBindInfo(mr, mr.buf + 1024, 512,
+                                       e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_ZERO_BASED))
+    qb.wr_complete()
+    wc = poll(b.cq)
+    check(wc.status == e.IBV_WC_SUCCESS and wc.opcode == e.IBV_WC_BIND_MW,
+          "mw: bind status %d opcode %d" % (wc.status, wc.opcode))
+
+    def write(wr_id):
+        qa.wr_start()
+        qa.wr_id = wr_id
+        qa.wr_flags = e.IBV_SEND_SIGNALED
+        qa.wr_rdma_write(rkey, 64)
+        qa.wr_set_sge(SGE(a.mr.buf, 16, a.mr.lkey))
+        qa.wr_complete()
+        return poll(a.cq)
+
+    a.mr.write(bytes(range(100, 116)), 16, 0)
+    wc = write(2)
+    check(wc.status == e.IBV_WC_SUCCESS, "mw: WRITE through the window: status %d" % wc.status)
+    check(mr.read(16, 1024 + 64) == bytes(range(100, 116)),
+          "mw: window bytes %s" % mr.read(16, 1024 + 64).hex())
+    qb.wr_start()
+    qb.wr_id = 3
+    qb.wr_flags = e.IBV_SEND_SIGNALED
+    qb.wr_local_inv(rkey)
+    qb.wr_complete()
+    wc = poll(b.cq)
+    check(wc.status == e.IBV_WC_SUCCESS and wc.opcode == e.IBV_WC_LOCAL_INV,
+          "mw: LOCAL_INV status %d opcode %d" % (wc.status, wc.opcode))
+    wc = write(4)
+    check(wc.status == e.IBV_WC_REM_ACCESS_ERR,
+          "mw: WRITE after LOCAL_INV: status %d, expected remote access error" % wc.status)
+    for o in (qa, qb, mw, mr):
+        o.close()
+    print("ok memory_window")
+
+
+PARTS = ["atomic_write", "parent_domain", "raw_packet", "memory_window"]
 
 
 def main():
