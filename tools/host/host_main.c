@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../cmd_opt.h"
 #include "../rocemu.h"
 #include "host.h"
 
@@ -67,22 +68,6 @@ static void usage(FILE *f)
 	    HOST_QPN_QUIET_MS_DEFAULT);
 }
 
-static int parse_uint(const char *opt, const char *val, unsigned max, unsigned *out)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(val, &end, 10);
-	if (errno || end == val || *end || v > max || *val == '-') {
-		fprintf(stderr, "rocemu host: --%s '%s': expected an integer 0..%u\n", opt, val,
-			max);
-		return -EINVAL;
-	}
-	*out = (unsigned)v;
-	return 0;
-}
-
 static int add_user(struct host *h, const char *val)
 {
 	struct passwd *pw = getpwnam(val);
@@ -92,7 +77,7 @@ static int add_user(struct host *h, const char *val)
 		return -ENOSPC;
 	if (pw)
 		h->allowed_uids[h->n_allowed_uids++] = pw->pw_uid;
-	else if (parse_uint("allow-user", val, UINT32_MAX - 1, &id) == 0)
+	else if (cmd_opt_parse_uint(val, UINT32_MAX - 1, &id) == 0)
 		h->allowed_uids[h->n_allowed_uids++] = id;
 	else
 		return -EINVAL;
@@ -108,7 +93,7 @@ static int add_group(struct host *h, const char *val)
 		return -ENOSPC;
 	if (gr)
 		h->allowed_gids[h->n_allowed_gids++] = gr->gr_gid;
-	else if (parse_uint("allow-group", val, UINT32_MAX - 1, &id) == 0)
+	else if (cmd_opt_parse_uint(val, UINT32_MAX - 1, &id) == 0)
 		h->allowed_gids[h->n_allowed_gids++] = id;
 	else
 		return -EINVAL;
@@ -258,6 +243,9 @@ static void ready(int *ready_fd, int code)
 	close(devnull);
 }
 
+static const char *const host_flags[] = {"detach", "verbose", NULL};
+static const struct cmd_opt_spec host_opts = {"host", host_flags, usage};
+
 int rocemu_cmd_host(int argc, char **argv)
 {
 	static struct host host; /* large: QPN table pointer, process table */
@@ -266,45 +254,20 @@ int rocemu_cmd_host(int argc, char **argv)
 	const char *pid_file = NULL;
 	bool do_detach = false;
 	struct sigaction sa;
-	int ready_fd = -1, status = 0, rc;
+	struct cmd_opt o;
+	int ready_fd = -1, status = 0, rc, exit_status, i = 1;
 
 	rocemu_port_config_init(&h->cfg);
 	h->quiet_ms = HOST_QPN_QUIET_MS_DEFAULT;
 	h->ctl_listen_fd = h->ctl_wake_fd = -1;
-	for (int i = 1; i < argc; i++) {
-		char opt[64];
-		const char *arg = argv[i], *val, *eq;
+	while (cmd_opt_next(&host_opts, argc, argv, &i, &o, &exit_status)) {
+		const char *opt = o.name, *val = o.val;
 
-		if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-			usage(stdout);
-			return 0;
-		}
-		if (!strcmp(arg, "--detach")) {
+		if (!strcmp(opt, "detach")) {
 			do_detach = true;
-			continue;
-		}
-		if (!strcmp(arg, "--verbose")) {
+		} else if (!strcmp(opt, "verbose")) {
 			h->verbose = true;
-			continue;
-		}
-		if (strncmp(arg, "--", 2) || !arg[2]) {
-			fprintf(stderr, "rocemu host: unexpected argument '%s' (see --help)\n",
-				arg);
-			return 2;
-		}
-		eq = strchr(arg, '=');
-		if (eq) {
-			snprintf(opt, sizeof(opt), "%.*s", (int)(eq - arg - 2), arg + 2);
-			val = eq + 1;
-		} else {
-			snprintf(opt, sizeof(opt), "%s", arg + 2);
-			if (i + 1 >= argc) {
-				fprintf(stderr, "rocemu host: --%s needs a value\n", opt);
-				return 2;
-			}
-			val = argv[++i];
-		}
-		if (!strcmp(opt, "name")) {
+		} else if (!strcmp(opt, "name")) {
 			snprintf(h->name, sizeof(h->name), "%s", val);
 			if (strlen(val) >= sizeof(h->name) && !strchr(val, '/')) {
 				fprintf(stderr, "rocemu host: --name: at most %d characters\n",
@@ -314,7 +277,7 @@ int rocemu_cmd_host(int argc, char **argv)
 		} else if (!strcmp(opt, "pid-file")) {
 			pid_file = val;
 		} else if (!strcmp(opt, "qpn-quiet")) {
-			if (parse_uint(opt, val, 3600000, &h->quiet_ms))
+			if (cmd_opt_uint(&host_opts, &o, 3600000, &h->quiet_ms))
 				return 2;
 		} else if (!strcmp(opt, "allow-user")) {
 			if (add_user(h, val)) {
@@ -333,6 +296,8 @@ int rocemu_cmd_host(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (exit_status >= 0)
+		return exit_status;
 	if (!h->name[0]) {
 		fprintf(stderr, "rocemu host: --name NAME is required\n");
 		return 2;

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../cmd_opt.h"
 #include "../rocemu.h"
 #include "rocemu_port.h"
 
@@ -167,21 +168,8 @@ static int run_pings(struct rocemu_port *port, const char *target, unsigned coun
 	return answered == count ? 0 : 1;
 }
 
-static int parse_uint(const char *opt, const char *val, unsigned max, unsigned *out)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(val, &end, 10);
-	if (errno || end == val || *end || v > max || *val == '-') {
-		fprintf(stderr, "rocemu port: --%s '%s': expected an integer 0..%u\n", opt, val,
-			max);
-		return -EINVAL;
-	}
-	*out = (unsigned)v;
-	return 0;
-}
+static const char *const port_flags[] = {"stay", NULL};
+static const struct cmd_opt_spec port_opts = {"port", port_flags, usage};
 
 int rocemu_cmd_port(int argc, char **argv)
 {
@@ -191,56 +179,33 @@ int rocemu_cmd_port(int argc, char **argv)
 	unsigned count = 3, interval = 200, duration = 0;
 	char err[ROCEMU_CAPTURE_MSG_MAX];
 	struct sigaction sa;
-	int status = 0;
+	struct cmd_opt o;
+	int status = 0, exit_status, i = 1;
 	bool stay = false;
 
 	rocemu_port_config_init(&cfg);
 	cfg.notice = port_notice;
-	for (int i = 1; i < argc; i++) {
-		char opt[64];
-		const char *arg = argv[i], *val, *eq;
-
-		if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-			usage(stdout);
-			return 0;
-		}
-		if (!strcmp(arg, "--stay")) {
+	while (cmd_opt_next(&port_opts, argc, argv, &i, &o, &exit_status)) {
+		if (!strcmp(o.name, "stay")) {
 			stay = true;
-			continue;
-		}
-		if (strncmp(arg, "--", 2) || !arg[2]) {
-			fprintf(stderr, "rocemu port: unexpected argument '%s' (see --help)\n",
-				arg);
-			return 2;
-		}
-		eq = strchr(arg, '=');
-		if (eq) {
-			snprintf(opt, sizeof(opt), "%.*s", (int)(eq - arg - 2), arg + 2);
-			val = eq + 1;
-		} else {
-			snprintf(opt, sizeof(opt), "%s", arg + 2);
-			if (i + 1 >= argc) {
-				fprintf(stderr, "rocemu port: --%s needs a value\n", opt);
+		} else if (!strcmp(o.name, "ping")) {
+			ping = o.val;
+		} else if (!strcmp(o.name, "count")) {
+			if (cmd_opt_uint(&port_opts, &o, 100000, &count))
 				return 2;
-			}
-			val = argv[++i];
-		}
-		if (!strcmp(opt, "ping")) {
-			ping = val;
-		} else if (!strcmp(opt, "count")) {
-			if (parse_uint(opt, val, 100000, &count))
+		} else if (!strcmp(o.name, "interval")) {
+			if (cmd_opt_uint(&port_opts, &o, 60000, &interval))
 				return 2;
-		} else if (!strcmp(opt, "interval")) {
-			if (parse_uint(opt, val, 60000, &interval))
+		} else if (!strcmp(o.name, "duration")) {
+			if (cmd_opt_uint(&port_opts, &o, 86400 * 365, &duration))
 				return 2;
-		} else if (!strcmp(opt, "duration")) {
-			if (parse_uint(opt, val, 86400 * 365, &duration))
-				return 2;
-		} else if (rocemu_port_config_set(&cfg, opt, val, err, sizeof(err))) {
+		} else if (rocemu_port_config_set(&cfg, o.name, o.val, err, sizeof(err))) {
 			fprintf(stderr, "rocemu port: %s\n", err);
 			return 2;
 		}
 	}
+	if (exit_status >= 0)
+		return exit_status;
 	if (rocemu_port_config_validate(&cfg, err, sizeof(err)) ||
 	    (cfg.capture_path[0] && rocemu_capture_check(cfg.capture_path, err, sizeof(err)))) {
 		fprintf(stderr, "rocemu port: %s\n", err);
