@@ -259,10 +259,13 @@ static int host_map(struct rocemu_port *port, struct host_link *l, const int *fd
 	if (r->magic != ROCEMU_HOST_REGION_MAGIC || r->version != ROCEMU_HOST_VERSION ||
 	    r->n_slots != ROCEMU_HOST_RING_SLOTS || r->slot_size < 256 ||
 	    r->size != l->region_size || rocemu_host_region_size(r->slot_size) != r->size ||
-	    r->up_offset != ROCEMU_HOST_REGION_HDR || l->page->magic != ROCEMU_HOST_PAGE_MAGIC)
+	    r->up_offset != ROCEMU_HOST_REGION_HDR ||
+	    r->direct_qp_offset != rocemu_host_region_direct_offset(r->slot_size) ||
+	    l->page->magic != ROCEMU_HOST_PAGE_MAGIC)
 		return port_fail(err, errlen, -EPROTO, "host: region of an unknown layout");
 	l->slot_size = r->slot_size;
 	l->up = (struct rocemu_host_ring *)((uint8_t *)l->region + r->up_offset);
+	l->direct_qp = rocemu_host_region_direct(l->region);
 	l->inbound = host_link_map_inbound(fds[1], l->slot_size, &l->inbound_size);
 	if (!l->inbound)
 		return port_fail(err, errlen, -EPROTO, "host: inbound region of an unknown layout");

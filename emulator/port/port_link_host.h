@@ -43,6 +43,7 @@ struct host_link {
 	struct rocemu_host_bell *bell;
 	size_t region_size, inbound_size;
 	struct rocemu_host_ring *up;
+	struct rocemu_host_direct_qp *direct_qp; /* in our region: what our QPs took directly */
 	struct rocemu_host_ring *in_ring[ROCEMU_HOST_INBOUND_RINGS];
 	uint32_t slot_size;
 	unsigned rx_next; /* the inbound ring to read first (round robin) */

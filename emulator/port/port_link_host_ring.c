@@ -166,31 +166,73 @@ static struct host_peer *peer_get(struct rocemu_port *port, int idx, uint32_t ge
  * allows direct rings); everything else (the uplink, QP1, our own QPs,
  * unknown QPNs) to the host.
  */
-static struct host_peer *frame_peer(struct rocemu_port *port, const uint8_t *f, uint32_t len)
+/* The destination QPN of a RoCEv2 frame (IPv4 or IPv6, UDP 4791): false
+ * when the frame is not one. */
+static bool frame_dqpn(const uint8_t *f, uint32_t len, uint32_t *dqpn)
 {
-	struct host_link *l = port->link_priv;
-	uint32_t l4, dqpn;
-	uint64_t e;
-	int idx;
+	uint32_t l4;
 
-	if (l->page->switch_all || len < 14 + 20 + 8 + 12 || memcmp(f, port->mac.addr_bytes, 6))
-		return NULL;
+	if (len < 14 + 20 + 8 + 12)
+		return false;
 	if (f[12] == 0x08 && f[13] == 0x00 && f[14] == 0x45 && f[23] == 17)
 		l4 = 14 + 20;
 	else if (f[12] == 0x86 && f[13] == 0xdd && f[20] == 17)
 		l4 = 14 + 40;
 	else
-		return NULL;
+		return false;
 	if (len < l4 + 8 + 12 || (f[l4 + 2] << 8 | f[l4 + 3]) != ROCE_UDP_PORT)
-		return NULL;
-	dqpn = (uint32_t)f[l4 + 8 + 5] << 16 | (uint32_t)f[l4 + 8 + 6] << 8 | f[l4 + 8 + 7];
-	if (dqpn == 1)
+		return false;
+	*dqpn = (uint32_t)f[l4 + 8 + 5] << 16 | (uint32_t)f[l4 + 8 + 6] << 8 | f[l4 + 8 + 7];
+	return true;
+}
+
+/*
+ * Where a frame goes: a RoCEv2 frame to the host's MAC for a QP another
+ * process owns goes straight into that process's ring (when the host
+ * allows direct rings); everything else (the uplink, QP1, our own QPs,
+ * unknown QPNs) to the host.
+ */
+static struct host_peer *frame_peer(struct rocemu_port *port, const uint8_t *f, uint32_t len)
+{
+	struct host_link *l = port->link_priv;
+	uint32_t dqpn;
+	uint64_t e;
+	int idx;
+
+	if (l->page->switch_all || memcmp(f, port->mac.addr_bytes, 6) ||
+	    !frame_dqpn(f, len, &dqpn) || dqpn == 1)
 		return NULL;
 	e = atomic_load_explicit(&l->page->qpn_owner[dqpn & 0xFFFF], memory_order_acquire);
 	idx = ROCEMU_HOST_OWNER_IDX(e);
 	if (ROCEMU_HOST_OWNER_QPN(e) != dqpn || idx < 0 || (uint32_t)idx == l->welcome.proc_id)
 		return NULL;
 	return peer_get(port, idx, ROCEMU_HOST_OWNER_GEN(e));
+}
+
+/* A frame taken from a direct ring, counted for `rocemu stat` (the host
+ * does not see it pass): per QP of ours it is addressed to. */
+static void count_direct_in(struct host_link *l, const uint8_t *f, uint32_t len)
+{
+	struct rocemu_host_region *r = l->region;
+	struct rocemu_host_direct_qp *c;
+	uint32_t dqpn;
+	uint64_t e;
+
+	rocemu_host_count(&r->direct_in_frames, 1);
+	rocemu_host_count(&r->direct_in_bytes, len);
+	if (!frame_dqpn(f, len, &dqpn))
+		return;
+	e = atomic_load_explicit(&l->page->qpn_owner[dqpn & 0xFFFF], memory_order_acquire);
+	if (ROCEMU_HOST_OWNER_QPN(e) != dqpn || ROCEMU_HOST_OWNER_IDX(e) != (int)l->welcome.proc_id)
+		return; /* not a QP of ours (any more): the port drops it, counted */
+	c = &l->direct_qp[dqpn & (ROCEMU_HOST_DIRECT_QP_SLOTS - 1)];
+	if (atomic_load_explicit(&c->qpn, memory_order_relaxed) != dqpn) {
+		atomic_store_explicit(&c->frames, 0, memory_order_relaxed);
+		atomic_store_explicit(&c->bytes, 0, memory_order_relaxed);
+		atomic_store_explicit(&c->qpn, dqpn, memory_order_release);
+	}
+	rocemu_host_count(&c->frames, 1);
+	rocemu_host_count(&c->bytes, len);
 }
 
 /* Put one frame in ring r of n_slots: false when it is full. */
@@ -242,6 +284,8 @@ uint16_t host_link_tx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, ui
 				rung[n_rung++] = pr;
 			}
 			port_count(port, PC_TX_DIRECT_FRAMES);
+			rocemu_host_count(&l->region->direct_out_frames, 1);
+			rocemu_host_count(&l->region->direct_out_bytes, m->pkt_len);
 		} else {
 			if (!ring_put(l, l->up, ROCEMU_HOST_RING_SLOTS, m))
 				break;
@@ -260,7 +304,7 @@ uint16_t host_link_tx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, ui
 }
 
 static uint16_t ring_take(struct rocemu_port *port, struct rocemu_host_ring *r, uint32_t n_slots,
-			  struct rte_mbuf **pkts, uint16_t n)
+			  bool direct, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct host_link *l = port->link_priv;
 	uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
@@ -291,6 +335,8 @@ static uint16_t ring_take(struct rocemu_port *port, struct rocemu_host_ring *r, 
 		if (!m)
 			break; /* the frame waits in the ring */
 		memcpy(rte_pktmbuf_mtod(m, void *), s->frame, len);
+		if (direct)
+			count_direct_in(l, rte_pktmbuf_mtod(m, const uint8_t *), len);
 		m->data_len = (uint16_t)len;
 		m->pkt_len = len;
 		pkts[got++] = m;
@@ -308,12 +354,12 @@ uint16_t host_link_rx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, ui
 	uint16_t got = 0;
 
 	if (assigned == 1)
-		return ring_take(port, l->in_ring[0], ROCEMU_HOST_RING_SLOTS, pkts, n);
+		return ring_take(port, l->in_ring[0], ROCEMU_HOST_RING_SLOTS, false, pkts, n);
 	for (unsigned j = 0; j < ROCEMU_HOST_INBOUND_RINGS && got < n; j++) {
 		unsigned k = (l->rx_next + j) % ROCEMU_HOST_INBOUND_RINGS;
 
 		if (assigned & (1u << k))
-			got += ring_take(port, l->in_ring[k], rocemu_host_inbound_slots(k),
+			got += ring_take(port, l->in_ring[k], rocemu_host_inbound_slots(k), k > 0,
 					 pkts + got, (uint16_t)(n - got));
 	}
 	l->rx_next++;

@@ -40,7 +40,7 @@
 
 #include "rocemu_port.h"
 
-#define ROCEMU_HOST_VERSION  1
+#define ROCEMU_HOST_VERSION  2
 #define ROCEMU_HOST_NAME_MAX 64
 
 /** Slots of the host's ring to a process and of the process's ring to the
@@ -72,17 +72,37 @@ struct rocemu_host_slot {
 	uint8_t frame[];
 };
 
+/** Frames one of a process's QPs took from direct rings (written by the
+ * process, read by the host for `rocemu stat`): slot = the QPN's low 16
+ * bits; counts belong to `qpn` only (a new QP in the slot starts at 0). */
+struct rocemu_host_direct_qp {
+	_Atomic uint32_t qpn;
+	uint32_t reserved;
+	_Atomic uint64_t frames;
+	_Atomic uint64_t bytes;
+};
+
+#define ROCEMU_HOST_DIRECT_QP_SLOTS (1u << 16)
+
 /** A process's private region (host and process only): its ring to the
- * host. */
+ * host, then its counts of same-host frames on direct rings, which the
+ * host does not see pass (sparse: only the pages of slots in use). */
 struct rocemu_host_region {
 	uint32_t magic; /* ROCEMU_HOST_REGION_MAGIC */
 	uint32_t version;
 	uint32_t slot_size; /* bytes per slot, header included */
 	uint32_t n_slots;
-	uint64_t up_offset; /* of the process -> host ring */
-	uint64_t size;	    /* of the whole region */
+	uint64_t up_offset;	   /* of the process -> host ring */
+	uint64_t size;		   /* of the whole region */
+	uint64_t direct_qp_offset; /* of rocemu_host_direct_qp[ROCEMU_HOST_DIRECT_QP_SLOTS] */
 	/* set by the host when it stops serving this process (host shutdown) */
 	_Alignas(64) _Atomic uint32_t host_gone;
+	/* frames and bytes the process wrote into other processes' direct
+	 * rings, and took from its own (written by the process) */
+	_Alignas(64) _Atomic uint64_t direct_out_frames;
+	_Atomic uint64_t direct_out_bytes;
+	_Atomic uint64_t direct_in_frames;
+	_Atomic uint64_t direct_in_bytes;
 };
 
 #define ROCEMU_HOST_REGION_MAGIC 0x52434d48u /* "RCMH" */
@@ -273,10 +293,31 @@ static inline uint64_t rocemu_host_ring_bytes(uint32_t slot_size, uint32_t n_slo
 	return (ring + 4095) & ~4095ull;
 }
 
+/** Offset of the direct-ring QP counts in a private region. */
+static inline uint64_t rocemu_host_region_direct_offset(uint32_t slot_size)
+{
+	return ROCEMU_HOST_REGION_HDR + rocemu_host_ring_bytes(slot_size, ROCEMU_HOST_RING_SLOTS);
+}
+
 /** Bytes of a private region whose slots hold slot_size bytes. */
 static inline uint64_t rocemu_host_region_size(uint32_t slot_size)
 {
-	return ROCEMU_HOST_REGION_HDR + rocemu_host_ring_bytes(slot_size, ROCEMU_HOST_RING_SLOTS);
+	return rocemu_host_region_direct_offset(slot_size) +
+	       (uint64_t)ROCEMU_HOST_DIRECT_QP_SLOTS * sizeof(struct rocemu_host_direct_qp);
+}
+
+/** Add to a counter only one thread writes (no locked instruction); readers
+ * in another process see whole values. */
+static inline void rocemu_host_count(_Atomic uint64_t *c, uint64_t n)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
+
+/** The direct-ring counts of a private region. */
+static inline struct rocemu_host_direct_qp *rocemu_host_region_direct(struct rocemu_host_region *r)
+{
+	return (struct rocemu_host_direct_qp *)((uint8_t *)r + r->direct_qp_offset);
 }
 
 /** Slots of inbound ring k. */

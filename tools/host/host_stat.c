@@ -92,6 +92,21 @@ static void put_port_counters(struct out *o, struct host *h, bool json)
 	put(o, json ? "}" : "\n");
 }
 
+/* What a process's QP took from direct rings (counted by the process in its
+ * region; 0 when the slot counts another QP). */
+static void direct_qp(const struct host_proc *p, uint32_t qpn, unsigned long long *frames,
+		      unsigned long long *bytes)
+{
+	const struct rocemu_host_direct_qp *c =
+	    &rocemu_host_region_direct(p->region)[qpn & (ROCEMU_HOST_DIRECT_QP_SLOTS - 1)];
+
+	*frames = *bytes = 0;
+	if (atomic_load_explicit(&c->qpn, memory_order_acquire) != qpn)
+		return;
+	*frames = atomic_load_explicit(&c->frames, memory_order_relaxed);
+	*bytes = atomic_load_explicit(&c->bytes, memory_order_relaxed);
+}
+
 static void put_qps(struct out *o, struct host *h, const struct host_proc *p, bool json)
 {
 	bool first = true;
@@ -101,18 +116,26 @@ static void put_qps(struct out *o, struct host *h, const struct host_proc *p, bo
 	for (unsigned s = 0; s < HOST_QPN_SLOTS; s++) {
 		const struct host_qpn *q = &h->qpns[s];
 
+		unsigned long long dframes, dbytes;
+
 		if (q->state != HOST_QPN_LIVE || q->proc != p->index + 1)
 			continue;
+		direct_qp(p, q->qpn, &dframes, &dbytes);
 		if (json)
 			put(o,
 			    "%s{\"qpn\": %u, \"frames_in\": %llu, \"bytes_in\": %llu, "
-			    "\"drops_in\": %llu}",
+			    "\"drops_in\": %llu, \"direct_frames_in\": %llu, \"direct_bytes_in\": "
+			    "%llu}",
 			    first ? "" : ", ", q->qpn, (unsigned long long)q->frames_in,
-			    (unsigned long long)q->bytes_in, (unsigned long long)q->drops_in);
+			    (unsigned long long)q->bytes_in, (unsigned long long)q->drops_in,
+			    dframes, dbytes);
 		else
-			put(o, "    qp 0x%06x  in %llu frames %llu bytes  dropped %llu\n", q->qpn,
-			    (unsigned long long)q->frames_in, (unsigned long long)q->bytes_in,
-			    (unsigned long long)q->drops_in);
+			put(o,
+			    "    qp 0x%06x  in %llu frames %llu bytes  dropped %llu  direct in "
+			    "%llu frames %llu bytes\n",
+			    q->qpn, (unsigned long long)q->frames_in,
+			    (unsigned long long)q->bytes_in, (unsigned long long)q->drops_in,
+			    dframes, dbytes);
 		first = false;
 	}
 	if (json)
@@ -122,6 +145,12 @@ static void put_qps(struct out *o, struct host *h, const struct host_proc *p, bo
 static void put_proc(struct out *o, struct host *h, const struct host_proc *p, uint64_t now,
 		     bool json)
 {
+	const struct rocemu_host_region *r = p->region;
+	unsigned long long d[4] = {
+	    atomic_load_explicit(&r->direct_out_frames, memory_order_relaxed),
+	    atomic_load_explicit(&r->direct_out_bytes, memory_order_relaxed),
+	    atomic_load_explicit(&r->direct_in_frames, memory_order_relaxed),
+	    atomic_load_explicit(&r->direct_in_bytes, memory_order_relaxed)};
 	char comm[80];
 	double age = (double)(now - p->attached_ns) / 1e9;
 
@@ -131,13 +160,15 @@ static void put_proc(struct out *o, struct host *h, const struct host_proc *p, u
 		    "\"gsi\": %s, \"qps_live\": %u, \"qpns_allocated\": %llu, "
 		    "\"frames_from\": %llu, \"bytes_from\": %llu, \"frames_to\": %llu, "
 		    "\"bytes_to\": %llu, \"drop_ring_full\": %llu, \"drop_bad\": %llu, "
-		    "\"rings\": %llu",
+		    "\"rings\": %llu, \"direct_rings_out\": %u, \"direct_frames_out\": %llu, "
+		    "\"direct_bytes_out\": %llu, \"direct_frames_in\": %llu, "
+		    "\"direct_bytes_in\": %llu",
 		    (int)p->pid, (unsigned)p->uid, json_safe(p->comm, comm, sizeof(comm)), age,
 		    p->gsi ? "true" : "false", p->n_qps, (unsigned long long)p->qpns_allocated,
 		    (unsigned long long)p->up_frames, (unsigned long long)p->up_bytes,
 		    (unsigned long long)p->down_frames, (unsigned long long)p->down_bytes,
 		    (unsigned long long)p->drop_ring_full, (unsigned long long)p->drop_bad,
-		    (unsigned long long)p->rings);
+		    (unsigned long long)p->rings, p->n_pairs, d[0], d[1], d[2], d[3]);
 		put_qps(o, h, p, true);
 		put(o, "}");
 		return;
@@ -145,12 +176,13 @@ static void put_proc(struct out *o, struct host *h, const struct host_proc *p, u
 	put(o,
 	    "  process %d (%s) uid %u, attached %.1f s, %u QPs%s\n"
 	    "    from it %llu frames %llu bytes, to it %llu frames %llu bytes, "
-	    "dropped: ring full %llu, malformed %llu; woken %llu times\n",
+	    "dropped: ring full %llu, malformed %llu; woken %llu times\n"
+	    "    direct rings: %u out, %llu frames %llu bytes, in %llu frames %llu bytes\n",
 	    (int)p->pid, p->comm, (unsigned)p->uid, age, p->n_qps, p->gsi ? " + GSI" : "",
 	    (unsigned long long)p->up_frames, (unsigned long long)p->up_bytes,
 	    (unsigned long long)p->down_frames, (unsigned long long)p->down_bytes,
 	    (unsigned long long)p->drop_ring_full, (unsigned long long)p->drop_bad,
-	    (unsigned long long)p->rings);
+	    (unsigned long long)p->rings, p->n_pairs, d[0], d[1], d[2], d[3]);
 	put_qps(o, h, p, false);
 }
 
@@ -235,7 +267,8 @@ static void stat_usage(FILE *f)
 	fprintf(f, "usage: rocemu stat --host NAME [--json]\n"
 		   "\n"
 		   "Live counters of a running rocemu host: per attached process (frames to and\n"
-		   "from it, drops, QPs) and per QP (frames delivered to it).\n");
+		   "from it, drops, QPs, frames on direct rings) and per QP (frames delivered to\n"
+		   "it by the host and taken from direct rings).\n");
 }
 
 int rocemu_cmd_stat(int argc, char **argv)

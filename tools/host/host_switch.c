@@ -380,6 +380,7 @@ int host_proc_create(struct host *h, int sock, pid_t pid, uid_t uid, struct host
 	r->slot_size = h->slot_size;
 	r->n_slots = ROCEMU_HOST_RING_SLOTS;
 	r->up_offset = ROCEMU_HOST_REGION_HDR;
+	r->direct_qp_offset = rocemu_host_region_direct_offset(h->slot_size);
 	r->size = size;
 	in->magic = ROCEMU_HOST_INBOUND_MAGIC;
 	in->version = ROCEMU_HOST_VERSION;
