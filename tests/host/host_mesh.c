@@ -4,14 +4,19 @@
  * system's libibverbs headers; rocemu's library under `rocemu run`).
  *
  *   host_mesh --dir D --rank R --nprocs N [--qps K] [--msgs M] [--size S]
- *             [--gid-index G] [--wait-s T]
+ *             [--gid-index G] [--wait-s T] [--hold]
  *
  * Rank R makes K RC QPs toward every other rank, posts M receives on each,
  * and publishes its GID, QPNs and PSNs in D/R.info; once every rank's file
- * is there it connects, sends M messages of S bytes on every QP, and checks
- * every byte of every message it receives (a pattern of sender, receiver,
- * QP, message and byte index). Then D/R.done, and it exits only when every
- * rank is done, so no peer still waits for an acknowledgement from it.
+ * is there it connects its QPs (RTR, RTS) and says so in D/R.ready. Once
+ * every rank is ready (as an MPI job's ranks connect, then meet in a
+ * barrier: a QP not yet in RTR drops what arrives, and that costs its
+ * sender a retry timeout), it sends M messages of S bytes on every QP and
+ * checks every byte of every message it receives (a pattern of sender,
+ * receiver, QP, message and byte index). Then D/R.done, and it exits only
+ * when every rank is done, so no peer still waits for an acknowledgement
+ * from it; with --hold, also only once D/release exists (its QPs stay for
+ * the caller to read their counters).
  * It waits in ibv_get_cq_event, not by spinning: many ranks on a few cores
  * cannot starve each other. Bounded counts, no durations; a wait longer
  * than --wait-s seconds (default 300) is a failure, said on stderr.
@@ -38,7 +43,7 @@ struct peer_qp {
 	unsigned recvd, sent;
 };
 
-static int rank, nprocs, qps = 4, msgs = 16, size = 2048, gid_index = 1, wait_s = 300;
+static int rank, nprocs, qps = 4, msgs = 16, size = 2048, gid_index = 1, wait_s = 300, hold;
 static const char *dir;
 
 static double now_s(void)
@@ -77,6 +82,21 @@ static int wait_file(const char *path)
 			return -1;
 		}
 		usleep(10000);
+	}
+	return 0;
+}
+
+static int publish(const char *suffix, const char *text);
+
+/* Every rank's D/R.SUFFIX (a barrier). */
+static int wait_all(const char *suffix)
+{
+	char path[512];
+
+	for (int p = 0; p < nprocs; p++) {
+		snprintf(path, sizeof(path), "%s/%d.%s", dir, p, suffix);
+		if (wait_file(path))
+			return -1;
 	}
 	return 0;
 }
@@ -142,16 +162,17 @@ static int modify_rts(struct peer_qp *p, const union ibv_gid *dgid, int mtu)
 static void usage(void)
 {
 	fprintf(stderr, "usage: host_mesh --dir D --rank R --nprocs N [--qps K] [--msgs M] "
-			"[--size S] [--gid-index G] [--wait-s T]\n");
+			"[--size S] [--gid-index G] [--wait-s T] [--hold]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"dir", 1, 0, 'd'},	      {"rank", 1, 0, 'r'},   {"nprocs", 1, 0, 'n'},
-	    {"qps", 1, 0, 'q'},	      {"msgs", 1, 0, 'm'},   {"size", 1, 0, 's'},
-	    {"gid-index", 1, 0, 'g'}, {"wait-s", 1, 0, 'w'}, {0, 0, 0, 0}};
+	static const struct option opts[] = {{"dir", 1, 0, 'd'},       {"rank", 1, 0, 'r'},
+					     {"nprocs", 1, 0, 'n'},    {"qps", 1, 0, 'q'},
+					     {"msgs", 1, 0, 'm'},      {"size", 1, 0, 's'},
+					     {"gid-index", 1, 0, 'g'}, {"wait-s", 1, 0, 'w'},
+					     {"hold", 0, 0, 'H'},      {0, 0, 0, 0}};
 	struct ibv_device **devs;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
@@ -192,6 +213,9 @@ int main(int argc, char **argv)
 			break;
 		case 'w':
 			wait_s = atoi(optarg);
+			break;
+		case 'H':
+			hold = 1;
 			break;
 		default:
 			usage();
@@ -314,12 +338,15 @@ int main(int argc, char **argv)
 		}
 		fclose(f);
 	}
-	for (size_t k = 0; k < n_qp; k++) {
+	for (size_t k = 0; k < n_qp; k++)
 		if (!pq[k].remote_qpn) {
 			fprintf(stderr, "rank %d: no QPN from rank %d for QP %d\n", rank,
 				pq[k].peer, pq[k].index);
 			return 1;
 		}
+	if (publish("ready", "ready\n") || wait_all("ready"))
+		return 1;
+	for (size_t k = 0; k < n_qp; k++) {
 		for (unsigned m = 0; m < (unsigned)msgs; m++) {
 			struct ibv_sge sge = {
 			    .addr = (uintptr_t)(sbuf + k * per_qp + (size_t)m * (size_t)size),
@@ -404,9 +431,10 @@ int main(int argc, char **argv)
 	printf("rank %d: %u messages sent and %u received on %zu QPs, every byte checked\n", rank,
 	       done_send, done_recv, n_qp);
 	fflush(stdout);
-	publish("done", "done\n");
-	for (int p = 0; p < nprocs; p++) {
-		snprintf(path, sizeof(path), "%s/%d.done", dir, p);
+	if (publish("done", "done\n") || wait_all("done"))
+		return 1;
+	if (hold) {
+		snprintf(path, sizeof(path), "%s/release", dir);
 		if (wait_file(path))
 			return 1;
 	}
