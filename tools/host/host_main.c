@@ -214,7 +214,20 @@ static int detach(int *ready_fd)
 		_exit(code ? 1 : 0);
 	}
 	close(p[0]);
-	setsid();
+	/*
+	 * Away from the terminal's signals: a process group of our own, and
+	 * hangups ignored. Not a session of our own (setsid): Linux's autogroup
+	 * scheduler (CONFIG_SCHED_AUTOGROUP, on by default) gives each session
+	 * a CPU group, and a host alone in one waited far longer for a CPU on
+	 * a loaded machine: `host_two.sh veth` at load 15-21 on 2 cores, the
+	 * forwarding thread's run-queue waits (/proc/thread-self/schedstat)
+	 * over 100 ms 71 and 64 times, up to 0.92 s, in two runs with setsid;
+	 * 4 and 4 times, up to 0.22 s, in the starter's session. Frames wait
+	 * while it does: a peer's QP with ibv_rc_pingpong's retry budget
+	 * (8 x 67 ms) failed.
+	 */
+	setpgid(0, 0);
+	signal(SIGHUP, SIG_IGN);
 	*ready_fd = p[1];
 	return 0;
 }
