@@ -4,7 +4,7 @@
  * system's libibverbs headers; rocemu's library under `rocemu run`).
  *
  *   host_mesh --dir D --rank R --nprocs N [--qps K] [--msgs M] [--size S]
- *             [--gid-index G] [--wait-s T] [--hold]
+ *             [--gid-index G] [--wait-s T] [--hold] [--timeout E]
  *
  * Rank R makes K RC QPs toward every other rank, posts M receives on each,
  * and publishes its GID, QPNs and PSNs in D/R.info; once every rank's file
@@ -44,6 +44,10 @@ struct peer_qp {
 };
 
 static int rank, nprocs, qps = 4, msgs = 16, size = 2048, gid_index = 1, wait_s = 300, hold;
+/* The local ACK timeout, 4.096 us x 2^E: 17 is ~0.5 s, for a busy 2-core
+ * machine that may not run the peer at once; with retry_cnt 7 a QP gives up
+ * after 8 of them without an ACK. */
+static int ack_timeout = 17;
 static const char *dir;
 
 static double now_s(void)
@@ -149,7 +153,7 @@ static int modify_rts(struct peer_qp *p, const union ibv_gid *dgid, int mtu)
 		return -1;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 17; /* ~0.5 s: a busy 2-core machine may not run the peer at once */
+	a.timeout = (uint8_t)ack_timeout;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.sq_psn = psn_of(rank, p->peer, p->index);
@@ -162,17 +166,17 @@ static int modify_rts(struct peer_qp *p, const union ibv_gid *dgid, int mtu)
 static void usage(void)
 {
 	fprintf(stderr, "usage: host_mesh --dir D --rank R --nprocs N [--qps K] [--msgs M] "
-			"[--size S] [--gid-index G] [--wait-s T] [--hold]\n");
+			"[--size S] [--gid-index G] [--wait-s T] [--hold] [--timeout E]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {{"dir", 1, 0, 'd'},       {"rank", 1, 0, 'r'},
-					     {"nprocs", 1, 0, 'n'},    {"qps", 1, 0, 'q'},
-					     {"msgs", 1, 0, 'm'},      {"size", 1, 0, 's'},
-					     {"gid-index", 1, 0, 'g'}, {"wait-s", 1, 0, 'w'},
-					     {"hold", 0, 0, 'H'},      {0, 0, 0, 0}};
+	static const struct option opts[] = {
+	    {"dir", 1, 0, 'd'},	      {"rank", 1, 0, 'r'},   {"nprocs", 1, 0, 'n'},
+	    {"qps", 1, 0, 'q'},	      {"msgs", 1, 0, 'm'},   {"size", 1, 0, 's'},
+	    {"gid-index", 1, 0, 'g'}, {"wait-s", 1, 0, 'w'}, {"hold", 0, 0, 'H'},
+	    {"timeout", 1, 0, 't'},   {0, 0, 0, 0}};
 	struct ibv_device **devs;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
@@ -217,11 +221,15 @@ int main(int argc, char **argv)
 		case 'H':
 			hold = 1;
 			break;
+		case 't':
+			ack_timeout = atoi(optarg);
+			break;
 		default:
 			usage();
 		}
 	}
-	if (!dir || nprocs < 2 || rank < 0 || rank >= nprocs || qps < 1 || msgs < 1 || size < 1)
+	if (!dir || nprocs < 2 || rank < 0 || rank >= nprocs || qps < 1 || msgs < 1 || size < 1 ||
+	    ack_timeout < 1 || ack_timeout > 31)
 		usage();
 	n_qp = (size_t)(nprocs - 1) * (size_t)qps;
 	per_qp = (size_t)msgs * (size_t)size;

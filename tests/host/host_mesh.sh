@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # N processes attached to one rocemu host, K RC QPs from each to every other,
-# all-to-all (issue 16):  host_mesh.sh HOST_MESH_EXE N K [MSGS]
+# all-to-all (issue 16):  host_mesh.sh HOST_MESH_EXE N K [MSGS [ACK_TIMEOUT]]
 # Each rank is host_mesh (host_mesh.c): it checks every byte of every message
 # it receives. Every rank must exit 0; the host may drop no frame and must
 # hold no process or QPN once they are gone. While the ranks still hold their
@@ -10,7 +10,7 @@
 # one per message it received, and as many taken from direct rings as put
 # into them. Bounded counts, no durations.
 set -u
-mesh=${1:?host_mesh executable} n=${2:?processes} k=${3:?QPs per peer} msgs=${4:-8}
+mesh=${1:?host_mesh executable} n=${2:?processes} k=${3:?QPs per peer} msgs=${4:-8} ack=${5:-17}
 TIMEOUT=${HOST_TIMEOUT:-600}
 . "$(dirname "$0")/host_lib.sh"
 pair_need_prog "$mesh"
@@ -20,7 +20,7 @@ mkdir $dir/mesh
 fail=0 pids=() rc=1
 for r in $(seq 0 $((n - 1))); do
 	host_run h "" $dir/r$r.log "$mesh" --dir $dir/mesh --rank $r --nprocs $n --qps $k \
-		--msgs $msgs --size 2048 --wait-s $TIMEOUT --hold
+		--msgs $msgs --size 2048 --wait-s $TIMEOUT --hold --timeout $ack
 	pids+=($!)
 done
 # every rank done: its QPs live until $dir/mesh/release
