@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,9 @@
 
 #define CTL_MAX_CONNS 1024
 #define STAT_CHUNK    32768
+/* A stat reader that takes no chunk for this long is given up (the control
+ * thread waits for it, and processes' requests wait behind). */
+#define STAT_SEND_WAIT_MS 2000
 
 enum conn_kind { CONN_NEW, CONN_PROC, CONN_OTHER };
 
@@ -209,6 +213,22 @@ static void ring_fwd(struct host *h)
 	syscall(SYS_futex, &h->bell->bell, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
+/* One message on a non-blocking socket, waiting for room in its buffer
+ * (at most STAT_SEND_WAIT_MS). 0 or -errno. */
+static int send_waiting(int fd, const void *buf, size_t len)
+{
+	for (;;) {
+		struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+
+		if (send(fd, buf, len, MSG_NOSIGNAL) >= 0)
+			return 0;
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		if (errno != EINTR && poll(&pfd, 1, STAT_SEND_WAIT_MS) <= 0)
+			return -ETIMEDOUT;
+	}
+}
+
 static int on_stat(struct host *h, struct conn *c, bool json)
 {
 	struct {
@@ -229,7 +249,9 @@ static int on_stat(struct host *h, struct conn *c, bool json)
 		size_t n = len - off < STAT_CHUNK ? len - off : STAT_CHUNK;
 
 		memcpy(chunk.text, text + off, n);
-		if (send(c->fd, &chunk, sizeof(chunk.type) + n, MSG_NOSIGNAL) < 0)
+		/* the socket is non-blocking: a long answer (thousands of QPs)
+		 * fills its buffer before the reader runs, so wait for room */
+		if (send_waiting(c->fd, &chunk, sizeof(chunk.type) + n) < 0)
 			break;
 		off += n;
 		if (n == 0)
