@@ -34,6 +34,9 @@
 	X(ND_RX, nd_rx)                                                                            \
 	X(ND_SOLICITS_TX, nd_solicits_tx)                                                          \
 	X(ND_ADVERTS_TX, nd_adverts_tx)                                                            \
+	X(IGMP_TX, igmp_tx)                                                                        \
+	X(MLD_TX, mld_tx)                                                                          \
+	X(RX_MCAST, rx_mcast_frames)                                                               \
 	X(ICMP_ECHO_RX, icmp_echo_requests_rx)                                                     \
 	X(ICMP_ECHO_REPLIES_TX, icmp_echo_replies_tx)                                              \
 	X(PING_TX, ping_requests_tx)                                                               \
@@ -49,6 +52,7 @@
 	X(LEFT_TO_KERNEL, left_to_kernel) /* an ARP/ND/ICMP frame the kernel answers */            \
 	X(NEIGH_LEARN_SKIPPED, neigh_learn_skipped)                                                \
 	X(ND_NA_UNSOLICITED, nd_na_unsolicited) /* no entry: silently discarded (RFC 4861) */      \
+	X(MCAST_QUERIES_RX, mcast_queries_rx)	/* IGMP/MLD queries answered */                    \
 	X(PEER_CLOSED, peer_closed)		/* memif: the peer closed the connection */        \
 	X(MEMIF_RECONNECTS, memif_reconnects)                                                      \
 	X(MEMIF_ILLEGAL_TRANSITIONS, memif_illegal_transitions)                                    \
@@ -117,6 +121,8 @@
 	X(DROP_ARP_BAD_SENDER, drop_arp_bad_sender)                                                \
 	X(DROP_ARP_NOT_FOR_US, drop_arp_not_for_us)                                                \
 	X(DROP_ND_INVALID, drop_nd_invalid)                                                        \
+	X(DROP_IGMP_INVALID, drop_igmp_invalid)                                                    \
+	X(DROP_MLD_INVALID, drop_mld_invalid)                                                      \
 	X(DROP_ND_NOT_FOR_US, drop_nd_not_for_us)                                                  \
 	X(DROP_ND_ADDRESS_CONFLICT, drop_nd_address_conflict)                                      \
 	X(DROP_NEIGH_BAD_MAC, drop_neigh_bad_mac)                                                  \

@@ -155,6 +155,13 @@ struct rocemu_port {
 	struct port_neigh neigh[PORT_NEIGH_SLOTS];
 	uint64_t neigh_next_check_ns;
 
+	/* multicast groups of UD QPs (port_mcast.c): their frames are taken */
+	struct {
+		uint8_t gid[16];
+		uint32_t users; /**< attached QPs and rdma_cm joins */
+	} mcast[ROCEMU_PORT_MAX_MCAST];
+	unsigned n_mcast;
+
 	/* link */
 	bool link_up;
 	uint64_t link_next_check_ns;
@@ -232,6 +239,13 @@ bool port_ip_is_ours(const struct rocemu_port *port, const uint8_t gid[16]);
 
 /* port_neigh.c */
 void port_arp_input(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now);
+/* multicast groups (port_mcast.c) */
+void port_mcast_mac(const uint8_t gid[16], uint8_t mac[6]);
+bool port_mcast_mac_joined(const struct rocemu_port *port, const uint8_t mac[6]);
+bool port_mcast_ip_joined(const struct rocemu_port *port, const uint8_t gid[16]);
+/* IGMP / MLD from the segment; the frame is consumed */
+void port_igmp_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_t l3_off);
+void port_mld_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_t l3_off);
 void port_nd_input(struct rocemu_port *port, struct rte_mbuf *m, uint32_t l3_off, uint64_t now);
 unsigned port_neigh_poll(struct rocemu_port *port, uint64_t now);
 void port_announce(struct rocemu_port *port);

@@ -421,33 +421,10 @@ static void neigh_learn(struct rocemu_port *port, const uint8_t gid[16], const u
 	neigh_update(port, e, mac, false, now);
 }
 
-static void mcast_mac_for(const uint8_t dst[16], uint8_t mac[6])
+static bool gid_is_broadcast(const uint8_t dst[16])
 {
-	if (port_gid_is_v4(dst)) {
-		if (dst[12] == 255 && dst[13] == 255 && dst[14] == 255 && dst[15] == 255) {
-			memset(mac, 0xff, 6);
-			return;
-		}
-		/* RFC 1112 6.4 */
-		mac[0] = 0x01;
-		mac[1] = 0x00;
-		mac[2] = 0x5e;
-		mac[3] = dst[13] & 0x7f;
-		mac[4] = dst[14];
-		mac[5] = dst[15];
-		return;
-	}
-	mac[0] = 0x33;
-	mac[1] = 0x33;
-	memcpy(mac + 2, dst + 12, 4);
-}
-
-static bool gid_is_multicast(const uint8_t dst[16])
-{
-	if (port_gid_is_v4(dst))
-		return (dst[12] & 0xf0) == 0xe0 ||
-		       (dst[12] == 255 && dst[13] == 255 && dst[14] == 255 && dst[15] == 255);
-	return dst[0] == 0xff;
+	return port_gid_is_v4(dst) && dst[12] == 255 && dst[13] == 255 && dst[14] == 255 &&
+	       dst[15] == 255;
 }
 
 int rocemu_port_resolve(struct rocemu_port *port, unsigned src_index, const uint8_t dst[16],
@@ -463,8 +440,12 @@ int rocemu_port_resolve(struct rocemu_port *port, unsigned src_index, const uint
 		memcpy(mac, port->mac.addr_bytes, 6);
 		return 0;
 	}
-	if (gid_is_multicast(dst)) {
-		mcast_mac_for(dst, mac);
+	if (gid_is_broadcast(dst)) {
+		memset(mac, 0xff, 6);
+		return 0;
+	}
+	if (rocemu_gid_is_multicast(dst)) {
+		port_mcast_mac(dst, mac);
 		return 0;
 	}
 	e = neigh_find(port, dst);

@@ -64,6 +64,11 @@ bool port_mac_accepted(const struct rocemu_port *port, const struct rte_ether_ad
 
 	if (rte_is_same_ether_addr(dst, &port->mac) || rte_is_broadcast_ether_addr(dst))
 		return true;
+	/* 224.0.0.1, every IPv4 host's group (RFC 1112 4): IGMP queries */
+	if (d[0] == 0x01 && d[1] == 0 && d[2] == 0x5e && d[3] == 0 && d[4] == 0 && d[5] == 1)
+		return true;
+	if ((d[0] & 1) && port_mcast_mac_joined(port, d))
+		return true;
 	if (d[0] != 0x33 || d[1] != 0x33)
 		return false;
 	/* IPv6 all-nodes and our solicited-node groups (RFC 2464 section 7) */
@@ -97,12 +102,18 @@ static void rx_roce(struct rocemu_port *port, struct rte_mbuf *m)
 	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
 	enum roce_parse_status st;
 
-	/* RoCE is unicast to this port's MAC: a frame to the broadcast or an
-	 * IPv6 multicast MAC (accepted above for ARP/ND) is no request to us
-	 * (rocemu joins no multicast group: no UD multicast). */
+	bool group = false;
+
+	/* RoCE is unicast to this port's MAC, or to a multicast group a UD QP
+	 * is attached to: a frame to the broadcast or another multicast MAC
+	 * (accepted above for ARP/ND) is no request to us. */
 	if (!rte_is_same_ether_addr(&eth->dst_addr, &port->mac)) {
-		drop(port, m, PC_DROP_ROCE_NOT_UNICAST);
-		return;
+		if (!rte_is_multicast_ether_addr(&eth->dst_addr) ||
+		    !port_mcast_mac_joined(port, eth->dst_addr.addr_bytes)) {
+			drop(port, m, PC_DROP_ROCE_NOT_UNICAST);
+			return;
+		}
+		group = true;
 	}
 	st = roce_mbuf_parse(m, ROCE_PARSE_VERIFY_ICRC, desc);
 
@@ -110,10 +121,13 @@ static void rx_roce(struct rocemu_port *port, struct rte_mbuf *m)
 		drop(port, m, port_parse_drop(st));
 		return;
 	}
-	if (!port_ip_is_ours(port, desc->path.dst_gid)) {
+	if (group ? !port_mcast_ip_joined(port, desc->path.dst_gid)
+		  : !port_ip_is_ours(port, desc->path.dst_gid)) {
 		drop(port, m, PC_DROP_NOT_OUR_ADDRESS);
 		return;
 	}
+	if (group)
+		port_count(port, PC_RX_MCAST);
 	if (!port->has_upper) {
 		drop(port, m, PC_DROP_NO_UPPER);
 		return;
@@ -139,6 +153,10 @@ static void rx_ipv4(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 		rx_roce(port, m); /* the codec checks the headers and the destination */
 		return;
 	}
+	if (ip->next_proto_id == IPPROTO_IGMP && rocemu_gid_is_multicast(dst)) {
+		port_igmp_input(port, m, RTE_ETHER_HDR_LEN);
+		return;
+	}
 	if (!port_ip_is_ours(port, dst)) {
 		drop(port, m, PC_DROP_NOT_OUR_ADDRESS);
 		return;
@@ -160,6 +178,10 @@ static void rx_ipv6(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 	ip = rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, RTE_ETHER_HDR_LEN);
 	if (ip->proto == IPPROTO_UDP) {
 		rx_roce(port, m);
+		return;
+	}
+	if (ip->proto == 0 && rocemu_gid_is_multicast(ip->dst_addr)) { /* hop-by-hop: MLD */
+		port_mld_input(port, m, RTE_ETHER_HDR_LEN);
 		return;
 	}
 	if (!ip6_dst_accepted(port, ip->dst_addr)) {

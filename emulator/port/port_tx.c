@@ -66,6 +66,18 @@ int port_transmit(struct rocemu_port *port, struct rte_mbuf *m)
 	eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
 	if (rte_is_same_ether_addr(&eth->dst_addr, &port->mac) && !port->link->switched_loopback)
 		return loop_enqueue(port, m);
+	/* A group this port is in: its own QPs in the group get a copy, as a
+	 * NIC loops multicast back to the local QPs attached to it. */
+	if (unlikely(rte_is_multicast_ether_addr(&eth->dst_addr)) && port->n_mcast &&
+	    port_mcast_mac_joined(port, eth->dst_addr.addr_bytes) &&
+	    !port->link->switched_loopback) {
+		struct rte_mbuf *c = rte_pktmbuf_copy(m, port->pool, 0, UINT32_MAX);
+
+		if (c)
+			loop_enqueue(port, c);
+		else
+			port_count(port, PC_DROP_MBUF_EXHAUSTED);
+	}
 	if (port->tx_n == PORT_TX_BUF) {
 		rocemu_port_flush(port);
 		if (port->tx_n == PORT_TX_BUF) {

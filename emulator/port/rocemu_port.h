@@ -68,9 +68,11 @@
 #define ROCEMU_PORT_MAX_IPS 8
 /** GID table: one link-local IPv6 GID from the MAC, then one per address. */
 #define ROCEMU_PORT_MAX_GIDS (ROCEMU_PORT_MAX_IPS + 1)
-#define ROCEMU_PORT_NAME_MAX 64
-#define ROCEMU_PORT_SPEC_MAX 512
-#define ROCEMU_PATH_MAX	     4096
+/** Multicast groups a port takes frames for (UD multicast). */
+#define ROCEMU_PORT_MAX_MCAST 64
+#define ROCEMU_PORT_NAME_MAX  64
+#define ROCEMU_PORT_SPEC_MAX  512
+#define ROCEMU_PATH_MAX	      4096
 
 /* ------------------------------------------------------------------------ */
 /* Configuration: what a user types (rocemu port/run options, config file). */
@@ -295,6 +297,19 @@ uint32_t rocemu_port_link_speed(const struct rocemu_port *port);
  */
 int rocemu_port_resolve(struct rocemu_port *port, unsigned src_index, const uint8_t dst[16],
 			uint8_t mac[6]);
+
+/** Whether gid is an IP multicast address (IPv4-mapped 224.0.0.0/4 or ff00::/8). */
+bool rocemu_gid_is_multicast(const uint8_t gid[16]);
+
+/**
+ * Take the frames of multicast group gid (a UD QP attached, an rdma_cm
+ * join): counted per user; the first join tells the segment (IGMP or MLD
+ * report), the last leave too. 0; -EINVAL (no multicast GID, or leaving a
+ * group not joined), -ENOMEM (ROCEMU_PORT_MAX_MCAST groups), -EOPNOTSUPP
+ * (a port attached to a rocemu host). Engine lock held.
+ */
+int rocemu_port_mcast_join(struct rocemu_port *port, const uint8_t gid[16]);
+int rocemu_port_mcast_leave(struct rocemu_port *port, const uint8_t gid[16]);
 
 /* Transmit (engine lock held) */
 /** An mbuf from the port's pool, big enough for a 4096-byte-MTU RoCE frame; NULL if exhausted. */

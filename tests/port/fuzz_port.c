@@ -5,7 +5,9 @@
  * (port_rx.c, port_neigh.c, port_icmp.c are compiled into the target, so
  * libFuzzer sees their coverage). Issue 18, fuzzing section.
  *
- * One port, "ring:fzport:a", 10.81.0.1/24 and fd00:81::1/64, with short
+ * One port, "ring:fzport:a", 10.81.0.1/24 and fd00:81::1/64, member of the
+ * multicast groups 239.1.2.3 and ff12::1:2 (IGMP and MLD queries, RoCE to a
+ * group: port_mcast.c is compiled in too), with short
  * neighbour timers (1 ms, 2 tries, 5 ms expiry) so that entries cycle
  * through every state within a run; its peer "ring:fzport:b" only swallows
  * what it sends. Progress threads stopped. Each input starts from an empty
@@ -111,6 +113,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	memcpy(P.ip4, (const uint8_t[4]){10, 81, 0, 1}, 4);
 	if (rocemu_gid_parse("fd00:81::1", P.ip6))
 		die("gid");
+	{
+		uint8_t g4[16], g6[16];
+
+		if (rocemu_gid_parse("::ffff:239.1.2.3", g4) || rocemu_gid_parse("ff12::1:2", g6) ||
+		    rocemu_port_mcast_join(P.port, g4) || rocemu_port_mcast_join(P.port, g6))
+			die("multicast groups");
+	}
 	P.ready = true;
 	return 0;
 }

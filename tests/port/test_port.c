@@ -829,6 +829,164 @@ static void test_capture_copy_stamp(void **state)
 	assert_int_equal(pairs, sent);
 }
 
+/* The 16-bit one's complement sum of n bytes (folded, not inverted). */
+static uint16_t csum_fold(const uint8_t *d, size_t n, uint32_t sum)
+{
+	for (size_t i = 0; i + 1 < n; i += 2)
+		sum += (uint32_t)(d[i] << 8 | d[i + 1]);
+	if (n & 1)
+		sum += (uint32_t)(d[n - 1] << 8);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+/* UD multicast groups on the port (port_mcast.c): joins counted per user,
+ * announced twice (IGMPv2 report, MLDv1 report) with the fields RFC 2236 and
+ * RFC 2710 ask for, answered on a query, left with a Leave / Done; RoCE to a
+ * joined group's MAC and address taken, to another group dropped; a frame
+ * this port sends to its own group looped back too. */
+static void test_multicast_groups(void **state)
+{
+	struct pair p;
+	struct recorder ra = {0}, rb = {0};
+	struct rocemu_port_upper ua = {&ra, rec_rx, rec_poll, rec_has_work, NULL, NULL};
+	struct rocemu_port_upper ub = {&rb, rec_rx, rec_poll, rec_has_work, NULL, NULL};
+	static const uint8_t gmac4[6] = {0x01, 0x00, 0x5e, 0x01, 0x02, 0x03};
+	static const uint8_t other4[6] = {0x01, 0x00, 0x5e, 0x01, 0x02, 0x04};
+	static const uint8_t gmac6[6] = {0x33, 0x33, 0x00, 0x01, 0x00, 0x02};
+	uint8_t g4[16], g6[16], uni[16], amac[6];
+	char path[300], errbuf[PCAP_ERRBUF_SIZE];
+	unsigned reports4 = 0, leaves4 = 0, reports6 = 0, dones6 = 0;
+	struct pcap_pkthdr *h;
+	const u_char *d;
+	(void)state;
+
+	assert_int_equal(rocemu_gid_parse("::ffff:239.1.2.3", g4), 0);
+	assert_int_equal(rocemu_gid_parse("ff12::1:2", g6), 0);
+	assert_int_equal(rocemu_gid_parse("10.9.0.7", uni), 0);
+	snprintf(path, sizeof(path), "%s/mcast.pcap", tmpdir);
+	pair_config(&p, NULL, NULL);
+	set(&p.ca, "capture", path);
+	pair_open(&p);
+	rocemu_port_set_upper(p.a, &ua);
+	rocemu_port_set_upper(p.b, &ub);
+	rocemu_port_mac(p.a, amac);
+
+	rocemu_port_lock(p.a);
+	assert_int_equal(rocemu_port_mcast_join(p.a, uni), -EINVAL);
+	assert_int_equal(rocemu_port_mcast_join(p.a, g4), 0);
+	assert_int_equal(rocemu_port_mcast_join(p.a, g4), 0); /* a second user: no report */
+	assert_int_equal(rocemu_port_mcast_join(p.a, g6), 0);
+	rocemu_port_unlock(p.a);
+	pump(&p, 2);
+	assert_int_equal(ptu_counter(p.a, "igmp_tx"), 2);
+	assert_int_equal(ptu_counter(p.a, "mld_tx"), 2);
+
+	/* B sends RoCE to the group, to another group, and A to its own group */
+	rocemu_port_lock(p.b);
+	rocemu_port_tx(p.b, roce_frame(p.b, "239.1.2.3", gmac4, 0xFFFFFF));
+	rocemu_port_tx(p.b, roce_frame(p.b, "239.1.2.4", other4, 0xFFFFFF));
+	rocemu_port_unlock(p.b);
+	rocemu_port_lock(p.a);
+	rocemu_port_tx(p.a, roce_frame(p.a, "239.1.2.3", gmac4, 0xFFFFFF));
+	rocemu_port_unlock(p.a);
+	pump(&p, 3);
+	assert_int_equal(ra.n, 2); /* B's and its own (looped back) */
+	assert_int_equal(ra.last.dqpn, 0xFFFFFF);
+	assert_int_equal(ptu_counter(p.a, "rx_mcast_frames"), 2);
+	assert_int_equal(ptu_counter(p.a, "drop_not_our_mac"), 1);
+	assert_int_equal(rb.n, 0); /* B is in no group */
+
+	/* an IGMPv2 general query (to 224.0.0.1) and an MLD one: reported again */
+	{
+		static const uint8_t q4[] = {0x01, 0x00, 0x5e, 0x00, 0x00, 0x01, 0x02, 0, 0,   0, 0,
+					     0x99, 0x08, 0x00, 0x45, 0xc0, 0x00, 0x1c, 0, 0,   0, 0,
+					     0x01, 0x02, 0,    0,    10,   9,	 0,    9, 224, 0, 0,
+					     1,	   0x11, 0x64, 0,    0,	   0,	 0,    0, 0};
+		struct rte_mbuf *m = rocemu_port_alloc_mbuf(p.b);
+		uint8_t *f = (uint8_t *)rte_pktmbuf_append(m, sizeof(q4));
+		uint16_t ck;
+
+		memcpy(f, q4, sizeof(q4));
+		ck = (uint16_t)~csum_fold(f + 14, 20, 0);
+		f[24] = (uint8_t)(ck >> 8);
+		f[25] = (uint8_t)ck;
+		ck = (uint16_t)~csum_fold(f + 34, 8, 0);
+		f[36] = (uint8_t)(ck >> 8);
+		f[37] = (uint8_t)ck;
+		rocemu_port_lock(p.b);
+		rocemu_port_tx(p.b, m);
+		rocemu_port_unlock(p.b);
+	}
+	pump(&p, 2);
+	assert_int_equal(ptu_counter(p.a, "mcast_queries_rx"), 1);
+	assert_int_equal(ptu_counter(p.a, "igmp_tx"), 3);
+
+	rocemu_port_lock(p.a);
+	assert_int_equal(rocemu_port_mcast_leave(p.a, g4), 0); /* one user left: silent */
+	assert_int_equal(rocemu_port_mcast_leave(p.a, g4), 0);
+	assert_int_equal(rocemu_port_mcast_leave(p.a, g4), -EINVAL);
+	assert_int_equal(rocemu_port_mcast_leave(p.a, g6), 0);
+	rocemu_port_unlock(p.a);
+	pump(&p, 2);
+	assert_int_equal(ptu_counter(p.a, "igmp_tx"), 4);
+	assert_int_equal(ptu_counter(p.a, "mld_tx"), 3);
+	/* left: the group's RoCE is no longer taken */
+	rocemu_port_lock(p.b);
+	rocemu_port_tx(p.b, roce_frame(p.b, "239.1.2.3", gmac4, 0xFFFFFF));
+	rocemu_port_unlock(p.b);
+	pump(&p, 2);
+	assert_int_equal(ra.n, 2);
+	pair_close(&p);
+
+	/* what A sent, field by field */
+	pcap_t *pc = pcap_open_offline(path, errbuf);
+	assert_non_null(pc);
+	while (pcap_next_ex(pc, &h, &d) == 1) {
+		if (is_capture_point(h, d) || h->caplen < 14 || memcmp(d + 6, amac, 6))
+			continue;
+		if (d[12] == 0x08 && d[13] == 0x00 && h->caplen >= 46 && d[23] == 2) {
+			/* IPv4 IGMP: IHL 6 with the Router Alert, TTL 1, checksums */
+			assert_int_equal(d[14], 0x46);
+			assert_int_equal(d[22], 1);
+			assert_memory_equal(d + 34, ((const uint8_t[]){0x94, 0x04, 0, 0}), 4);
+			assert_int_equal(csum_fold(d + 14, 24, 0), 0xffff);
+			assert_int_equal(csum_fold(d + 38, 8, 0), 0xffff);
+			assert_memory_equal(d + 42, g4 + 12, 4);
+			if (d[38] == 0x16) {
+				assert_memory_equal(d, gmac4, 6);
+				assert_memory_equal(d + 30, g4 + 12, 4);
+				reports4++;
+			} else if (d[38] == 0x17) {
+				assert_memory_equal(d + 30, ((const uint8_t[]){224, 0, 0, 2}), 4);
+				leaves4++;
+			}
+		} else if (d[12] == 0x86 && d[13] == 0xdd && h->caplen >= 86 && d[20] == 0) {
+			/* IPv6, hop-by-hop (Router Alert 0) then MLD, hop limit 1 */
+			uint32_t sum = 0;
+
+			assert_int_equal(d[21], 1);
+			assert_int_equal(d[54], 58);
+			assert_memory_equal(d + 56, ((const uint8_t[]){5, 2, 0, 0}), 4);
+			sum = csum_fold(d + 22, 32, 0) + 24 + 58; /* pseudo-header */
+			assert_int_equal(csum_fold(d + 62, 24, sum), 0xffff);
+			assert_memory_equal(d + 70, g6, 16);
+			if (d[62] == 131) {
+				assert_memory_equal(d, gmac6, 6);
+				reports6++;
+			} else if (d[62] == 132) {
+				dones6++;
+			}
+		}
+	}
+	pcap_close(pc);
+	assert_int_equal(reports4, 3);
+	assert_int_equal(leaves4, 1);
+	assert_int_equal(reports6, 2);
+	assert_int_equal(dones6, 1);
+}
+
 static void test_capture_rotation(void **state)
 {
 	struct pair p;
@@ -1321,6 +1479,7 @@ int main(void)
 	    cmocka_unit_test(test_capture),
 	    cmocka_unit_test(test_capture_copy_stamp),
 	    cmocka_unit_test(test_capture_rotation),
+	    cmocka_unit_test(test_multicast_groups),
 	    cmocka_unit_test(test_fault_drop_list),
 	    cmocka_unit_test(test_multisegment_rx),
 	    cmocka_unit_test(test_ring_pair_long_names),
