@@ -483,6 +483,9 @@ void rocemu_fill_device_attr(struct rocemu_vcontext *c, struct ibv_device_attr *
 	a->max_srq_wr = (int)caps.max_srq_wr;
 	a->max_srq_sge = (int)caps.max_srq_sge;
 	a->max_pkeys = (uint16_t)(caps.max_pkeys ? caps.max_pkeys : 1);
+	a->max_mcast_grp = (int)caps.max_mcast_grp;
+	a->max_mcast_qp_attach = (int)caps.max_mcast_qp_attach;
+	a->max_total_mcast_qp_attach = (int)(caps.max_mcast_grp * caps.max_mcast_qp_attach);
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;
 }

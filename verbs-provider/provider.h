@@ -228,6 +228,11 @@ struct rocemu_vqp {
 	struct ibv_pd *pd; /**< counted in its users when it is a parent domain */
 };
 
+static inline struct rocemu_vqp *to_vqp(struct ibv_qp *qp)
+{
+	return (struct rocemu_vqp *)qp;
+}
+
 struct rocemu_vflow {
 	struct ibv_flow flow;
 	struct rocemu_flow *eflow;

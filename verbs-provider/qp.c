@@ -12,11 +12,6 @@
 
 #define POST_CHUNK 32
 
-static struct rocemu_vqp *to_vqp(struct ibv_qp *qp)
-{
-	return (struct rocemu_vqp *)qp;
-}
-
 /* rocemu's librdmacm: completions of a connection's QP not polled yet. */
 static unsigned hook_qp_queued(struct ibv_context *ctx, uint32_t qpn)
 {

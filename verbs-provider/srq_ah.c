@@ -233,3 +233,26 @@ struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struc
 	return ibv_create_ah(pd, &attr);
 }
 ROCEMU_PUBLIC(ibv_create_ah_from_wc)
+
+/* ------------------------------------------------------------------------ */
+/* Multicast                                                                  */
+
+/* ibv_attach_mcast(3): on RoCE the group is its GID (an IP multicast
+ * address); the LID means nothing and is ignored, as Linux's RoCE drivers do. */
+int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	(void)lid;
+	if (!qp || !gid)
+		return EINVAL;
+	return -rocemu_qp_attach_mcast(to_vqp(qp)->eqp, gid->raw);
+}
+ROCEMU_PUBLIC(ibv_attach_mcast)
+
+int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	(void)lid;
+	if (!qp || !gid)
+		return EINVAL;
+	return -rocemu_qp_detach_mcast(to_vqp(qp)->eqp, gid->raw);
+}
+ROCEMU_PUBLIC(ibv_detach_mcast)

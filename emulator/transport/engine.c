@@ -399,6 +399,10 @@ static void dispatch_one(struct rocemu_engine *e, struct rte_mbuf *m, const stru
 		rocemu_port_count(e->port, PC_DROP_BAD_PKEY);
 		return;
 	}
+	if (pkt->dqpn == ROCEMU_QPN_MULTICAST) {
+		rocemu_mcast_rx(e, m, pkt);
+		return;
+	}
 	if (pkt->dqpn == 1 && !e->qpn_table[1]) { /* no GSI QP created (rdma_cm not in use) */
 		ENGINE_COUNT(e, drop_gsi_qp);
 		return;
@@ -582,6 +586,8 @@ static void engine_fill_caps(struct rocemu_engine *e)
 	    .max_srq_sge = ROCEMU_MAX_SGE,
 	    .max_msg_sz = ROCEMU_MAX_MSG_SZ,
 	    .max_pkeys = 1,
+	    .max_mcast_grp = ROCEMU_MCAST_GROUPS,
+	    .max_mcast_qp_attach = ROCEMU_MCAST_QP_ATTACH,
 	    .atomic_hca = true,
 	    .odp = true,
 	    .timestamp_hz = 1000000000ull,
@@ -671,6 +677,7 @@ void rocemu_engine_destroy(struct rocemu_engine *e)
 		free(qp);
 	}
 	rocemu_raw_free_all(e);
+	rocemu_mcast_free_all(e);
 	rocemu_port_close(e->port);
 	rocemu_mem_table_destroy(e->mem);
 	free(e->qpn_table);

@@ -224,8 +224,8 @@ int rocemu_qp_destroy(struct rocemu_qp *qp)
 	struct rocemu_engine *e = qp->engine;
 
 	rocemu_engine_lock(e);
-	if (qp->n_flows) {
-		/* ibv_destroy_flow first, as the kernel's uverbs requires */
+	if (qp->n_flows || qp->n_mcast) {
+		/* ibv_destroy_flow / ibv_detach_mcast first, as the kernel's uverbs requires */
 		rocemu_engine_unlock(e);
 		return -EBUSY;
 	}

@@ -44,6 +44,7 @@ struct rocemu_caps {
 	uint32_t max_srq, max_srq_wr, max_srq_sge;
 	uint32_t max_msg_sz;
 	uint32_t max_pkeys;
+	uint32_t max_mcast_grp, max_mcast_qp_attach; /**< UD multicast groups, QPs per group */
 	bool atomic_hca;       /**< atomics are atomic w.r.t. the CPU (IBV_ATOMIC_HCA) */
 	bool odp;	       /**< on-demand paging: always true */
 	uint64_t timestamp_hz; /**< completion timestamp clock (1e9: nanoseconds) */
@@ -393,6 +394,16 @@ struct rocemu_flow;
 int rocemu_flow_create(struct rocemu_qp *qp, const struct rocemu_flow_attr *attr,
 		       struct rocemu_flow **out);
 int rocemu_flow_destroy(struct rocemu_flow *flow);
+
+/**
+ * Attach a UD QP to the multicast group gid (an IP multicast GID) / detach
+ * it. 0 (attaching twice is no error); -EINVAL (not UD, not a multicast GID;
+ * detach: not attached), -ENOMEM (ROCEMU_MCAST_GROUPS groups or
+ * ROCEMU_MCAST_QP_ATTACH QPs in the group), -EOPNOTSUPP (a port of a rocemu
+ * host). A QP attached to a group cannot be destroyed (-EBUSY).
+ */
+int rocemu_qp_attach_mcast(struct rocemu_qp *qp, const uint8_t gid[16]);
+int rocemu_qp_detach_mcast(struct rocemu_qp *qp, const uint8_t gid[16]);
 
 /** Post a receive WR (-EINVAL if the QP uses an SRQ or is in RESET). */
 int rocemu_qp_post_recv(struct rocemu_qp *qp, uint64_t wr_id, const struct ibv_sge *sg,

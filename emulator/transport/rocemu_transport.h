@@ -41,6 +41,9 @@
 #define ROCEMU_MAX_AH	   65536
 #define ROCEMU_MAX_SRQ	   16384
 #define ROCEMU_MAX_SRQ_WR  16384
+/* UD multicast (mcast.c): groups per engine (the port's limit), QPs per group */
+#define ROCEMU_MCAST_GROUPS    ROCEMU_PORT_MAX_MCAST
+#define ROCEMU_MCAST_QP_ATTACH 32
 /**
  * QPNs. QP0 (SMI) and QP1 (GSI) are fixed (IBA 3.9.2.1), 0xFFFFFF is the
  * multicast QPN. A data QP's number is 24 bits whose low 16 bits are its slot
@@ -182,7 +185,9 @@ static inline uint32_t rocemu_qpn_slot(uint32_t qpn)
 	X(drop_raw_rule)                                                                           \
 	X(tx_raw_frames)                                                                           \
 	X(cq_cleaned)                                                                              \
-	X(drop_ud_unreachable)
+	X(drop_ud_unreachable)                                                                     \
+	X(rx_mcast)                                                                                \
+	X(drop_mcast_no_group)
 
 enum rocemu_ctr {
 #define ROCEMU_CTR_ENUM(n) CTR_##n,
@@ -422,6 +427,7 @@ struct rocemu_qp {
 	struct rocemu_alloc alloc;
 	bool sq_app, rq_app; /**< the SQ / RQ ring is the application's */
 	uint32_t n_flows;    /**< steering rules to this QP (raw.c): destroy is EBUSY */
+	uint32_t n_mcast;    /**< multicast groups it is attached to (mcast.c): the same */
 
 	bool on_work;
 	struct rocemu_qp *work_next;
@@ -453,6 +459,8 @@ struct rocemu_engine {
 	uint32_t n_timers;
 	struct rocemu_flow *flows; /**< steering rules of raw packet QPs (raw.c) */
 	uint32_t n_flows;
+	struct rocemu_mcast_group *mcast; /**< UD multicast groups (mcast.c) */
+	uint32_t n_mcast;
 	uint64_t ctr[CTR_COUNT];
 	rocemu_trace_fn trace_fn; /**< protocol state changes go here when set */
 	void *trace_arg;
@@ -604,6 +612,12 @@ void rocemu_raw_free_all(struct rocemu_engine *e);
 
 /* ud.c */
 void rocemu_ud_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_pkt *pkt);
+
+/* mcast.c */
+/** A datagram to the multicast QPN: a copy to every QP attached to its group. */
+void rocemu_mcast_rx(struct rocemu_engine *e, struct rte_mbuf *m, const struct roce_pkt *pkt);
+/** At engine teardown. */
+void rocemu_mcast_free_all(struct rocemu_engine *e);
 unsigned rocemu_ud_send(struct rocemu_qp *qp, unsigned budget);
 
 static inline struct rocemu_send_wqe *sq_at(const struct rocemu_qp *qp, uint32_t idx)
