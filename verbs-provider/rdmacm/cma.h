@@ -36,6 +36,7 @@
 #define CMA_RESP_TIMEOUT	  18 /* 4.096 us * 2^18 = 1.07 s between retransmissions */
 #define CMA_MAX_CM_RETRIES	  8
 #define CMA_UDP_QKEY		  0x01234567u /* RDMA_UDP_QKEY */
+#define ROCEMU_MCAST_QPN	  0xFFFFFFu   /* the multicast QPN */
 /* A QP's local ACK timeout, 4.096 us * 2^19 = 2.1 s, as Linux's CM puts it in
  * a REQ over RoCE (the path's packet life time 18, CMA_IBOE_PACKET_LIFETIME,
  * plus one): a slow peer (a busy host, an emulated CPU) must not exhaust the
@@ -135,6 +136,16 @@ enum cma_state {
 
 struct cma_event;
 
+/** A multicast group joined on an id (rdma_join_multicast). */
+struct cma_mc {
+	struct cma_mc *next;
+	struct sockaddr_storage addr;
+	union ibv_gid mgid;
+	void *context;
+	uint32_t flags; /**< RDMA_MC_JOIN_FLAG_* */
+	bool attached;	/**< the id's QP was attached to it */
+};
+
 struct cma_channel {
 	struct rdma_event_channel ch; /**< fd: an eventfd, one count per queued event */
 	struct cma_event *head, *tail;
@@ -192,6 +203,8 @@ struct cma_id {
 	uint64_t disc_until_ns;
 	struct ibv_context *disc_verbs; /**< the QP it waits for: context, number */
 	uint32_t disc_qpn;
+
+	struct cma_mc *mcs; /**< groups joined */
 
 	bool own_cqs; /* rdma_create_qp made the CQs and channels */
 	int events_pending;
