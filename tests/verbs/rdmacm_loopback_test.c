@@ -264,7 +264,52 @@ static void unsupported_and_helpers(void **state)
 	struct sockaddr_in mc = tu_addr("239.1.1.1", 0);
 	errno = 0;
 	assert_int_equal(rdma_join_multicast(id, (struct sockaddr *)&mc, NULL), -1);
-	assert_int_equal(errno, EOPNOTSUPP);
+	assert_int_equal(errno, EINVAL); /* a TCP id: multicast is for UD */
+	{
+		/* a UD id: the rules of rdma_join_multicast(3) and the JOIN event */
+		struct rdma_cm_id *ud;
+		struct rdma_cm_event *ev;
+		struct sockaddr_in uni = tu_addr(IP_A, 0);
+		struct rdma_cm_join_mc_attr_ex jx = {.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS,
+						     .addr = (struct sockaddr *)&mc};
+		int ctx_tag;
+
+		assert_int_equal(rdma_create_id(ch, &ud, NULL, RDMA_PS_UDP), 0);
+		errno = 0;
+		assert_int_equal(rdma_join_multicast(ud, (struct sockaddr *)&mc, NULL), -1);
+		assert_int_equal(errno, EINVAL); /* neither bound nor resolved */
+		assert_int_equal(rdma_bind_addr(ud, (struct sockaddr *)&a), 0);
+		assert_int_equal(rdma_join_multicast(ud, (struct sockaddr *)&uni, NULL), -1);
+		assert_int_equal(errno, EINVAL); /* not a group */
+		assert_int_equal(rdma_join_multicast_ex(ud, &jx, NULL), -1);
+		assert_int_equal(errno, EINVAL); /* no join flags */
+		assert_int_equal(rdma_join_multicast(ud, (struct sockaddr *)&mc, &ctx_tag), 0);
+		assert_int_equal(rdma_get_cm_event(ch, &ev), 0);
+		assert_int_equal(ev->event, RDMA_CM_EVENT_MULTICAST_JOIN);
+		assert_int_equal(ev->status, 0);
+		assert_ptr_equal(ev->param.ud.private_data, &ctx_tag);
+		assert_int_equal(ev->param.ud.qp_num, 0xFFFFFF);
+		assert_int_equal(ev->param.ud.qkey, 0x01234567);
+		assert_int_equal(ev->param.ud.ah_attr.is_global, 1);
+		assert_memory_equal(ev->param.ud.ah_attr.grh.dgid.raw + 12,
+				    ((const uint8_t[]){239, 1, 1, 1}), 4);
+		assert_int_equal(ev->param.ud.ah_attr.grh.traffic_class, 0);
+		assert_int_equal(rdma_ack_cm_event(ev), 0);
+		assert_int_equal(rdma_join_multicast(ud, (struct sockaddr *)&mc, NULL), -1);
+		assert_int_equal(errno, EADDRINUSE);
+		struct sockaddr_in other = tu_addr("239.1.1.2", 0);
+		assert_int_equal(rdma_leave_multicast(ud, (struct sockaddr *)&other), -1);
+		assert_int_equal(errno, EADDRNOTAVAIL);
+		assert_int_equal(rdma_leave_multicast(ud, (struct sockaddr *)&mc), 0);
+		/* send-only through _ex, left by rdma_destroy_id */
+		jx.comp_mask |= RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
+		jx.join_flags = RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
+		assert_int_equal(rdma_join_multicast_ex(ud, &jx, NULL), 0);
+		assert_int_equal(rdma_get_cm_event(ch, &ev), 0);
+		assert_int_equal(ev->event, RDMA_CM_EVENT_MULTICAST_JOIN);
+		assert_int_equal(rdma_ack_cm_event(ev), 0);
+		assert_int_equal(rdma_destroy_id(ud), 0);
+	}
 	/* A source address no rocemu device has. */
 	struct rdma_cm_id *id2;
 	assert_int_equal(rdma_create_id(ch, &id2, NULL, RDMA_PS_TCP), 0);
