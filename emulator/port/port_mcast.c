@@ -205,10 +205,9 @@ static int mld_send(struct rocemu_port *port, uint8_t type, const uint8_t dst[16
 static void announce(struct rocemu_port *port, const uint8_t gid[16], bool join)
 {
 	static const uint8_t all_routers6[16] = {0xff, 0x02, [15] = 2};
-	uint8_t all_routers4[16];
+	static const uint8_t all_routers4[16] = {[10] = 0xff, 0xff, 224, 0, 0, 2};
 
 	if (gid_v4(gid)) {
-		port_gid_from_ipv4(all_routers4, rte_cpu_to_be_32(RTE_IPV4(224, 0, 0, 2)));
 		if (join)
 			igmp_send(port, IGMP_V2_REPORT, port_gid_ipv4(gid), port_gid_ipv4(gid));
 		else
@@ -227,9 +226,10 @@ static void announce(struct rocemu_port *port, const uint8_t gid[16], bool join)
 static bool needs_report(const uint8_t gid[16])
 {
 	static const uint8_t all_nodes6[16] = {0xff, 0x02, [15] = 1};
+	static const uint8_t all_hosts4[4] = {224, 0, 0, 1};
 
 	if (gid_v4(gid))
-		return port_gid_ipv4(gid) != rte_cpu_to_be_32(RTE_IPV4(224, 0, 0, 1));
+		return memcmp(gid + 12, all_hosts4, 4) != 0;
 	return memcmp(gid, all_nodes6, 16) != 0;
 }
 
