@@ -12,7 +12,7 @@ MESON_OPTS ?=
 # kmod and ibverbs-providers (rdma_rxe's user-space driver): the Soft-RoCE guest of
 # tests/interop.
 DEB_BUILD = build-essential pkg-config meson ninja-build clang libclang-rt-14-dev clang-format \
-            dpdk-dev libdpdk-dev libpcap-dev libcmocka-dev libibverbs-dev librdmacm-dev
+            dpdk-dev libdpdk-dev libbpf-dev libpcap-dev libcmocka-dev libibverbs-dev librdmacm-dev
 DEB_RUN   = ibverbs-utils perftest qperf python3-pyverbs tshark python3-scapy rdmacm-utils \
             iproute2 iputils-ping iputils-arping procps nftables man-db \
             ucx-utils libfabric-bin openmpi-bin libopenmpi-dev librpma-dev \

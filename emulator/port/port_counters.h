@@ -51,9 +51,10 @@
 #define PORT_EVENTS(X)                                                                             \
 	X(LEFT_TO_KERNEL, left_to_kernel) /* an ARP/ND/ICMP frame the kernel answers */            \
 	X(NEIGH_LEARN_SKIPPED, neigh_learn_skipped)                                                \
-	X(ND_NA_UNSOLICITED, nd_na_unsolicited) /* no entry: silently discarded (RFC 4861) */      \
-	X(MCAST_QUERIES_RX, mcast_queries_rx)	/* IGMP/MLD queries answered */                    \
-	X(PEER_CLOSED, peer_closed)		/* memif: the peer closed the connection */        \
+	X(NEIGH_KERNEL_ASKED, neigh_kernel_asked) /* the kernel asked to resolve (af_xdp) */       \
+	X(ND_NA_UNSOLICITED, nd_na_unsolicited)	  /* no entry: silently discarded (RFC 4861) */    \
+	X(MCAST_QUERIES_RX, mcast_queries_rx)	  /* IGMP/MLD queries answered */                  \
+	X(PEER_CLOSED, peer_closed)		  /* memif: the peer closed the connection */      \
 	X(MEMIF_RECONNECTS, memif_reconnects)                                                      \
 	X(MEMIF_ILLEGAL_TRANSITIONS, memif_illegal_transitions)                                    \
 	X(MEMIF_BELL_PAGE_REMAPPED, memif_bell_page_remapped)                                      \

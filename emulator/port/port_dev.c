@@ -252,6 +252,8 @@ static int bring_up(struct rocemu_port *port, const char *arg, char *err, size_t
 	port_build_gid_table(port);
 	if (port->link->attach)
 		port->link->attach(port, arg);
+	if (port->link->addressed && (rc = port->link->addressed(port, arg, err, errlen)))
+		return rc;
 	rc = port_capture_open(port, err, errlen);
 	if (rc)
 		return rc;

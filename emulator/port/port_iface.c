@@ -2,10 +2,12 @@
 /*
  * What the links on a kernel interface share (af_packet, af_xdp): the
  * interface's MTU and MAC from sysfs, its name rules, and UDP 4791 held
- * open so that the kernel does not answer our RoCE with port unreachable.
+ * open so that the kernel does not answer our RoCE with port unreachable,
+ * and which of the port's addresses the kernel owns there.
  */
 #include <ctype.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <stdio.h>
 #include <string.h>
 #include <netinet/in.h>
@@ -118,4 +120,39 @@ void port_iface_hold_roce_udp(struct rocemu_port *port)
 		port->udp_hold_fd = fd;
 	else
 		close(fd);
+}
+
+/*
+ * With the interface's own MAC (a real eth0 whose IP rocemu shares), the
+ * kernel answers ARP, ND and ping for its own addresses, so we must not
+ * answer a second time for those. Not on a VLAN (--vlan): the kernel's
+ * addresses of the interface are on the untagged segment, and it sees no
+ * tagged frame there, so the port answers for its addresses itself.
+ */
+void port_iface_find_kernel_owned(struct rocemu_port *port, const char *iface)
+{
+	struct rte_ether_addr dev_mac;
+	struct ifaddrs *list, *ifa;
+
+	if (port->cfg.vlan || rte_eth_macaddr_get(port->port_id, &dev_mac) ||
+	    !rte_is_same_ether_addr(&dev_mac, &port->mac) || getifaddrs(&list))
+		return;
+	for (ifa = list; ifa; ifa = ifa->ifa_next) {
+		uint8_t gid[16];
+		int idx;
+
+		if (!ifa->ifa_addr || strcmp(ifa->ifa_name, iface))
+			continue;
+		if (ifa->ifa_addr->sa_family == AF_INET)
+			port_gid_from_ipv4(gid,
+					   ((struct sockaddr_in *)ifa->ifa_addr)->sin_addr.s_addr);
+		else if (ifa->ifa_addr->sa_family == AF_INET6)
+			memcpy(gid, &((struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr, 16);
+		else
+			continue;
+		idx = rocemu_port_gid_find(port, gid);
+		if (idx >= 0)
+			port->kernel_owned |= 1u << idx;
+	}
+	freeifaddrs(list);
 }

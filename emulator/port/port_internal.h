@@ -110,6 +110,9 @@ struct rocemu_port {
 	/* GIDs the kernel also owns on a shared af_packet interface: it answers
 	 * ARP/ND/ping for them, we only do RoCE (bit per GID index) */
 	uint32_t kernel_owned;
+	/* neighbours from the kernel's table (af_xdp beside the kernel, which
+	 * answers ARP/ND there), or NULL: the port's own ARP/ND */
+	struct port_kneigh *kneigh;
 
 	/* engine lock and progress thread */
 	pthread_mutex_t lock;
@@ -290,6 +293,13 @@ static inline bool port_left_to_kernel(struct rocemu_port *port, int idx)
 	port_count(port, PC_LEFT_TO_KERNEL);
 	return true;
 }
+
+/* port_neigh_kernel.c: neighbours through the kernel's table on iface. */
+int port_kneigh_open(struct rocemu_port *port, const char *iface);
+void port_kneigh_close(struct rocemu_port *port);
+/* 0 with mac, -EAGAIN (the kernel resolves it), -EHOSTUNREACH (it failed) */
+int port_kneigh_resolve(struct rocemu_port *port, const uint8_t dst[16], uint8_t mac[6],
+			uint64_t now);
 
 /* helpers */
 void port_gid_from_ipv4(uint8_t gid[16], uint32_t ipv4_be);

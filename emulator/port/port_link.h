@@ -72,6 +72,9 @@ struct port_link_ops {
 	void (*mac)(struct rocemu_port *port, const struct rte_ether_addr *dev_mac);
 	/* After addressing: sockets, doorbells (best effort). */
 	void (*attach)(struct rocemu_port *port, const char *arg);
+	/* After attach: what the device must know of the port's addresses
+	 * (af_xdp: its XDP program's address map); an error fails the open. */
+	int (*addressed)(struct rocemu_port *port, const char *arg, char *err, size_t errlen);
 	/* The port runs (progress thread started) / is about to stop. */
 	void (*online)(struct rocemu_port *port);
 	void (*offline)(struct rocemu_port *port);
@@ -161,6 +164,8 @@ int port_iface_mac(const char *iface, uint8_t mac[6]);
 void port_iface_hold_roce_udp(struct rocemu_port *port);
 void port_iface_mac_choose(struct rocemu_port *port, const struct rte_ether_addr *dev_mac);
 int port_iface_check_name(const char *what, const char *iface, char *err, size_t errlen);
+/* port->kernel_owned: the GIDs the kernel holds on iface (same MAC, no VLAN). */
+void port_iface_find_kernel_owned(struct rocemu_port *port, const char *iface);
 
 /* port_progress.c: the generic sleep (eventfd + doorbell_fd) and wake-up. */
 bool port_fd_sleep(struct rocemu_port *port, const struct timespec *ts);

@@ -8,7 +8,6 @@
  * there are left to it for ARP/ND/ping.
  */
 #include <errno.h>
-#include <ifaddrs.h>
 #include <stdio.h>
 #include <string.h>
 #include <linux/filter.h>
@@ -77,41 +76,6 @@ static int afpacket_create(struct rocemu_port *port, const char *arg, char *err,
 }
 
 /*
- * With the interface's own MAC (a real eth0 whose IP rocemu shares), the
- * kernel answers ARP, ND and ping for its own addresses, so we must not
- * answer a second time for those. Not on a VLAN (--vlan): the kernel's
- * addresses of the interface are on the untagged segment, and it sees no
- * tagged frame there, so the port answers for its addresses itself.
- */
-static void find_kernel_owned(struct rocemu_port *port, const char *iface)
-{
-	struct rte_ether_addr dev_mac;
-	struct ifaddrs *list, *ifa;
-
-	if (port->cfg.vlan || rte_eth_macaddr_get(port->port_id, &dev_mac) ||
-	    !rte_is_same_ether_addr(&dev_mac, &port->mac) || getifaddrs(&list))
-		return;
-	for (ifa = list; ifa; ifa = ifa->ifa_next) {
-		uint8_t gid[16];
-		int idx;
-
-		if (!ifa->ifa_addr || strcmp(ifa->ifa_name, iface))
-			continue;
-		if (ifa->ifa_addr->sa_family == AF_INET)
-			port_gid_from_ipv4(gid,
-					   ((struct sockaddr_in *)ifa->ifa_addr)->sin_addr.s_addr);
-		else if (ifa->ifa_addr->sa_family == AF_INET6)
-			memcpy(gid, &((struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr, 16);
-		else
-			continue;
-		idx = rocemu_port_gid_find(port, gid);
-		if (idx >= 0)
-			port->kernel_owned |= 1u << idx;
-	}
-	freeifaddrs(list);
-}
-
-/*
  * The doorbell: a second packet socket on the interface whose filter keeps
  * one byte of each incoming frame and whose buffer is tiny, so it costs
  * little while the thread spins (the kernel drops into a full buffer early)
@@ -146,7 +110,7 @@ static void open_doorbell(struct rocemu_port *port, const char *iface)
 static void afpacket_attach(struct rocemu_port *port, const char *arg)
 {
 	port_iface_hold_roce_udp(port);
-	find_kernel_owned(port, arg);
+	port_iface_find_kernel_owned(port, arg);
 	open_doorbell(port, arg);
 }
 

@@ -1,6 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Link kind `af_xdp:IFACE`: net_af_xdp on queue 0 of a kernel interface.
+ * Link kind `af_xdp:IFACE`: net_af_xdp on queue 0 of a kernel interface,
+ * beside the kernel. The PMD loads rocemu's own XDP program (xdp/, found as
+ * find_xdp_prog says) instead of its default one, which would take every
+ * frame of the queue from the kernel: ours takes only RoCEv2 to the port's
+ * addresses (rocemu_addrs, filled here once the GID table exists), and for
+ * addresses rocemu owns alone (the kernel has none of them on IFACE) also
+ * ARP, ND and any IP to them. Everything else goes on to the kernel, so a
+ * program's own TCP (perftest, the pingpongs, UCX) and the kernel's ping
+ * keep working on the interface. When the kernel owns an address it also
+ * answers ARP/ND for it, and rocemu never sees the answers to its own
+ * requests: the port then resolves neighbours through the kernel's table
+ * (port_neigh_kernel.c). The mode, the XDP attach mode and whether the
+ * socket is zero-copy are said in one notice line at open.
+ *
  * UMEM chunks must fit a page, so mbufs keep the standard 2 KB data room and
  * the MTU at most 3498. The xsk descriptor is not exposed through ethdev in
  * DPDK 22.11: nothing wakes the progress thread on a frame (1 ms naps).
@@ -16,18 +29,36 @@
  * work): an open soon after is tried again while it fails, 5 s at most.
  */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <net/if.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <linux/if_xdp.h>
 
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
 #include "port_link.h"
+#include "xdp/rocemu_xdp.h"
+
+#ifndef ROCEMU_XDP_BUILT
+#define ROCEMU_XDP_BUILT ""
+#endif
+#ifndef ROCEMU_XDP_INSTALLED
+#define ROCEMU_XDP_INSTALLED "/usr/local/lib/rocemu/" ROCEMU_XDP_OBJECT
+#endif
+#ifndef SOL_XDP
+#define SOL_XDP 283
+#endif
 
 /* the largest MTU whose frames fit an XDP frame of a 4 KB page */
 #define AF_XDP_MAX_MTU 3498
@@ -42,7 +73,8 @@ struct afxdp_link {
 	int xsk_fd[XSK_MAX]; /* the ones the device opened */
 	ino_t xsk_ino[XSK_MAX];
 	unsigned n_xsk;
-	bool locked; /* xsk_lock held from create to attach */
+	bool locked;	     /* xsk_lock held from create to attach */
+	char prog[PATH_MAX]; /* the XDP program's object file */
 };
 
 static pthread_mutex_t xsk_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -139,18 +171,79 @@ static uint32_t afxdp_data_room(const struct rocemu_port *port)
 	return RTE_MBUF_DEFAULT_DATAROOM;
 }
 
+/*
+ * rocemu's XDP program: $ROCEMU_XDP_PROG, else rocemu_xdp.o beside the code
+ * that runs (rocemu's libibverbs.so.1 in its private library directory, or
+ * the rocemu executable), else where `meson install` puts it, else in the
+ * build tree (tests run from there). The PMD takes the path in its devargs,
+ * so it may hold no comma.
+ */
+static int find_xdp_prog(char *out, size_t len, char *err, size_t errlen)
+{
+	char here[PATH_MAX] = "";
+	const char *cand[4];
+	unsigned n = 0;
+	Dl_info info;
+
+	if (getenv("ROCEMU_XDP_PROG"))
+		cand[n++] = getenv("ROCEMU_XDP_PROG");
+	if (dladdr((void *)find_xdp_prog, &info) && info.dli_fname) {
+		char copy[PATH_MAX];
+
+		snprintf(copy, sizeof(copy), "%s", info.dli_fname);
+		snprintf(here, sizeof(here), "%s/%s", dirname(copy), ROCEMU_XDP_OBJECT);
+		cand[n++] = here;
+	}
+	cand[n++] = ROCEMU_XDP_INSTALLED;
+	cand[n++] = ROCEMU_XDP_BUILT;
+	for (unsigned i = 0; i < n; i++) {
+		if (!cand[i][0] || access(cand[i], R_OK))
+			continue;
+		if (strchr(cand[i], ',') || strlen(cand[i]) >= len)
+			return port_fail(
+			    err, errlen, -EINVAL,
+			    "af_xdp: the XDP program's path %s holds a comma or is too "
+			    "long",
+			    cand[i]);
+		snprintf(out, len, "%s", cand[i]);
+		return 0;
+	}
+	return port_fail(err, errlen, -ENOENT,
+			 "af_xdp: rocemu's XDP program %s not found (looked beside rocemu's "
+			 "library, in %s and in the build tree); set ROCEMU_XDP_PROG",
+			 ROCEMU_XDP_OBJECT, ROCEMU_XDP_INSTALLED);
+}
+
+/*
+ * libxdp looks for bpffs at /sys/fs/bpf (and says so on stderr when it is
+ * missing). Mount it when it is not there and we may (root; under `ip
+ * netns exec` /sys is the namespace's own). Best effort.
+ */
+static void mount_bpffs(void)
+{
+	struct stat a, b;
+
+	if (stat("/sys/fs/bpf", &a) || stat("/sys/fs", &b) || a.st_dev != b.st_dev)
+		return; /* absent, or something is mounted there already */
+	(void)mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700");
+}
+
 static int afxdp_create(struct rocemu_port *port, const char *arg, char *err, size_t errlen)
 {
 	struct afxdp_link *l = port->link_priv;
-	char devargs[ROCEMU_PORT_SPEC_MAX + 128];
+	char devargs[ROCEMU_PORT_SPEC_MAX + PATH_MAX + 128];
+	int rc = find_xdp_prog(l->prog, sizeof(l->prog), err, errlen);
 
+	if (rc)
+		return rc;
+	mount_bpffs();
 	pthread_mutex_lock(&xsk_lock);
 	l->locked = true;
 	each_xsk(l, note_before);
 
 	snprintf(port->dev_name, sizeof(port->dev_name), "net_af_xdp_re%u", port_next_seq());
-	snprintf(devargs, sizeof(devargs), "%s,iface=%s,start_queue=0,queue_count=1",
-		 port->dev_name, arg);
+	snprintf(devargs, sizeof(devargs), "%s,iface=%s,start_queue=0,queue_count=1,xdp_prog=%s",
+		 port->dev_name, arg, l->prog);
 	return port_dev_probe(port, devargs, err, errlen);
 }
 
@@ -164,12 +257,58 @@ static void afxdp_attach(struct rocemu_port *port, const char *arg)
 	port_iface_hold_roce_udp(port);
 }
 
+/*
+ * The GID table exists: who owns each address decides what the XDP program
+ * hands to rocemu, and how neighbours are resolved. Then the notice line.
+ */
+static int afxdp_addressed(struct rocemu_port *port, const char *arg, char *err, size_t errlen)
+{
+	struct afxdp_link *l = port->link_priv;
+	struct xdp_options opts = {0};
+	socklen_t olen = sizeof(opts);
+	const char *mode = "?";
+	int map, rc = 0;
+
+	port_iface_find_kernel_owned(port, arg);
+	map = rocemu_xdp_addr_map((int)if_nametoindex(arg), &mode);
+	if (map == -EBUSY)
+		return port_fail(err, errlen, map, "af_xdp: %s runs another XDP program", arg);
+	if (map < 0)
+		return port_fail(err, errlen, map, "af_xdp: %s in rocemu's XDP program on %s: %s",
+				 ROCEMU_XDP_ADDR_MAP, arg, strerror(-map));
+	for (unsigned i = 0; i < port->n_gids && !rc; i++)
+		rc = rocemu_xdp_set_addr(map, port->gids[i],
+					 port->kernel_owned & (1u << i) ? ROCEMU_XDP_ROCE
+									: ROCEMU_XDP_ALL);
+	close(map);
+	if (rc)
+		return port_fail(err, errlen, rc, "af_xdp: cannot fill %s: %s", ROCEMU_XDP_ADDR_MAP,
+				 strerror(-rc));
+	/* a port with an address the kernel owns: ARP/ND are the kernel's */
+	if (port->kernel_owned & ~1u) {
+		rc = port_kneigh_open(port, arg);
+		if (rc)
+			return port_fail(err, errlen, rc, "af_xdp: rtnetlink: %s", strerror(-rc));
+	}
+	if (l->n_xsk)
+		(void)getsockopt(l->xsk_fd[0], SOL_XDP, XDP_OPTIONS, &opts, &olen);
+	port_notice(port, "af_xdp on %s queue 0: XDP program %s (%s), %s; %s", arg, l->prog, mode,
+		    opts.flags & XDP_OPTIONS_ZEROCOPY ? "zero-copy" : "copy mode",
+		    port->kneigh
+			? "beside the kernel: it owns the address (ARP/ND, ping, TCP are "
+			  "its), rocemu takes RoCEv2 and resolves through its neighbour table"
+			: "rocemu owns the addresses: it takes RoCEv2, ARP/ND and IP to them; "
+			  "the kernel keeps the rest");
+	return 0;
+}
+
 /* After the device went: close the sockets it left open (see the top). */
 static void afxdp_release(struct rocemu_port *port)
 {
 	struct afxdp_link *l = port->link_priv;
 
 	port_dev_remove(port);
+	port_kneigh_close(port);
 	for (unsigned i = 0; i < l->n_xsk; i++)
 		if (xsk_inode(l->xsk_fd[i]) == l->xsk_ino[i])
 			close(l->xsk_fd[i]);
@@ -204,5 +343,6 @@ const struct port_link_ops port_link_afxdp = {
     .pmd_log = "pmd.net.af_xdp",
     .mac = port_iface_mac_choose,
     .attach = afxdp_attach,
+    .addressed = afxdp_addressed,
     .release = afxdp_release,
 };

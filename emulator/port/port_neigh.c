@@ -448,6 +448,8 @@ int rocemu_port_resolve(struct rocemu_port *port, unsigned src_index, const uint
 		port_mcast_mac(dst, mac);
 		return 0;
 	}
+	if (port->kneigh) /* beside the kernel, which answers ARP/ND here */
+		return port_kneigh_resolve(port, dst, mac, now);
 	e = neigh_find(port, dst);
 	if (!e) {
 		src = (int)src_index;
