@@ -14,10 +14,15 @@
 # rocemu must not answer a second time (no DUP replies), and the RoCE port
 # held open keeps the kernel from answering RoCE with port unreachable.
 #
+# KIND af_xdp_shared: the same, over af_xdp beside the kernel (issue 22.1):
+# rocemu's XDP program hands it only RoCEv2, so its capture holds no ARP,
+# ICMP or TCP at all; the kernel answers ping and arping, and a TCP transfer
+# to the kernel's address arrives whole, while rocemu runs.
+#
 # usage: veth_kernel_peer.sh ROCEMU KIND
 set -u
-rocemu=${1:?usage: $0 ROCEMU af_packet|af_xdp|af_packet_shared}
-mode=${2:?usage: $0 ROCEMU af_packet|af_xdp|af_packet_shared}
+rocemu=${1:?usage: $0 ROCEMU af_packet|af_xdp|af_packet_shared|af_xdp_shared}
+mode=${2:?usage: $0 ROCEMU af_packet|af_xdp|af_packet_shared|af_xdp_shared}
 kind=${mode%_shared}
 
 . "$(dirname "$0")/port_lib.sh"
@@ -32,7 +37,7 @@ done
 port_netns pt$$ veth
 # rocemu owns the addresses on its side: the kernel there gets none, and no
 # IPv6 either (its link-local would be the same as rocemu's GID 0)
-if [ "$mode" = af_packet_shared ]; then
+if [ "$mode" != "$kind" ]; then
 	ip -n "$nsr" addr add 10.71.0.2/24 dev "$ifr"
 	ip -n "$nsr" addr add fd00:71::2/64 dev "$ifr" nodad
 else
@@ -76,6 +81,41 @@ else
 fi
 
 status=0
+if [ "$mode" = af_xdp_shared ]; then
+	grep -q "af_xdp on $ifr .*beside the kernel" "$work/port.out" ||
+		{ echo "FAIL: no af_xdp beside-the-kernel notice"; status=1; }
+	# 4 MiB over TCP to the kernel's address on rocemu's interface
+	ip netns exec "$nsr" /usr/bin/python3 - >"$work/tcp_rx" <<'PY' &
+import hashlib, socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("10.71.0.2", 18571)); s.listen(1); s.settimeout(60)
+c, _ = s.accept(); c.settimeout(60); h = hashlib.sha256(); n = 0
+while True:
+    b = c.recv(65536)
+    if not b: break
+    h.update(b); n += len(b)
+print(n, h.hexdigest())
+PY
+	tcp_rx=$!
+	until ip netns exec "$nsr" ss -ltn | grep -q ":18571 "; do
+		kill -0 $tcp_rx 2>/dev/null || break
+		sleep 0.1
+	done
+	ip netns exec "$nsk" /usr/bin/python3 - >"$work/tcp_tx" <<'PY'
+import hashlib, os, socket
+data = os.urandom(4 << 20)
+s = socket.create_connection(("10.71.0.2", 18571), timeout=60)
+s.sendall(data); s.close()
+print(len(data), hashlib.sha256(data).hexdigest())
+PY
+	wait $tcp_rx
+	if [ -s "$work/tcp_tx" ] && cmp -s "$work/tcp_tx" "$work/tcp_rx"; then
+		echo "TCP transfer while rocemu runs: $(cat "$work/tcp_rx")"
+	else
+		echo "FAIL: TCP transfer: sent '$(cat "$work/tcp_tx")', received '$(cat "$work/tcp_rx")'"
+		status=1
+	fi
+fi
 ip netns exec "$nsk" ping -c 3 -i 0.2 -W 20 10.71.0.2 >"$work/ping4.out" 2>&1 ||
 	{ cat "$work/ping4.out"; echo "FAIL: IPv4 ping"; status=1; }
 ip netns exec "$nsk" arping -c 3 -w 30 -I "$ifk" 10.71.0.2 >"$work/arping.out" 2>&1
@@ -101,11 +141,25 @@ grep -E "^(icmp_echo|arp_|nd_|rx_frames|tx_frames|drop_|left_to)" "$work/port.ou
 tshark -r "$work/port.pcap" -T fields -E separator=, -e arp.opcode -e icmp.type -e icmpv6.type \
 	-e icmpv6.nd.na.flag.s >"$work/fields" 2>/dev/null
 count() { awk -F, "$1" "$work/fields" | wc -l; }
+if [ "$mode" = af_xdp_shared ]; then
+	# the XDP program kept the kernel's traffic from rocemu: in the capture
+	# only RoCE (the two frames injected; 0x88b5 is the capture-point record)
+	# and nothing rocemu sent
+	other=$(tshark -r "$work/port.pcap" -Y '!(udp.dstport == 4791) && !(eth.type == 0x88b5)' \
+		2>/dev/null | wc -l)
+	[ "$other" -eq 0 ] || { echo "FAIL: $other frames other than RoCEv2 reached rocemu"; status=1; }
+	grep -qE "^tx_frames +0$" "$work/port.out" || { echo "FAIL: rocemu sent frames"; status=1; }
+	[ $roce_sent = 0 ] || grep -qE "^rx_frames +2$" "$work/port.out" ||
+		{ echo "FAIL: rocemu received other frames than the two RoCE ones"; status=1; }
+else
 [ "$(count '$1 == 1')" -ge 3 ] || { echo "FAIL: ARP requests missing from capture"; status=1; }
 [ "$(count '$2 == 8')" -eq 3 ] || { echo "FAIL: ICMP echo requests in capture"; status=1; }
 [ "$(count '$3 == 128')" -eq 3 ] || { echo "FAIL: ICMPv6 echo requests in capture"; status=1; }
+fi
 [ "$(count '$2 == 3')" -eq 0 ] || { echo "FAIL: ICMP destination unreachable in capture"; status=1; }
-if [ "$mode" = af_packet_shared ]; then
+if [ "$mode" = af_xdp_shared ]; then
+	:
+elif [ "$mode" = af_packet_shared ]; then
 	# the kernel answered (its frames leave with our MAC: af_packet sees them
 	# and drops them as own_source_mac, so the capture holds them too)
 	grep -qE "^icmp_echo_replies_tx +0$" "$work/port.out" || { echo "FAIL: rocemu answered ping for a kernel-owned address"; status=1; }

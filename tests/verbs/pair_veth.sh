@@ -4,19 +4,24 @@
 # unmodified verbs program under `rocemu run` on an af_packet port over its
 # veth end, sharing the address the kernel holds for the program's own TCP
 # handshake (ARCHITECTURE.md §2).
-#   pair_veth.sh [--mtu N --frame-len L] PROGRAM [ARGS...]
+#   pair_veth.sh [--link af_xdp] [--mtu N --frame-len L] PROGRAM [ARGS...]
 # (host B gets ARGS plus host A's address). Both must exit 0; both captures
 # must decode in tshark without malformed or error frames, and every ICRC
 # must verify independently (check_captures.sh).
 # --mtu N: the veth link's MTU (jumbo frames); --frame-len L: the longest
 # RoCEv2 frame in both captures must be exactly L bytes, and there must be
 # many of them (the program's path MTU reached the wire).
+# --link af_xdp: af_xdp ports beside the kernel instead (issue 22.1): the
+# kernel keeps its addresses and the program's TCP, rocemu's XDP program
+# takes only RoCEv2, and neighbours come from the kernel's table; both ports
+# must say so at open and must have asked the kernel to resolve.
 set -u
 TIMEOUT=${PAIR_TIMEOUT:-60}
 . "$(dirname "$0")/pair_lib.sh"
-mtu= frame_len=
+mtu= frame_len= link=af_packet
 while :; do
 	case ${1:-} in
+	--link) link=$2; shift 2 ;;
 	--mtu) mtu=$2; shift 2 ;;
 	--frame-len) frame_len=$2; shift 2 ;;
 	*) break ;;
@@ -25,11 +30,40 @@ done
 prog=$1
 shift
 pair_require "$prog"
+if [ $link = af_xdp ]; then
+	# a machine without af_xdp skips; after this any af_xdp failure fails
+	. "$(dirname "$0")/../port/port_lib.sh"
+	port_need_af_xdp
+fi
 pair_hosts vp veth 10.83.0.1 10.83.0.2 24 $mtu
+if [ $link = af_xdp ]; then
+	# RoCE on a second address of the kernel's, which the programs' TCP
+	# (to 10.83.0.1) never resolves: rocemu has the kernel resolve it
+	ip -n $nsA addr add 10.83.1.1/24 dev ${nsA}e
+	ip -n $nsB addr add 10.83.1.2/24 dev ${nsB}e
+	portA=(--port af_xdp:${nsA}e --ip 10.83.1.1/24)
+	portB=(--port af_xdp:${nsB}e --ip 10.83.1.2/24)
+	export ROCEMU_STATS=1
+fi
 sargv=("$prog" -p 18515 "$@")
 cargv=("$prog" -p 18515 "$@" 10.83.0.1)
 pair_run 18515 ""
 check_captures $dir/a.pcap $dir/b.pcap || fail=1
+if [ $link = af_xdp ]; then
+	for h in a b; do
+		grep -q "af_xdp on .*beside the kernel" $dir/$h.log ||
+			{ echo "host $h: no af_xdp beside-the-kernel notice"; fail=1; }
+		grep -qE "neigh_kernel_asked [1-9]" $dir/$h.log ||
+			{ echo "host $h: the kernel was never asked to resolve"; fail=1; }
+		grep -qE "neigh_resolved [1-9]" $dir/$h.log ||
+			{ echo "host $h: no neighbour resolved"; fail=1; }
+		! grep -qE "arp_requests_tx [1-9]" $dir/$h.log ||
+			{ echo "host $h: rocemu sent ARP requests itself"; fail=1; }
+		# the kernel's ARP and the programs' TCP never reached rocemu
+		n=$(timeout 60 tshark -n -r $dir/$h.pcap -Y 'arp || tcp' 2>/dev/null | wc -l)
+		[ "$n" -eq 0 ] || { echo "host $h: $n ARP/TCP frames reached rocemu"; fail=1; }
+	done
+fi
 if [ -n "$frame_len" ]; then
 	for f in $dir/a.pcap $dir/b.pcap; do
 		lens=$(timeout 60 tshark -n -r $f -Y 'udp.dstport == 4791' -T fields -e frame.len \
