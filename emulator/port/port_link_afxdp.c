@@ -174,8 +174,9 @@ static uint32_t afxdp_data_room(const struct rocemu_port *port)
 /*
  * rocemu's XDP program: $ROCEMU_XDP_PROG, else rocemu_xdp.o beside the code
  * that runs (rocemu's libibverbs.so.1 in its private library directory, or
- * the rocemu executable), else where `meson install` puts it, else in the
- * build tree (tests run from there). The PMD takes the path in its devargs,
+ * the rocemu executable), else in the build tree it was built in (tests run
+ * from there; an older installed copy must not win), else where `meson
+ * install` puts it. The PMD takes the path in its devargs,
  * so it may hold no comma.
  */
 static int find_xdp_prog(char *out, size_t len, char *err, size_t errlen)
@@ -194,8 +195,8 @@ static int find_xdp_prog(char *out, size_t len, char *err, size_t errlen)
 		snprintf(here, sizeof(here), "%s/%s", dirname(copy), ROCEMU_XDP_OBJECT);
 		cand[n++] = here;
 	}
-	cand[n++] = ROCEMU_XDP_INSTALLED;
 	cand[n++] = ROCEMU_XDP_BUILT;
+	cand[n++] = ROCEMU_XDP_INSTALLED;
 	for (unsigned i = 0; i < n; i++) {
 		if (!cand[i][0] || access(cand[i], R_OK))
 			continue;
@@ -210,7 +211,7 @@ static int find_xdp_prog(char *out, size_t len, char *err, size_t errlen)
 	}
 	return port_fail(err, errlen, -ENOENT,
 			 "af_xdp: rocemu's XDP program %s not found (looked beside rocemu's "
-			 "library, in %s and in the build tree); set ROCEMU_XDP_PROG",
+			 "library, in the build tree and in %s); set ROCEMU_XDP_PROG",
 			 ROCEMU_XDP_OBJECT, ROCEMU_XDP_INSTALLED);
 }
 
