@@ -12,7 +12,9 @@
  * answers ARP/ND for it, and rocemu never sees the answers to its own
  * requests: the port then resolves neighbours through the kernel's table
  * (port_neigh_kernel.c). The mode, the XDP attach mode and whether the
- * socket is zero-copy are said in one notice line at open.
+ * socket is zero-copy are said in one notice line at open. libxdp loads no
+ * program then (the PMD loads ours with libbpf), so it no longer looks for
+ * bpffs nor says that it found none.
  *
  * UMEM chunks must fit a page, so mbufs keep the standard 2 KB data room and
  * the MTU at most 3498. The xsk descriptor is not exposed through ethdev in
@@ -39,7 +41,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <linux/if_xdp.h>
@@ -215,20 +216,6 @@ static int find_xdp_prog(char *out, size_t len, char *err, size_t errlen)
 			 ROCEMU_XDP_OBJECT, ROCEMU_XDP_INSTALLED);
 }
 
-/*
- * libxdp looks for bpffs at /sys/fs/bpf (and says so on stderr when it is
- * missing). Mount it when it is not there and we may (root; under `ip
- * netns exec` /sys is the namespace's own). Best effort.
- */
-static void mount_bpffs(void)
-{
-	struct stat a, b;
-
-	if (stat("/sys/fs/bpf", &a) || stat("/sys/fs", &b) || a.st_dev != b.st_dev)
-		return; /* absent, or something is mounted there already */
-	(void)mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700");
-}
-
 static int afxdp_create(struct rocemu_port *port, const char *arg, char *err, size_t errlen)
 {
 	struct afxdp_link *l = port->link_priv;
@@ -237,7 +224,6 @@ static int afxdp_create(struct rocemu_port *port, const char *arg, char *err, si
 
 	if (rc)
 		return rc;
-	mount_bpffs();
 	pthread_mutex_lock(&xsk_lock);
 	l->locked = true;
 	each_xsk(l, note_before);

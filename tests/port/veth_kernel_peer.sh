@@ -55,6 +55,8 @@ pid=$!
 # failure of rocemu, whatever its message says)
 port_wait_up || fail "rocemu port exited early"
 grep -q "link up" "$work/port.out" || fail "port did not come up"
+# af_xdp: libxdp loads no program of its own, so says nothing of bpffs
+[ "$kind" = af_xdp ] && grep -q "No bpffs" "$work/port.out" && fail "libxdp found no bpffs"
 
 # RoCEv2 frames from the wire (scapy computes the ICRC): a good one is parsed
 # and, with no transport on top, dropped as no_upper; a corrupted one is
