@@ -37,17 +37,14 @@ const char *roce_parse_status_name(enum roce_parse_status s)
 }
 
 /*
- * IPv4 header at frame + off; len is the frame length. On success *ip_end is
- * the offset just past the datagram.
+ * The IPv4 header at ip, whose whole RB_IPV4_LEN bytes are there; avail bytes
+ * of the frame from ip on. On success *dgram_len is the datagram's length.
  */
-static enum roce_parse_status parse_ipv4(const uint8_t *frame, uint32_t len, uint32_t off,
-					 struct roce_pkt *pkt, uint32_t *ip_end)
+static enum roce_parse_status parse_ipv4(const uint8_t *ip, uint32_t avail, struct roce_pkt *pkt,
+					 uint32_t *dgram_len)
 {
-	const uint8_t *ip = frame + off;
 	uint16_t tot_len, frag;
 
-	if (len - off < RB_IPV4_LEN)
-		return ROCE_PARSE_TRUNCATED;
 	if ((ip[0] >> 4) != 4)
 		return ROCE_PARSE_BAD_IP_VERSION;
 	if ((ip[0] & 0x0F) < 5)
@@ -55,7 +52,7 @@ static enum roce_parse_status parse_ipv4(const uint8_t *frame, uint32_t len, uin
 	if ((ip[0] & 0x0F) > 5)
 		return ROCE_PARSE_IP_OPTIONS;
 	tot_len = rb_get16(ip + 2);
-	if (tot_len < RB_IPV4_LEN || tot_len > len - off)
+	if (tot_len < RB_IPV4_LEN || tot_len > avail)
 		return ROCE_PARSE_BAD_IP_LENGTH;
 	if (rb_inet_csum(ip, RB_IPV4_LEN) != 0)
 		return ROCE_PARSE_BAD_IP_CHECKSUM;
@@ -75,23 +72,21 @@ static enum roce_parse_status parse_ipv4(const uint8_t *frame, uint32_t len, uin
 		return ROCE_PARSE_IP_FRAGMENT;
 	if (ip[9] != RB_IP_PROTO_UDP)
 		return ROCE_PARSE_NOT_UDP;
-	*ip_end = off + tot_len;
+	*dgram_len = tot_len;
 	return ROCE_PARSE_OK;
 }
 
-static enum roce_parse_status parse_ipv6(const uint8_t *frame, uint32_t len, uint32_t off,
-					 struct roce_pkt *pkt, uint32_t *ip_end)
+/* The same for IPv6 (RB_IPV6_LEN bytes at ip). */
+static enum roce_parse_status parse_ipv6(const uint8_t *ip, uint32_t avail, struct roce_pkt *pkt,
+					 uint32_t *dgram_len)
 {
-	const uint8_t *ip = frame + off;
 	uint32_t vtf, pay_len;
 
-	if (len - off < RB_IPV6_LEN)
-		return ROCE_PARSE_TRUNCATED;
 	vtf = rb_get32(ip);
 	if ((vtf >> 28) != 6)
 		return ROCE_PARSE_BAD_IP_VERSION;
 	pay_len = rb_get16(ip + 4);
-	if (pay_len > len - off - RB_IPV6_LEN)
+	if (pay_len > avail - RB_IPV6_LEN)
 		return ROCE_PARSE_BAD_IP_LENGTH;
 
 	pkt->path.ip_version = 6;
@@ -104,7 +99,7 @@ static enum roce_parse_status parse_ipv6(const uint8_t *frame, uint32_t len, uin
 	/* Extension headers are not supported: UDP must follow directly. */
 	if (ip[6] != RB_IP_PROTO_UDP)
 		return ROCE_PARSE_IP_OPTIONS;
-	*ip_end = off + RB_IPV6_LEN + pay_len;
+	*dgram_len = RB_IPV6_LEN + pay_len;
 	return ROCE_PARSE_OK;
 }
 
@@ -180,18 +175,20 @@ static enum roce_parse_status parse_l4(const uint8_t *frame, uint32_t l4_off, ui
 static enum roce_parse_status parse_from_l3(const uint8_t *frame, uint32_t len, uint32_t l3_off,
 					    int ip_version, unsigned flags, struct roce_pkt *pkt)
 {
+	uint32_t hdr_len = ip_version == 4 ? RB_IPV4_LEN : RB_IPV6_LEN;
+	uint32_t dgram_len = 0;
 	enum roce_parse_status st;
-	uint32_t ip_end = 0;
 
 	pkt->l3_off = (uint16_t)l3_off;
+	if (len - l3_off < hdr_len)
+		return ROCE_PARSE_TRUNCATED;
 	if (ip_version == 4)
-		st = parse_ipv4(frame, len, l3_off, pkt, &ip_end);
+		st = parse_ipv4(frame + l3_off, len - l3_off, pkt, &dgram_len);
 	else
-		st = parse_ipv6(frame, len, l3_off, pkt, &ip_end);
+		st = parse_ipv6(frame + l3_off, len - l3_off, pkt, &dgram_len);
 	if (st != ROCE_PARSE_OK)
 		return st;
-	return parse_l4(frame, l3_off + (ip_version == 4 ? RB_IPV4_LEN : RB_IPV6_LEN), ip_end,
-			flags, pkt);
+	return parse_l4(frame, l3_off + hdr_len, l3_off + dgram_len, flags, pkt);
 }
 
 enum roce_parse_status roce_parse(const uint8_t *frame, uint32_t len, unsigned flags,
