@@ -317,36 +317,54 @@ CLMUL_INLINE __m128i fold_1x(__m128i a, struct cursor *c)
 	return a;
 }
 
-/* At least 8 blocks: the first eight (mask, seed) as two rounds of four lanes, then the rest. */
+/*
+ * Stream blocks 0 to 4, all that the mask and the seed can reach (the mask's
+ * 64 bytes after up to 15 of padding), into head[]; the cursor after them.
+ */
+CLMUL_INLINE struct cursor masked_head(uint32_t reg, const uint8_t *data, size_t len, size_t pad,
+				       const uint8_t *or_mask, uint8_t *dst, __m128i head[5])
+{
+	struct cursor c = stream_after_first(data, len, pad, dst);
+
+	head[0] = first_block(reg, data, pad, or_mask, dst);
+	head[1] = second_block(&c, reg, or_mask, pad);
+	head[2] = masked_block(&c, or_mask, pad, 2);
+	head[3] = masked_block(&c, or_mask, pad, 3);
+	head[4] = masked_block(&c, or_mask, pad, 4);
+	return c;
+}
+
+/* At least 8 blocks: the first eight as two rounds of four lanes, then the rest. */
 CLMUL_INLINE uint32_t fold_all_4x(uint32_t reg, const uint8_t *data, size_t len, size_t pad,
 				  const uint8_t *or_mask, uint8_t *dst)
 {
 	const __m128i k4 = load_const(k.fold[4]);
-	struct cursor c = stream_after_first(data, len, pad, dst);
+	__m128i head[5];
+	struct cursor c = masked_head(reg, data, len, pad, or_mask, dst, head);
 	struct lanes4 l;
 
-	l.x0 = first_block(reg, data, pad, or_mask, dst);
-	l.x1 = second_block(&c, reg, or_mask, pad);
-	l.x2 = masked_block(&c, or_mask, pad, 2);
-	l.x3 = masked_block(&c, or_mask, pad, 3);
-	l.x0 = _mm_xor_si128(fold(l.x0, k4), masked_block(&c, or_mask, pad, 4));
-	l.x1 = _mm_xor_si128(fold(l.x1, k4), next_block(&c));
-	l.x2 = _mm_xor_si128(fold(l.x2, k4), next_block(&c));
-	l.x3 = _mm_xor_si128(fold(l.x3, k4), next_block(&c));
+	l.x0 = _mm_xor_si128(fold(head[0], k4), head[4]);
+	l.x1 = _mm_xor_si128(fold(head[1], k4), next_block(&c));
+	l.x2 = _mm_xor_si128(fold(head[2], k4), next_block(&c));
+	l.x3 = _mm_xor_si128(fold(head[3], k4), next_block(&c));
 	return reduce(fold_1x(lanes4_finish(l, &c), &c));
 }
 
 /*
- * The loops are inlined twice: with dst known to be NULL the compiler drops
- * the stores (no test per block).
+ * The entry point of a fold_all_*, compiled for its instruction set. The
+ * loops are inlined twice: with dst known to be NULL the compiler drops the
+ * stores (no test per block).
  */
-static CLMUL_TARGET uint32_t crc32_fold_4x(uint32_t reg, const uint8_t *data, size_t len,
-					   size_t pad, const uint8_t *or_mask, uint8_t *dst)
-{
-	if (dst == NULL)
-		return fold_all_4x(reg, data, len, pad, or_mask, NULL);
-	return fold_all_4x(reg, data, len, pad, or_mask, dst);
-}
+#define FOLD_ENTRY(name, target, fold_all)                                                         \
+	static target uint32_t name(uint32_t reg, const uint8_t *data, size_t len, size_t pad,     \
+				    const uint8_t *or_mask, uint8_t *dst)                          \
+	{                                                                                          \
+		if (dst == NULL)                                                                   \
+			return fold_all(reg, data, len, pad, or_mask, NULL);                       \
+		return fold_all(reg, data, len, pad, or_mask, dst);                                \
+	}
+
+FOLD_ENTRY(crc32_fold_4x, CLMUL_TARGET, fold_all_4x)
 
 /*
  * The same with VPCLMULQDQ on 256-bit registers (AVX2): four registers of
@@ -396,19 +414,11 @@ WIDE_INLINE uint32_t fold_all_wide(uint32_t reg, const uint8_t *data, size_t len
 				   const uint8_t *or_mask, uint8_t *dst)
 {
 	const __m256i k8 = wide_const(k.fold[8]);
-	struct cursor c = stream_after_first(data, len, pad, dst);
-	__m256i y0, y1, y2, y3;
-	__m128i a, b1, b3;
+	__m128i head[5], a;
+	struct cursor c = masked_head(reg, data, len, pad, or_mask, dst, head);
+	__m256i y0 = pair(head[0], head[1]), y1 = pair(head[2], head[3]);
+	__m256i y2 = pair(head[4], next_block(&c)), y3 = next_wide(&c);
 
-	a = first_block(reg, data, pad, or_mask, dst);
-	b1 = second_block(&c, reg, or_mask, pad);
-	y0 = pair(a, b1);
-	a = masked_block(&c, or_mask, pad, 2);
-	b3 = masked_block(&c, or_mask, pad, 3);
-	y1 = pair(a, b3);
-	a = masked_block(&c, or_mask, pad, 4);
-	y2 = pair(a, next_block(&c));
-	y3 = next_wide(&c);
 	while (c.left >= 8 * BLOCK) {
 		y0 = _mm256_xor_si256(fold_wide(y0, k8), next_wide(&c));
 		y1 = _mm256_xor_si256(fold_wide(y1, k8), next_wide(&c));
@@ -424,14 +434,7 @@ WIDE_INLINE uint32_t fold_all_wide(uint32_t reg, const uint8_t *data, size_t len
 	return reduce(fold_1x(fold_4x(a, &c), &c));
 }
 
-/* As crc32_fold_4x. */
-static WIDE_TARGET uint32_t crc32_fold_wide(uint32_t reg, const uint8_t *data, size_t len,
-					    size_t pad, const uint8_t *or_mask, uint8_t *dst)
-{
-	if (dst == NULL)
-		return fold_all_wide(reg, data, len, pad, or_mask, NULL);
-	return fold_all_wide(reg, data, len, pad, or_mask, dst);
-}
+FOLD_ENTRY(crc32_fold_wide, WIDE_TARGET, fold_all_wide)
 
 uint32_t roce_crc32_clmul_update(enum crc32_clmul_kind kind, uint32_t reg, void *dst,
 				 const uint8_t *data, size_t len, const uint8_t *or_mask)
