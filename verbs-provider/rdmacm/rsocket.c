@@ -106,19 +106,11 @@ static struct rsocket *rs_alloc(const struct rsocket *parent)
 	pthread_mutex_init(&rs->lock, NULL);
 	rs->index = -1;
 	if (parent) {
-		rs->sbuf_size = parent->sbuf_size;
-		rs->rbuf_size = parent->rbuf_size;
-		rs->sq_size = parent->sq_size;
-		rs->rq_size = parent->rq_size;
-		rs->sq_inline = parent->sq_inline;
-		rs->iomap_size = parent->iomap_size;
-		rs->so_opts = parent->so_opts;
-		rs->tcp_opts = parent->tcp_opts;
-		rs->keepalive_s = parent->keepalive_s;
+		rs->opt = parent->opt;
 	} else {
-		rs->sbuf_size = rs->rbuf_size = RS_DEF_MEM;
-		rs->sq_size = rs->rq_size = RS_DEF_QSIZE;
-		rs->sq_inline = RS_DEF_INLINE;
+		rs->opt.sbuf_size = rs->opt.rbuf_size = RS_DEF_MEM;
+		rs->opt.sq_size = rs->opt.rq_size = RS_DEF_QSIZE;
+		rs->opt.sq_inline = RS_DEF_INLINE;
 	}
 	return rs;
 }
@@ -614,7 +606,7 @@ static int set_sol_socket(struct rsocket *rs, int optname, const void *optval, s
 		if (!optval || optlen < sizeof(lg))
 			return -EINVAL;
 		memcpy(&lg, optval, sizeof(lg));
-		opt_flag(&rs->so_opts, SO_LINGER, !lg.l_onoff); /* inverted: on by default */
+		opt_flag(&rs->opt.so_opts, SO_LINGER, !lg.l_onoff); /* inverted: on by default */
 		return 0;
 	}
 	if (opt_int(optval, optlen, &v))
@@ -622,25 +614,25 @@ static int set_sol_socket(struct rsocket *rs, int optname, const void *optval, s
 	switch (optname) {
 	case SO_REUSEADDR:
 		rdma_set_option(rs->id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &v, sizeof(v));
-		opt_flag(&rs->so_opts, optname, v);
+		opt_flag(&rs->opt.so_opts, optname, v);
 		return 0;
 	case SO_RCVBUF:
 		/* Like TCP, the buffer is twice the value asked for. */
 		if (!rs->rbuf && v > 0)
-			rs->rbuf_size =
+			rs->opt.rbuf_size =
 			    (uint32_t)v > RS_MAX_MEM / 2 ? RS_MAX_MEM : (uint32_t)v << 1;
 		return 0;
 	case SO_SNDBUF:
 		if (!rs->sbuf && v > 0)
-			rs->sbuf_size =
+			rs->opt.sbuf_size =
 			    (uint32_t)v > RS_MAX_MEM / 2 ? RS_MAX_MEM : (uint32_t)v << 1;
 		return 0;
 	case SO_KEEPALIVE:
 		rs->keepalive = v != 0;
-		opt_flag(&rs->so_opts, optname, v);
+		opt_flag(&rs->opt.so_opts, optname, v);
 		return rs_keepalive_update(rs);
 	case SO_OOBINLINE:
-		opt_flag(&rs->so_opts, optname, v);
+		opt_flag(&rs->opt.so_opts, optname, v);
 		return 0;
 	default:
 		return -EOPNOTSUPP;
@@ -659,17 +651,17 @@ static int set_sol_rdma(struct rsocket *rs, int optname, const void *optval, soc
 		return -EINVAL;
 	switch (optname) {
 	case RDMA_SQSIZE:
-		rs->sq_size = (uint16_t)(v > RS_QP_MAX ? RS_QP_MAX : v);
+		rs->opt.sq_size = (uint16_t)(v > RS_QP_MAX ? RS_QP_MAX : v);
 		return 0;
 	case RDMA_RQSIZE:
-		rs->rq_size = (uint16_t)(v > RS_QP_MAX ? RS_QP_MAX : v);
+		rs->opt.rq_size = (uint16_t)(v > RS_QP_MAX ? RS_QP_MAX : v);
 		return 0;
 	case RDMA_INLINE:
-		rs->sq_inline = (uint32_t)(v > RS_QP_MAX ? RS_QP_MAX : v);
+		rs->opt.sq_inline = (uint32_t)(v > RS_QP_MAX ? RS_QP_MAX : v);
 		return 0;
 	case RDMA_IOMAPSIZE:
 		/* only sizes the connection data can say */
-		rs->iomap_size = rs_scale_to_value(rs_value_to_scale((unsigned)v));
+		rs->opt.iomap_size = rs_scale_to_value(rs_value_to_scale((unsigned)v));
 		return 0;
 	default:
 		return -EOPNOTSUPP;
@@ -695,7 +687,7 @@ int rsetsockopt(int socket, int level, int optname, const void *optval, socklen_
 		}
 		switch (optname) {
 		case TCP_NODELAY:
-			opt_flag(&rs->tcp_opts, optname, v);
+			opt_flag(&rs->opt.tcp_opts, optname, v);
 			rc = 0;
 			break;
 		case TCP_KEEPIDLE:
@@ -703,7 +695,7 @@ int rsetsockopt(int socket, int level, int optname, const void *optval, socklen_
 				rc = -EINVAL;
 				break;
 			}
-			rs->keepalive_s = (unsigned)v;
+			rs->opt.keepalive_s = (unsigned)v;
 			rc = rs_keepalive_update(rs);
 			break;
 		case TCP_KEEPCNT:
@@ -753,13 +745,13 @@ int rgetsockopt(int socket, int level, int optname, void *optval, socklen_t *opt
 		case SO_REUSEADDR:
 		case SO_KEEPALIVE:
 		case SO_OOBINLINE:
-			rc = put_int(optval, optlen, !!(rs->so_opts & (1ull << optname)));
+			rc = put_int(optval, optlen, !!(rs->opt.so_opts & (1ull << optname)));
 			break;
 		case SO_RCVBUF:
-			rc = put_int(optval, optlen, (int)rs->rbuf_size);
+			rc = put_int(optval, optlen, (int)rs->opt.rbuf_size);
 			break;
 		case SO_SNDBUF:
-			rc = put_int(optval, optlen, (int)rs->sbuf_size);
+			rc = put_int(optval, optlen, (int)rs->opt.sbuf_size);
 			break;
 		case SO_ERROR:
 			rc = put_int(optval, optlen, rs->err);
@@ -772,7 +764,7 @@ int rgetsockopt(int socket, int level, int optname, void *optval, socklen_t *opt
 		case SO_LINGER:
 			if (optval && optlen && *optlen >= sizeof(struct linger)) {
 				struct linger lg = {.l_onoff =
-							!(rs->so_opts & (1ull << SO_LINGER))};
+							!(rs->opt.so_opts & (1ull << SO_LINGER))};
 				memcpy(optval, &lg, sizeof(lg));
 				*optlen = sizeof(lg);
 				rc = 0;
@@ -785,10 +777,10 @@ int rgetsockopt(int socket, int level, int optname, void *optval, socklen_t *opt
 	case IPPROTO_TCP:
 		switch (optname) {
 		case TCP_NODELAY:
-			rc = put_int(optval, optlen, !!(rs->tcp_opts & (1ull << optname)));
+			rc = put_int(optval, optlen, !!(rs->opt.tcp_opts & (1ull << optname)));
 			break;
 		case TCP_KEEPIDLE:
-			rc = put_int(optval, optlen, (int)rs->keepalive_s);
+			rc = put_int(optval, optlen, (int)rs->opt.keepalive_s);
 			break;
 		case TCP_KEEPCNT:
 		case TCP_KEEPINTVL:
@@ -809,16 +801,16 @@ int rgetsockopt(int socket, int level, int optname, void *optval, socklen_t *opt
 	case SOL_RDMA:
 		switch (optname) {
 		case RDMA_SQSIZE:
-			rc = put_int(optval, optlen, rs->sq_size);
+			rc = put_int(optval, optlen, rs->opt.sq_size);
 			break;
 		case RDMA_RQSIZE:
-			rc = put_int(optval, optlen, rs->rq_size);
+			rc = put_int(optval, optlen, rs->opt.rq_size);
 			break;
 		case RDMA_INLINE:
-			rc = put_int(optval, optlen, (int)rs->sq_inline);
+			rc = put_int(optval, optlen, (int)rs->opt.sq_inline);
 			break;
 		case RDMA_IOMAPSIZE:
-			rc = put_int(optval, optlen, (int)rs->iomap_size);
+			rc = put_int(optval, optlen, (int)rs->opt.iomap_size);
 			break;
 		}
 		break;

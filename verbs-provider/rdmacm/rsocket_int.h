@@ -47,6 +47,16 @@ struct rs_iomap_mr {
 	bool sent; /**< written to the peer */
 };
 
+/** The options of a socket that one accepted from it starts with. */
+struct rs_opts {
+	uint32_t sbuf_size, rbuf_size;
+	uint16_t sq_size, rq_size;
+	uint32_t sq_inline;
+	unsigned iomap_size;
+	uint64_t so_opts, tcp_opts; /* on/off options, 1 << optname */
+	unsigned keepalive_s;	    /* TCP_KEEPIDLE */
+};
+
 struct rsocket {
 	int index; /**< the socket number: the fd of its CM event channel */
 	pthread_mutex_t lock;
@@ -57,12 +67,8 @@ struct rsocket {
 	struct rdma_cm_id *id;
 
 	/* Options (set before the connection). */
-	uint32_t sbuf_size, rbuf_size;
-	uint16_t sq_size, rq_size;
-	uint32_t sq_inline;
-	unsigned iomap_size;
-	uint64_t so_opts, tcp_opts, ipv6_opts; /* on/off options, 1 << optname */
-	unsigned keepalive_s;		       /* TCP_KEEPIDLE */
+	struct rs_opts opt;
+	uint64_t ipv6_opts; /* on/off options, 1 << optname: not inherited */
 	bool keepalive;
 	uint64_t keepalive_due_ns;
 

@@ -130,13 +130,13 @@ int rs_create_ep(struct rsocket *rs)
 	if (!ctx || ibv_query_device(ctx, &da))
 		return -ENODEV;
 	unsigned max_q = da.max_qp_wr < 0xfffe ? (unsigned)da.max_qp_wr : 0xfffe;
-	rs->sq_size = clamp_q(rs->sq_size, max_q);
-	rs->rq_size = clamp_q(rs->rq_size, max_q);
-	if (rs->rbuf_size < 2 * RS_SNDLOWAT)
-		rs->rbuf_size = 2 * RS_SNDLOWAT;
-	rs->rbuf_size &= ~1u;
-	if (rs->sbuf_size < 2 * RS_SNDLOWAT)
-		rs->sbuf_size = 2 * RS_SNDLOWAT;
+	rs->opt.sq_size = clamp_q(rs->opt.sq_size, max_q);
+	rs->opt.rq_size = clamp_q(rs->opt.rq_size, max_q);
+	if (rs->opt.rbuf_size < 2 * RS_SNDLOWAT)
+		rs->opt.rbuf_size = 2 * RS_SNDLOWAT;
+	rs->opt.rbuf_size &= ~1u;
+	if (rs->opt.sbuf_size < 2 * RS_SNDLOWAT)
+		rs->opt.sbuf_size = 2 * RS_SNDLOWAT;
 
 	rs->cq_ch = ibv_create_comp_channel(ctx);
 	if (!rs->cq_ch)
@@ -144,7 +144,7 @@ int rs_create_ep(struct rsocket *rs)
 	int fl = fcntl(rs->cq_ch->fd, F_GETFL);
 	if (fl < 0 || fcntl(rs->cq_ch->fd, F_SETFL, fl | O_NONBLOCK) < 0)
 		return -errno;
-	rs->cq = ibv_create_cq(ctx, rs->sq_size + rs->rq_size, rs, rs->cq_ch, 0);
+	rs->cq = ibv_create_cq(ctx, rs->opt.sq_size + rs->opt.rq_size, rs, rs->cq_ch, 0);
 	if (!rs->cq)
 		return -errno;
 	/* Control payloads (16-byte SGE, 24-byte iomap entry) always go inline;
@@ -154,45 +154,45 @@ int rs_create_ep(struct rsocket *rs)
 				      .recv_cq = rs->cq,
 				      .qp_type = IBV_QPT_RC,
 				      .sq_sig_all = 1,
-				      .cap = {.max_send_wr = rs->sq_size,
-					      .max_recv_wr = rs->rq_size,
+				      .cap = {.max_send_wr = rs->opt.sq_size,
+					      .max_recv_wr = rs->opt.rq_size,
 					      .max_send_sge = 2,
 					      .max_recv_sge = 1,
-					      .max_inline_data = rs->sq_inline > RS_IOMAP_LEN
-								     ? rs->sq_inline
+					      .max_inline_data = rs->opt.sq_inline > RS_IOMAP_LEN
+								     ? rs->opt.sq_inline
 								     : RS_IOMAP_LEN}};
 	if (rdma_create_qp(rs->id, NULL, &qa))
 		return -errno;
 	rs->qp = rs->id->qp;
-	if (rs->sq_inline > qa.cap.max_inline_data)
-		rs->sq_inline = qa.cap.max_inline_data;
+	if (rs->opt.sq_inline > qa.cap.max_inline_data)
+		rs->opt.sq_inline = qa.cap.max_inline_data;
 
-	rs->target_len = RS_SGL_SIZE * RS_SGE_LEN + (size_t)rs->iomap_size * RS_IOMAP_LEN;
-	rs->rbuf = page_alloc(rs->rbuf_size);
-	rs->sbuf = page_alloc(rs->sbuf_size);
+	rs->target_len = RS_SGL_SIZE * RS_SGE_LEN + (size_t)rs->opt.iomap_size * RS_IOMAP_LEN;
+	rs->rbuf = page_alloc(rs->opt.rbuf_size);
+	rs->sbuf = page_alloc(rs->opt.sbuf_size);
 	rs->target = page_alloc(rs->target_len);
 	if (!rs->rbuf || !rs->sbuf || !rs->target)
 		return -ENOMEM;
 	int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
-	rs->rmr = ibv_reg_mr(rs->id->pd, rs->rbuf, rs->rbuf_size, rw);
+	rs->rmr = ibv_reg_mr(rs->id->pd, rs->rbuf, rs->opt.rbuf_size, rw);
 	rs->tmr = ibv_reg_mr(rs->id->pd, rs->target, rs->target_len, rw);
-	rs->smr = ibv_reg_mr(rs->id->pd, rs->sbuf, rs->sbuf_size, 0);
+	rs->smr = ibv_reg_mr(rs->id->pd, rs->sbuf, rs->opt.sbuf_size, 0);
 	if (!rs->rmr || !rs->tmr || !rs->smr)
 		return -ENOMEM;
 	struct rs_stream_cfg cfg = {.rbuf = rs->rbuf,
-				    .rbuf_size = rs->rbuf_size,
+				    .rbuf_size = rs->opt.rbuf_size,
 				    .rbuf_rkey = rs->rmr->rkey,
 				    .target = rs->target,
 				    .target_rkey = rs->tmr->rkey,
-				    .target_iomap_size = rs->iomap_size,
-				    .rq_size = rs->rq_size,
-				    .sq_size = rs->sq_size,
-				    .sbuf_size = rs->sbuf_size};
+				    .target_iomap_size = rs->opt.iomap_size,
+				    .rq_size = rs->opt.rq_size,
+				    .sq_size = rs->opt.sq_size,
+				    .sbuf_size = rs->opt.sbuf_size};
 	int rc = rs_stream_init(&rs->s, &cfg);
 	if (rc)
 		return rc;
 	rs->have_stream = true;
-	return post_recvs(rs, rs->rq_size);
+	return post_recvs(rs, rs->opt.rq_size);
 }
 
 void rs_free_ep(struct rsocket *rs)
@@ -503,7 +503,7 @@ static int ensure_connected(struct rsocket *rs, bool nonblock)
 static int stage(struct rsocket *rs, const struct iovec **iov, size_t *iov_off, uint32_t len,
 		 struct ibv_sge *sge)
 {
-	uint32_t head = rs->sbuf_head, size = rs->sbuf_size;
+	uint32_t head = rs->sbuf_head, size = rs->opt.sbuf_size;
 	uint32_t first = size - head < len ? size - head : len;
 	uint8_t *dst[2] = {rs->sbuf + head, rs->sbuf};
 	uint32_t part[2] = {first, len - first};
@@ -565,7 +565,7 @@ static int write_chunk(struct rsocket *rs, const struct iovec **cur, size_t *iov
 {
 	const struct iovec *save_iov = *cur;
 	size_t save_off = *iov_off;
-	bool data = kind == RS_SEND_DATA, inl = len <= rs->sq_inline;
+	bool data = kind == RS_SEND_DATA, inl = len <= rs->opt.sq_inline;
 	struct ibv_sge sge[2];
 	int nsge = inl ? inline_sges(cur, iov_off, len, sge, 2) : -1;
 	int rc;

@@ -62,7 +62,7 @@ static void *ka_run(void *arg)
 				pthread_mutex_lock(&e->rs->lock);
 				rs_post_keepalive(e->rs);
 				pthread_mutex_unlock(&e->rs->lock);
-				e->due_ns = now + (uint64_t)e->rs->keepalive_s * 1000000000ull;
+				e->due_ns = now + (uint64_t)e->rs->opt.keepalive_s * 1000000000ull;
 			}
 			if (e->due_ns < next)
 				next = e->due_ns;
@@ -91,8 +91,8 @@ static void ka_init(void)
 /* rs->lock held (rsetsockopt). */
 int rs_keepalive_update(struct rsocket *rs)
 {
-	if (!rs->keepalive_s)
-		rs->keepalive_s = default_idle_s();
+	if (!rs->opt.keepalive_s)
+		rs->opt.keepalive_s = default_idle_s();
 	/* rsetsockopt holds rs->lock; the keepalive thread takes ka_lock and
 	 * then a socket's lock: release ours while touching the list. */
 	pthread_once(&ka_once, ka_init);
@@ -118,7 +118,7 @@ int rs_keepalive_update(struct rsocket *rs)
 	}
 	for (struct ka_entry *e = ka_list; e; e = e->next)
 		if (e->rs == rs)
-			e->due_ns = now_ns() + (uint64_t)rs->keepalive_s * 1000000000ull;
+			e->due_ns = now_ns() + (uint64_t)rs->opt.keepalive_s * 1000000000ull;
 	if (!rc && ka_list && !ka_running) {
 		if (pthread_create(&ka_thread, NULL, ka_run, NULL) == 0) {
 			pthread_detach(ka_thread);
