@@ -572,7 +572,7 @@ static enum ibv_mtu mtu_enum(uint32_t bytes)
  * lost and recovered like any loss (ARP retries, RC retransmission). Other
  * ports (af_packet, af_xdp, PMDs) report the ethdev's real link.
  */
-bool rocemu_port_active(const struct rocemu_vdevice *d, struct rocemu_port *port)
+bool rocemu_vdevice_port_active(const struct rocemu_vdevice *d, struct rocemu_port *port)
 {
 	return rocemu_port_link_up(port) || !strncmp(d->cfg.spec, "memif:", 6);
 }
@@ -580,7 +580,7 @@ bool rocemu_port_active(const struct rocemu_vdevice *d, struct rocemu_port *port
 static void fill_port_attr(struct rocemu_vcontext *c, struct ibv_port_attr *a)
 {
 	struct rocemu_caps caps;
-	bool up = rocemu_port_active(c->dev, c->port);
+	bool up = rocemu_vdevice_port_active(c->dev, c->port);
 
 	rocemu_engine_caps(c->engine, &caps);
 	memset(a, 0, sizeof(*a));
@@ -598,7 +598,7 @@ static void fill_port_attr(struct rocemu_vcontext *c, struct ibv_port_attr *a)
 	a->link_layer = IBV_LINK_LAYER_ETHERNET;
 	/* LID-only extension: low 16 bits of the first IPv4 address (0: none).
 	 * No subnet manager: sm_lid 0, lmc 0. */
-	a->lid = rocemu_port_lid(c->port);
+	a->lid = rocemu_lid_of_port(c->port);
 }
 
 int rocemu_op_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr,

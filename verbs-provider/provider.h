@@ -100,7 +100,7 @@ void rocemu_async_from_engine(void *arg, const struct rocemu_event *ev);
 struct rocemu_vdevice **rocemu_devices(unsigned *n);
 uint64_t rocemu_guid_from_mac(const uint8_t mac[6]);
 /** Port state reported to programs (memif: active once started, see device.c). */
-bool rocemu_port_active(const struct rocemu_vdevice *d, struct rocemu_port *port);
+bool rocemu_vdevice_port_active(const struct rocemu_vdevice *d, struct rocemu_port *port);
 /** rocemu run's sysfs view ($ROCEMU_SYSFS_VIEW): rewrite the device's files from its
  * engine (sysfs.c; called when the engine is created). */
 void rocemu_sysfs_view_refresh(struct rocemu_vdevice *d);

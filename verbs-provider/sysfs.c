@@ -52,10 +52,10 @@ static void describe(struct rocemu_vdevice *d, const char *rel, struct rocemu_sy
 		out->n_gids = rocemu_port_gid_count(port);
 		for (unsigned i = 0; i < out->n_gids && i < ROCEMU_PORT_MAX_GIDS; i++)
 			rocemu_port_gid(port, i, out->gids[i]);
-		out->active = rocemu_port_active(d, port);
+		out->active = rocemu_vdevice_port_active(d, port);
 		out->link_mbps = rocemu_port_link_speed(port);
 		out->lid_known = true;
-		out->lid = rocemu_port_lid(port);
+		out->lid = rocemu_lid_of_port(port);
 	}
 	pthread_mutex_unlock(&d->lock);
 }

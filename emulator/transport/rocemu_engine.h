@@ -244,7 +244,7 @@ int rocemu_srq_destroy(struct rocemu_srq *srq);
  * port's LID is the low 16 bits of its first IPv4 address, 0 when it has no
  * IPv4 address or those bits are 0 or >= 0xC000 (not a unicast LID).
  */
-uint16_t rocemu_port_lid(const struct rocemu_port *port);
+uint16_t rocemu_lid_of_port(const struct rocemu_port *port);
 /** The LID of a peer GID: its low 16 bits when it is IPv4 in our /16, else 0. */
 uint16_t rocemu_lid_of_gid(const struct rocemu_port *port, const uint8_t gid[16]);
 /**

@@ -44,7 +44,7 @@ static int first_ipv4(const struct rocemu_port *port, uint8_t gid[16])
 	return -1;
 }
 
-uint16_t rocemu_port_lid(const struct rocemu_port *port)
+uint16_t rocemu_lid_of_port(const struct rocemu_port *port)
 {
 	uint8_t gid[16];
 	uint32_t lid;
