@@ -211,10 +211,10 @@ static void unknown_comm_id(void **state)
 			memcpy(mad + 24, mad + 28, 4);
 		rx_from(PEER, mad);
 	}
-	assert_int_equal(cma_stats.drop_unknown_id, 5);
+	assert_int_equal(cma_stats[CMA_STAT_drop_unknown_id], 5);
 	assert_int_equal(stub_n_sent, 0);
 	rx_ids(INTRUDER, CM_ATTR_DREQ, 0x1111, bogus);
-	assert_int_equal(cma_stats.drep_stale, 1);
+	assert_int_equal(cma_stats[CMA_STAT_drep_stale], 1);
 	assert_int_equal(stub_n_sent, 1);
 	assert_int_equal(sent_attr(0), CM_ATTR_DREP);
 	union ibv_gid intruder;
@@ -223,7 +223,7 @@ static void unknown_comm_id(void **state)
 	/* the DREP names the sender's IDs swapped */
 	assert_int_equal(ntohl(*(uint32_t *)(stub_sent[0].mad + 24)), bogus);
 	assert_int_equal(ntohl(*(uint32_t *)(stub_sent[0].mad + 28)), 0x1111);
-	assert_int_equal(cma_stats.mad_rx, 6);
+	assert_int_equal(cma_stats[CMA_STAT_mad_rx], 6);
 	assert_connections_intact(t);
 }
 
@@ -235,12 +235,12 @@ static void forged_from_other_host(void **state)
 	rx_ids(INTRUDER, CM_ATTR_REJ, t->active_peer_comm, cid(t->active)->local_comm_id);
 	rx_ids(INTRUDER, CM_ATTR_DREP, t->active_peer_comm, cid(t->active)->local_comm_id);
 	rx_ids(INTRUDER, CM_ATTR_RTU, PEER_COMM, cid(t->passive)->local_comm_id);
-	assert_int_equal(cma_stats.drop_wrong_peer, 3);
+	assert_int_equal(cma_stats[CMA_STAT_drop_wrong_peer], 3);
 	assert_int_equal(stub_n_sent, 0);
 	/* a DREQ with the passive connection's IDs from the intruder: a stateless
 	 * DREP to the intruder, the connection stays */
 	rx_ids(INTRUDER, CM_ATTR_DREQ, PEER_COMM, cid(t->passive)->local_comm_id);
-	assert_int_equal(cma_stats.drep_stale, 1);
+	assert_int_equal(cma_stats[CMA_STAT_drep_stale], 1);
 	assert_int_equal(stub_n_sent, 1);
 	assert_int_equal(sent_attr(0), CM_ATTR_DREP);
 	assert_connections_intact(t);
@@ -264,13 +264,13 @@ static void stale_from_peer(void **state)
 	rx_from(PEER, mad);
 	/* a DREP while no DREQ is out */
 	rx_ids(PEER, CM_ATTR_DREP, t->active_peer_comm, cid(t->active)->local_comm_id);
-	assert_int_equal(cma_stats.drop_wrong_state, 5);
+	assert_int_equal(cma_stats[CMA_STAT_drop_wrong_state], 5);
 	assert_int_equal(stub_n_sent, 0);
 	/* the true duplicate REP (our RTU was lost) gets the RTU again */
 	rep.local_comm_id = t->active_peer_comm;
 	cm_mad_put_rep(mad, 1, &rep);
 	rx_from(PEER, mad);
-	assert_int_equal(cma_stats.dup_rep, 1);
+	assert_int_equal(cma_stats[CMA_STAT_dup_rep], 1);
 	assert_int_equal(stub_n_sent, 1);
 	assert_int_equal(sent_attr(0), CM_ATTR_RTU);
 	assert_connections_intact(t);
@@ -286,7 +286,7 @@ static void duplicate_req_after_established(void **state)
 	build_req(mad, PEER_COMM, PEER, PORT);
 	rx_from(PEER, mad);
 	rx_from(PEER, mad);
-	assert_int_equal(cma_stats.dup_req, 2);
+	assert_int_equal(cma_stats[CMA_STAT_dup_req], 2);
 	assert_int_equal(stub_n_sent, 0);
 	assert_connections_intact(t);
 }
@@ -309,7 +309,7 @@ static void duplicate_req_resends_rep(void **state)
 	uint8_t first_rep[CM_MAD_SIZE];
 	memcpy(first_rep, stub_sent[0].mad, CM_MAD_SIZE);
 	rx_from(PEER, mad);
-	assert_int_equal(cma_stats.dup_req, 1);
+	assert_int_equal(cma_stats[CMA_STAT_dup_req], 1);
 	assert_int_equal(stub_n_sent, 2);
 	assert_memory_equal(stub_sent[1].mad, first_rep, CM_MAD_SIZE);
 	assert_no_event(t);
@@ -334,8 +334,8 @@ static void req_bad_cma_header(void **state)
 	build_req(mad, 0x7002, PEER, PORT);
 	memset(mad + 24 + 140, 0, CMA_HDR_LEN);
 	rx_from(PEER, mad);
-	assert_int_equal(cma_stats.bad_cma_hdr, 3);
-	assert_int_equal(cma_stats.rej_no_listener, 3);
+	assert_int_equal(cma_stats[CMA_STAT_bad_cma_hdr], 3);
+	assert_int_equal(cma_stats[CMA_STAT_rej_no_listener], 3);
 	assert_int_equal(stub_n_sent, 3);
 	for (unsigned i = 0; i < 3; i++) {
 		struct cm_rej rej;
@@ -362,7 +362,7 @@ static void sidr_req_for_rc_listener(void **state)
 	cm_peer_sidr_req(&r, RDMA_PS_TCP, PORT, 0x9000, PEER);
 	cm_mad_put_sidr_req(mad, 9, &r);
 	rx_from(PEER, mad);
-	assert_int_equal(cma_stats.wrong_service, 1);
+	assert_int_equal(cma_stats[CMA_STAT_wrong_service], 1);
 	assert_int_equal(stub_n_sent, 1);
 	assert_int_equal(sent_attr(0), CM_ATTR_SIDR_REP);
 	struct cm_sidr_rep rep;
@@ -393,7 +393,7 @@ static void held_request_outlives_listener(void **state)
 	assert_int_equal(type, RDMA_CM_EVENT_CONNECT_REQUEST);
 	assert_int_equal(rdma_destroy_id(l), 0);
 	rx_from(PEER, mad);
-	assert_int_equal(cma_stats.dup_req, 1);
+	assert_int_equal(cma_stats[CMA_STAT_dup_req], 1);
 	assert_no_event(t);
 	/* a new listener on the port takes new requests */
 	assert_int_equal(rdma_create_id(t->ch, &l, NULL, RDMA_PS_TCP), 0);
@@ -431,7 +431,7 @@ static void bad_mad_header(void **state)
 		mad[bad[i].off] = bad[i].val;
 		rx_from(PEER, mad);
 	}
-	assert_int_equal(cma_stats.drop_bad_hdr, 8);
+	assert_int_equal(cma_stats[CMA_STAT_drop_bad_hdr], 8);
 	const uint16_t attrs[] = {CM_ATTR_MRA, 0x0019, 0x001a, 0x0000, 0xffff};
 	for (unsigned i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
 		build_ids(mad, CM_ATTR_DREQ, PEER_COMM, cid(t->passive)->local_comm_id);
@@ -439,7 +439,7 @@ static void bad_mad_header(void **state)
 		mad[17] = (uint8_t)attrs[i];
 		rx_from(PEER, mad);
 	}
-	assert_int_equal(cma_stats.drop_bad_attr, 5);
+	assert_int_equal(cma_stats[CMA_STAT_drop_bad_attr], 5);
 	assert_int_equal(stub_n_sent, 0);
 	assert_connections_intact(t);
 }
@@ -494,7 +494,7 @@ static void req_flood_bounded(void **state)
 	struct sockaddr_in a;
 
 	assert_int_equal(flood(t, PORT, n, 0x10000), 4);
-	assert_int_equal(cma_stats.drop_backlog, n - 4);
+	assert_int_equal(cma_stats[CMA_STAT_drop_backlog], n - 4);
 	/* backlog 0: the default, CMA_MAX_PENDING_REQ */
 	assert_int_equal(rdma_create_id(t->ch, &l0, NULL, RDMA_PS_TCP), 0);
 	sin_of(&a, 1, PORT + 1);
@@ -502,7 +502,7 @@ static void req_flood_bounded(void **state)
 	assert_int_equal(rdma_listen(l0, 0), 0);
 	memset(&cma_stats, 0, sizeof(cma_stats));
 	assert_int_equal(flood(t, PORT + 1, n, 0x30000), CMA_MAX_PENDING_REQ);
-	assert_int_equal(cma_stats.drop_backlog, n - CMA_MAX_PENDING_REQ);
+	assert_int_equal(cma_stats[CMA_STAT_drop_backlog], n - CMA_MAX_PENDING_REQ);
 	rdma_destroy_id(l0);
 	/* answered requests free the slots: the next one gets through */
 	build_req(mad, 0x20000, INTRUDER, PORT);
@@ -527,7 +527,7 @@ static void req_transport_mismatch(void **state)
 	r.transport = CM_TRANSPORT_UC;
 	cm_mad_put_req(mad, 0x79, &r);
 	rx_from(INTRUDER, mad);
-	assert_int_equal(cma_stats.rej_transport, 1);
+	assert_int_equal(cma_stats[CMA_STAT_rej_transport], 1);
 	assert_int_equal(stub_n_sent, 1);
 	assert_int_equal(sent_attr(0), CM_ATTR_REJ);
 	cm_mad_get_rej(stub_sent[0].mad, &rej);
@@ -555,7 +555,7 @@ static void grh_source_parsing(void **state)
 	assert_memory_equal(&stub_sent[0].dgid, &v6, 16);
 	memset(grh, 0, sizeof(grh));
 	stub_rx(grh, mad);
-	assert_int_equal(cma_stats.drop_bad_grh, 1);
+	assert_int_equal(cma_stats[CMA_STAT_drop_bad_grh], 1);
 	assert_int_equal(stub_n_sent, 1);
 	assert_connections_intact(t);
 }
@@ -599,7 +599,7 @@ static void peer_dreq_disconnects(void **state)
 	assert_int_equal(next_event(t, &type, &id), 0);
 	assert_int_equal(type, RDMA_CM_EVENT_DISCONNECTED);
 	assert_ptr_equal(id, t->passive);
-	assert_int_equal(cma_stats.drep_stale, 0);
+	assert_int_equal(cma_stats[CMA_STAT_drep_stale], 0);
 	assert_int_equal(cid(t->active)->state, CMA_ESTABLISHED);
 	/* its duplicate gets the DREP again, and nothing else */
 	rx_from(PEER, mad);
@@ -624,7 +624,7 @@ static void peer_dreq_waits_for_completions(void **state)
 	assert_int_equal(stub_n_sent, 1);
 	assert_int_equal(sent_attr(0), CM_ATTR_DREP);
 	assert_int_equal(cid(t->passive)->state, CMA_DISCONNECTED);
-	assert_int_equal(cma_stats.disc_held, 1);
+	assert_int_equal(cma_stats[CMA_STAT_disc_held], 1);
 	assert_no_event(t);
 	stub_advance(CMA_DISC_POLL_NS);
 	stub_advance(CMA_DISC_POLL_NS);
@@ -634,20 +634,20 @@ static void peer_dreq_waits_for_completions(void **state)
 	assert_int_equal(next_event(t, &type, &id), 0);
 	assert_int_equal(type, RDMA_CM_EVENT_DISCONNECTED);
 	assert_ptr_equal(id, t->passive);
-	assert_int_equal(cma_stats.disc_hold_expired, 0);
+	assert_int_equal(cma_stats[CMA_STAT_disc_hold_expired], 0);
 
 	/* never polled: posted once the hold is over, counted */
 	t->active->qp = &qp;
 	stub_queued = 1;
 	rx_ids(PEER, CM_ATTR_DREQ, t->active_peer_comm, cid(t->active)->local_comm_id);
-	assert_int_equal(cma_stats.disc_held, 2);
+	assert_int_equal(cma_stats[CMA_STAT_disc_held], 2);
 	stub_advance(CMA_DISC_HOLD_NS - CMA_DISC_POLL_NS);
 	assert_no_event(t);
 	stub_advance(CMA_DISC_POLL_NS);
 	assert_int_equal(next_event(t, &type, &id), 0);
 	assert_int_equal(type, RDMA_CM_EVENT_DISCONNECTED);
 	assert_ptr_equal(id, t->active);
-	assert_int_equal(cma_stats.disc_hold_expired, 1);
+	assert_int_equal(cma_stats[CMA_STAT_disc_hold_expired], 1);
 	assert_no_event(t);
 	stub_queued = 0;
 	t->passive->qp = NULL;
@@ -754,8 +754,8 @@ static void destroyed_listener_takes_its_requests(void **state)
 	assert_no_event(t);
 	stub_reset_sent();
 	rx_from(PEER, mad);
-	assert_int_equal(cma_stats.rej_no_listener, 1);
-	assert_int_equal(cma_stats.dup_req, 0);
+	assert_int_equal(cma_stats[CMA_STAT_rej_no_listener], 1);
+	assert_int_equal(cma_stats[CMA_STAT_dup_req], 0);
 }
 
 /* Random bytes in a valid header to every attribute: no crash, no event
@@ -784,7 +784,7 @@ static void random_bodies(void **state)
 			rdma_destroy_id(id);
 		}
 	}
-	assert_int_equal(cma_stats.mad_rx, 4000);
+	assert_int_equal(cma_stats[CMA_STAT_mad_rx], 4000);
 	stub_reset_sent();
 	assert_connections_intact(t);
 }

@@ -6,7 +6,9 @@
  * check at the port and the transport's, each printed with its layer),
  * every drop reason of the port is called drop_<reason> and every parse
  * status of the codec has its drop counter; a dropped frame increments the
- * counter named for its reason, which is listed once it is non-zero.
+ * counter named for its reason, which is listed once it is non-zero. The
+ * CM's (CMA_STATS) and rsockets' (RS_STATS) counters are named once too, and
+ * ROCEMU_STATS=all prints every one of them.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +22,13 @@
 #include "../../emulator/port/port_internal.h"
 #include "../port/port_test_util.h"
 #include "rocemu_transport.h"
+#ifdef COUNTERS_RDMACM
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "cma.h"
+#include "rsocket_stream.h"
+#endif
 
 static void assert_names_unique(const char *const *names, unsigned n)
 {
@@ -163,13 +172,86 @@ static void test_drop_counted_by_name(void **state)
 	rocemu_port_close(b);
 }
 
+#ifdef COUNTERS_RDMACM
+/*
+ * A layer of rocemu's librdmacm: names as above, and what its report prints
+ * on stderr with ROCEMU_STATS=all ("rocemu: LAYER NAME VALUE", every
+ * counter once, in order, zero or not) and with ROCEMU_STATS=1 (only the
+ * non-zero one, counter `bumped` set to 3 meanwhile).
+ */
+static void check_rdmacm_layer(const char *layer, const char *(*name)(unsigned), uint64_t *values,
+			       unsigned n, void (*report)(void), unsigned bumped)
+{
+	const char *names[64];
+	char want[128], got[128];
+	uint64_t saved = values[bumped];
+	FILE *out;
+	int fd;
+
+	assert_true(n <= 64 && bumped < n);
+	for (unsigned c = 0; c < n; c++) {
+		names[c] = name(c);
+		assert_non_null(names[c]);
+		assert_null(strpbrk(names[c], " \t\n"));
+	}
+	assert_names_unique(names, n);
+	assert_null(name(n));
+
+	out = tmpfile();
+	assert_non_null(out);
+	fflush(stderr);
+	fd = dup(2);
+	assert_true(fd >= 0);
+	assert_true(dup2(fileno(out), 2) == 2);
+	values[bumped] = 3;
+	setenv("ROCEMU_STATS", "all", 1);
+	report();
+	setenv("ROCEMU_STATS", "1", 1);
+	report();
+	unsetenv("ROCEMU_STATS");
+	values[bumped] = saved;
+	fflush(stderr);
+	assert_true(dup2(fd, 2) == 2);
+	close(fd);
+
+	rewind(out);
+	for (unsigned c = 0; c <= n; c++) {
+		unsigned i = c < n ? c : bumped; /* all, then the non-zero one */
+
+		snprintf(want, sizeof(want), "rocemu: %s %s %u\n", layer, names[i],
+			 i == bumped ? 3u : (unsigned)values[i]);
+		assert_non_null(fgets(got, sizeof(got), out));
+		assert_string_equal(got, want);
+	}
+	assert_null(fgets(got, sizeof(got), out));
+	fclose(out);
+}
+
+static void test_cm_counters(void **state)
+{
+	(void)state;
+	memset(cma_stats, 0, sizeof(cma_stats));
+	check_rdmacm_layer("rdmacm cm", cma_stat_name, cma_stats, CMA_STAT_COUNT, cma_stats_report,
+			   CMA_STAT_drop_backlog);
+}
+
+static void test_rsocket_counters(void **state)
+{
+	(void)state;
+	memset(rs_stats, 0, sizeof(rs_stats));
+	check_rdmacm_layer("rsocket", rs_stat_name, rs_stats, RS_STAT_COUNT, rs_stats_report,
+			   RS_STAT_rx_bad_op);
+}
+#endif
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_port_names),
-	    cmocka_unit_test(test_parse_status_drops),
-	    cmocka_unit_test(test_transport_names),
-	    cmocka_unit_test(test_drop_counted_by_name),
+	    cmocka_unit_test(test_port_names),	    cmocka_unit_test(test_parse_status_drops),
+	    cmocka_unit_test(test_transport_names), cmocka_unit_test(test_drop_counted_by_name),
+#ifdef COUNTERS_RDMACM
+	    cmocka_unit_test(test_cm_counters),	    cmocka_unit_test(test_rsocket_counters),
+#endif
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

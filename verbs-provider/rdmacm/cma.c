@@ -24,28 +24,30 @@
 #include <unistd.h>
 
 #include "cma.h"
+#include "stats_print.h"
 
 static struct cma_id *ids;
 static uint16_t next_port;
 
-struct cma_stats cma_stats;
+uint64_t cma_stats[CMA_STAT_COUNT];
+
+static const char *const cma_stat_names[CMA_STAT_COUNT] = {
+#define CMA_STAT_NAME(n) #n,
+    CMA_STATS(CMA_STAT_NAME)
+#undef CMA_STAT_NAME
+};
+
+const char *cma_stat_name(unsigned i)
+{
+	return i < CMA_STAT_COUNT ? cma_stat_names[i] : NULL;
+}
 /* The listener of passive ids whose listener was destroyed (never in ids). */
 static struct cma_id orphaned_listener;
 
 void cma_stats_report(void)
 {
-	const char *env = getenv("ROCEMU_STATS");
-	bool all;
-
-	if (!env || !*env || !strcmp(env, "0"))
-		return;
-	all = !strcmp(env, "all"); /* zero counters too */
 	pthread_mutex_lock(&cma_lock);
-#define CMA_STAT_PRINT(n)                                                                          \
-	if (cma_stats.n || all)                                                                    \
-		fprintf(stderr, "rocemu: rdmacm cm %s %llu\n", #n, (unsigned long long)cma_stats.n);
-	CMA_STATS(CMA_STAT_PRINT)
-#undef CMA_STAT_PRINT
+	rdmacm_stats_print("rdmacm cm", cma_stat_names, cma_stats, CMA_STAT_COUNT);
 	pthread_mutex_unlock(&cma_lock);
 }
 
@@ -575,7 +577,7 @@ static void post_peer_disconnect(struct cma_id *c)
 		c->disc_verbs = qp->context;
 		c->disc_qpn = qp->qp_num;
 		c->disc_until_ns = cma_now_ns() + CMA_DISC_HOLD_NS;
-		cma_stats.disc_held++;
+		CMA_COUNT(disc_held);
 		return;
 	}
 	event_post(c, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
@@ -1883,7 +1885,7 @@ static bool from_peer(const struct cma_id *c, const union ibv_gid *src)
 {
 	if (!memcmp(&c->remote_gid, src, 16))
 		return true;
-	cma_stats.drop_wrong_peer++;
+	CMA_COUNT(drop_wrong_peer);
 	return false;
 }
 
@@ -1913,7 +1915,7 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 		/* 12.9.2: a REQ already seen. Before the RTU our REP was lost: resend
 		 * it; in any later state the duplicate is stale and ignored (no
 		 * effect on the connection). */
-		cma_stats.dup_req++;
+		CMA_COUNT(dup_req);
 		if (dup->state == CMA_REP_SENT)
 			send_mad(dup, dup->mad);
 		return;
@@ -1926,16 +1928,16 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 		if (cma_hdr_get(r.pdata, &h) == 0)
 			l = find_listener(d, ps, port, &h);
 		else
-			cma_stats.bad_cma_hdr++; /* no IP addresses: no rdma_cm listener matches */
+			CMA_COUNT(bad_cma_hdr); /* no IP addresses: no rdma_cm listener matches */
 	}
 	if (l && l->id.qp_type == IBV_QPT_UD) {
-		cma_stats.wrong_service++; /* a connection REQ for a UD port space: SIDR's */
+		CMA_COUNT(wrong_service); /* a connection REQ for a UD port space: SIDR's */
 		l = NULL;
 	}
 	if (l && r.transport != req_transport_of(l->id.qp_type)) {
 		/* 12.6.5: a UC REQ for an RC listener (or the reverse) would connect
 		 * QPs of different types: REJ "invalid transport service type" */
-		cma_stats.rej_transport++;
+		CMA_COUNT(rej_transport);
 		send_rej(d, idx, src, r.traffic_class, tid, random32(), r.local_comm_id,
 			 CM_REJ_MSG_REQ, CM_REJ_INVALID_TRANSPORT, NULL, 0);
 		return;
@@ -1943,16 +1945,16 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 	if (!l) {
 		/* 12.6.7: no one listens on this service ID. */
 		if (!answers_for_port(d) && !local_peer(d, src)) {
-			cma_stats.drop_no_listener++;
+			CMA_COUNT(drop_no_listener);
 			return;
 		}
-		cma_stats.rej_no_listener++;
+		CMA_COUNT(rej_no_listener);
 		send_rej(d, idx, src, r.traffic_class, tid, random32(), r.local_comm_id,
 			 CM_REJ_MSG_REQ, CM_REJ_INVALID_SERVICE_ID, NULL, 0);
 		return;
 	}
 	if (pending_requests(l) >= listen_backlog(l)) {
-		cma_stats.drop_backlog++; /* the peer retries; a forged flood stays bounded */
+		CMA_COUNT(drop_backlog); /* the peer retries; a forged flood stays bounded */
 		return;
 	}
 	struct cma_id *c = new_passive_id(l, d, idx, &remote, &h, r.local_comm_id, tid);
@@ -1991,7 +1993,7 @@ static struct cma_id *id_of_peer(const union ibv_gid *src, uint32_t comm)
 	struct cma_id *c = find_by_local_comm_id(comm);
 
 	if (!c) {
-		cma_stats.drop_unknown_id++;
+		CMA_COUNT(drop_unknown_id);
 		return NULL;
 	}
 	return from_peer(c, src) ? c : NULL;
@@ -2006,12 +2008,12 @@ static void handle_rep(const union ibv_gid *src, const uint8_t *mad)
 	if (!c)
 		return;
 	if (c->state == CMA_ESTABLISHED && c->have_answer && c->remote_comm_id == r.local_comm_id) {
-		cma_stats.dup_rep++;
+		CMA_COUNT(dup_rep);
 		send_mad(c, c->answer); /* our RTU was lost */
 		return;
 	}
 	if (c->state != CMA_REQ_SENT || c->id.qp_type == IBV_QPT_UD) {
-		cma_stats.drop_wrong_state++;
+		CMA_COUNT(drop_wrong_state);
 		return;
 	}
 	c->timer = false;
@@ -2061,7 +2063,7 @@ static struct cma_id *id_answered(const union ibv_gid *src, const struct cm_ids 
 	if (!c)
 		return NULL;
 	if (c->state != want || c->remote_comm_id != m->local_comm_id) {
-		cma_stats.drop_wrong_state++;
+		CMA_COUNT(drop_wrong_state);
 		return NULL;
 	}
 	return c;
@@ -2093,7 +2095,7 @@ static void handle_rej(const union ibv_gid *src, const uint8_t *mad)
 	 * the REP the rejecter must name itself with the ID it gave us. */
 	if ((c->state != CMA_REQ_SENT && c->state != CMA_REP_SENT) || c->id.qp_type == IBV_QPT_UD ||
 	    (c->state == CMA_REP_SENT && r.local_comm_id != c->remote_comm_id)) {
-		cma_stats.drop_wrong_state++;
+		CMA_COUNT(drop_wrong_state);
 		return;
 	}
 	c->timer = false;
@@ -2116,7 +2118,7 @@ static void handle_dreq(struct cma_device *d, const union ibv_gid *src, uint64_t
 	    c->id.qp_type == IBV_QPT_UD) {
 		/* Unknown or already gone (or not the peer's): answer anyway so the
 		 * sender stops (12.9.8), and leave our connection alone. */
-		cma_stats.drep_stale++;
+		CMA_COUNT(drep_stale);
 		cma_gsi_send(d, 1 < d->gid_len ? 1 : 0, src, 0, out);
 		return;
 	}
@@ -2162,7 +2164,7 @@ static void handle_sidr_req(struct cma_device *d, const union ibv_gid *src, uint
 	cm_mad_get_sidr_req(mad, &r);
 	struct cma_id *dup = find_duplicate(r.request_id, src);
 	if (dup) {
-		cma_stats.dup_req++;
+		CMA_COUNT(dup_req);
 		if (dup->have_answer)
 			send_mad(dup, dup->answer);
 		return;
@@ -2173,25 +2175,25 @@ static void handle_sidr_req(struct cma_device *d, const union ibv_gid *src, uint
 		if (hdr_ok)
 			l = find_listener(d, ps, port, &h);
 		else
-			cma_stats.bad_cma_hdr++;
+			CMA_COUNT(bad_cma_hdr);
 	}
 	if (l && l->id.qp_type != IBV_QPT_UD) {
-		cma_stats.wrong_service++; /* SIDR for a connected port space: REQ's */
+		CMA_COUNT(wrong_service); /* SIDR for a connected port space: REQ's */
 		l = NULL;
 	}
 	int idx = hdr_ok ? local_gid_index(d, h.dst) : -1;
 	if (idx < 0)
 		idx = 1 < d->gid_len ? 1 : 0;
 	if (l && pending_requests(l) >= listen_backlog(l)) {
-		cma_stats.drop_backlog++;
+		CMA_COUNT(drop_backlog);
 		return;
 	}
 	if (!l) {
 		if (!answers_for_port(d) && !local_peer(d, src)) {
-			cma_stats.drop_no_listener++;
+			CMA_COUNT(drop_no_listener);
 			return;
 		}
-		cma_stats.rej_no_listener++;
+		CMA_COUNT(rej_no_listener);
 		struct cm_sidr_rep rep = {.request_id = r.request_id,
 					  .status = CM_SIDR_UNSUPPORTED,
 					  .service_id = r.service_id};
@@ -2221,13 +2223,13 @@ static void handle_sidr_rep(const union ibv_gid *src, const uint8_t *mad)
 	cm_mad_get_sidr_rep(mad, &r);
 	struct cma_id *c = find_by_local_comm_id(r.request_id);
 	if (!c) {
-		cma_stats.drop_unknown_id++;
+		CMA_COUNT(drop_unknown_id);
 		return;
 	}
 	if (!from_peer(c, src))
 		return;
 	if (c->state != CMA_REQ_SENT || c->id.qp_type != IBV_QPT_UD) {
-		cma_stats.drop_wrong_state++;
+		CMA_COUNT(drop_wrong_state);
 		return;
 	}
 	c->timer = false;
@@ -2292,13 +2294,13 @@ void cma_handle_mad(struct cma_device *d, const uint8_t *grh, const uint8_t *mad
 	struct cm_mad_hdr h;
 	union ibv_gid src;
 
-	cma_stats.mad_rx++;
+	CMA_COUNT(mad_rx);
 	if (cm_mad_parse_hdr(mad, CM_MAD_SIZE, &h) < 0) {
-		cma_stats.drop_bad_hdr++;
+		CMA_COUNT(drop_bad_hdr);
 		return;
 	}
 	if (grh_source(grh, &src) < 0) {
-		cma_stats.drop_bad_grh++;
+		CMA_COUNT(drop_bad_grh);
 		return;
 	}
 	switch (h.attr_id) {
@@ -2327,7 +2329,7 @@ void cma_handle_mad(struct cma_device *d, const uint8_t *grh, const uint8_t *mad
 		handle_sidr_rep(&src, mad);
 		break;
 	default:
-		cma_stats.drop_bad_attr++; /* MRA, LAP, APR: not used by rocemu's CM */
+		CMA_COUNT(drop_bad_attr); /* MRA, LAP, APR: not used by rocemu's CM */
 		break;
 	}
 }
@@ -2355,7 +2357,7 @@ void cma_run_timers(uint64_t now)
 		if (c->disc_held && !cma_qp_queued(c->disc_verbs, c->disc_qpn)) {
 			release_disconnect(c);
 		} else if (c->disc_held && now >= c->disc_until_ns) {
-			cma_stats.disc_hold_expired++;
+			CMA_COUNT(disc_hold_expired);
 			release_disconnect(c);
 		}
 		if (!c->timer || c->deadline_ns > now)

@@ -80,13 +80,18 @@
 	X(disc_held)	    /* peer's DREQ: DISCONNECTED held for completions not yet polled */    \
 	X(disc_hold_expired) /* ... and posted at CMA_DISC_HOLD_NS with some still unpolled */
 
-struct cma_stats {
-#define CMA_STAT_FIELD(n) uint64_t n;
-	CMA_STATS(CMA_STAT_FIELD)
-#undef CMA_STAT_FIELD
+enum cma_counter {
+#define CMA_STAT_ENUM(n) CMA_STAT_##n,
+	CMA_STATS(CMA_STAT_ENUM)
+#undef CMA_STAT_ENUM
+	    CMA_STAT_COUNT
 };
-extern struct cma_stats cma_stats;
-/** Print the non-zero counters to stderr when ROCEMU_STATS is set (not "0"). */
+/** The counters by enum cma_counter (cma_lock held to count). */
+extern uint64_t cma_stats[CMA_STAT_COUNT];
+#define CMA_COUNT(name) (cma_stats[CMA_STAT_##name]++)
+/** The printed name of counter i ("drop_short"); NULL past the last. */
+const char *cma_stat_name(unsigned i);
+/** ROCEMU_STATS (stats_print.h): "rocemu: rdmacm cm NAME VALUE" on stderr. */
 void cma_stats_report(void);
 
 /** An opened rocemu device with its GSI agent (QP1). */

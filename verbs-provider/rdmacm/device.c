@@ -162,7 +162,7 @@ int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid
 	 * slot or an AH still owned by a posted send is never reused (a flood of
 	 * MADs to answer from many hosts must not free an AH under the engine). */
 	if (d->slot_ah[slot - CMA_GSI_RECVS]) {
-		cma_stats.tx_busy++;
+		CMA_COUNT(tx_busy);
 		return -EAGAIN;
 	}
 	for (i = 0; i < d->n_ah; i++)
@@ -177,7 +177,7 @@ int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid
 			for (v = 0; v < d->n_ah && d->ah[v].pending; v++)
 				;
 			if (v == d->n_ah) {
-				cma_stats.tx_busy++;
+				CMA_COUNT(tx_busy);
 				return -EAGAIN;
 			}
 			ibv_destroy_ah(d->ah[v].ah);
@@ -251,7 +251,7 @@ static void gsi_drain(struct cma_device *d)
 				const uint8_t *p = d->buf + wc[i].wr_id * CMA_GSI_BUF;
 				cma_handle_mad(d, p, p + 40);
 			} else if (wc[i].status == IBV_WC_SUCCESS) {
-				cma_stats.drop_short++; /* a MAD is 256 bytes (13.4.2) */
+				CMA_COUNT(drop_short); /* a MAD is 256 bytes (13.4.2) */
 			}
 			if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
 				gsi_post_recv(d, (unsigned)wc[i].wr_id);

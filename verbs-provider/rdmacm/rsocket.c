@@ -78,22 +78,6 @@ static int rs_table_set(int index, struct rsocket *rs)
 	return 0;
 }
 
-/* ROCEMU_STATS=1: the refused rsocket input, at exit (beside the CM's); =all: every counter. */
-__attribute__((destructor)) static void rs_stats_report(void)
-{
-	const char *env = getenv("ROCEMU_STATS");
-	bool all;
-
-	if (!env || !strcmp(env, "0"))
-		return;
-	all = !strcmp(env, "all"); /* zero counters too */
-#define RS_STAT_PRINT(n)                                                                           \
-	if (rs_stats.n || all)                                                                     \
-		fprintf(stderr, "rocemu: rsocket %s %llu\n", #n, (unsigned long long)rs_stats.n);
-	RS_STATS(RS_STAT_PRINT)
-#undef RS_STAT_PRINT
-}
-
 /* ------------------------------------------------------------------------ */
 /* Sockets                                                                    */
 

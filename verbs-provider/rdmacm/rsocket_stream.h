@@ -53,13 +53,19 @@
 	X(rx_no_imm)	   /* a receive completion without immediate data (ignored) */             \
 	X(bad_iomap_write) /* riowrite to an offset no peer iomap entry covers */
 
-struct rs_stats {
-#define RS_STAT_FIELD(n) uint64_t n;
-	RS_STATS(RS_STAT_FIELD)
-#undef RS_STAT_FIELD
+enum rs_counter {
+#define RS_STAT_ENUM(n) RS_STAT_##n,
+	RS_STATS(RS_STAT_ENUM)
+#undef RS_STAT_ENUM
+	    RS_STAT_COUNT
 };
-extern struct rs_stats rs_stats;
-#define RS_COUNT(name) __atomic_fetch_add(&rs_stats.name, 1, __ATOMIC_RELAXED)
+/** The counters by enum rs_counter; any thread counts (relaxed atomics). */
+extern uint64_t rs_stats[RS_STAT_COUNT];
+#define RS_COUNT(name) __atomic_fetch_add(&rs_stats[RS_STAT_##name], 1, __ATOMIC_RELAXED)
+/** The printed name of counter i ("rx_bad_op"); NULL past the last. */
+const char *rs_stat_name(unsigned i);
+/** ROCEMU_STATS at exit (stats_print.h): "rocemu: rsocket NAME VALUE". */
+void rs_stats_report(void);
 
 /** What the caller gives a stream: its local buffers and queue sizes. */
 struct rs_stream_cfg {

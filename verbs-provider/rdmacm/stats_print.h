@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The counters of rocemu's librdmacm (the CM's CMA_STATS, rsocket's
+ * RS_STATS), as ROCEMU_STATS prints them at exit: one line a counter,
+ * "rocemu: LAYER NAME VALUE"; with ROCEMU_STATS=1 the non-zero ones, with
+ * ROCEMU_STATS=all every one.
+ */
+#ifndef ROCEMU_RDMACM_STATS_PRINT_H
+#define ROCEMU_RDMACM_STATS_PRINT_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Nothing unless ROCEMU_STATS is set and not "0". values[i] is read once, as it is. */
+static inline void rdmacm_stats_print(const char *layer, const char *const names[],
+				      const uint64_t values[], unsigned n)
+{
+	const char *env = getenv("ROCEMU_STATS");
+	int all;
+
+	if (!env || !*env || !strcmp(env, "0"))
+		return;
+	all = !strcmp(env, "all"); /* zero counters too */
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t v = __atomic_load_n(&values[i], __ATOMIC_RELAXED);
+
+		if (v || all)
+			fprintf(stderr, "rocemu: %s %s %llu\n", layer, names[i],
+				(unsigned long long)v);
+	}
+}
+
+#endif
