@@ -29,25 +29,15 @@
 static struct cma_id *ids;
 static uint16_t next_port;
 
-uint64_t cma_stats[CMA_STAT_COUNT];
+RDMACM_STATS_DEFINE(CMA_STATS, cma_stats, CMA_STAT_COUNT, cma_stat_name)
 
-static const char *const cma_stat_names[CMA_STAT_COUNT] = {
-#define CMA_STAT_NAME(n) #n,
-    CMA_STATS(CMA_STAT_NAME)
-#undef CMA_STAT_NAME
-};
-
-const char *cma_stat_name(unsigned i)
-{
-	return i < CMA_STAT_COUNT ? cma_stat_names[i] : NULL;
-}
 /* The listener of passive ids whose listener was destroyed (never in ids). */
 static struct cma_id orphaned_listener;
 
 void cma_stats_report(void)
 {
 	pthread_mutex_lock(&cma_lock);
-	rdmacm_stats_print("rdmacm cm", cma_stat_names, cma_stats, CMA_STAT_COUNT);
+	rdmacm_stats_print("rdmacm cm", cma_stats_names, cma_stats, CMA_STAT_COUNT);
 	pthread_mutex_unlock(&cma_lock);
 }
 

@@ -16,23 +16,12 @@
 
 #include "stats_print.h"
 
-uint64_t rs_stats[RS_STAT_COUNT];
-
-static const char *const rs_stat_names[RS_STAT_COUNT] = {
-#define RS_STAT_NAME(n) #n,
-    RS_STATS(RS_STAT_NAME)
-#undef RS_STAT_NAME
-};
-
-const char *rs_stat_name(unsigned i)
-{
-	return i < RS_STAT_COUNT ? rs_stat_names[i] : NULL;
-}
+RDMACM_STATS_DEFINE(RS_STATS, rs_stats, RS_STAT_COUNT, rs_stat_name)
 
 /* At exit, beside the CM's (cma_stats_report). */
 __attribute__((destructor)) void rs_stats_report(void)
 {
-	rdmacm_stats_print("rsocket", rs_stat_names, rs_stats, RS_STAT_COUNT);
+	rdmacm_stats_print("rsocket", rs_stats_names, rs_stats, RS_STAT_COUNT);
 }
 
 static uint32_t half_of(const struct rs_stream *s)

@@ -13,6 +13,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * The counters of one layer: the array `values` indexed by the layer's enum
+ * (count of them), `values`_names made from the X-macro list, and name_fn(i),
+ * the name of counter i or NULL past the last.
+ */
+#define RDMACM_STAT_NAME(n) #n,
+#define RDMACM_STATS_DEFINE(list, values, count, name_fn)                                          \
+	uint64_t values[count];                                                                    \
+	static const char *const values##_names[count] = {list(RDMACM_STAT_NAME)};                 \
+	const char *name_fn(unsigned i)                                                            \
+	{                                                                                          \
+		return i < count ? values##_names[i] : NULL;                                       \
+	}
+
 /* Nothing unless ROCEMU_STATS is set and not "0". values[i] is read once, as it is. */
 static inline void rdmacm_stats_print(const char *layer, const char *const names[],
 				      const uint64_t values[], unsigned n)
