@@ -407,14 +407,7 @@ static void test_comm_est_in_rtr(void **state)
 
 static void a_post_send(struct rocemu_qp *qp, uint64_t id, void *p, uint32_t len, uint32_t lkey)
 {
-	struct ibv_sge sge = {(uintptr_t)p, len, lkey};
-	struct rocemu_send_wr wr = {.wr_id = id,
-				    .opcode = IBV_WR_SEND,
-				    .send_flags = IBV_SEND_SIGNALED,
-				    .sg_list = &sge,
-				    .num_sge = 1};
-
-	assert_int_equal(rocemu_qp_post_send(qp, &wr), 0);
+	assert_int_equal(h_post1(qp, IBV_WR_SEND, id, p, len, lkey, NULL, 0), 0);
 }
 
 static void fill_aeth(struct roce_pkt *p, void *arg)

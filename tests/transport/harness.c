@@ -192,6 +192,25 @@ int h_connect(struct node *a, struct rocemu_qp *qa, struct node *b, struct rocem
 	return half_connect(b, qb, a, rocemu_qp_num(qa), mtu, psn_b, psn_a, access, v6);
 }
 
+int h_post_wr(struct rocemu_qp *qp, struct rocemu_send_wr wr, void *p, uint32_t len, uint32_t lkey)
+{
+	struct ibv_sge sge = {(uintptr_t)p, len, lkey};
+
+	wr.send_flags |= IBV_SEND_SIGNALED;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	return rocemu_qp_post_send(qp, &wr);
+}
+
+int h_post1(struct rocemu_qp *qp, enum ibv_wr_opcode op, uint64_t id, void *p, uint32_t len,
+	    uint32_t lkey, void *raddr, uint32_t rkey)
+{
+	struct rocemu_send_wr wr = {
+	    .wr_id = id, .opcode = op, .remote_addr = (uintptr_t)raddr, .rkey = rkey};
+
+	return h_post_wr(qp, wr, p, len, lkey);
+}
+
 int h_ud_up(struct rocemu_qp *qp, uint32_t qkey)
 {
 	struct ibv_qp_attr a = {0};

@@ -57,6 +57,15 @@ int h_connect(struct node *a, struct rocemu_qp *qa, struct node *b, struct rocem
 /** A UD QP to RTS with qkey. */
 int h_ud_up(struct rocemu_qp *qp, uint32_t qkey);
 
+/**
+ * Post wr, signaled, with the one gather entry [p, p+len) under lkey (wr's
+ * own sg_list and num_sge are replaced): rocemu_qp_post_send's result.
+ */
+int h_post_wr(struct rocemu_qp *qp, struct rocemu_send_wr wr, void *p, uint32_t len, uint32_t lkey);
+/** The same for a WR that is op, id and a remote address (NULL and 0 if none). */
+int h_post1(struct rocemu_qp *qp, enum ibv_wr_opcode op, uint64_t id, void *p, uint32_t len,
+	    uint32_t lkey, void *raddr, uint32_t rkey);
+
 /** Poll until one completion arrives (or ~20 s pass: returns -ETIMEDOUT). */
 int h_poll(struct rocemu_cq *cq, struct rocemu_wc *wc);
 /** Poll for a while and return how many completions arrived (expect none). */

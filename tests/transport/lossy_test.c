@@ -52,19 +52,13 @@ static void wc_ok(struct rocemu_cq *cq, uint64_t id, struct rocemu_wc *out)
 static int post1(struct rocemu_qp *qp, enum ibv_wr_opcode op, uint64_t id, void *p, uint32_t len,
 		 uint32_t lkey, void *raddr, uint32_t rkey, uint64_t add)
 {
-	struct ibv_sge sge = {(uintptr_t)p, len, lkey};
-	struct rocemu_send_wr wr = {
-	    .wr_id = id,
-	    .opcode = op,
-	    .send_flags = IBV_SEND_SIGNALED,
-	    .sg_list = &sge,
-	    .num_sge = 1,
-	    .remote_addr = (uintptr_t)raddr,
-	    .rkey = rkey,
-	    .compare_add = add,
-	};
+	struct rocemu_send_wr wr = {.wr_id = id,
+				    .opcode = op,
+				    .remote_addr = (uintptr_t)raddr,
+				    .rkey = rkey,
+				    .compare_add = add};
 
-	return rocemu_qp_post_send(qp, &wr);
+	return h_post_wr(qp, wr, p, len, lkey);
 }
 
 static int cleanup(void **state)

@@ -80,19 +80,16 @@ static void post_recv(struct rocemu_qp *qp, uint64_t id, void *p, uint32_t len, 
 static int post(struct rocemu_qp *qp, enum ibv_wr_opcode op, uint64_t id, void *p, uint32_t len,
 		uint32_t key, uint64_t raddr, uint32_t rk, unsigned flags)
 {
-	struct ibv_sge sge = {.addr = (uintptr_t)p, .length = len, .lkey = key};
 	struct rocemu_send_wr wr = {
 	    .wr_id = id,
 	    .opcode = op,
-	    .send_flags = flags | IBV_SEND_SIGNALED,
-	    .sg_list = &sge,
-	    .num_sge = 1,
+	    .send_flags = flags,
 	    .remote_addr = raddr,
 	    .rkey = rk,
 	    .imm_data = htobe32(0xA5A50000u | (uint32_t)(id & 0xFFFF)),
 	};
 
-	return rocemu_qp_post_send(qp, &wr);
+	return h_post_wr(qp, wr, p, len, key);
 }
 
 static void dump_counters(void)

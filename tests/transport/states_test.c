@@ -264,23 +264,6 @@ static void trace_check_walk(struct trace *t, const char *label)
 	}
 }
 
-static int post_one(struct rocemu_qp *qp, enum ibv_wr_opcode op, uint64_t id, void *p, uint32_t len,
-		    uint32_t lkey, void *raddr, uint32_t rkey)
-{
-	struct ibv_sge sge = {(uintptr_t)p, len, lkey};
-	struct rocemu_send_wr wr = {
-	    .wr_id = id,
-	    .opcode = op,
-	    .send_flags = IBV_SEND_SIGNALED,
-	    .sg_list = &sge,
-	    .num_sge = 1,
-	    .remote_addr = (uintptr_t)raddr,
-	    .rkey = rkey,
-	};
-
-	return rocemu_qp_post_send(qp, &wr);
-}
-
 static void wc_ok(struct rocemu_cq *cq, uint64_t id)
 {
 	struct rocemu_wc wc;
@@ -322,7 +305,7 @@ static void test_rnr_traced(void **state)
 	md = h_reg(B.pd, dst, sizeof(dst), H_ACC_ALL);
 	h_fill(src, sizeof(src), 5);
 	trace_start();
-	assert_int_equal(post_one(qa, IBV_WR_SEND, 1, src, sizeof(src), h_key(ms, false), NULL, 0),
+	assert_int_equal(h_post1(qa, IBV_WR_SEND, 1, src, sizeof(src), h_key(ms, false), NULL, 0),
 			 0);
 	/* not a timing assertion: wait (bounded) until the responder said RNR */
 	for (int i = 0; i < 200000 && h_counter(B.e, "tx_rnr_nak") == 0; i++) {
@@ -388,11 +371,11 @@ static void test_lossy_traced(void **state)
 	trace_start();
 	for (round = 0; round < ROUNDS; round++) {
 		h_fill(a_buf, sizeof(a_buf), (uint32_t)round);
-		assert_int_equal(post_one(qa, IBV_WR_RDMA_WRITE, 2 * round, a_buf, MSG,
-					  h_key(ma, false), b_buf, h_key(mb, true)),
+		assert_int_equal(h_post1(qa, IBV_WR_RDMA_WRITE, 2 * round, a_buf, MSG,
+					 h_key(ma, false), b_buf, h_key(mb, true)),
 				 0);
-		assert_int_equal(post_one(qa, IBV_WR_RDMA_READ, 2 * round + 1, back, MSG,
-					  h_key(mk, false), b_buf, h_key(mb, true)),
+		assert_int_equal(h_post1(qa, IBV_WR_RDMA_READ, 2 * round + 1, back, MSG,
+					 h_key(mk, false), b_buf, h_key(mb, true)),
 				 0);
 		wc_ok(A.scq, 2 * round);
 		wc_ok(A.scq, 2 * round + 1);

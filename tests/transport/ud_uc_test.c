@@ -45,20 +45,16 @@ static struct rocemu_ah *ah_to(struct node *from, struct node *to, bool v6)
 static int ud_send(struct rocemu_qp *qp, struct rocemu_ah *ah, uint32_t dqpn, uint32_t qkey,
 		   void *p, uint32_t len, uint32_t lkey, uint64_t id, bool imm)
 {
-	struct ibv_sge sge = {(uintptr_t)p, len, lkey};
 	struct rocemu_send_wr wr = {
 	    .wr_id = id,
 	    .opcode = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
-	    .send_flags = IBV_SEND_SIGNALED,
 	    .imm_data = htobe32(0xBEEF0000u | (uint32_t)id),
-	    .sg_list = &sge,
-	    .num_sge = 1,
 	    .ah = ah,
 	    .remote_qpn = dqpn,
 	    .remote_qkey = qkey,
 	};
 
-	return rocemu_qp_post_send(qp, &wr);
+	return h_post_wr(qp, wr, p, len, lkey);
 }
 
 static void ud_case(bool v6)
@@ -195,19 +191,13 @@ static void uc_pair(struct node *a, struct node *b, struct rocemu_qp **qa, struc
 static int uc_post(struct rocemu_qp *qp, enum ibv_wr_opcode op, uint64_t id, void *p, uint32_t len,
 		   uint32_t lkey, void *raddr, uint32_t rkey)
 {
-	struct ibv_sge sge = {(uintptr_t)p, len, lkey};
-	struct rocemu_send_wr wr = {
-	    .wr_id = id,
-	    .opcode = op,
-	    .send_flags = IBV_SEND_SIGNALED,
-	    .imm_data = htobe32((uint32_t)id),
-	    .sg_list = &sge,
-	    .num_sge = 1,
-	    .remote_addr = (uintptr_t)raddr,
-	    .rkey = rkey,
-	};
+	struct rocemu_send_wr wr = {.wr_id = id,
+				    .opcode = op,
+				    .imm_data = htobe32((uint32_t)id),
+				    .remote_addr = (uintptr_t)raddr,
+				    .rkey = rkey};
 
-	return rocemu_qp_post_send(qp, &wr);
+	return h_post_wr(qp, wr, p, len, lkey);
 }
 
 static void test_uc(void **state)
