@@ -242,6 +242,9 @@ bool port_ip_is_ours(const struct rocemu_port *port, const uint8_t gid[16]);
 
 /* port_neigh.c */
 void port_arp_input(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now);
+/* A frame of len zeroed bytes for the port's own protocols; NULL (counted)
+ * when the pool is empty. */
+struct rte_mbuf *port_frame_alloc(struct rocemu_port *port, uint16_t len);
 /* multicast groups (port_mcast.c) */
 void port_mcast_mac(const uint8_t gid[16], uint8_t mac[6]);
 bool port_mcast_mac_joined(const struct rocemu_port *port, const uint8_t mac[6]);

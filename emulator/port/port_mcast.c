@@ -85,25 +85,6 @@ bool port_mcast_mac_joined(const struct rocemu_port *port, const uint8_t mac[6])
 	return false;
 }
 
-static struct rte_mbuf *frame_new(struct rocemu_port *port, uint16_t len)
-{
-	struct rte_mbuf *m = rte_pktmbuf_alloc(port->pool);
-	char *p;
-
-	if (!m) {
-		port_count(port, PC_DROP_MBUF_EXHAUSTED);
-		port_count(port, PC_TX_DROPS);
-		return NULL;
-	}
-	p = rte_pktmbuf_append(m, len);
-	if (!p) {
-		rte_pktmbuf_free(m);
-		return NULL;
-	}
-	memset(p, 0, len);
-	return m;
-}
-
 /* The port's first IPv4 address (network order), 0 when it has none. */
 static uint32_t first_ipv4(const struct rocemu_port *port)
 {
@@ -116,7 +97,7 @@ static uint32_t first_ipv4(const struct rocemu_port *port)
 /* An IGMPv2 message of type to dst about group (both network order). */
 static int igmp_send(struct rocemu_port *port, uint8_t type, uint32_t dst, uint32_t group)
 {
-	struct rte_mbuf *m = frame_new(port, IGMP_FRAME_LEN);
+	struct rte_mbuf *m = port_frame_alloc(port, IGMP_FRAME_LEN);
 	struct rte_ether_hdr *eth;
 	struct rte_ipv4_hdr *ip;
 	uint8_t dgid[16], *igmp;
@@ -164,7 +145,7 @@ static void link_local6(const struct rocemu_port *port, uint8_t out[16])
 static int mld_send(struct rocemu_port *port, uint8_t type, const uint8_t dst[16],
 		    const uint8_t group[16])
 {
-	struct rte_mbuf *m = frame_new(port, MLD_FRAME_LEN);
+	struct rte_mbuf *m = port_frame_alloc(port, MLD_FRAME_LEN);
 	struct rte_ether_hdr *eth;
 	struct rte_ipv6_hdr *ip;
 	uint8_t *hbh, *mld;

@@ -96,7 +96,7 @@ int port_pick_src(const struct rocemu_port *port, const uint8_t dst[16])
 	return any;
 }
 
-static struct rte_mbuf *frame_alloc(struct rocemu_port *port, uint16_t len)
+struct rte_mbuf *port_frame_alloc(struct rocemu_port *port, uint16_t len)
 {
 	struct rte_mbuf *m = rte_pktmbuf_alloc(port->pool);
 	char *p;
@@ -144,7 +144,7 @@ static int arp_send_request(struct rocemu_port *port, uint32_t sip, uint32_t tip
 	static const struct rte_ether_addr bcast = {{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}};
 	static const struct rte_ether_addr zero;
 	/* 60 bytes: the Ethernet minimum without FCS */
-	struct rte_mbuf *m = frame_alloc(port, RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN);
+	struct rte_mbuf *m = port_frame_alloc(port, RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN);
 
 	if (!m)
 		return -ENOBUFS;
@@ -200,7 +200,7 @@ static int nd_send(struct rocemu_port *port, uint8_t type, uint8_t na_flags, con
 		   const uint8_t target[16])
 {
 	const uint16_t plen = 24 + 8;
-	struct rte_mbuf *m = frame_alloc(port, RTE_ETHER_HDR_LEN + 40 + plen);
+	struct rte_mbuf *m = port_frame_alloc(port, RTE_ETHER_HDR_LEN + 40 + plen);
 	struct rte_ether_hdr *eth;
 	struct rte_ipv6_hdr *ip;
 	uint8_t *nd;
