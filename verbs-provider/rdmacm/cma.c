@@ -1389,17 +1389,13 @@ static struct cma_mc *mc_find(struct cma_id *c, const union ibv_gid *mgid, struc
 	return NULL;
 }
 
-/* The group's address vector, as Linux's CM gives it for RoCE: the group's
- * GID, the id's source GID and traffic class, hop limit 64. */
+/* The group's address vector, as Linux's CM gives it for RoCE: the id's own
+ * (source GID, traffic class, hop limit 64) to the group's GID, no flow label. */
 static void mc_ah(const struct cma_id *c, const struct cma_mc *mc, struct ibv_ah_attr *ah)
 {
-	memset(ah, 0, sizeof(*ah));
-	ah->is_global = 1;
-	ah->port_num = 1;
+	fill_ah(c, ah);
 	ah->grh.dgid = mc->mgid;
-	ah->grh.sgid_index = (uint8_t)c->sgid_index;
-	ah->grh.hop_limit = 64;
-	ah->grh.traffic_class = c->tclass;
+	ah->grh.flow_label = 0;
 }
 
 /*
