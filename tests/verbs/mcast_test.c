@@ -74,16 +74,9 @@ static struct ibv_qp *ud_qp(struct node *n, uint32_t qkey)
 	    .qp_type = IBV_QPT_UD,
 	};
 	struct ibv_qp *qp = ibv_create_qp(n->pd, &qa);
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey};
 
 	assert_non_null(qp);
-	assert_int_equal(
-	    ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), 0);
-	a.qp_state = IBV_QPS_RTR;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 1;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+	tu_ud_to_rts(qp, qkey, 1);
 	return qp;
 }
 

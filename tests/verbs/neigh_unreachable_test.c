@@ -125,7 +125,6 @@ static void ud_send_dropped(const char *dst)
 	    .qp_type = IBV_QPT_UD,
 	};
 	struct ibv_qp *qp = ibv_create_qp(D.pd, &init);
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11};
 	struct ibv_ah_attr ah_attr = {.is_global = 1, .port_num = 1};
 	struct ibv_sge sge = {(uintptr_t)D.buf, 8, D.mr->lkey};
 	struct ibv_send_wr wr = {.wr_id = 2,
@@ -140,12 +139,7 @@ static void ud_send_dropped(const char *dst)
 	int n;
 
 	assert_non_null(qp);
-	assert_int_equal(
-	    ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), 0);
-	a.qp_state = IBV_QPS_RTR;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
-	a.qp_state = IBV_QPS_RTS;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+	tu_ud_to_rts(qp, 0x11, 0);
 	ah_attr.grh.hop_limit = 64;
 	ah_attr.grh.sgid_index = 1;
 	ah_attr.grh.dgid.raw[10] = ah_attr.grh.dgid.raw[11] = 0xff;

@@ -64,6 +64,20 @@ static inline struct ibv_device **tu_devices(char *path, const char *cfg, int wa
 }
 
 /* One successful completion from cq within 10 s, else the test fails. */
+/* A UD QP through INIT (port 1, Q_Key qkey), RTR and RTS (send PSN psn), each asserted. */
+static inline void tu_ud_to_rts(struct ibv_qp *qp, uint32_t qkey, uint32_t psn)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey};
+
+	assert_int_equal(
+	    ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), 0);
+	a.qp_state = IBV_QPS_RTR;
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = psn;
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+}
+
 static inline struct ibv_wc tu_poll_one(struct ibv_cq *cq)
 {
 	struct ibv_wc wc;
