@@ -128,6 +128,38 @@ unsigned rocemu_engine_counters(const struct rocemu_engine *e, struct rocemu_cou
 /* ------------------------------------------------------------------------ */
 /* QPN table and work list                                                    */
 
+/* ------------------------------------------------------------------------ */
+/* SRQ numbers (ibv_get_srq_num; XRC requests name their SRQ by it)           */
+
+int rocemu_engine_srq_register(struct rocemu_engine *e, struct rocemu_srq *srq, uint32_t *num)
+{
+	/* rotate, as QPNs do: a number just given back is not reused at once */
+	for (uint32_t n = 0; n < ROCEMU_MAX_SRQ; n++) {
+		uint32_t slot = (e->srqn_next + n) % ROCEMU_MAX_SRQ;
+
+		if (!e->srq_table[slot]) {
+			e->srq_table[slot] = srq;
+			e->srqn_next = (slot + 1) % ROCEMU_MAX_SRQ;
+			*num = ROCEMU_SRQN_FIRST + slot;
+			return 0;
+		}
+	}
+	return -ENOMEM;
+}
+
+void rocemu_engine_srq_unregister(struct rocemu_engine *e, uint32_t num)
+{
+	if (num >= ROCEMU_SRQN_FIRST && num - ROCEMU_SRQN_FIRST < ROCEMU_MAX_SRQ)
+		e->srq_table[num - ROCEMU_SRQN_FIRST] = NULL;
+}
+
+struct rocemu_srq *rocemu_engine_srq_lookup(struct rocemu_engine *e, uint32_t num)
+{
+	if (num < ROCEMU_SRQN_FIRST || num - ROCEMU_SRQN_FIRST >= ROCEMU_MAX_SRQ)
+		return NULL;
+	return e->srq_table[num - ROCEMU_SRQN_FIRST];
+}
+
 struct rocemu_qp *rocemu_engine_qp_lookup(struct rocemu_engine *e, uint32_t qpn)
 {
 	struct rocemu_qp *qp = e->qpn_table[rocemu_qpn_slot(qpn)];
@@ -376,6 +408,9 @@ static bool transport_matches(const struct rocemu_qp *qp, uint8_t transport)
 		return transport == ROCE_TRANSPORT_UC;
 	case IBV_QPT_UD:
 		return transport == ROCE_TRANSPORT_UD;
+	case IBV_QPT_XRC_SEND: /* takes responses, */
+	case IBV_QPT_XRC_RECV: /* serves requests (below) */
+		return transport == ROCE_TRANSPORT_XRC;
 	default:
 		return false;
 	}
@@ -428,6 +463,8 @@ static void dispatch_one(struct rocemu_engine *e, struct rte_mbuf *m, const stru
 	qp->comp.heard = true; /* the peer is running (the transport timer's back-off) */
 	if (pkt->op->flags & ROCE_OPF_RESPONSE)
 		rocemu_comp_rx(qp, m, pkt);
+	else if (pkt->op->transport == ROCE_TRANSPORT_XRC)
+		rocemu_xrc_resp_rx(qp, m, pkt);
 	else
 		rocemu_resp_rx(qp, m, pkt);
 	rocemu_engine_timer_sync(qp);
@@ -608,9 +645,11 @@ int rocemu_engine_create(const struct rocemu_port_config *cfg, struct rocemu_eng
 	}
 	e->qpn_table = calloc(ROCEMU_QPN_TABLE, sizeof(*e->qpn_table));
 	e->timer_heap = calloc(ROCEMU_QPN_TABLE, sizeof(*e->timer_heap));
-	if (!e->qpn_table || !e->timer_heap) {
+	e->srq_table = calloc(ROCEMU_MAX_SRQ, sizeof(*e->srq_table));
+	if (!e->qpn_table || !e->timer_heap || !e->srq_table) {
 		free(e->qpn_table);
 		free(e->timer_heap);
+		free(e->srq_table);
 		free(e);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -654,6 +693,7 @@ fail:
 		rocemu_mem_table_destroy(e->mem);
 	free(e->qpn_table);
 	free(e->timer_heap);
+	free(e->srq_table);
 	free(e);
 	return rc;
 }
@@ -678,9 +718,11 @@ void rocemu_engine_destroy(struct rocemu_engine *e)
 	}
 	rocemu_raw_free_all(e);
 	rocemu_mcast_free_all(e);
+	rocemu_xrc_free_all(e);
 	rocemu_port_close(e->port);
 	rocemu_mem_table_destroy(e->mem);
 	free(e->qpn_table);
 	free(e->timer_heap);
+	free(e->srq_table);
 	free(e);
 }

@@ -13,6 +13,10 @@ static bool opcode_valid(enum ibv_qp_type t, enum ibv_wr_opcode op)
 {
 	if (t == IBV_QPT_RAW_PACKET)
 		return op == IBV_WR_SEND; /* one whole Ethernet frame (raw.c) */
+	if (t == IBV_QPT_XRC_RECV)
+		return false; /* an XRC target has no send queue */
+	if (t == IBV_QPT_XRC_SEND)
+		t = IBV_QPT_RC; /* XRC carries RC's operations (9.3.8) */
 	switch (op) {
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
@@ -94,6 +98,7 @@ static int post_send_locked(struct rocemu_qp *qp, const struct rocemu_send_wr *w
 	w->ah = wr->ah;
 	w->remote_qpn = wr->remote_qpn & ROCE_PSN_MASK;
 	w->remote_qkey = wr->remote_qkey;
+	w->xrc_srqn = wr->xrc_srqn & ROCE_PSN_MASK;
 	w->num_sge = wr->num_sge;
 	w->length = (uint32_t)len;
 	w->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
@@ -140,7 +145,7 @@ static int post_send_locked(struct rocemu_qp *qp, const struct rocemu_send_wr *w
 	}
 	qp->sq_tail++;
 
-	if (qp->state == IBV_QPS_ERR || (qp->state == IBV_QPS_SQE && qp->type != IBV_QPT_RC)) {
+	if (qp->state == IBV_QPS_ERR || (qp->state == IBV_QPS_SQE && !qp_is_reliable(qp))) {
 		/* 10.8.3.1 / 11.4.1.1: in ERR (and SQE) new work completes with a flush. */
 		rocemu_qp_flush_sq(qp);
 	}
@@ -212,7 +217,7 @@ int rocemu_qp_post_recv(struct rocemu_qp *qp, uint64_t wr_id, const struct ibv_s
 	int rc = 0;
 
 	rocemu_engine_lock(e);
-	if (qp->srq || qp->state == IBV_QPS_RESET || num_sge > qp->cap.max_recv_sge ||
+	if (qp->srq || !qp->rq || qp->state == IBV_QPS_RESET || num_sge > qp->cap.max_recv_sge ||
 	    (num_sge && !sg)) {
 		rc = -EINVAL;
 		goto out;

@@ -14,6 +14,8 @@ int rocemu_qp_take_recv(struct rocemu_qp *qp, struct rocemu_recv_wqe *out)
 {
 	if (qp->srq)
 		return rocemu_srq_pop(qp->srq, out);
+	if (qp->type == IBV_QPT_XRC_RECV)
+		return qp->xrc_srq ? rocemu_srq_pop(qp->xrc_srq, out) : -EAGAIN;
 	if (qp->rq_head == qp->rq_tail)
 		return -EAGAIN;
 	*out = qp->rq[qp->rq_head & qp->rq_mask];
@@ -110,15 +112,38 @@ static int qpn_alloc(struct rocemu_engine *e, struct rocemu_qp *qp, uint32_t sou
 	return -ENOMEM;
 }
 
+/* The queues a QP type has: XRC_SEND a send queue only, XRC_RECV neither
+ * (an XRC target serves the XRC SRQs its requests name). */
+static bool type_has_sq(enum ibv_qp_type t)
+{
+	return t != IBV_QPT_XRC_RECV;
+}
+
+static bool type_has_rq(enum ibv_qp_type t)
+{
+	return t != IBV_QPT_XRC_SEND && t != IBV_QPT_XRC_RECV;
+}
+
 static int qp_check_init(struct rocemu_engine *e, const struct rocemu_qp_init *init)
 {
 	const struct ibv_qp_cap *c = &init->cap;
 
 	if (rocemu_qp_type_index(init->qp_type) < 0)
 		return -EOPNOTSUPP;
-	if (!init->send_cq || !init->recv_cq)
+	if (init->qp_type == IBV_QPT_XRC_RECV) {
+		/* no PD, no CQs, no SRQ of its own: a domain (ibv_create_qp_ex(3)) */
+		if (!init->xrcd || init->send_cq || init->recv_cq || init->srq)
+			return -EINVAL;
+		return 0;
+	}
+	if (init->xrcd)
 		return -EINVAL;
-	if (rocemu_cq_engine(init->send_cq) != e || rocemu_cq_engine(init->recv_cq) != e)
+	if (!init->send_cq || (type_has_rq(init->qp_type) && !init->recv_cq))
+		return -EINVAL;
+	if (rocemu_cq_engine(init->send_cq) != e ||
+	    (init->recv_cq && rocemu_cq_engine(init->recv_cq) != e))
+		return -EINVAL;
+	if (!type_has_rq(init->qp_type) && init->srq)
 		return -EINVAL;
 	if (c->max_send_wr > e->caps.max_qp_wr || c->max_send_sge > e->caps.max_sge ||
 	    c->max_inline_data > e->caps.max_inline_data)
@@ -138,10 +163,15 @@ static int qp_check_init(struct rocemu_engine *e, const struct rocemu_qp_init *i
 
 int rocemu_qp_create(struct rocemu_pd *pd, struct rocemu_qp_init *init, struct rocemu_qp **out)
 {
-	struct rocemu_engine *e = pd->engine;
+	struct rocemu_engine *e;
 	struct rocemu_qp *qp;
 	int rc;
 
+	if (!init || !out)
+		return -EINVAL;
+	if (init->qp_type == IBV_QPT_XRC_RECV ? (pd || !init->xrcd) : !pd)
+		return -EINVAL;
+	e = pd ? pd->engine : rocemu_xrcd_engine(init->xrcd);
 	rocemu_engine_lock(e);
 	rc = qp_check_init(e, init);
 	if (rc < 0)
@@ -160,6 +190,7 @@ int rocemu_qp_create(struct rocemu_pd *pd, struct rocemu_qp_init *init, struct r
 	    .sq_sig_all = init->sq_sig_all,
 	    .user_ctx = init->user_ctx,
 	    .state = IBV_QPS_RESET,
+	    .xrcd = init->xrcd,
 	};
 
 	qp->cap = init->cap;
@@ -168,7 +199,15 @@ int rocemu_qp_create(struct rocemu_pd *pd, struct rocemu_qp_init *init, struct r
 	if (qp->cap.max_send_sge == 0)
 		qp->cap.max_send_sge = 1;
 	qp->cap.max_inline_data = ROCEMU_MAX_INLINE;
-	if (qp->srq) {
+	if (!type_has_sq(qp->type)) {
+		qp->cap.max_send_wr = 0; /* a minimal ring stays: nothing is ever posted */
+		qp->cap.max_send_sge = 0;
+		qp->cap.max_inline_data = 0;
+	}
+	if (!type_has_rq(qp->type)) {
+		qp->cap.max_recv_wr = 0;
+		qp->cap.max_recv_sge = 0;
+	} else if (qp->srq) {
 		qp->cap.max_recv_wr = 0;
 		qp->cap.max_recv_sge = 0;
 	} else {
@@ -179,15 +218,15 @@ int rocemu_qp_create(struct rocemu_pd *pd, struct rocemu_qp_init *init, struct r
 	}
 	if (init->alloc)
 		qp->alloc = *init->alloc;
-	qp->sq_mask = pow2_at_least(qp->cap.max_send_wr) - 1;
+	qp->sq_mask = pow2_at_least(qp->cap.max_send_wr ? qp->cap.max_send_wr : 1) - 1;
 	qp->sq = rocemu_qmem_alloc(&qp->alloc, (size_t)(qp->sq_mask + 1) * sizeof(*qp->sq),
 				   ROCEMU_RES_QP_SQ, &qp->sq_app);
-	if (!qp->srq) {
+	if (!qp->srq && type_has_rq(qp->type)) {
 		qp->rq_mask = pow2_at_least(qp->cap.max_recv_wr) - 1;
 		qp->rq = rocemu_qmem_alloc(&qp->alloc, (size_t)(qp->rq_mask + 1) * sizeof(*qp->rq),
 					   ROCEMU_RES_QP_RQ, &qp->rq_app);
 	}
-	if (!qp->sq || (!qp->srq && !qp->rq))
+	if (!qp->sq || (!qp->srq && type_has_rq(qp->type) && !qp->rq))
 		goto fail;
 	qp->timer_idx = UINT32_MAX;
 	rc = qpn_alloc(e, qp, init->source_qpn);
@@ -201,11 +240,16 @@ int rocemu_qp_create(struct rocemu_pd *pd, struct rocemu_qp_init *init, struct r
 	qp->attr.path_mtu = IBV_MTU_1024;
 	qp->mtu = 1024;
 
-	rocemu_pd_get(pd);
-	rocemu_cq_get(qp->send_cq);
-	rocemu_cq_get(qp->recv_cq);
+	if (pd)
+		rocemu_pd_get(pd);
+	if (qp->send_cq)
+		rocemu_cq_get(qp->send_cq);
+	if (qp->recv_cq)
+		rocemu_cq_get(qp->recv_cq);
 	if (qp->srq)
 		rocemu_srq_get(qp->srq);
+	if (qp->xrcd)
+		rocemu_xrcd_use(qp->xrcd, 1);
 	init->cap = qp->cap;
 	*out = qp;
 	rc = 0;
@@ -229,6 +273,12 @@ int rocemu_qp_destroy(struct rocemu_qp *qp)
 		rocemu_engine_unlock(e);
 		return -EBUSY;
 	}
+	if (qp->open_refs) {
+		/* an XRC target opened elsewhere (ibv_open_qp): one handle less */
+		qp->open_refs--;
+		rocemu_engine_unlock(e);
+		return 0;
+	}
 	rocemu_engine_forget(qp);
 	/* its type 2 windows stay bound but answer no QP: a later QP given
 	 * the same number must not inherit them */
@@ -242,15 +292,41 @@ int rocemu_qp_destroy(struct rocemu_qp *qp)
 		e->ctr[CTR_cq_cleaned] += rocemu_cq_forget_qp(qp->send_cq, qp->qpn);
 	if (qp->recv_cq && qp->recv_cq != qp->send_cq)
 		e->ctr[CTR_cq_cleaned] += rocemu_cq_forget_qp(qp->recv_cq, qp->qpn);
-	rocemu_cq_put(qp->send_cq);
-	rocemu_cq_put(qp->recv_cq);
+	if (qp->send_cq)
+		rocemu_cq_put(qp->send_cq);
+	if (qp->recv_cq)
+		rocemu_cq_put(qp->recv_cq);
 	if (qp->srq)
 		rocemu_srq_put(qp->srq);
-	rocemu_pd_put(qp->pd);
+	if (qp->xrcd) {
+		rocemu_xrcd_use(qp->xrcd, -1);
+	} else {
+		rocemu_pd_put(qp->pd);
+	}
 	rocemu_engine_unlock(e);
 	rocemu_qp_free_rings(qp);
 	free(qp->resp.res);
 	free(qp);
+	return 0;
+}
+
+int rocemu_qp_open(struct rocemu_xrcd *xrcd, uint32_t qpn, struct rocemu_qp **out)
+{
+	struct rocemu_engine *e;
+	struct rocemu_qp *qp;
+
+	if (!xrcd || !out)
+		return -EINVAL;
+	e = rocemu_xrcd_engine(xrcd);
+	rocemu_engine_lock(e);
+	qp = rocemu_engine_qp_lookup(e, qpn);
+	if (!qp || qp->type != IBV_QPT_XRC_RECV || qp->xrcd != xrcd) {
+		rocemu_engine_unlock(e);
+		return -EINVAL;
+	}
+	qp->open_refs++;
+	rocemu_engine_unlock(e);
+	*out = qp;
 	return 0;
 }
 

@@ -12,7 +12,14 @@
 void rocemu_qp_complete(struct rocemu_qp *qp, bool send, const struct rocemu_wc *wc, bool solicited)
 {
 	struct rocemu_cq *cq = send ? qp->send_cq : qp->recv_cq;
-	int rc = rocemu_cq_push(cq, wc, solicited);
+	int rc;
+
+	/* XRC target: receive completions go to the CQ of the XRC SRQ in use */
+	if (!send && qp->type == IBV_QPT_XRC_RECV)
+		cq = qp->xrc_srq ? rocemu_srq_cq(qp->xrc_srq) : NULL;
+	if (!cq)
+		return; /* an XRC half has no CQ for the other direction */
+	rc = rocemu_cq_push(cq, wc, solicited);
 
 	if (rc == 1) {
 		ENGINE_COUNT(qp->engine, cq_overrun_ignored);

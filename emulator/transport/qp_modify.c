@@ -14,7 +14,7 @@
 /* ------------------------------------------------------------------------ */
 /* The transition table: required and optional attributes per QP type.        */
 
-enum { T_RC, T_UC, T_UD, T_RAW, T_NTYPES };
+enum { T_RC, T_UC, T_UD, T_RAW, T_XSEND, T_XRECV, T_NTYPES };
 
 struct qp_transition {
 	bool valid;
@@ -22,9 +22,9 @@ struct qp_transition {
 	int opt[T_NTYPES];
 };
 
-#define ALL3(m)                                                                                    \
+#define ALL(m)                                                                                     \
 	{                                                                                          \
-		(m), (m), (m), (m)                                                                 \
+		(m), (m), (m), (m), (m), (m)                                                       \
 	}
 #define M_ACCESS IBV_QP_ACCESS_FLAGS
 #define M_PKEY	 IBV_QP_PKEY_INDEX
@@ -32,19 +32,30 @@ struct qp_transition {
 #define M_QKEY	 IBV_QP_QKEY
 #define M_CUR	 IBV_QP_CUR_STATE
 #define M_MIG	 (IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE)
+#define M_RTR_RC (IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN)
+#define M_RTS_RC                                                                                   \
+	(IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |                    \
+	 IBV_QP_MAX_QP_RD_ATOMIC)
 /* What RESET -> INIT requires and INIT -> INIT allows. */
 #define INIT_ATTRS                                                                                 \
 	{                                                                                          \
 		M_PKEY | M_PORT | M_ACCESS, M_PKEY | M_PORT | M_ACCESS, M_PKEY | M_PORT | M_QKEY,  \
-		    M_PORT                                                                         \
+		    M_PORT, M_PKEY | M_PORT | M_ACCESS, M_PKEY | M_PORT | M_ACCESS                 \
 	}
 /* What RTR, RTS and SQD -> RTS allow. */
 #define TO_RTS_OPT                                                                                 \
 	{                                                                                          \
 		M_CUR | M_MIG | M_ACCESS | IBV_QP_MIN_RNR_TIMER, M_CUR | M_MIG | M_ACCESS,         \
-		    M_CUR | M_QKEY                                                                 \
+		    M_CUR | M_QKEY, 0, M_CUR | M_MIG | M_ACCESS,                                   \
+		    M_CUR | M_MIG | M_ACCESS | IBV_QP_MIN_RNR_TIMER                                \
 	}
 
+/*
+ * Columns: RC, UC, UD, raw packet, XRC_SEND (the initiator half of XRC: a
+ * requester only, RC's send attributes) and XRC_RECV (the target half: a
+ * responder only, RC's receive attributes, and RTS with a timeout and a send
+ * PSN), as the kernel's qp_state_table has them for IB_QPT_XRC_INI/TGT.
+ */
 /* Every state may go to RESET or ERR, with no attributes (to_reset_or_err
  * below); the table holds the other moves. */
 /* clang-format off */
@@ -56,25 +67,25 @@ static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 		[IBV_QPS_INIT] = {.valid = true, .opt = INIT_ATTRS},
 		[IBV_QPS_RTR] = {
 			.valid = true,
-			.req = {IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
-				IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN, 0},
+			.req = {M_RTR_RC | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+				M_RTR_RC, 0, 0, M_RTR_RC,
+				M_RTR_RC | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER},
 			.opt = {IBV_QP_ALT_PATH | M_ACCESS | M_PKEY, IBV_QP_ALT_PATH | M_ACCESS | M_PKEY,
-				M_PKEY | M_QKEY},
+				M_PKEY | M_QKEY, 0, IBV_QP_ALT_PATH | M_ACCESS | M_PKEY,
+				IBV_QP_ALT_PATH | M_ACCESS | M_PKEY},
 		},
 	},
 	[IBV_QPS_RTR] = {
 		[IBV_QPS_RTS] = {
 			.valid = true,
-			.req = {IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-					IBV_QP_MAX_QP_RD_ATOMIC,
-				IBV_QP_SQ_PSN, IBV_QP_SQ_PSN},
+			.req = {M_RTS_RC, IBV_QP_SQ_PSN, IBV_QP_SQ_PSN, 0, M_RTS_RC,
+				IBV_QP_TIMEOUT | IBV_QP_SQ_PSN},
 			.opt = TO_RTS_OPT,
 		},
 	},
 	[IBV_QPS_RTS] = {
 		[IBV_QPS_RTS] = {.valid = true, .opt = TO_RTS_OPT},
-		[IBV_QPS_SQD] = {.valid = true, .opt = ALL3(IBV_QP_EN_SQD_ASYNC_NOTIFY)},
+		[IBV_QPS_SQD] = {.valid = true, .opt = ALL(IBV_QP_EN_SQD_ASYNC_NOTIFY)},
 	},
 	[IBV_QPS_SQD] = {
 		[IBV_QPS_RTS] = {
@@ -86,7 +97,11 @@ static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 			.opt = {M_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 					IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC | M_MIG |
 					M_ACCESS | M_PKEY | IBV_QP_MIN_RNR_TIMER,
-				IBV_QP_AV | M_MIG | M_ACCESS | M_PKEY, M_PKEY | M_QKEY},
+				IBV_QP_AV | M_MIG | M_ACCESS | M_PKEY, M_PKEY | M_QKEY, 0,
+				M_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					IBV_QP_MAX_QP_RD_ATOMIC | M_MIG | M_ACCESS | M_PKEY,
+				M_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_MAX_DEST_RD_ATOMIC | M_MIG |
+					M_ACCESS | M_PKEY | IBV_QP_MIN_RNR_TIMER},
 		},
 	},
 	[IBV_QPS_SQE] = {
@@ -108,6 +123,10 @@ int rocemu_qp_type_index(enum ibv_qp_type t)
 		return T_UD;
 	case IBV_QPT_RAW_PACKET:
 		return T_RAW; /* whole Ethernet frames, no transport (raw.c) */
+	case IBV_QPT_XRC_SEND:
+		return T_XSEND;
+	case IBV_QPT_XRC_RECV:
+		return T_XRECV;
 	default:
 		return -1;
 	}
@@ -375,13 +394,13 @@ static int qp_modify_locked(struct rocemu_qp *qp, const struct ibv_qp_attr *attr
 		rocemu_qp_to_error(qp, false);
 		return 0;
 	}
-	if (qp->type == IBV_QPT_RC && (mask & IBV_QP_MAX_DEST_RD_ATOMIC)) {
+	if (qp_is_reliable(qp) && (mask & IBV_QP_MAX_DEST_RD_ATOMIC)) {
 		rc = responder_resources(qp, attr->max_dest_rd_atomic);
 		if (rc < 0)
 			return rc;
 	}
 	apply_attrs(qp, attr, mask);
-	if (qp->type == IBV_QPT_RC && (mask & IBV_QP_MAX_DEST_RD_ATOMIC))
+	if (qp_is_reliable(qp) && (mask & IBV_QP_MAX_DEST_RD_ATOMIC))
 		qp->resp.nres = qp->attr.max_dest_rd_atomic;
 	if (next == IBV_QPS_SQD && cur != IBV_QPS_SQD) {
 		qp->sqd_notify = (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) && attr->en_sqd_async_notify;

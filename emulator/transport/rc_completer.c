@@ -107,7 +107,7 @@ void rocemu_comp_rearm(struct rocemu_qp *qp, uint64_t now)
 {
 	uint64_t t = timeout_ns(qp), p;
 
-	if (qp->type != IBV_QPT_RC || t == 0 || !outstanding(qp)) {
+	if (!qp_is_reliable(qp) || t == 0 || !outstanding(qp)) {
 		qp->comp.deadline_ns = 0;
 		qp->comp.probe_ns = 0;
 		return;
@@ -621,7 +621,7 @@ void rocemu_comp_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_
 	struct rocemu_engine *e = qp->engine;
 	const uint8_t *payload = rte_pktmbuf_mtod(m, const uint8_t *) + pkt->payload_off;
 
-	if (qp->type != IBV_QPT_RC) {
+	if (!qp_is_reliable(qp) || qp->type == IBV_QPT_XRC_RECV) {
 		ENGINE_COUNT(e, drop_qp_type);
 		return;
 	}
@@ -693,7 +693,7 @@ unsigned rocemu_comp_timers(struct rocemu_qp *qp, uint64_t now)
 {
 	unsigned work = 0;
 
-	if (qp->type != IBV_QPT_RC || (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD))
+	if (!qp_is_reliable(qp) || (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD))
 		return 0;
 	if (qp->comp.rnr_until_ns && now >= qp->comp.rnr_until_ns) {
 		qp->comp.rnr_until_ns = 0;

@@ -22,6 +22,8 @@ enum req_step {
 
 static uint8_t transport_bits(const struct rocemu_qp *qp)
 {
+	if (qp->type == IBV_QPT_XRC_SEND)
+		return ROCE_TRANSPORT_XRC; /* 9.3.8: the opcodes 0xA0.. */
 	return qp->type == IBV_QPT_UC ? ROCE_TRANSPORT_UC : ROCE_TRANSPORT_RC;
 }
 
@@ -170,7 +172,7 @@ void rocemu_req_window_progress(struct rocemu_qp *qp, uint32_t acked, uint64_t n
  */
 static void req_sent(struct rocemu_qp *qp, uint32_t psn, uint32_t covers, bool ackreq)
 {
-	if (qp->type != IBV_QPT_RC)
+	if (!qp_is_reliable(qp))
 		return;
 	if (!qp->req.sent_any || roce_psn_diff(covers, qp->req.max_sent_psn) > 0)
 		qp->req.max_sent_psn = covers;
@@ -184,7 +186,7 @@ static void req_sent(struct rocemu_qp *qp, uint32_t psn, uint32_t covers, bool a
 
 static bool window_full(const struct rocemu_qp *qp, uint32_t psn)
 {
-	return qp->type == IBV_QPT_RC &&
+	return qp_is_reliable(qp) &&
 	       roce_psn_diff(psn, qp->comp.psn) >= (int32_t)rocemu_req_window(qp);
 }
 
@@ -196,13 +198,16 @@ static uint32_t ackreq_interval(const struct rocemu_qp *qp)
 	return n == 0 ? 1 : n < ROCEMU_ACKREQ_INTERVAL ? n : ROCEMU_ACKREQ_INTERVAL;
 }
 
-static void base_pkt(struct rocemu_qp *qp, struct roce_pkt *pkt, uint8_t opcode, uint32_t psn)
+static void base_pkt(struct rocemu_qp *qp, const struct rocemu_send_wqe *w, struct roce_pkt *pkt,
+		     uint8_t opcode, uint32_t psn)
 {
 	pkt->opcode = opcode;
 	pkt->op = roce_opcode_info(opcode);
 	pkt->pkey = ROCE_DEFAULT_PKEY;
 	pkt->dqpn = qp->attr.dest_qp_num;
 	pkt->psn = psn;
+	/* XRC: every request names the remote XRC SRQ it is for (9.3.8) */
+	pkt->xrc_srqn = w->xrc_srqn;
 }
 
 /** Build and send packet idx of a SEND/WRITE WQE. */
@@ -221,9 +226,9 @@ static enum req_step send_data_packet(struct rocemu_qp *qp, struct rocemu_send_w
 	rc = rocemu_engine_fill_path(e, &qp->path, &pkt);
 	if (rc < 0)
 		return path_error(qp, w, rc);
-	base_pkt(qp, &pkt, transport_bits(qp) | data_opcode(w, idx, w->npkts),
+	base_pkt(qp, w, &pkt, transport_bits(qp) | data_opcode(w, idx, w->npkts),
 		 roce_psn_add(w->first_psn, idx));
-	if (qp->type == IBV_QPT_RC) {
+	if (qp_is_reliable(qp)) {
 		/* 9.7.6.1.1: AckReq on the last packet of a message, now and then on
 		 * long ones so that the window keeps moving, and on the packet that
 		 * fills the window: the requester then waits for nothing but that ACK. */
@@ -276,7 +281,7 @@ static void placement_request(struct rocemu_qp *qp, struct rocemu_send_wqe *w, s
 {
 	bool aw = w->opcode == IBV_WR_ATOMIC_WRITE;
 
-	base_pkt(qp, pkt, transport_bits(qp) | (aw ? ROCE_OP_ATOMIC_WRITE : ROCE_OP_FLUSH),
+	base_pkt(qp, w, pkt, transport_bits(qp) | (aw ? ROCE_OP_ATOMIC_WRITE : ROCE_OP_FLUSH),
 		 w->first_psn);
 	pkt->reth.va = w->remote_addr;
 	pkt->reth.rkey = w->rkey;
@@ -301,7 +306,7 @@ static enum req_step send_rd_atomic_packet(struct rocemu_qp *qp, struct rocemu_s
 		uint64_t done = (uint64_t)w->rcvd_pkts * qp->mtu;
 
 		w->read_from = w->rcvd_pkts; /* its responses start FIRST (or ONLY) there */
-		base_pkt(qp, &pkt, transport_bits(qp) | ROCE_OP_READ_REQUEST,
+		base_pkt(qp, w, &pkt, transport_bits(qp) | ROCE_OP_READ_REQUEST,
 			 roce_psn_add(w->first_psn, w->rcvd_pkts));
 		pkt.reth.va = w->remote_addr + done;
 		pkt.reth.rkey = w->rkey;
@@ -311,7 +316,7 @@ static enum req_step send_rd_atomic_packet(struct rocemu_qp *qp, struct rocemu_s
 	} else {
 		bool cas = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
 
-		base_pkt(qp, &pkt,
+		base_pkt(qp, w, &pkt,
 			 transport_bits(qp) | (cas ? ROCE_OP_CMP_SWAP : ROCE_OP_FETCH_ADD),
 			 w->first_psn);
 		pkt.atomic.va = w->remote_addr;
@@ -466,7 +471,7 @@ unsigned rocemu_req_run(struct rocemu_qp *qp, unsigned budget)
 		qp->sq_cur++;
 	}
 out:
-	if (sent && qp->type == IBV_QPT_RC)
+	if (sent && qp_is_reliable(qp))
 		rocemu_comp_rearm(qp, rocemu_port_pass_now(qp->engine->port));
 	return sent;
 }

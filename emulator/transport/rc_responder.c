@@ -223,6 +223,7 @@ static enum resp_result do_read(struct rocemu_qp *qp, const struct roce_pkt *pkt
 	r->va = pkt->reth.va;
 	r->rkey = pkt->reth.rkey;
 	r->length = pkt->reth.dma_len;
+	r->pd = qp->pd;
 	r->orig_psn = r->psn;
 	r->orig_npkts = r->npkts;
 	r->orig_va = r->va;
@@ -442,8 +443,8 @@ unsigned rocemu_resp_run(struct rocemu_qp *qp, unsigned budget)
 			     : i == 0	  ? ROCE_OP_READ_RESP_FIRST
 			     : i + 1 == n ? ROCE_OP_READ_RESP_LAST
 					  : ROCE_OP_READ_RESP_MIDDLE;
-			pkt.opcode = op;
-			pkt.op = roce_opcode_info(op);
+			pkt.opcode = op | rc_resp_transport(qp);
+			pkt.op = roce_opcode_info(pkt.opcode);
 			pkt.pkey = ROCE_DEFAULT_PKEY;
 			pkt.dqpn = qp->attr.dest_qp_num;
 			pkt.psn = roce_psn_add(r->psn, i);
@@ -455,9 +456,9 @@ unsigned rocemu_resp_run(struct rocemu_qp *qp, unsigned budget)
 				goto blocked;
 			/* payload copied and CRC'd in one pass (see send_data_packet) */
 			crc = roce_mbuf_icrc_begin(m, &pkt);
-			if (plen && rocemu_mem_remote_read_crc(e->mem, qp->pd, qp->qpn, r->rkey,
-							       r->va + off, payload, plen,
-							       &crc) != ROCEMU_MEM_OK) {
+			if (plen &&
+			    rocemu_mem_remote_read_crc(e->mem, r->pd, qp->qpn, r->rkey, r->va + off,
+						       payload, plen, &crc) != ROCEMU_MEM_OK) {
 				/* The region went away after the request was accepted. */
 				rte_pktmbuf_free(m);
 				r->active = false;
@@ -604,6 +605,7 @@ static void rc_duplicate(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 			r->va = pkt->reth.va;
 			r->rkey = pkt->reth.rkey;
 			r->length = pkt->reth.dma_len;
+			r->pd = qp->pd;
 			r->npkts = packets_for(r->length, qp->mtu);
 			r->sent = 0;
 			r->active = true;
@@ -782,4 +784,38 @@ void rocemu_resp_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_
 		uc_rx(qp, pkt, payload);
 	else
 		rc_rx(qp, pkt, payload);
+}
+
+/*
+ * XRC target (IBA 9.3.8, 11.2.x): a request names in its XRCETH the XRC SRQ
+ * it is for; the SRQ must exist and belong to the target QP's domain. Its
+ * receive WQEs take the SENDs, its PD checks the R_Keys and L_Keys, its CQ
+ * takes the completions. A request naming no SRQ of the domain (none by
+ * that number, or one of another domain) is an invalid request: NAK and the
+ * QP goes to ERR, as any other invalid request (9.7.5.2.2).
+ */
+void rocemu_xrc_resp_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_pkt *pkt)
+{
+	struct rocemu_srq *srq;
+
+	if (qp->type != IBV_QPT_XRC_RECV) {
+		/* an initiator (XRC_SEND) serves no requests */
+		ENGINE_COUNT(qp->engine, drop_qp_type);
+		return;
+	}
+	srq = rocemu_xrc_srq_for(qp, pkt->xrc_srqn);
+	if (!srq) {
+		ENGINE_COUNT(qp->engine, drop_xrc_srq);
+		if ((qp->state == IBV_QPS_RTR || qp->state == IBV_QPS_RTS ||
+		     qp->state == IBV_QPS_SQD) &&
+		    roce_psn_diff(pkt->psn, qp->resp.epsn) == 0) {
+			rc_resp_send_nak(qp, ROCE_NAK_INVALID_REQUEST, pkt->psn);
+			rocemu_qp_to_error(qp, false);
+			rocemu_engine_raise(qp->engine, IBV_EVENT_QP_REQ_ERR, qp->user_ctx);
+		}
+		return;
+	}
+	qp->xrc_srq = srq;
+	qp->pd = rocemu_srq_pd(srq);
+	rocemu_resp_rx(qp, m, pkt);
 }

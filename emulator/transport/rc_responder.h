@@ -16,6 +16,13 @@ static inline uint8_t rc_resp_ack_syndrome(void)
 	return ROCE_AETH_SYNDROME(ROCE_AETH_ACK, ROCE_AETH_CREDITS_INVALID);
 }
 
+/* The transport bits of the responder's answers: XRC's (0xA0) on an XRC
+ * target, RC's (0) otherwise. */
+static inline uint8_t rc_resp_transport(const struct rocemu_qp *qp)
+{
+	return qp->type == IBV_QPT_XRC_RECV ? ROCE_TRANSPORT_XRC : ROCE_TRANSPORT_RC;
+}
+
 /* ACK, NAK, RNR NAK or ATOMIC ACKNOWLEDGE now. 0 or -errno (-EAGAIN: try
  * later; -EHOSTUNREACH: the requester's MAC cannot be resolved). */
 int rc_resp_send_aeth(struct rocemu_qp *qp, uint8_t opcode, uint32_t psn, uint8_t syndrome,

@@ -24,8 +24,8 @@ int rc_resp_send_aeth(struct rocemu_qp *qp, uint8_t opcode, uint32_t psn, uint8_
 	rc = rocemu_engine_fill_path(e, &qp->path, &pkt);
 	if (rc < 0)
 		return rc;
-	pkt.opcode = opcode;
-	pkt.op = roce_opcode_info(opcode);
+	pkt.opcode = opcode | rc_resp_transport(qp);
+	pkt.op = roce_opcode_info(pkt.opcode);
 	pkt.pkey = ROCE_DEFAULT_PKEY;
 	pkt.dqpn = qp->attr.dest_qp_num;
 	pkt.psn = psn;

@@ -31,6 +31,7 @@ struct rocemu_cq;
 struct rocemu_srq;
 struct rocemu_qp;
 struct rocemu_ah;
+struct rocemu_xrcd;
 
 /* ------------------------------------------------------------------------ */
 /* Engine                                                                     */
@@ -225,10 +226,37 @@ int rocemu_cq_poll(struct rocemu_cq *cq, int n, struct rocemu_wc *wc);
 int rocemu_cq_arm(struct rocemu_cq *cq, bool solicited_only);
 
 /* ------------------------------------------------------------------------ */
+/* XRC domains (ibv_open_xrcd(3))                                             */
+
+/**
+ * Open an XRC domain. Without an inode (by_inode false) a new private one.
+ * With one (the file behind the fd the program gave: its st_dev, st_ino),
+ * the domain of that file on this engine: found, it is shared (one more
+ * reference; O_EXCL with create: -EINVAL); not found, it is made when create
+ * (O_CREAT), else -EAGAIN (the kernel's answers).
+ */
+int rocemu_xrcd_open(struct rocemu_engine *e, bool by_inode, uint64_t dev, uint64_t ino,
+		     bool create, bool excl, struct rocemu_xrcd **out);
+/** Drop one reference; the last one while SRQs or QPs use the domain: -EBUSY. */
+int rocemu_xrcd_close(struct rocemu_xrcd *x);
+
+/* ------------------------------------------------------------------------ */
 /* Shared receive queues                                                      */
 
 int rocemu_srq_create(struct rocemu_pd *pd, uint32_t max_wr, uint32_t max_sge, uint32_t limit,
 		      void *user_ctx, struct rocemu_srq **out);
+/** An SRQ with everything ibv_create_srq_ex(3) can ask for. */
+struct rocemu_srq_init {
+	struct rocemu_pd *pd;
+	uint32_t max_wr, max_sge;
+	void *user_ctx;
+	const struct rocemu_alloc *alloc; /**< the ring (parent domain), NULL: ours */
+	struct rocemu_xrcd *xrcd;	  /**< an XRC SRQ's domain (with cq), else NULL */
+	struct rocemu_cq *cq;		  /**< XRC SRQ: where its receive completions go */
+};
+int rocemu_srq_create_ex(const struct rocemu_srq_init *init, struct rocemu_srq **out);
+/** The SRQ's number (ibv_get_srq_num(3)): XRC senders name it in the XRCETH. */
+uint32_t rocemu_srq_num(const struct rocemu_srq *srq);
 /** ibv_modify_srq: mask IBV_SRQ_MAX_WR / IBV_SRQ_LIMIT. */
 int rocemu_srq_modify(struct rocemu_srq *srq, const struct ibv_srq_attr *attr, int mask);
 int rocemu_srq_query(struct rocemu_srq *srq, struct ibv_srq_attr *attr);
@@ -263,7 +291,7 @@ int rocemu_ah_destroy(struct rocemu_ah *ah);
 /* Queue pairs                                                                */
 
 struct rocemu_qp_init {
-	enum ibv_qp_type qp_type; /**< IBV_QPT_RC, IBV_QPT_UC or IBV_QPT_UD */
+	enum ibv_qp_type qp_type; /**< RC, UC, UD, RAW_PACKET, XRC_SEND or XRC_RECV */
 	struct rocemu_cq *send_cq, *recv_cq;
 	struct rocemu_srq *srq; /**< optional */
 	struct ibv_qp_cap cap;	/**< in: requested; out: granted */
@@ -273,12 +301,21 @@ struct rocemu_qp_init {
 	 *  -EBUSY if it exists). Anything else: -EINVAL. */
 	uint32_t source_qpn;
 	const struct rocemu_alloc *alloc; /**< where the SQ and RQ rings come from (NULL: ours) */
+	/** XRC_RECV: its domain (rocemu_qp_create's pd is then NULL: a target QP has
+	 * none, each request uses the PD of the XRC SRQ it names). XRC_SEND has a PD
+	 * and a send CQ only. */
+	struct rocemu_xrcd *xrcd;
 };
 
 /** The GSI QP's well-known Q_Key (IBA 13.4.6.1, C13-7). */
 #define ROCEMU_GSI_QKEY 0x80010000u
 
 int rocemu_qp_create(struct rocemu_pd *pd, struct rocemu_qp_init *init, struct rocemu_qp **out);
+/**
+ * ibv_open_qp(3): one more handle on the XRC_RECV QP qpn of xrcd (-EINVAL when
+ * there is none). rocemu_qp_destroy of any handle drops one; the last destroys.
+ */
+int rocemu_qp_open(struct rocemu_xrcd *xrcd, uint32_t qpn, struct rocemu_qp **out);
 uint32_t rocemu_qp_num(const struct rocemu_qp *qp);
 enum ibv_qp_state rocemu_qp_state(const struct rocemu_qp *qp);
 /**
@@ -338,6 +375,7 @@ struct rocemu_send_wr {
 	uint32_t flush_len;   /**< ROCEMU_WR_FLUSH: range length (selectivity RANGE) */
 	uint8_t flush_type;   /**< ROCEMU_FLUSH_GLOBAL | ROCEMU_FLUSH_PERSISTENT */
 	uint8_t flush_level;  /**< ROCEMU_FLUSH_RANGE or ROCEMU_FLUSH_MR */
+	uint32_t xrc_srqn;    /**< XRC_SEND: the remote XRC SRQ the message is for */
 };
 
 /**

@@ -230,6 +230,17 @@ struct rocemu_recv_wqe {
 /** Take the oldest receive WQE; -EAGAIN when empty. Raises IBV_EVENT_SRQ_LIMIT_REACHED when armed
  * and the count falls below the limit. */
 int rocemu_srq_pop(struct rocemu_srq *srq, struct rocemu_recv_wqe *out);
+/** An XRC SRQ's domain and CQ (NULL for a basic SRQ). */
+struct rocemu_xrcd *rocemu_srq_xrcd(const struct rocemu_srq *srq);
+struct rocemu_cq *rocemu_srq_cq(const struct rocemu_srq *srq);
+/** The SRQ numbered num on engine e (ibv_get_srq_num), or NULL. */
+struct rocemu_srq *rocemu_engine_srq_lookup(struct rocemu_engine *e, uint32_t num);
+/** Give srq a number (-ENOMEM when all are taken) / take it back. Engine lock held. */
+int rocemu_engine_srq_register(struct rocemu_engine *e, struct rocemu_srq *srq, uint32_t *num);
+void rocemu_engine_srq_unregister(struct rocemu_engine *e, uint32_t num);
+/** An XRC SRQ or XRC_RECV QP starts (1) or stops (-1) using its domain (engine lock held). */
+void rocemu_xrcd_use(struct rocemu_xrcd *x, int delta);
+struct rocemu_engine *rocemu_xrcd_engine(const struct rocemu_xrcd *x);
 struct rocemu_pd *rocemu_srq_pd(const struct rocemu_srq *srq);
 void rocemu_srq_get(struct rocemu_srq *srq);
 void rocemu_srq_put(struct rocemu_srq *srq);

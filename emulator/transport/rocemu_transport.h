@@ -65,6 +65,8 @@ static inline uint32_t rocemu_qpn_slot(uint32_t qpn)
 {
 	return qpn & (ROCEMU_QPN_TABLE - 1);
 }
+/** SRQ numbers (ibv_get_srq_num): ROCEMU_SRQN_FIRST + a slot of ROCEMU_MAX_SRQ. */
+#define ROCEMU_SRQN_FIRST 0x100
 
 /**
  * Most packets a requester keeps unacknowledged (its send window's ceiling).
@@ -125,6 +127,7 @@ static inline uint32_t rocemu_qpn_slot(uint32_t qpn)
 	X(rx_cnp)                                                                                  \
 	X(drop_unknown_qp)                                                                         \
 	X(drop_qp_type)                                                                            \
+	X(drop_xrc_srq)                                                                            \
 	X(drop_qp_state)                                                                           \
 	X(drop_addr_mismatch)                                                                      \
 	X(drop_gsi_qp)                                                                             \
@@ -226,6 +229,7 @@ struct rocemu_send_wqe {
 	/* ATOMIC WRITE and FLUSH (annex A19) */
 	uint8_t atomic_wr[8];
 	uint8_t flush_type, flush_level;
+	uint32_t xrc_srqn; /**< XRC: the XRCETH of every packet */
 
 	uint32_t num_sge;
 	uint32_t length; /**< message length in bytes */
@@ -308,6 +312,7 @@ struct rocemu_rd_res {
 	uint64_t orig_va;
 	uint32_t orig_rkey;
 	uint32_t orig_length;
+	struct rocemu_pd *pd; /**< the PD the request was checked against (XRC: its SRQ's) */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -428,6 +433,10 @@ struct rocemu_qp {
 	bool sq_app, rq_app; /**< the SQ / RQ ring is the application's */
 	uint32_t n_flows;    /**< steering rules to this QP (raw.c): destroy is EBUSY */
 	uint32_t n_mcast;    /**< multicast groups it is attached to (mcast.c): the same */
+	/* XRC */
+	struct rocemu_xrcd *xrcd;   /**< XRC_RECV: its domain */
+	struct rocemu_srq *xrc_srq; /**< XRC_RECV: the SRQ the packet in hand names */
+	uint32_t open_refs;	    /**< XRC_RECV: handles from rocemu_qp_open */
 
 	bool on_work;
 	struct rocemu_qp *work_next;
@@ -461,6 +470,9 @@ struct rocemu_engine {
 	uint32_t n_flows;
 	struct rocemu_mcast_group *mcast; /**< UD multicast groups (mcast.c) */
 	uint32_t n_mcast;
+	struct rocemu_xrcd *xrcds;     /**< open XRC domains (xrc.c) */
+	struct rocemu_srq **srq_table; /**< SRQ number - ROCEMU_SRQN_FIRST -> SRQ */
+	uint32_t srqn_next;
 	uint64_t ctr[CTR_COUNT];
 	rocemu_trace_fn trace_fn; /**< protocol state changes go here when set */
 	void *trace_arg;
@@ -597,6 +609,8 @@ enum ibv_wc_status rocemu_comp_local_status(enum rocemu_mem_err err);
 
 /* rc_responder.c, rc_responder_ack.c (RC and UC) */
 void rocemu_resp_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_pkt *pkt);
+/** An XRC request: to the responder with the XRC SRQ its XRCETH names (rc_responder.c). */
+void rocemu_xrc_resp_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_pkt *pkt);
 /** Flush the coalesced ACK, if one is pending. */
 void rocemu_resp_flush_ack(struct rocemu_qp *qp);
 /** Stream READ responses; returns packets sent. */
@@ -619,6 +633,19 @@ void rocemu_mcast_rx(struct rocemu_engine *e, struct rte_mbuf *m, const struct r
 /** At engine teardown. */
 void rocemu_mcast_free_all(struct rocemu_engine *e);
 unsigned rocemu_ud_send(struct rocemu_qp *qp, unsigned budget);
+
+/** The connected services with acknowledgements: RC and both halves of XRC. */
+static inline bool qp_is_reliable(const struct rocemu_qp *qp)
+{
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND ||
+	       qp->type == IBV_QPT_XRC_RECV;
+}
+
+/* xrc.c */
+/** XRC_RECV: the SRQ named in a request's XRCETH, if it belongs to the QP's domain. */
+struct rocemu_srq *rocemu_xrc_srq_for(struct rocemu_qp *qp, uint32_t srqn);
+/** Free every domain (engine teardown). */
+void rocemu_xrc_free_all(struct rocemu_engine *e);
 
 static inline struct rocemu_send_wqe *sq_at(const struct rocemu_qp *qp, uint32_t idx)
 {

@@ -168,3 +168,35 @@ int rocemu_port_gid(const struct rocemu_port *port, unsigned index, uint8_t gid[
 	}
 	return 0;
 }
+
+/* SRQ numbers and XRC domains (xrc.c, engine.c): the queues tests make basic
+ * SRQs only; a number for each, no domain. */
+int rocemu_engine_srq_register(struct rocemu_engine *e, struct rocemu_srq *srq, uint32_t *num)
+{
+	static uint32_t next = 0x100;
+
+	(void)e;
+	(void)srq;
+	*num = next++;
+	return 0;
+}
+
+void rocemu_engine_srq_unregister(struct rocemu_engine *e, uint32_t num)
+{
+	(void)e;
+	(void)num;
+}
+
+void rocemu_xrcd_use(struct rocemu_xrcd *x, int delta)
+{
+	(void)delta;
+	if (x)
+		stub_fail("XRC domain in the queues stub");
+}
+
+struct rocemu_engine *rocemu_xrcd_engine(const struct rocemu_xrcd *x)
+{
+	(void)x;
+	stub_fail("XRC domain in the queues stub");
+	return NULL;
+}

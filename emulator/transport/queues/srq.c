@@ -23,13 +23,18 @@ struct rocemu_srq {
 	uint32_t limit;	 /**< 0: not armed */
 	uint32_t refcnt; /**< QPs attached */
 	void *user_ctx;
+	uint32_t num;		   /**< ibv_get_srq_num(3) */
+	struct rocemu_xrcd *xrcd;  /**< XRC SRQ: its domain */
+	struct rocemu_cq *cq;	   /**< XRC SRQ: where its receive completions go */
+	struct rocemu_alloc alloc; /**< where the ring comes from (parent domain) */
+	bool ring_app;		   /**< the ring is the application's */
 };
 
 static void srq_release(struct rocemu_obj *obj)
 {
 	struct rocemu_srq *srq = container_of(obj, struct rocemu_srq, obj);
 
-	free(srq->ring);
+	rocemu_qmem_free(&srq->alloc, srq->ring, ROCEMU_RES_SRQ, srq->ring_app);
 	free(srq);
 }
 
@@ -40,21 +45,42 @@ static void srq_release(struct rocemu_obj *obj)
 int rocemu_srq_create(struct rocemu_pd *pd, uint32_t max_wr, uint32_t max_sge, uint32_t limit,
 		      void *user_ctx, struct rocemu_srq **out)
 {
+	struct rocemu_srq_init init = {
+	    .pd = pd, .max_wr = max_wr, .max_sge = max_sge, .user_ctx = user_ctx};
+
+	(void)limit;
+	return rocemu_srq_create_ex(&init, out);
+}
+
+/*
+ * An XRC SRQ (ibv_create_srq_ex(3), IBV_SRQT_XRC) also has a domain and a
+ * CQ: XRC target QPs of that domain take receive WQEs from it for the
+ * requests that name its number, and its completions go to its CQ.
+ */
+int rocemu_srq_create_ex(const struct rocemu_srq_init *init, struct rocemu_srq **out)
+{
+	struct rocemu_pd *pd = init ? init->pd : NULL;
+	uint32_t max_wr = init ? init->max_wr : 0, max_sge = init ? init->max_sge : 0;
 	struct rocemu_caps caps;
 	struct rocemu_srq *srq;
 	int rc;
 
-	if (!pd || !out)
+	if (!pd || !out || (init->xrcd && !init->cq) || (init->cq && !init->xrcd))
+		return -EINVAL;
+	if (init->xrcd && (rocemu_xrcd_engine(init->xrcd) != pd->engine ||
+			   rocemu_cq_engine(init->cq) != pd->engine))
 		return -EINVAL;
 	rocemu_engine_caps(pd->engine, &caps);
 	if (max_wr == 0 || max_wr > caps.max_srq_wr || max_sge > caps.max_srq_sge ||
 	    max_sge > ROCEMU_MAX_SGE)
 		return -EINVAL;
-	(void)limit;
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
 		return -ENOMEM;
-	srq->ring = calloc(max_wr, sizeof(*srq->ring));
+	if (init->alloc)
+		srq->alloc = *init->alloc;
+	srq->ring = rocemu_qmem_alloc(&srq->alloc, (size_t)max_wr * sizeof(*srq->ring),
+				      ROCEMU_RES_SRQ, &srq->ring_app);
 	if (!srq->ring) {
 		free(srq);
 		return -ENOMEM;
@@ -63,12 +89,24 @@ int rocemu_srq_create(struct rocemu_pd *pd, uint32_t max_wr, uint32_t max_sge, u
 	srq->pd = pd;
 	srq->cap = max_wr;
 	srq->max_sge = max_sge;
-	srq->user_ctx = user_ctx;
+	srq->user_ctx = init->user_ctx;
+	srq->xrcd = init->xrcd;
+	srq->cq = init->cq;
 	rocemu_engine_lock(srq->engine);
-	rc = rocemu_obj_track(rocemu_engine_mem(srq->engine), &srq->obj, ROCEMU_OBJ_SRQ,
-			      caps.max_srq, srq_release);
-	if (rc == 0)
+	rc = rocemu_engine_srq_register(srq->engine, srq, &srq->num);
+	if (rc == 0) {
+		rc = rocemu_obj_track(rocemu_engine_mem(srq->engine), &srq->obj, ROCEMU_OBJ_SRQ,
+				      caps.max_srq, srq_release);
+		if (rc)
+			rocemu_engine_srq_unregister(srq->engine, srq->num);
+	}
+	if (rc == 0) {
 		rocemu_pd_get(pd);
+		if (srq->xrcd) {
+			rocemu_xrcd_use(srq->xrcd, 1);
+			rocemu_cq_get(srq->cq);
+		}
+	}
 	rocemu_engine_unlock(srq->engine);
 	if (rc) {
 		srq_release(&srq->obj);
@@ -84,13 +122,16 @@ static int srq_resize(struct rocemu_srq *srq, uint32_t max_wr)
 	struct rocemu_recv_wqe *ring;
 	uint32_t i;
 
-	ring = calloc(max_wr, sizeof(*ring));
+	bool app;
+
+	ring = rocemu_qmem_alloc(&srq->alloc, (size_t)max_wr * sizeof(*ring), ROCEMU_RES_SRQ, &app);
 	if (!ring)
 		return -ENOMEM;
 	for (i = 0; i < srq->count; i++)
 		ring[i] = srq->ring[(srq->head + i) % srq->cap];
-	free(srq->ring);
+	rocemu_qmem_free(&srq->alloc, srq->ring, ROCEMU_RES_SRQ, srq->ring_app);
 	srq->ring = ring;
+	srq->ring_app = app;
 	srq->cap = max_wr;
 	srq->head = 0;
 	return 0;
@@ -179,7 +220,12 @@ int rocemu_srq_destroy(struct rocemu_srq *srq)
 		return -EBUSY;
 	}
 	rocemu_obj_untrack(rocemu_engine_mem(e), &srq->obj);
+	rocemu_engine_srq_unregister(e, srq->num);
 	rocemu_pd_put(srq->pd);
+	if (srq->xrcd) {
+		rocemu_xrcd_use(srq->xrcd, -1);
+		rocemu_cq_put(srq->cq);
+	}
 	rocemu_engine_unlock(e);
 	srq_release(&srq->obj);
 	return 0;
@@ -208,6 +254,21 @@ int rocemu_srq_pop(struct rocemu_srq *srq, struct rocemu_recv_wqe *out)
 struct rocemu_pd *rocemu_srq_pd(const struct rocemu_srq *srq)
 {
 	return srq->pd;
+}
+
+uint32_t rocemu_srq_num(const struct rocemu_srq *srq)
+{
+	return srq->num;
+}
+
+struct rocemu_xrcd *rocemu_srq_xrcd(const struct rocemu_srq *srq)
+{
+	return srq->xrcd;
+}
+
+struct rocemu_cq *rocemu_srq_cq(const struct rocemu_srq *srq)
+{
+	return srq->cq;
 }
 
 void rocemu_srq_get(struct rocemu_srq *srq)
