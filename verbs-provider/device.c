@@ -354,6 +354,10 @@ static void fill_ops(struct rocemu_vcontext *c)
 	v->create_cq_ex = rocemu_op_create_cq_ex;
 	v->create_qp_ex = rocemu_op_create_qp_ex;
 	v->create_srq_ex = rocemu_op_create_srq_ex;
+	v->open_xrcd = rocemu_op_open_xrcd;
+	v->close_xrcd = rocemu_op_close_xrcd;
+	v->get_srq_num = rocemu_op_get_srq_num;
+	v->open_qp = rocemu_op_open_qp;
 	v->query_device_ex = rocemu_op_query_device_ex;
 	v->query_rt_values = rocemu_op_query_rt_values;
 	v->alloc_td = rocemu_op_alloc_td;

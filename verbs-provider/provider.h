@@ -195,6 +195,16 @@ struct rocemu_vsrq {
 	struct rocemu_vcontext *ctx;
 };
 
+struct rocemu_vxrcd {
+	struct ibv_xrcd xrcd; /**< what programs see */
+	struct rocemu_xrcd *exrcd;
+};
+
+static inline struct rocemu_vxrcd *to_vxrcd(struct ibv_xrcd *x)
+{
+	return (struct rocemu_vxrcd *)x;
+}
+
 struct rocemu_vah {
 	struct ibv_ah ah;
 	struct rocemu_ah *eah;
@@ -247,6 +257,10 @@ int rocemu_op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct 
 struct ibv_cq_ex *rocemu_op_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr);
 struct ibv_qp *rocemu_op_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
 struct ibv_srq *rocemu_op_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr);
+struct ibv_xrcd *rocemu_op_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_init_attr *attr);
+int rocemu_op_close_xrcd(struct ibv_xrcd *xrcd);
+int rocemu_op_get_srq_num(struct ibv_srq *srq, uint32_t *num);
+struct ibv_qp *rocemu_op_open_qp(struct ibv_context *ctx, struct ibv_qp_open_attr *attr);
 int rocemu_op_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
 			struct ibv_sge *sg, uint32_t n);
 int rocemu_op_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex_input *in,

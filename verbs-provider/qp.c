@@ -117,6 +117,8 @@ int rocemu_op_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 				wrs[n].remote_qpn = wr->wr.ud.remote_qpn;
 				wrs[n].remote_qkey = wr->wr.ud.remote_qkey;
 			}
+			if (ibqp->qp_type == IBV_QPT_XRC_SEND)
+				wrs[n].xrc_srqn = wr->qp_type.xrc.remote_srqn;
 		}
 		unsigned b = 0;
 		int rc = rocemu_qp_post_send_batch(qp->eqp, wrs, n, &b);
@@ -354,10 +356,13 @@ static void wr_send_tso(struct ibv_qp_ex *q, void *hdr, uint16_t hdr_sz, uint16_
 	wr_unsupported(q);
 }
 
+/* ibv_wr_set_xrc_srqn(3): the remote XRC SRQ the last WR is for (XRC_SEND) */
 static void wr_set_xrc_srqn(struct ibv_qp_ex *q, uint32_t srqn)
 {
-	(void)srqn;
-	wr_unsupported(q);
+	struct rocemu_send_wr *w = batch_last(q);
+
+	if (w)
+		w->xrc_srqn = srqn;
 }
 
 /* ibv_wr_atomic_write(3): the 8 bytes at data are copied now (annex A19). */
@@ -520,17 +525,50 @@ static void fill_qp_ex_ops(struct ibv_qp_ex *x)
 	 IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_ATOMIC_WRITE |   \
 	 IBV_QP_EX_WITH_BIND_MW)
 
+/*
+ * The XRC types (ibv_create_qp_ex(3)): an XRC_RECV (target) QP has a domain
+ * and nothing else (PD, CQs, SRQ and capabilities are not used: each request
+ * uses the XRC SRQ it names); an XRC_SEND (initiator) QP a PD and a send CQ
+ * (receive CQ and SRQ not used). 0 when a is consistent, else EINVAL.
+ */
+static int xrc_init_check(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a)
+{
+	if (a->qp_type == IBV_QPT_XRC_RECV) {
+		if (!(a->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !a->xrcd || a->xrcd->context != ctx)
+			return EINVAL;
+		a->pd = NULL;
+		a->send_cq = a->recv_cq = NULL;
+		a->srq = NULL;
+		memset(&a->cap, 0, sizeof(a->cap));
+		return 0;
+	}
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd || !a->send_cq ||
+	    a->pd->context != ctx || a->send_cq->context != ctx)
+		return EINVAL;
+	a->recv_cq = NULL;
+	a->srq = NULL;
+	a->cap.max_recv_wr = a->cap.max_recv_sge = 0;
+	return 0;
+}
+
 struct ibv_qp *rocemu_op_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a)
 {
-	/* ibv_create_qp(3): both CQs are mandatory (an SRQ does not replace recv_cq) */
-	if (!ctx || !a || !(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd || !a->send_cq ||
-	    !a->recv_cq || a->pd->context != ctx || a->send_cq->context != ctx ||
-	    a->recv_cq->context != ctx) {
+	bool xrc = a && (a->qp_type == IBV_QPT_XRC_SEND || a->qp_type == IBV_QPT_XRC_RECV);
+
+	if (ctx && xrc && xrc_init_check(ctx, a)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	uint32_t known =
-	    IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+	/* ibv_create_qp(3): both CQs are mandatory (an SRQ does not replace recv_cq) */
+	if (!ctx || !a ||
+	    (!xrc &&
+	     (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd || !a->send_cq || !a->recv_cq ||
+	      a->pd->context != ctx || a->send_cq->context != ctx || a->recv_cq->context != ctx))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+			 IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_XRCD;
 	uint32_t create_flags =
 	    (a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) ? a->create_flags : 0;
 	if ((a->comp_mask & ~known) || (create_flags & ~(uint32_t)IBV_QP_CREATE_SOURCE_QPN)) {
@@ -554,8 +592,8 @@ struct ibv_qp *rocemu_op_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_ini
 		return NULL;
 	}
 	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD &&
-	    a->qp_type != IBV_QPT_RAW_PACKET) {
-		errno = EOPNOTSUPP; /* XRC, driver QPs */
+	    a->qp_type != IBV_QPT_RAW_PACKET && !xrc) {
+		errno = EOPNOTSUPP; /* driver QPs */
 		return NULL;
 	}
 	/* whole frames on the port: as the kernel's uverbs, CAP_NET_RAW (flow.c) */
@@ -570,16 +608,18 @@ struct ibv_qp *rocemu_op_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_ini
 	}
 	struct rocemu_qp_init init = {
 	    .qp_type = a->qp_type,
-	    .send_cq = ((struct rocemu_vcq *)a->send_cq)->ecq,
-	    .recv_cq = ((struct rocemu_vcq *)a->recv_cq)->ecq,
+	    .send_cq = a->send_cq ? ((struct rocemu_vcq *)a->send_cq)->ecq : NULL,
+	    .recv_cq = a->recv_cq ? ((struct rocemu_vcq *)a->recv_cq)->ecq : NULL,
 	    .srq = a->srq ? ((struct rocemu_vsrq *)a->srq)->esrq : NULL,
 	    .cap = a->cap,
 	    .sq_sig_all = a->sq_sig_all != 0,
 	    .user_ctx = qp,
 	    .source_qpn = source_qpn,
 	    .alloc = rocemu_pd_queue_alloc(a->pd), /* a parent domain's allocators */
+	    .xrcd = a->qp_type == IBV_QPT_XRC_RECV ? to_vxrcd(a->xrcd)->exrcd : NULL,
 	};
-	int rc = rocemu_qp_create(((struct rocemu_vpd *)a->pd)->epd, &init, &qp->eqp);
+	int rc =
+	    rocemu_qp_create(a->pd ? ((struct rocemu_vpd *)a->pd)->epd : NULL, &init, &qp->eqp);
 	if (rc < 0) {
 		free(qp);
 		return rocemu_null_errno(rc);

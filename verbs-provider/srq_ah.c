@@ -8,7 +8,8 @@
 /* ------------------------------------------------------------------------ */
 /* SRQ                                                                        */
 
-static struct ibv_srq *srq_create(struct ibv_pd *pd, void *srq_context, struct ibv_srq_attr *attr)
+static struct ibv_srq *srq_create(struct ibv_pd *pd, void *srq_context, struct ibv_srq_attr *attr,
+				  struct ibv_xrcd *xrcd, struct ibv_cq *cq)
 {
 	if (!pd || !attr) {
 		errno = EINVAL;
@@ -20,8 +21,15 @@ static struct ibv_srq *srq_create(struct ibv_pd *pd, void *srq_context, struct i
 		return NULL;
 	}
 	s->ctx = to_vctx(pd->context);
-	int rc = rocemu_srq_create(((struct rocemu_vpd *)pd)->epd, attr->max_wr, attr->max_sge,
-				   attr->srq_limit, s, &s->esrq);
+	struct rocemu_srq_init init = {
+	    .pd = ((struct rocemu_vpd *)pd)->epd,
+	    .max_wr = attr->max_wr,
+	    .max_sge = attr->max_sge,
+	    .user_ctx = s,
+	    .xrcd = xrcd ? to_vxrcd(xrcd)->exrcd : NULL,
+	    .cq = cq ? ((struct rocemu_vcq *)cq)->ecq : NULL,
+	};
+	int rc = rocemu_srq_create_ex(&init, &s->esrq);
 	if (rc < 0) {
 		free(s);
 		return rocemu_null_errno(rc);
@@ -46,7 +54,7 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init
 		errno = EINVAL;
 		return NULL;
 	}
-	return srq_create(pd, init->srq_context, &init->attr);
+	return srq_create(pd, init->srq_context, &init->attr, NULL, NULL);
 }
 ROCEMU_PUBLIC(ibv_create_srq)
 
@@ -56,13 +64,24 @@ struct ibv_srq *rocemu_op_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_
 		errno = EINVAL;
 		return NULL;
 	}
-	uint32_t known = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE;
-	if ((a->comp_mask & ~known) ||
-	    ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && a->srq_type != IBV_SRQT_BASIC)) {
-		errno = EOPNOTSUPP; /* XRC and tag-matching SRQs */
+	uint32_t known = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD |
+			 IBV_SRQ_INIT_ATTR_CQ;
+	enum ibv_srq_type t =
+	    (a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ? a->srq_type : IBV_SRQT_BASIC;
+	if ((a->comp_mask & ~known) || (t != IBV_SRQT_BASIC && t != IBV_SRQT_XRC)) {
+		errno = EOPNOTSUPP; /* tag-matching SRQs */
 		return NULL;
 	}
-	return srq_create(a->pd, a->srq_context, &a->attr);
+	if (t == IBV_SRQT_BASIC)
+		return srq_create(a->pd, a->srq_context, &a->attr, NULL, NULL);
+	/* ibv_create_srq_ex(3): an XRC SRQ needs its domain and a CQ */
+	if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !(a->comp_mask & IBV_SRQ_INIT_ATTR_CQ) ||
+	    !a->xrcd || !a->cq || a->xrcd->context != ctx || a->cq->context != ctx ||
+	    a->pd->context != ctx) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return srq_create(a->pd, a->srq_context, &a->attr, a->xrcd, a->cq);
 }
 
 int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)

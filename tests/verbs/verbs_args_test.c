@@ -296,7 +296,10 @@ static void qp_checks(void **state)
 	bad.send_cq = NULL;
 	assert_null_errno(ibv_create_qp(pd, &bad), EINVAL);
 	bad = ia;
-	bad.qp_type = IBV_QPT_XRC_SEND;
+	bad.qp_type = IBV_QPT_XRC_RECV; /* a target QP needs a domain: ibv_create_qp_ex */
+	assert_null_errno(ibv_create_qp(pd, &bad), EINVAL);
+	bad = ia;
+	bad.qp_type = IBV_QPT_DRIVER;
 	assert_null_errno(ibv_create_qp(pd, &bad), EOPNOTSUPP);
 	bad = ia;
 	bad.cap.max_send_wr = 1u << 30;
@@ -412,6 +415,9 @@ static void srq_and_ah(void **state)
 					      IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD,
 					  .srq_type = IBV_SRQT_XRC,
 					  .pd = pd};
+	/* an XRC SRQ without its domain and CQ (ibv_create_srq_ex(3)) */
+	assert_null_errno(ibv_create_srq_ex(ctx, &sx), EINVAL);
+	sx.srq_type = IBV_SRQT_TM;
 	assert_null_errno(ibv_create_srq_ex(ctx, &sx), EOPNOTSUPP);
 
 	struct ibv_ah_attr aa = {
@@ -438,8 +444,18 @@ static void unsupported_verbs(void **state)
 	(void)state;
 	/* memory windows of a type that does not exist (types 1 and 2: verbs-mw) */
 	assert_null_errno(ibv_alloc_mw(pd, (enum ibv_mw_type)3), EINVAL);
+	/* XRC domains (XRC itself: transport_xrc, verbs-check-memif-xrc): fd and
+	 * oflags are required; a file descriptor that is none: EBADF; a file no
+	 * domain has yet, without O_CREAT: EAGAIN */
 	struct ibv_xrcd_init_attr xa = {0};
-	assert_null_errno(ibv_open_xrcd(ctx, &xa), EOPNOTSUPP);
+	assert_null_errno(ibv_open_xrcd(ctx, &xa), EINVAL);
+	xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+	xa.fd = 1000000;
+	assert_null_errno(ibv_open_xrcd(ctx, &xa), EBADF);
+	xa.fd = ctx->async_fd;
+	assert_null_errno(ibv_open_xrcd(ctx, &xa), EAGAIN);
+	struct ibv_qp_open_attr oa = {.comp_mask = IBV_QP_OPEN_ATTR_NUM, .qp_type = IBV_QPT_RC};
+	assert_null_errno(ibv_open_qp(ctx, &oa), EINVAL);
 	/* ibv_alloc_td(3) defines no comp_mask bit (thread domains work: verbs-ext). */
 	struct ibv_td_init_attr ta = {.comp_mask = 1};
 	assert_null_errno(ibv_alloc_td(ctx, &ta), EINVAL);
