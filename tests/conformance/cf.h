@@ -69,6 +69,9 @@ enum key_mode {
 };
 /* Which QPN it is sent to. */
 enum dqp_mode { D_QP = 0, D_UNKNOWN, D_GSI, D_OTHER_QP };
+/* Which XRC SRQ an XRC request's XRCETH names (cfg type IBV_QPT_XRC_RECV: rocemu's QP
+ * is an XRC target of a domain with one XRC SRQ; a second domain has another). */
+enum xsrq_mode { X_SRQ = 0, X_OTHER_DOMAIN, X_UNKNOWN };
 /* How it is damaged after being built. */
 enum mangle {
 	M_NONE = 0,
@@ -131,6 +134,7 @@ struct step {
 	uint32_t qkey;
 	uint8_t tclass; /* T_RX with C_TCLASS */
 	enum dqp_mode dqp;
+	enum xsrq_mode xsrq;
 	enum mangle mangle;
 	uint8_t syn_type; /* ROCE_AETH_* */
 	uint8_t syn_val;
@@ -148,7 +152,7 @@ struct step {
 };
 
 struct qp_cfg {
-	enum ibv_qp_type type; /* 0 = RC */
+	enum ibv_qp_type type; /* 0 = RC; XRC_RECV: a target QP, its SRQ takes T_RECV */
 	enum ibv_mtu mtu;      /* 0 = 1024 */
 	uint32_t epsn, spsn;   /* rocemu's expected and first send PSN */
 	bool psn_set;	       /* use epsn/spsn as given (else defaults) */

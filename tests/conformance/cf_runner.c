@@ -61,6 +61,10 @@ static struct {
 	uint32_t stale_rkey;
 
 	struct rocemu_qp *qp, *other_qp;
+	/* XRC scenarios: rocemu's QP is the target of xrcd, whose SRQ is xsrq;
+	 * xsrq2 belongs to another domain */
+	struct rocemu_xrcd *xrcd, *xrcd2;
+	struct rocemu_srq *xsrq, *xsrq2;
 	uint32_t epsn, spsn;
 
 	struct captured *cap;
@@ -242,6 +246,32 @@ static unsigned ctr_collect(struct rocemu_counter *out, unsigned max)
 /* ------------------------------------------------------------------------ */
 /* Per-scenario QP                                                            */
 
+static struct rocemu_srq *make_xrc_srq(struct rocemu_xrcd *x)
+{
+	struct rocemu_srq_init init = {
+	    .pd = H.pd, .max_wr = 64, .max_sge = 4, .xrcd = x, .cq = H.rcq};
+	struct rocemu_srq *srq = NULL;
+
+	return rocemu_srq_create_ex(&init, &srq) < 0 ? NULL : srq;
+}
+
+/* An XRC target with its domain and SRQ, and a second domain with its own SRQ. */
+static struct rocemu_qp *make_xrc_target(void)
+{
+	struct rocemu_qp_init init = {.qp_type = IBV_QPT_XRC_RECV};
+	struct rocemu_qp *qp = NULL;
+
+	if (rocemu_xrcd_open(H.ep.e, false, 0, 0, false, false, &H.xrcd) ||
+	    rocemu_xrcd_open(H.ep.e, false, 0, 0, false, false, &H.xrcd2))
+		return NULL;
+	H.xsrq = make_xrc_srq(H.xrcd);
+	H.xsrq2 = make_xrc_srq(H.xrcd2);
+	init.xrcd = H.xrcd;
+	if (!H.xsrq || !H.xsrq2 || rocemu_qp_create(NULL, &init, &qp) < 0)
+		return NULL;
+	return qp;
+}
+
 static struct rocemu_qp *make_qp(enum ibv_qp_type type)
 {
 	struct rocemu_qp_init init = {
@@ -291,7 +321,7 @@ static int connect_qp(struct rocemu_qp *qp, const struct qp_cfg *c, const uint8_
 		a.ah_attr.grh.sgid_index = (uint8_t)H.ep.egid_index;
 		memcpy(a.ah_attr.grh.dgid.raw, dgid, 16);
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-		if (type == IBV_QPT_RC) {
+		if (type == IBV_QPT_RC || type == IBV_QPT_XRC_RECV) {
 			a.max_dest_rd_atomic = c->rd_atomic ? c->rd_atomic : 16;
 			a.min_rnr_timer = c->min_rnr_timer ? c->min_rnr_timer : 1;
 			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
@@ -305,7 +335,10 @@ static int connect_qp(struct rocemu_qp *qp, const struct qp_cfg *c, const uint8_
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = H.spsn;
 	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (type == IBV_QPT_RC) {
+	if (type == IBV_QPT_XRC_RECV) {
+		a.timeout = 20;
+		mask |= IBV_QP_TIMEOUT;
+	} else if (type == IBV_QPT_RC) {
 		/* 20: 4.3 s. No timer a scenario does not ask for may fire while a
 		 * slow runner (a loaded machine) walks through its steps: the
 		 * resend would be legitimate, yet unexpected. */
@@ -425,6 +458,10 @@ static int peer_tx(const struct step *s)
 	p.ieth_rkey = rkey_of(s);
 	p.deth.qkey = s->qkey;
 	p.deth.src_qp = PEER_QPN;
+	p.xrc_srqn = s->xsrq == X_UNKNOWN	 ? 0xFFFFF0
+		     : s->xsrq == X_OTHER_DOMAIN ? (H.xsrq2 ? rocemu_srq_num(H.xsrq2) : 0)
+		     : H.xsrq			 ? rocemu_srq_num(H.xsrq)
+						 : 0;
 	p.aeth.syndrome = ROCE_AETH_SYNDROME(s->syn_type, s->syn_val);
 	p.aeth.msn = 0;
 	p.atomic_orig = s->swap;
@@ -667,7 +704,8 @@ static int post_recv(const struct step *s)
 
 		rocemu_mr_info(H.mr_local, &info);
 		sg.lkey = info.lkey;
-		if (rocemu_qp_post_recv(H.qp, H.recv_wr_next++, &sg, 1))
+		if (H.xsrq ? rocemu_srq_post_recv(H.xsrq, H.recv_wr_next++, &sg, 1)
+			   : rocemu_qp_post_recv(H.qp, H.recv_wr_next++, &sg, 1))
 			return fail("post_recv failed");
 	}
 	return 0;
@@ -1045,7 +1083,7 @@ static int run_scenario(const struct scenario *sc)
 		rc = fail("cannot allocate the memory windows");
 		goto out;
 	}
-	H.qp = make_qp(type);
+	H.qp = type == IBV_QPT_XRC_RECV ? make_xrc_target() : make_qp(type);
 	H.other_qp = make_qp(IBV_QPT_RC);
 	if (!H.qp || !H.other_qp) {
 		rc = fail("cannot create QPs");
@@ -1098,6 +1136,16 @@ out:
 	if (H.other_qp)
 		rocemu_qp_destroy(H.other_qp);
 	H.qp = H.other_qp = NULL;
+	if (H.xsrq)
+		rocemu_srq_destroy(H.xsrq);
+	if (H.xsrq2)
+		rocemu_srq_destroy(H.xsrq2);
+	if (H.xrcd)
+		rocemu_xrcd_close(H.xrcd);
+	if (H.xrcd2)
+		rocemu_xrcd_close(H.xrcd2);
+	H.xsrq = H.xsrq2 = NULL;
+	H.xrcd = H.xrcd2 = NULL;
 	if (H.mw1)
 		rocemu_mw_dealloc(H.mw1);
 	if (H.mw2)

@@ -31,6 +31,16 @@
 #define RNR_NAK(p, t)                                                                              \
 	RX(.op = ROCE_OP_ACK, .chk = C_PSN | C_SYN, .psn = (p), .syn_type = ROCE_AETH_RNR_NAK,     \
 	   .syn_val = (t))
+/* XRC: the opcode of op in the XRC space (0xA0..); the target's answers */
+#define XOP(op) (uint8_t)(ROCE_TRANSPORT_XRC | (op))
+#define XACK(p)                                                                                    \
+	RX(.op = XOP(ROCE_OP_ACK), .chk = C_PSN | C_SYN, .psn = (p), .syn_type = ROCE_AETH_ACK)
+#define XNAK(p, code)                                                                              \
+	RX(.op = XOP(ROCE_OP_ACK), .chk = C_PSN | C_SYN, .psn = (p), .syn_type = ROCE_AETH_NAK,    \
+	   .syn_val = (code))
+#define XRNR_NAK(p, t)                                                                             \
+	RX(.op = XOP(ROCE_OP_ACK), .chk = C_PSN | C_SYN, .psn = (p),                               \
+	   .syn_type = ROCE_AETH_RNR_NAK, .syn_val = (t))
 #define NONE() {.k = T_NONE}
 #define RECV(cnt, l) {.k = T_RECV, .n = (cnt), .len = (l)}
 #define WC_RECV(st, bl)                                                                            \
@@ -1106,6 +1116,53 @@ const struct scenario cf_scenarios[] = {
        STEPS(RECV(1, 64),
 	     TX(.op = ROCE_OP_SEND_ONLY, .psn = 0, .len = 16, .mangle = M_SPORT, .ackreq = true),
 	     ACK(0), WC_RECV(IBV_WC_SUCCESS, 16))),
+
+    /* ------------------------------------------------------------ xrc */
+    /* rocemu's QP is an XRC target (XRC_RECV) of a domain with one XRC SRQ,
+     * whose CQ is the receive CQ; RECV posts to that SRQ (cf_runner.c). */
+    SC("xrc_send_takes_srq_wqe", "xrc", "IBA 9.3.8 (XRCETH: the XRC SRQ of the request)",
+       "an XRC SEND naming the domain's SRQ lands in its WQE; the ACK uses the XRC opcode",
+       .cfg = {.type = IBV_QPT_XRC_RECV},
+       STEPS(RECV(1, 64), TX(.op = XOP(ROCE_OP_SEND_ONLY), .psn = 0, .len = 24, .ackreq = true),
+	     XACK(0), WC_RECV(IBV_WC_SUCCESS, 24))),
+    SC("xrc_srq_of_other_domain", "xrc", "IBA 9.3.8 (the SRQ must be of the target QP's XRC domain)",
+       "an XRCETH naming an SRQ of another domain: NAK invalid request, the QP to ERR, counted",
+       .cfg = {.type = IBV_QPT_XRC_RECV},
+       STEPS(RECV(1, 64),
+	     TX(.op = XOP(ROCE_OP_SEND_ONLY), .psn = 0, .len = 24, .ackreq = true,
+		.xsrq = X_OTHER_DOMAIN),
+	     XNAK(0, ROCE_NAK_INVALID_REQUEST), CTR("drop_xrc_srq", 1), STATE(IBV_QPS_ERR),
+	     NOWC())),
+    SC("xrc_srq_unknown", "xrc", "IBA 9.3.8 (the XRCETH must name an XRC SRQ)",
+       "an XRCETH naming no SRQ: NAK invalid request, the QP to ERR, counted",
+       .cfg = {.type = IBV_QPT_XRC_RECV},
+       STEPS(RECV(1, 64),
+	     TX(.op = XOP(ROCE_OP_SEND_ONLY), .psn = 0, .len = 24, .ackreq = true,
+		.xsrq = X_UNKNOWN),
+	     XNAK(0, ROCE_NAK_INVALID_REQUEST), CTR("drop_xrc_srq", 1), STATE(IBV_QPS_ERR),
+	     NOWC())),
+    SC("xrc_srq_empty_rnr", "xrc", "IBA 9.7.5.2.8 (RNR NAK) with an XRC SRQ",
+       "an XRC SEND to an SRQ without a WQE: RNR NAK with the target's timer, then served",
+       .cfg = {.type = IBV_QPT_XRC_RECV},
+       STEPS(TX(.op = XOP(ROCE_OP_SEND_ONLY), .psn = 0, .len = 8, .ackreq = true),
+	     XRNR_NAK(0, 1), RECV(1, 64),
+	     TX(.op = XOP(ROCE_OP_SEND_ONLY), .psn = 0, .len = 8, .ackreq = true), XACK(0),
+	     WC_RECV(IBV_WC_SUCCESS, 8))),
+    SC("xrc_write_srq_pd", "xrc", "IBA 9.3.8, 9.7.4.1.5 (R_Key checked in the XRC SRQ's PD)",
+       "an XRC WRITE with the R_Key of the SRQ's PD lands; one of another PD: NAK remote access",
+       .cfg = {.type = IBV_QPT_XRC_RECV},
+       STEPS(TX(.op = XOP(ROCE_OP_WRITE_ONLY), .psn = 0, .off = 0, .len = 32, .fill = 0x3C,
+		.ackreq = true),
+	     XACK(0), MEM_EQ(0, 32, 0x3C),
+	     TX(.op = XOP(ROCE_OP_WRITE_ONLY), .psn = 1, .off = 64, .len = 32, .fill = 0xEE,
+		.key = K_OTHER_PD, .ackreq = true),
+	     XNAK(1, ROCE_NAK_REMOTE_ACCESS_ERR), STATE(IBV_QPS_ERR))),
+    SC("xrc_read_response_opcode", "xrc", "IBA 9.3.8 (responses in the XRC opcode space, no XRCETH)",
+       "an XRC READ is answered with XRC READ responses carrying the region's bytes",
+       .cfg = {.type = IBV_QPT_XRC_RECV},
+       STEPS(TX(.op = XOP(ROCE_OP_READ_REQUEST), .psn = 0, .off = 0, .len = 64),
+	     RX(.op = XOP(ROCE_OP_READ_RESP_ONLY), .chk = C_PSN | C_LEN | C_DATA, .psn = 0,
+		.len = 64, .off = 0))),
 };
 /* clang-format on */
 
