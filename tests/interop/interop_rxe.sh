@@ -5,8 +5,10 @@
 # reverse), over IPv4 and, where the program takes an IPv6 GID or address,
 # IPv6; rsockets; then the restart cases (one rocemu process after another
 # against the same rxe, connecting through rdma_cm and with plain verbs,
-# client and server) and the REJ cases.
-# docs/interop.md.
+# client and server) and the REJ cases; then the VLAN round (rocemu on
+# --vlan 100 against rxe through the guest's eth0.100: the 802.1Q tags of
+# every RoCEv2 frame, and the guest's frames on VLAN 200 and untagged
+# dropped and counted). docs/interop.md.
 #   interop_rxe.sh [REGEX]   only the cases whose name matches REGEX (or
 #                            $ROCEMU_INTEROP_CASES: meson test --suite interop)
 # Each case passes when both programs exit 0 (a daemon server: is still
@@ -27,9 +29,17 @@ ncase=0
 # allow for tunnels (docs/interop.md); tshark flags it unless told so.
 CHECK_TSHARK_OPTS="-o udp.ignore_ipv6_zero_checksum:TRUE"
 
+# The RDMA side of a round: rocemu's port options (GID 1 its first --ip, GID
+# 2 its second), the guest's GID index of its IPv4 RDMA address, and the
+# IPv4 RDMA addresses of both sides (rdma_cm's); the TCP of the programs
+# always runs between $bed_ip4 and $rxe_ip4. The VLAN round changes them.
+emu_port=(--ip $bed_ip4/24 --ip $bed_ip6/64)
+rxe_cm4=$rxe_ip4 emu_cm4=$bed_ip4
+
 # subst SIDE FAMILY ARG: the argument with the placeholders of SIDE (rxe or
 # emu) filled in: @G@ the side's GID index of the family, @S@ the server's
-# address of the family, @S4@ its IPv4 address, @P@ the case's TCP/rdma_cm port.
+# RDMA address of the family, @S4@ its IPv4 address for TCP, @P@ the case's
+# TCP/rdma_cm port.
 subst() {
 	local side=$1 fam=$2 a=$3 g s
 	if [ "$side" = rxe ]; then
@@ -39,7 +49,7 @@ subst() {
 		g=1
 		[ "$fam" = 6 ] && g=2
 	fi
-	s=$srv4
+	s=$srvcm4
 	[ "$fam" = 6 ] && s=$srv6
 	a=${a//@G@/$g}
 	a=${a//@S4@/$srv4}
@@ -52,7 +62,7 @@ subst() {
 # the background, $! is timeout's pid, and a TERM to it reaches the program)
 emu_prefix() {
 	emu=(ip netns exec "$bed_ns" timeout -s KILL $T "$ROCEMU" run --port af_packet:emu0
-		--ip $bed_ip4/24 --ip $bed_ip6/64 --capture "$1" --)
+		"${emu_port[@]}" --capture "$1" --)
 }
 
 # emu_wait_listen KIND PID: until rocemu's server PID listens (tcp: a TCP
@@ -96,8 +106,8 @@ run_case() {
 	lport=$port
 	case $kind in *:*) lport=${kind#*:} kind=${kind%%:*} ;; esac
 	[ "$side" = emu ] && cside=rxe
-	srv4=$rxe_ip4 srv6=$rxe_ip6
-	[ "$side" = emu ] && srv4=$bed_ip4 srv6=$bed_ip6
+	srv4=$rxe_ip4 srv6=$rxe_ip6 srvcm4=$rxe_cm4
+	[ "$side" = emu ] && srv4=$bed_ip4 srv6=$bed_ip6 srvcm4=$emu_cm4
 	local -a sv=() cv=() emu
 	emu_prefix "$cdir/rocemu.pcap"
 	local w
@@ -162,8 +172,12 @@ case_result() {
 	if [ -z "$why" ] && ! timeout 120 "$ROCEMU" inspect --check --quiet "$cdir/rocemu.pcap" >"$cdir/checks.log" 2>&1; then
 		why="inspect --check"
 	fi
+	if [ -z "$why" ] && [ -n "${vlan_pcp:-}" ] && ! vlan_tags "$cdir/rocemu.pcap" "$vlan_pcp" >"$cdir/tags.log" 2>&1; then
+		why="802.1Q tags"
+	fi
 	if [ -z "$why" ]; then
 		printf 'PASS %-34s %s %3d s\n' "$name" "$what" $((SECONDS - t0))
+		[ -n "${vlan_pcp:-}" ] && sed 's/^/  /' "$cdir/tags.log"
 		passed+=("$name")
 		captures+=("$cdir/rocemu.pcap")
 		return
@@ -262,7 +276,180 @@ cases() {
 	done
 }
 
+# ---------------------------------------------------------------- VLAN round
+# rocemu on 802.1Q VLAN 100 against Soft-RoCE on a kernel VLAN netdev (issue
+# 22), in the same guest after the matrix (docs/interop.md, "VLAN"). Linux
+# refuses an rxe device on a VLAN netdev ("rxe creation allowed on top of a
+# real device only"); as on a RoCE NIC, rxe0 reaches the VLAN through the GID
+# of eth0.100's address, whose netdev is eth0.100 (gid_attrs/ndevs). The
+# guest's VLAN netdevs map every priority to PCP 3 (egress-qos-map); rocemu
+# runs with --vlan 100, the programs with SL 3 where they take one (-l 3).
+# The programs' own TCP stays untagged, between $bed_ip4 and $rxe_ip4 (this
+# host's kernel has no 8021q).
+vlan_emu4=10.87.100.1 vlan_rxe4=10.87.100.11 vlan200_emu4=10.87.200.1 vlan200_rxe4=10.87.200.11
+vlan_cases="vlan-rc-pingpong-rxe-server vlan-rc-pingpong-emu-server vlan-rping-rxe-server vlan-rping-emu-server vlan-drop"
+
+# vlan_setup_start: eth0.100 and eth0.200 in the guest and rxe0's GIDs on
+# them, as a job that runs beside the matrix's first cases (the new GIDs
+# take free slots: the matrix's indexes stay); vlan_setup_wait: its end, and
+# rxe0's GID index of eth0.100's IPv4 address (rxe_vg4).
+vlan_a100=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${vlan_rxe4//./ })
+vlan_a200=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${vlan200_rxe4//./ })
+vlan_setup_start() {
+	local g=/sys/class/infiniband/rxe0/ports/1 a100=$vlan_a100 a200=$vlan_a200
+	printf '%s\n' $vlan_cases | grep -qE -- "$filter" || return 0
+	vlan_t0=$SECONDS
+	emu_mac=$(on_bed cat /sys/class/net/emu0/address)
+	guest_start vlan-up "set -e
+modprobe 8021q
+for v in 100 200; do
+	ip link add link eth0 name eth0.\$v type vlan id \$v egress-qos-map 0:3 1:3 2:3 3:3 4:3 5:3 6:3 7:3
+	ip link set eth0.\$v up
+done
+ip addr add $vlan_rxe4/24 dev eth0.100
+ip addr add $vlan200_rxe4/24 dev eth0.200
+# rocemu answers no ARP on VLAN 200 (it drops the frames): its MAC by hand
+ip neigh replace $vlan200_emu4 lladdr $emu_mac dev eth0.200 nud permanent
+set +e
+# (what Linux says to an rxe device on a VLAN netdev; deleted again if made)
+echo \"rdma link add rxe1 type rxe netdev eth0.100: \$(rdma link add rxe1 type rxe netdev eth0.100 2>&1 &&
+	echo made && rdma link delete rxe1)\"
+# the GID table's entries on the VLAN netdevs, one grep and one awk a poll
+# (a fork costs much under TCG): index, GID, netdev, type
+i=0
+until grep -H . $g/gids/* $g/gid_attrs/ndevs/* $g/gid_attrs/types/* 2>/dev/null | awk '
+	{ c = index(\$0, \":\"); n = split(substr(\$0, 1, c - 1), p, \"/\")
+	  v[p[n - 1], p[n]] = substr(\$0, c + 1); k[p[n]] = 1 }
+	END { for (i in k) if (v[\"ndevs\", i] ~ /^eth0\\./) {
+		print i, v[\"gids\", i], v[\"ndevs\", i], v[\"types\", i]
+		f += (v[\"gids\", i] \" \" v[\"ndevs\", i] == \"$a100 eth0.100\" ||
+		      v[\"gids\", i] \" \" v[\"ndevs\", i] == \"$a200 eth0.200\") }
+	      exit f != 2 }' >/tmp/vgids; do
+	i=\$((i + 1))
+	[ \$i -gt 600 ] && { echo 'rxe0 has no GID of the VLAN addresses:'; cat /tmp/vgids; exit 1; }
+	sleep 0.2
+done
+sort -n /tmp/vgids
+echo \"(after \$i polls)\"
+ip -d link show eth0.100 | grep -oE '(vlan protocol|egress-qos-map).*'"
+}
+vlan_setup_wait() {
+	guest_wait vlan-up 600 || return 1
+	rxe_vg4=$(awk -v a=$vlan_a100 '$2 == a && $3 == "eth0.100" { print $1 }' "$bed_run/jobs/vlan-up.out")
+	[ -n "$rxe_vg4" ] || return 1
+	bed_log "VLAN 100 and 200 in the guest (set up $((SECONDS - vlan_t0)) s ago); rxe0's GIDs on them (index, GID, netdev, type):"
+	sed 's/^/  /' "$bed_run/jobs/vlan-up.out"
+}
+
+# vlan_tags CAPTURE PCP: the capture's RoCEv2 and ARP frames counted by
+# (kind, sender, VID, PCP); every RoCEv2 frame must carry VID 100, rocemu's
+# with PCP PCP, the guest's with PCP 3; rocemu's ARP frames VID 100 PCP 0.
+vlan_tags() {
+	local t=$cdir/tags.txt rc=0
+	# (!icmp: an ICMP error quotes a UDP header)
+	timeout 120 tshark -n -r "$1" -Y '(udp.dstport == 4791 && !icmp) || arp' -T fields \
+		-e udp.dstport -e ip.src -e arp.src.proto_ipv4 -e vlan.id -e vlan.priority >"$t.raw" 2>/dev/null ||
+		{ echo "tshark failed on $1"; return 1; }
+	awk -F'\t' -v e=$vlan_emu4 -v r=$vlan_rxe4 '{
+		src = ($1 == 4791 ? $2 : $3); who = (src == e ? "rocemu" : src == r ? "rxe" : src)
+		print ($1 == 4791 ? "roce" : "arp"), who, ($4 == "" ? "untagged -" : $4 " " $5) }' "$t.raw" |
+		sort | uniq -c >"$t"
+	echo "frames by (kind, sender, VID, PCP):"
+	cat "$t"
+	grep -q " roce rocemu 100 $2$" "$t" || { echo "no RoCEv2 frame from rocemu with VID 100 PCP $2"; rc=1; }
+	grep -q " roce rxe 100 3$" "$t" || { echo "no RoCEv2 frame from rxe with VID 100 PCP 3"; rc=1; }
+	if grep " roce " "$t" | grep -vqE " roce (rocemu 100 $2|rxe 100 3)$"; then
+		echo "RoCEv2 frames tagged otherwise"
+		rc=1
+	fi
+	if grep " arp rocemu " "$t" | grep -vq " 100 0$"; then
+		echo "ARP frames of rocemu not VID 100 PCP 0"
+		rc=1
+	fi
+	return $rc
+}
+
+# vlan-drop: Soft-RoCE's RoCEv2 frames to rocemu's MAC on VLAN 200 and
+# untagged, dropped and counted by rocemu's port on VLAN 100: rping from the
+# guest to an address on VLAN 200 and to the host kernel's untagged address,
+# until rocemu's capture holds a connection request of each kind.
+vlan_drop() {
+	local name=vlan-drop t0=$SECONDS why= ppid seen n200 nun c200 cun limit
+	[[ $name =~ $filter ]] || return 0
+	ncase=$((ncase + 1))
+	cdir=$bed_dir/$ncase-$name
+	mkdir -p "$cdir"
+	# (ip netns exec execs timeout, which passes the TERM to rocemu: it
+	# prints its counters)
+	ip netns exec "$bed_ns" timeout -k 10 $T "$ROCEMU" port --port af_packet:emu0 --ip $vlan_emu4/24 --vlan 100 \
+		--capture "$cdir/rocemu.pcap" >"$cdir/port.log" 2>&1 &
+	ppid=$!
+	limit=$((SECONDS + T))
+	until [ -s "$cdir/rocemu.pcap" ] || [ $SECONDS -ge $limit ]; do
+		kill -0 $ppid 2>/dev/null || break
+		sleep 0.1
+	done
+	[ -s "$cdir/rocemu.pcap" ] || why="rocemu port did not start"
+	if [ -z "$why" ]; then
+		guest_start d$ncase "
+timeout -s KILL $T rping -c -a $vlan200_emu4 -C 1 & echo \$! >/host/jobs/d$ncase.pids
+timeout -s KILL $T rping -c -a $bed_ip4 -C 1 & echo \$! >>/host/jobs/d$ncase.pids
+wait"
+		limit=$((SECONDS + T))
+		while :; do
+			# rocemu flushes its capture every link check (a few times a second)
+			seen=$(timeout 60 tshark -n -r "$cdir/rocemu.pcap" -Y "udp.dstport == 4791 && !icmp && eth.dst == $emu_mac" \
+				-T fields -e vlan.id 2>/dev/null | awk '{ print $1 == "" ? "untagged" : "vid" $1 }' | sort -u | tr '\n' ' ')
+			[[ " $seen" == *" vid200 "* && " $seen" == *" untagged "* ]] && break
+			[ $SECONDS -ge $limit ] && { why="no RoCEv2 frame of the guest's on VLAN 200 and untagged in ${T} s (seen: $seen)"; break; }
+			[ -e "$bed_run/jobs/d$ncase.rc" ] && { why="the guest's rping ended (seen: $seen)"; break; }
+			sleep 1
+		done
+		guest_run k$ncase 30 "kill \$(cat /host/jobs/d$ncase.pids)"
+		guest_wait d$ncase 30
+		cp "$bed_run/jobs/d$ncase.out" "$cdir/client.log" 2>/dev/null
+	fi
+	kill $ppid 2>/dev/null
+	wait $ppid
+	if [ -z "$why" ]; then
+		read -r n200 nun < <(timeout 120 tshark -n -r "$cdir/rocemu.pcap" \
+			-Y "udp.dstport == 4791 && !icmp && eth.dst == $emu_mac" -T fields -e vlan.id 2>/dev/null |
+			awk '$1 == 200 { v++ } $1 == "" { u++ } END { print v + 0, u + 0 }')
+		c200=$(awk '$1 == "drop_vlan_other" { print $2 }' "$cdir/port.log")
+		cun=$(awk '$1 == "drop_vlan_untagged" { print $2 }' "$cdir/port.log")
+		# every such frame counted (the counters also hold the other frames
+		# of VLAN 200 and untagged to rocemu's MAC: ARP, the kernel's TCP)
+		[ "${c200:-0}" -ge "$n200" ] || why="drop_vlan_other ${c200:-0} < $n200 RoCEv2 frames on VLAN 200"
+		[ "${cun:-0}" -ge "$nun" ] || why="${why:+$why; }drop_vlan_untagged ${cun:-0} < $nun untagged RoCEv2 frames"
+	fi
+	case_result $name "$why" $t0 "$(printf 'rxe client    VLAN 200: %s RoCEv2 frames, drop_vlan_other %s; untagged: %s, drop_vlan_untagged %s' \
+		"${n200:-?}" "${c200:-?}" "${nun:-?}" "${cun:-?}")"
+}
+
+vlan_round() {
+	local t0=$SECONDS
+	printf '%s\n' $vlan_cases | grep -qE -- "$filter" || return 0
+	if ! vlan_setup_wait; then
+		echo "FAIL vlan-setup: the guest's VLAN netdevs or rxe0's GIDs on them:"
+		sed 's/^/  | /' "$bed_run/jobs/vlan-up.out"
+		failed+=(vlan-setup)
+		bed_keep=1
+		return
+	fi
+	emu_port=(--ip $vlan_emu4/24 --vlan 100)
+	rxe_g4=$rxe_vg4 rxe_cm4=$vlan_rxe4 emu_cm4=$vlan_emu4
+	vlan_pcp=3
+	cases vlan-rc-pingpong "$BOTH" 4 tcp "ibv_rc_pingpong -g @G@ -l 3 -p @P@ -n $N -c" "ibv_rc_pingpong -g @G@ -l 3 -p @P@ -n $N -c @S4@"
+	# rdma_cm: rocemu's SL is 0 there (docs/ports.md)
+	vlan_pcp=0
+	cases vlan-rping "$BOTH" 4 cm "rping -s -a @S@ -p @P@ -C 5 -V" "rping -c -a @S@ -p @P@ -C 5 -V"
+	vlan_pcp=
+	vlan_drop
+	bed_log "VLAN round: $((SECONDS - t0)) s"
+}
+
 BOTH="rxe emu"
+vlan_setup_start
 N=20 # iterations: the guest's CPU is emulated
 cases rc-pingpong "$BOTH" "4 6" tcp "ibv_rc_pingpong -g @G@ -p @P@ -n $N" "ibv_rc_pingpong -g @G@ -p @P@ -n $N @S4@"
 cases rc-pingpong-check "$BOTH" 4 tcp "ibv_rc_pingpong -g @G@ -p @P@ -n $N -c" "ibv_rc_pingpong -g @G@ -p @P@ -n $N -c @S4@"
@@ -321,6 +508,7 @@ for i in 1 2; do
 	cases restart-pingpong-$i "$BOTH" 4 tcp "ibv_rc_pingpong -g @G@ -p @P@ -n 5" "ibv_rc_pingpong -g @G@ -p @P@ -n 5 @S4@"
 done
 reject_cases
+vlan_round
 
 check_all
 passed=(${passed[@]})

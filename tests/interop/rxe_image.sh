@@ -47,9 +47,10 @@ bins=(/usr/bin/dash /usr/bin/ip /usr/bin/rdma /usr/bin/kmod
 	/usr/bin/rping /usr/bin/ucmatose /usr/bin/udaddy /usr/bin/rstream /usr/bin/riostream
 	/usr/bin/qperf)
 # What rdma_rxe needs beyond its own dependencies: rxe asks the crypto API
-# for "crc32" (its ICRC), which no module depends on by symbol.
+# for "crc32" (its ICRC), which no module depends on by symbol. 8021q: the
+# VLAN netdevs of the VLAN round (interop_rxe.sh).
 mods=(virtio_pci virtio_net 9pnet_virtio 9p crc32_generic crc32_pclmul
-	rdma_rxe ib_uverbs rdma_ucm ib_umad)
+	rdma_rxe ib_uverbs rdma_ucm ib_umad 8021q)
 
 # ---------------------------------------------------------------- kernel package
 # linux-image-amd64 is a metapackage: its dependency is the kernel of the day.
