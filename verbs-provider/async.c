@@ -103,6 +103,8 @@ void rocemu_async_from_engine(void *arg, const struct rocemu_event *ev)
 		rocemu_async_push(cq->ctx, &out);
 		return;
 	}
+	if (!ev->obj_ctx && is_qp_event(ev->type))
+		return; /* an XRC target whose event handle is gone (rocemu_qp_retarget_events) */
 	if (ev->obj_ctx && is_qp_event(ev->type)) {
 		struct rocemu_vqp *qp = ev->obj_ctx;
 		out.element.qp = &qp->qpx.qp_base;

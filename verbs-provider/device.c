@@ -524,6 +524,8 @@ int rocemu_op_query_device_ex(struct ibv_context *ctx, const struct ibv_query_de
 		    IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE;
 		a.odp_caps.per_transport_caps.ud_odp_caps =
 		    IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV;
+		/* XRC: RC's operations, receives through XRC SRQs */
+		a.xrc_odp_caps = a.odp_caps.per_transport_caps.rc_odp_caps & ~IBV_ODP_SUPPORT_RECV;
 	}
 	if (caps.timestamp_hz) {
 		a.completion_timestamp_mask = UINT64_MAX;

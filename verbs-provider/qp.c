@@ -717,6 +717,10 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	if (!ibqp)
 		return EINVAL;
 	struct rocemu_vqp *qp = to_vqp(ibqp);
+	/* an XRC target may outlive this handle (ibv_open_qp): its events must
+	 * not name it any more */
+	if (ibqp->qp_type == IBV_QPT_XRC_RECV)
+		rocemu_qp_retarget_events(qp->eqp, qp, NULL);
 	int rc = rocemu_qp_destroy(qp->eqp);
 	if (rc < 0)
 		return -rc;

@@ -97,6 +97,7 @@ struct ibv_qp *rocemu_op_open_qp(struct ibv_context *ctx, struct ibv_qp_open_att
 		return rocemu_null_errno(rc);
 	}
 	qp->ctx = to_vctx(ctx);
+	rocemu_qp_retarget_events(qp->eqp, NULL, qp); /* the newest handle hears them */
 	struct ibv_qp *q = &qp->qpx.qp_base;
 	q->context = ctx;
 	q->qp_context = (a->comp_mask & IBV_QP_OPEN_ATTR_CONTEXT) ? a->qp_context : NULL;

@@ -330,6 +330,14 @@ int rocemu_qp_open(struct rocemu_xrcd *xrcd, uint32_t qpn, struct rocemu_qp **ou
 	return 0;
 }
 
+void rocemu_qp_retarget_events(struct rocemu_qp *qp, void *from, void *to)
+{
+	rocemu_engine_lock(qp->engine);
+	if (!from || qp->user_ctx == from)
+		qp->user_ctx = to;
+	rocemu_engine_unlock(qp->engine);
+}
+
 uint32_t rocemu_qp_num(const struct rocemu_qp *qp)
 {
 	return qp->qpn;

@@ -316,6 +316,13 @@ int rocemu_qp_create(struct rocemu_pd *pd, struct rocemu_qp_init *init, struct r
  * there is none). rocemu_qp_destroy of any handle drops one; the last destroys.
  */
 int rocemu_qp_open(struct rocemu_xrcd *xrcd, uint32_t qpn, struct rocemu_qp **out);
+/**
+ * The handles of an XRC target share one QP and one user_ctx, the one its
+ * async events carry: to when from is NULL or is the current one. A handle
+ * going away while others stay moves it away from itself (to NULL: the
+ * events are dropped rather than naming a freed handle).
+ */
+void rocemu_qp_retarget_events(struct rocemu_qp *qp, void *from, void *to);
 uint32_t rocemu_qp_num(const struct rocemu_qp *qp);
 enum ibv_qp_state rocemu_qp_state(const struct rocemu_qp *qp);
 /**

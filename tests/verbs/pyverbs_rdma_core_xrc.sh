@@ -5,8 +5,9 @@
 # against one rocemu device: pyverbs' XRCD (a domain opened on a temporary
 # file with O_CREAT), an XRC SRQ with its CQ, XRC_RECV QPs on the domain and
 # XRC_SEND QPs; SEND and SEND with immediate through ibv_wr_* with
-# ibv_wr_set_xrc_srqn, both atomics, and traffic polled through an extended
-# CQ, every message checked by the tests. All must pass: a skip is a failure.
+# ibv_wr_set_xrc_srqn, both atomics, traffic polled through an extended CQ
+# and traffic on on-demand-paging regions, every message checked by the
+# tests. All must pass: a skip is a failure.
 set -u
 . "$(dirname "$0")/pair_lib.sh"
 pair_need_prog "$PY"
@@ -25,7 +26,7 @@ CONF
 names=(test_qpex.QpExTestCase.test_qp_ex_xrc_send test_qpex.QpExTestCase.test_qp_ex_xrc_send_imm
 	test_atomic.AtomicTest.test_xrc_atomic_fetch_and_add
 	test_atomic.AtomicTest.test_xrc_atomic_cmp_and_swap
-	test_cqex.CqExTestCase.test_xrc_traffic_cq_ex)
+	test_cqex.CqExTestCase.test_xrc_traffic_cq_ex test_odp.OdpTestCase.test_odp_xrc_traffic)
 timeout 200 "$ROCEMU" run --no-check --config "$dir/rocemu.conf" -- \
 	"$PY" "$dir/tests/run_tests.py" --dev xrcdev --gid 1 -v "${names[@]}" >"$dir/log" 2>&1
 rc=$?
