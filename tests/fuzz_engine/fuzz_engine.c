@@ -8,7 +8,8 @@
  * (10.80.0.1/24 and fd00:80::1/64), a bare peer port on "ring:fzring:b"
  * that answers ARP/ND and swallows what the engine sends, two PDs, an SRQ,
  * and seven QPs: RC, UC, UD, an RC over IPv6, an RC on the SRQ, an RC in
- * the second PD (all in PD 1 but the last). Regions, each between canaries
+ * the second PD (all in PD 1 but the last); beside them an XRC target
+ * (XRC_RECV) of a domain with one XRC SRQ (PD 1). Regions, each between canaries
  * and PROT_NONE guard pages: R (PD 1, every right, registered afresh for
  * every input), O (PD 1, on-demand paging), R2 (PD 2), and the local
  * buffer L the QPs receive into and send from (LOCAL_WRITE only). Both
@@ -29,7 +30,8 @@
  * flags bit 7: "shape" the frame: parse it (no ICRC check), point it at us
  *   (MACs, addresses; IPv6 for the IPv6 QP), bits 2-3 pick the QP (0 keep,
  *   1 RC, 2 UC, 3 UD; with bit 1 set: 0 RC over IPv6, 1 RC on the SRQ, 2 RC
- *   in PD 2, 3 keep),
+ *   in PD 2, 3 the XRC target: the opcode moves to the XRC space, and with
+ *   bit 5 the XRCETH names the domain's SRQ),
  *   bit 4 puts the PSN near the one the QP expects (low nibble of the PSN
  *   as a signed offset), bit 5 uses a region's rkey (the frame's rkey, low
  *   2 bits: 0-1 R, 2 O, 3 R2), bit 6 puts the RETH/AtomicETH va inside or
@@ -91,6 +93,9 @@ static struct {
 	struct rocemu_cq *scq, *rcq;
 	struct rocemu_srq *srq;
 	struct rocemu_qp *qp[QP_COUNT];
+	struct rocemu_xrcd *xrcd;
+	struct rocemu_srq *xsrq; /* the XRC target's SRQ (its CQ: rcq) */
+	struct rocemu_qp *xqp;	 /* the XRC target */
 	struct rocemu_mr *mr, *mr_odp, *mr_r2, *mr_local, *mr_local2;
 	struct guarded region, odp, r2, local;
 	uint8_t cfg;
@@ -170,11 +175,12 @@ static enum ibv_qp_type qp_type(unsigned i)
 	return i == QP_UC ? IBV_QPT_UC : i == QP_UD ? IBV_QPT_UD : IBV_QPT_RC;
 }
 
-/* RESET -> INIT -> RTR -> RTS with fixed attributes (every input starts alike). */
+/* RESET -> INIT -> RTR -> RTS with fixed attributes (every input starts alike);
+ * i == QP_COUNT: the XRC target. */
 static void qp_restart(unsigned i)
 {
-	struct rocemu_qp *qp = F.qp[i];
-	enum ibv_qp_type type = qp_type(i);
+	struct rocemu_qp *qp = i == QP_COUNT ? F.xqp : F.qp[i];
+	enum ibv_qp_type type = i == QP_COUNT ? IBV_QPT_XRC_RECV : qp_type(i);
 	bool short_timers = F.cfg & 1;
 	struct ibv_qp_attr a = {0};
 	int mask;
@@ -213,7 +219,7 @@ static void qp_restart(unsigned i)
 			memcpy(a.ah_attr.grh.dgid.raw, F.ep.pgid, 16);
 		}
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-		if (type == IBV_QPT_RC) {
+		if (type == IBV_QPT_RC || type == IBV_QPT_XRC_RECV) {
 			a.max_dest_rd_atomic = 4;
 			a.min_rnr_timer = short_timers ? 1 : 14;
 			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
@@ -225,7 +231,10 @@ static void qp_restart(unsigned i)
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = FZ_SPSN;
 	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (type == IBV_QPT_RC) {
+	if (type == IBV_QPT_XRC_RECV) {
+		a.timeout = short_timers ? 1 : 14;
+		mask |= IBV_QP_TIMEOUT;
+	} else if (type == IBV_QPT_RC) {
 		a.timeout = short_timers ? 1 : 14;
 		a.retry_cnt = short_timers ? 2 : 7;
 		a.rnr_retry = short_timers ? 1 : 7;
@@ -337,6 +346,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	for (unsigned i = 0; i < QP_COUNT; i++)
 		F.qp[i] =
 		    make_qp(qp_type(i), i == QP_PD2 ? F.pd2 : F.pd, i == QP_SRQ ? F.srq : NULL);
+	struct rocemu_srq_init xs = {.pd = F.pd, .max_wr = 64, .max_sge = 2, .cq = F.rcq};
+	struct rocemu_qp_init xq = {.qp_type = IBV_QPT_XRC_RECV};
+	if (rocemu_xrcd_open(F.ep.e, false, 0, 0, false, false, &F.xrcd))
+		die("xrcd");
+	xs.xrcd = xq.xrcd = F.xrcd;
+	if (rocemu_srq_create_ex(&xs, &F.xsrq) || rocemu_qp_create(NULL, &xq, &F.xqp))
+		die("xrc srq/qp");
 	F.ready = true;
 	return 0;
 }
@@ -409,6 +425,8 @@ static void post_work(void)
 				     .lkey = lkey_for(QP_RC)};
 
 		rocemu_srq_post_recv(F.srq, 100 + k, &sg, 1);
+		sg.addr += 4 * 4096;
+		rocemu_srq_post_recv(F.xsrq, 200 + k, &sg, 1);
 	}
 	/* RC: PSNs SPSN (SEND), SPSN+1 (READ of 2048 bytes: 2 PSNs), SPSN+3 (FETCH_ADD) */
 	for (unsigned i = 0; i < QP_COUNT; i++) {
@@ -438,6 +456,8 @@ static unsigned pick_qp(uint8_t flags)
 		return QP_SRQ;
 	case 6:
 		return QP_PD2;
+	case 7:
+		return QP_COUNT + 1; /* the XRC target */
 	default:
 		return QP_COUNT;
 	}
@@ -462,6 +482,20 @@ static uint32_t shape(uint8_t *buf, uint32_t len, uint8_t flags)
 	sel = pick_qp(flags);
 	if (sel < QP_COUNT)
 		qp = F.qp[sel];
+	if (sel == QP_COUNT + 1) {
+		/* the XRC target: a request in the XRC opcode space, naming its SRQ
+		 * with flags bit 5 (else whatever the frame's XRCETH said) */
+		const struct roce_opcode_info *x =
+		    roce_opcode_info(ROCE_TRANSPORT_XRC | (p.opcode & 0x1F));
+
+		qp = F.xqp;
+		if (x && !(p.op->flags & ROCE_OPF_CNP)) {
+			p.opcode = ROCE_TRANSPORT_XRC | (p.opcode & 0x1F);
+			p.op = x;
+		}
+		if (flags & 0x20)
+			p.xrc_srqn = rocemu_srq_num(F.xsrq);
+	}
 	memcpy(p.path.dst_mac, F.ep.emac, 6);
 	memcpy(p.path.src_mac, F.ep.pmac, 6);
 	if (sel == QP_RC6 || (sel == QP_COUNT && p.path.ip_version == 6)) {
@@ -627,7 +661,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!F.ready)
 		LLVMFuzzerInitialize(NULL, NULL);
 	F.cfg = size ? data[size - 1] : 0;
-	for (unsigned i = 0; i < QP_COUNT; i++)
+	for (unsigned i = 0; i <= QP_COUNT; i++) /* and the XRC target */
 		qp_restart(i);
 	drain();
 	reg_region();

@@ -11,17 +11,19 @@
 
 #include "../../emulator/wire/roce_wire.h"
 
-#define SHAPE  0x80
-#define ICRC   0x01
-#define QP_RC  (1u << 2)
-#define QP_UC  (2u << 2)
-#define QP_UD  (3u << 2)
-#define QP_RC6 (2u | (0u << 2))
-#define QP_SRQ (2u | (1u << 2))
-#define QP_PD2 (2u | (2u << 2))
-#define PSN    0x10
-#define RKEY   0x20
-#define VA     0x40
+#define SHAPE	0x80
+#define ICRC	0x01
+#define QP_RC	(1u << 2)
+#define QP_UC	(2u << 2)
+#define QP_UD	(3u << 2)
+#define QP_RC6	(2u | (0u << 2))
+#define QP_SRQ	(2u | (1u << 2))
+#define QP_PD2	(2u | (2u << 2))
+#define QP_XRC	(2u | (3u << 2)) /* the XRC target (RKEY: its SRQ in the XRCETH) */
+#define XRC(op) (ROCE_TRANSPORT_XRC | (op))
+#define PSN	0x10
+#define RKEY	0x20
+#define VA	0x40
 
 struct rec {
 	uint8_t op;
@@ -181,6 +183,14 @@ int main(int argc, char **argv)
 	    {ROCE_OP_SEND_FIRST, ALL | QP_SRQ, 1024, 1, 0, 0, 0},
 	    {ROCE_OP_SEND_LAST, ALL | QP_SRQ, 10, 2, 0, 0, 0});
 	ONE("pd2_write_other_region", {ROCE_OP_WRITE_ONLY, ALL | QP_PD2, 64, 0, 64, 0x803, 0});
+	/* issue 15.2: the XRC target, its SRQ named, and an XRCETH naming none */
+	ONE("xrc_send", {XRC(ROCE_OP_SEND_ONLY), ALL | QP_XRC, 64, 0, 0, 0, 0},
+	    {XRC(ROCE_OP_SEND_FIRST), ALL | QP_XRC, 1024, 0, 0, 0, 0},
+	    {XRC(ROCE_OP_SEND_LAST_IMM), ALL | QP_XRC, 10, 0, 0, 0, 0});
+	ONE("xrc_rdma", {XRC(ROCE_OP_WRITE_ONLY), ALL | QP_XRC, 256, 0, 256, 0x900, 0},
+	    {XRC(ROCE_OP_READ_REQUEST), ALL | QP_XRC, 0, 0, 1000, 0x800, 0},
+	    {XRC(ROCE_OP_FETCH_ADD), ALL | QP_XRC, 0, 0, 0, 0x808, 0});
+	ONE("xrc_no_srq", {XRC(ROCE_OP_SEND_ONLY), (ALL & ~RKEY) | QP_XRC, 16, 0, 0, 0, 0});
 	{
 		/* rkey low bits 2: the ODP region (the frame's rkey is 0 here: the
 		 * shaping reads the low bits of whatever the fuzzer puts there) */
