@@ -28,6 +28,8 @@ const char *insp_transport_name(uint8_t transport)
 		return "UD";
 	case ROCE_TRANSPORT_CNP:
 		return "CNP";
+	case ROCE_TRANSPORT_XRC:
+		return "XRC";
 	default:
 		return "?";
 	}
