@@ -29,6 +29,7 @@ struct host_peer {
 	uint32_t gen; /* the owner generation this is about */
 	uint8_t way;
 	bool ring_it;			/* frames put in its ring in this burst */
+	uint32_t full_burst;		/* its ring was full in burst number ... */
 	struct rocemu_host_inbound *in; /* its inbound region, mapped */
 	size_t in_size;
 	struct rocemu_host_ring *ring; /* ours in it */
@@ -47,6 +48,7 @@ struct host_link {
 	struct rocemu_host_ring *in_ring[ROCEMU_HOST_INBOUND_RINGS];
 	uint32_t slot_size;
 	unsigned rx_next; /* the inbound ring to read first (round robin) */
+	uint32_t burst;	  /* tx bursts so far (host_peer.full_burst) */
 	bool gone;	  /* the host closed our connection or went away */
 	struct host_peer peers[ROCEMU_HOST_MAX_PROCS];
 	/* RESOLVE requests sent lately (address, when) */

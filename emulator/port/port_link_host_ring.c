@@ -260,25 +260,38 @@ static bool ring_put(struct host_link *l, struct rocemu_host_ring *r, uint32_t n
 	return true;
 }
 
+/*
+ * Frames go to the host's ring or straight into a peer's; a full ring holds
+ * back only the frames for its reader. They are left at the end of pkts, in
+ * their order, after the frames sent (the port keeps the unsent tail and
+ * offers it again on its next pass), so frames for a receiver that is not
+ * scheduled do not hold up those for every other one (head-of-line
+ * blocking); per destination the order is kept, as a switch's output
+ * queues keep it.
+ */
 uint16_t host_link_tx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct host_link *l = port->link_priv;
+	struct rte_mbuf *held[PORT_TX_BUF];
 	struct host_peer *rung[32];
-	unsigned n_rung = 0;
-	bool to_host = false;
-	uint16_t i;
+	unsigned n_rung = 0, n_held = 0;
+	bool to_host = false, host_full = false;
+	uint16_t sent = 0;
+	uint32_t burst = ++l->burst;
 
-	for (i = 0; i < n; i++) {
+	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		uint8_t hdr[14 + 40 + 8 + 12];
 		const uint8_t *h = rte_pktmbuf_read(m, 0, RTE_MIN(m->pkt_len, sizeof(hdr)), hdr);
 		struct host_peer *pr = h ? frame_peer(port, h, m->pkt_len) : NULL;
 
-		if (m->pkt_len > l->slot_size - ROCEMU_HOST_SLOT_HDR)
-			port_count(port, PC_DROP_TX_TOO_LONG);
 		if (pr) {
-			if (!ring_put(l, pr->ring, ROCEMU_HOST_PEER_SLOTS, m))
-				break; /* the peer is behind: the rest waits (order kept) */
+			if (pr->full_burst == burst ||
+			    !ring_put(l, pr->ring, ROCEMU_HOST_PEER_SLOTS, m)) {
+				pr->full_burst = burst; /* its later frames wait too */
+				held[n_held++] = m;
+				continue;
+			}
 			if (!pr->ring_it && n_rung < RTE_DIM(rung)) {
 				pr->ring_it = true;
 				rung[n_rung++] = pr;
@@ -287,12 +300,19 @@ uint16_t host_link_tx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, ui
 			rocemu_host_count(&l->region->direct_out_frames, 1);
 			rocemu_host_count(&l->region->direct_out_bytes, m->pkt_len);
 		} else {
-			if (!ring_put(l, l->up, ROCEMU_HOST_RING_SLOTS, m))
-				break;
+			if (host_full || !ring_put(l, l->up, ROCEMU_HOST_RING_SLOTS, m)) {
+				host_full = true;
+				held[n_held++] = m;
+				continue;
+			}
 			to_host = true;
 		}
+		if (m->pkt_len > l->slot_size - ROCEMU_HOST_SLOT_HDR)
+			port_count(port, PC_DROP_TX_TOO_LONG); /* sent as an empty slot */
 		rte_pktmbuf_free(m);
+		pkts[sent++] = NULL; /* the port counts a sent prefix */
 	}
+	memcpy(pkts + sent, held, n_held * sizeof(held[0]));
 	atomic_thread_fence(memory_order_seq_cst); /* heads before the sleepers' flags */
 	if (to_host)
 		host_ring(l);
@@ -300,7 +320,7 @@ uint16_t host_link_tx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, ui
 		rung[k]->ring_it = false;
 		peer_ring(rung[k]->in);
 	}
-	return i;
+	return sent;
 }
 
 static uint16_t ring_take(struct rocemu_port *port, struct rocemu_host_ring *r, uint32_t n_slots,

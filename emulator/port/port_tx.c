@@ -137,8 +137,8 @@ static void drop_buffered(struct rocemu_port *port, enum port_counter reason)
 
 void rocemu_port_flush(struct rocemu_port *port)
 {
-	uint32_t len[PORT_TX_BUF];
 	enum port_counter blocked;
+	uint64_t bytes = 0;
 	uint16_t sent;
 
 	if (port->tx_n == 0 || unlikely(!port_has_device(port)))
@@ -147,14 +147,18 @@ void rocemu_port_flush(struct rocemu_port *port)
 		drop_buffered(port, blocked);
 		return;
 	}
-	/* lengths first: once sent, the device owns the mbufs */
+	/* bytes first: once sent, the device owns the mbufs. What is not
+	 * sent comes back as the tail, though not always the same frames (a
+	 * host link sends past a full ring): the bytes sent are all the bytes
+	 * but the tail's. */
 	for (unsigned i = 0; i < port->tx_n; i++)
-		len[i] = port->tx_buf[i]->pkt_len;
+		bytes += port->tx_buf[i]->pkt_len;
 	sent = port->link->tx_burst
 		   ? port->link->tx_burst(port, port->tx_buf, (uint16_t)port->tx_n)
 		   : rte_eth_tx_burst(port->port_id, 0, port->tx_buf, (uint16_t)port->tx_n);
-	for (uint16_t i = 0; i < sent; i++)
-		port->ctr[PC_TX_BYTES] += len[i];
+	for (unsigned i = sent; i < port->tx_n; i++)
+		bytes -= port->tx_buf[i]->pkt_len;
+	port->ctr[PC_TX_BYTES] += bytes;
 	port->ctr[PC_TX_FRAMES] += sent;
 	if (sent) {
 		/* no clock read (~35 ns on a VM) per post: outside a pass, the
