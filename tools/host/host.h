@@ -104,6 +104,7 @@ struct host {
 	gid_t allowed_gids[HOST_MAX_ALLOWED];
 	unsigned n_allowed_gids;
 	bool verbose;
+	bool no_direct; /* --no-direct: every frame through the forwarding thread */
 
 	/* shared pages */
 	int page_fd, page_ro_fd, bell_fd;

@@ -57,6 +57,8 @@ static void usage(FILE *f)
 	    "  --capture FILE         every frame on the uplink or switched between processes,\n"
 	    "                         once, into FILE (--capture-filter, --capture-rotate)\n"
 	    "  --fault-*              fault injector on the uplink and the switch\n"
+	    "  --no-direct            no direct rings: every same-host frame through the host's\n"
+	    "                         thread (as with --capture or --fault-*; for benchmarks)\n"
 	    "  --arp-timeout MS, --arp-retries N, --arp-expire MS   neighbour resolution\n"
 	    "  --qpn-quiet MS         a released QPN is not handed out again for MS (%u)\n"
 	    "  --allow-user USER      this user may attach too (repeatable; default: only the\n"
@@ -256,7 +258,7 @@ static void ready(int *ready_fd, int code)
 	close(devnull);
 }
 
-static const char *const host_flags[] = {"detach", "verbose", NULL};
+static const char *const host_flags[] = {"detach", "verbose", "no-direct", NULL};
 static const struct cmd_opt_spec host_opts = {"host", host_flags, usage};
 
 int rocemu_cmd_host(int argc, char **argv)
@@ -280,6 +282,8 @@ int rocemu_cmd_host(int argc, char **argv)
 			do_detach = true;
 		} else if (!strcmp(opt, "verbose")) {
 			h->verbose = true;
+		} else if (!strcmp(opt, "no-direct")) {
+			h->no_direct = true;
 		} else if (!strcmp(opt, "name")) {
 			snprintf(h->name, sizeof(h->name), "%s", val);
 			if (strlen(val) >= sizeof(h->name) && !strchr(val, '/')) {

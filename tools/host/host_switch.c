@@ -675,7 +675,7 @@ int host_switch_init(struct host *h, char *err, size_t errlen)
 	h->page->host_pid = (uint32_t)getpid();
 	h->page->n_neigh = ROCEMU_HOST_NEIGH_SLOTS;
 	/* a capture or faults see every frame: no direct rings then */
-	h->page->switch_all = h->cfg.capture_path[0] || h->cfg.fault_enabled;
+	h->page->switch_all = h->cfg.capture_path[0] || h->cfg.fault_enabled || h->no_direct;
 	/* processes get the page read-only: a descriptor of its own, opened
 	 * O_RDONLY, which no mmap can make writable */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", h->page_fd);
