@@ -123,9 +123,10 @@ def loadavg():
         return [float(x) for x in f.read().split()[:3]]
 
 
-def pair(server, client, port, timeout, env=None, server_exits=True, settle=0.0):
+def pair(server, client, port, timeout, env=None, server_exits=True, settle=0.0, during=None):
     """Run a server (pinned to SRV_CPU) and a client (CLI_CPU). Returns
-    (client_output, server_output, client Proc, server Proc, error)."""
+    (client_output, server_output, client Proc, server Proc, error).
+    during(), if given, is called every 0.5 s while the client runs."""
     s = Proc(["taskset", "-c", SRV_CPU] + server, env=env)
     c = None
     err = None
@@ -136,7 +137,11 @@ def pair(server, client, port, timeout, env=None, server_exits=True, settle=0.0)
         if settle:
             time.sleep(settle)
         c = Proc(["taskset", "-c", CLI_CPU] + client, env=env)
-        if c.wait(timeout) is None:
+        end = time.monotonic() + timeout
+        while during and c.poll() is None and time.monotonic() < end:
+            during()
+            c.wait(0.5)
+        if c.wait(max(0.0, end - time.monotonic())) is None:
             err = "client timed out after %ds" % timeout
         elif c.rc != 0:
             err = "client exit %d" % c.rc
@@ -173,16 +178,93 @@ class Bench:
         return [self.rocemu, "run", "--no-check", "--port", "memif:%s:%s" % (role, sock), "--ip", ip,
                 "--", "stdbuf", "-oL", "-eL"] + prog
 
-    def perftest(self, prog, args, timeout=60):
+    # ---- a rocemu host (issue 16, docs/host.md)
+    def host_start(self, d, extra):
+        """`rocemu host` on directory d, detached; its pid. Its uplink is a
+        memif server on d/up.sock (nobody else needs to connect)."""
+        pidf = os.path.join(d, "h.pid")
+        r = subprocess.run([self.rocemu, "host", "--name", os.path.join(d, "h"), "--detach",
+                            "--pid-file", pidf, "--port", "memif:server:" + os.path.join(d, "up.sock"),
+                            "--ip", "10.91.0.1/24"] + extra,
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            raise RuntimeError("rocemu host did not start: " + (r.stderr or r.stdout)[-300:])
+        with open(pidf) as f:
+            return int(f.read())
+
+    @staticmethod
+    def host_stop(pid):
+        for sig, grace in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                return
+            end = time.monotonic() + grace
+            while time.monotonic() < end:
+                if not os.path.exists("/proc/%d" % pid):
+                    return
+                time.sleep(0.05)
+
+    def host_stat(self, d):
+        r = subprocess.run([self.rocemu, "stat", "--host", os.path.join(d, "h"), "--json"],
+                           capture_output=True, text=True, timeout=20)
+        return json.loads(r.stdout) if r.returncode == 0 else None
+
+    def host_cmd(self, d, prog):
+        return [self.rocemu, "run", "--no-check", "--host", os.path.join(d, "h"), "--",
+                "stdbuf", "-oL", "-eL"] + prog
+
+    def perftest(self, prog, args, timeout=60, mode="memif"):
+        """perftest between two processes. mode: memif (two standalone
+        processes joined by memif, today's way), or through a rocemu host:
+        host (both attached, no capture: a direct ring between them),
+        hostcap (both attached to a capturing host: every frame through
+        its forwarding thread), hostfwd (the same without the capture:
+        --no-direct), uplink (the server attached to the host, the client a
+        standalone process on the host's memif uplink). In the host modes
+        the host's frame counters are sampled while the client runs."""
         k = self.uniq()
         port = 18600 + k % 300
         sock = os.path.join(self.tmp, "m%d.sock" % k)
         common = [prog, "-d", "rocemu0", "-x", "1", "-F", "-p", str(port)] + args
-        srv = self.rocemu_cmd("server", sock, "10.91.0.1/24", common)
-        cli = self.rocemu_cmd("client", sock, "10.91.0.2/24", common + ["127.0.0.1"])
+        hpid = None
+        samples = []
+        d = None
+        if mode == "memif":
+            srv = self.rocemu_cmd("server", sock, "10.91.0.1/24", common)
+            cli = self.rocemu_cmd("client", sock, "10.91.0.2/24", common + ["127.0.0.1"])
+        else:
+            d = tempfile.mkdtemp(prefix="h%d-" % k, dir=self.tmp)
+            extra = {"host": [], "uplink": [], "hostfwd": ["--no-direct"],
+                     "hostcap": ["--capture", os.path.join(d, "h.pcap")]}[mode]
+            hpid = self.host_start(d, extra)
+            srv = self.host_cmd(d, common)
+            if mode == "uplink":
+                cli = self.rocemu_cmd("client", os.path.join(d, "up.sock"), "10.91.0.2/24",
+                                      common + ["127.0.0.1"])
+            else:
+                cli = self.host_cmd(d, common + ["127.0.0.1"])
+        def sample():
+            st = self.host_stat(d)
+            if st:
+                samples.append((time.monotonic(), st["switched_frames"], st["frames_from_procs"]))
         t0 = time.monotonic()
-        out, sout, c, s, err = pair(srv, cli, port, timeout)
-        res = {"wall_s": round(time.monotonic() - t0, 2)}
+        try:
+            out, sout, c, s, err = pair(srv, cli, port, timeout, during=sample if hpid else None)
+            if hpid:
+                st = self.host_stat(d)
+        finally:
+            if hpid:
+                self.host_stop(hpid)
+            if d:
+                shutil.rmtree(d, ignore_errors=True)
+        res = {"wall_s": round(time.monotonic() - t0, 2), "mode": mode}
+        if hpid and st:
+            res["host"] = {k2: st.get(k2) for k2 in ("switched_frames", "frames_from_procs",
+                                                     "drop_no_qp", "drop_qp_quiet", "drop_proc_bad")}
+            res["host"]["ring_full"] = sum(p.get("drop_ring_full", 0) for p in st.get("processes", []))
+        if samples:
+            res["host_pps"] = host_rate(samples, mode)
         res.update(parse_perftest(out))
         if not err and "bytes" not in res:
             err = "no result line"
@@ -254,6 +336,24 @@ class Bench:
         if len(pps) < 2:
             return {"error": err or "no Rx-pps", "log_tail": out[-800:]}
         return {"rx_pps": int(pps[-1]), "size": 64}
+
+
+def host_rate(samples, mode):
+    """Frames per second the host forwarded, from its counters sampled every
+    0.5 s while the client ran: the median rate of the intervals with
+    traffic, the first and last of them left out (they are partly idle).
+    A frame through the host's thread between two processes counts once
+    (switched_frames: delivered to a process); on the uplink mode both
+    directions count (delivered to the process, and from it to the
+    uplink)."""
+    rates = []
+    for (t0, s0, u0), (t1, s1, u1) in zip(samples, samples[1:]):
+        n = (s1 - s0) + ((u1 - u0) if mode == "uplink" else 0)
+        if n > 0 and t1 > t0:
+            rates.append(n / (t1 - t0))
+    if len(rates) > 2:
+        rates = rates[1:-1]
+    return round(sorted(rates)[len(rates) // 2]) if rates else None
 
 
 # --------------------------------------------------------------------------
@@ -676,9 +776,12 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out")
     ap.add_argument("--quick", action="store_true", help="fewer sizes (smoke test)")
-    ap.add_argument("--only", default="", help="comma list: lat,bw,qps,base,pmd,acct,prof")
+    ap.add_argument("--only", default="", help="comma list: lat,bw,qps,base,pmd,acct,prof,host")
+    ap.add_argument("--host-reps", type=int, default=5,
+                    help="repetitions of the host part (issue 16), 5 by default")
     a = ap.parse_args()
-    only = set(a.only.split(",")) if a.only else {"lat", "bw", "qps", "base", "pmd", "acct", "prof"}
+    only = set(a.only.split(",")) if a.only else {"lat", "bw", "qps", "base", "pmd", "acct", "prof",
+                                                  "host"}
     b = Bench(a.build, a.quick)
     if not os.access(b.rocemu, os.X_OK):
         sys.exit("no %s: build first" % b.rocemu)
@@ -696,6 +799,9 @@ def main():
                      "server_cpu": SRV_CPU, "client_cpu": CLI_CPU, "machine": machine(),
                      "build": b.build},
             "runs": [], "accounting": [], "profile": []}
+    data["meta"]["only"] = sorted(only)
+    if "host" in only:
+        data["meta"]["host_reps"] = a.host_reps
 
     def record(test, rep, size, fn):
         t0 = time.time()
@@ -705,11 +811,12 @@ def main():
         except Exception as e:  # recorded, not fatal
             r = {"error": "%s: %s" % (type(e).__name__, e)}
         r.update({"test": test, "rep": rep, "size": size, "load": load,
-                  "t": round(t0 - tstart, 1), "ok": "error" not in r})
+                  "t": round(t0 - tstart, 1), "dur_s": round(time.time() - t0, 1),
+                  "ok": "error" not in r})
         data["runs"].append(r)
         short = {k: r[k] for k in r if k in ("t_typical", "bw_Bps", "msgrate_mpps", "lat_us",
                                              "lat_p50_us", "msg_per_s", "rx_pps", "bw", "lat",
-                                             "error")}
+                                             "host_pps", "error")}
         print("[%6.0fs] rep %d %-22s %8s %s" % (time.time() - tstart, rep, test, size, short),
               flush=True)
         save()
@@ -804,6 +911,31 @@ def main():
             steps.reverse()
         for test, size, fn in steps:
             record(test, rep, size, fn)
+
+    # ---- the host (issue 16, docs/host.md): its own repetitions, interleaved
+    # among themselves. Same-host process to process through a rocemu host
+    # against the direct memif pair, and the host's forwarding rate of
+    # 64-byte WRITEs (4 QPs) against the direct pair and the raw memif link
+    # (testpmd, as memif_testpmd, again here so that every ratio is within
+    # one repetition of this part).
+    if "host" in only:
+        for rep in range(a.host_reps):
+            steps = []
+            for mode in ("direct", "host", "hostcap"):
+                m = "memif" if mode == "direct" else mode
+                steps += [("hp_%s_write_bw" % mode, 65536, lambda m=m: b.perftest(
+                              "ib_write_bw", ["-s", "65536", "-n", "5000"], timeout=120, mode=m)),
+                          ("hp_%s_send_lat" % mode, 2, lambda m=m: b.perftest(
+                              "ib_send_lat", ["-s", "2", "-n", "10000"], timeout=120, mode=m))]
+            for mode in ("direct", "uplink", "hostfwd"):
+                m = "memif" if mode == "direct" else mode
+                steps.append(("fwd_%s" % mode, 64, lambda m=m: b.perftest(
+                    "ib_write_bw", ["-s", "64", "-q", "4", "-D", "3"], timeout=120, mode=m)))
+            steps.append(("host_raw_link", 64, b.testpmd))
+            if rep % 2:
+                steps.reverse()
+            for test, size, fn in steps:
+                record(test, rep, size, fn)
 
     if "acct" in only:
         for kind in ("tcp", "rocemu"):

@@ -269,6 +269,126 @@ def profile_tables(prof):
     return "\n".join(out)
 
 
+
+# --------------------------------------------------------------------------
+# the host (issue 16): a section of its own, which a host-only run
+# (`BENCH_ONLY=host make bench`) replaces in an existing document
+
+HOST_BEGIN = "<!-- host section: begin (bench/perf_report.py; BENCH_ONLY=host make bench redoes it) -->"
+HOST_END = "<!-- host section: end -->"
+HOST_MODES = (("direct", "direct memif pair (two standalone `rocemu run`, today's way)"),
+              ("host", "through a host, no capture (a direct ring the host set up)"),
+              ("hostcap", "through a host with `--capture` (every frame via the host's thread)"))
+FWD_MODES = (("direct", "direct memif pair (no host; the applications' own rate)"),
+             ("uplink", "uplink <-> attached process (client standalone on the host's memif uplink)"),
+             ("hostfwd", "process <-> process through the host's thread (`--no-direct`, no capture)"))
+
+
+def host_runs(data):
+    return [r for r in data.runs if r["test"].startswith(("hp_", "fwd_")) or r["test"] == "host_raw_link"]
+
+
+def host_section(data, with_failures):
+    runs = host_runs(data)
+    if not runs:
+        return ""
+    m = data.d["meta"]
+    L = [HOST_BEGIN, "## One NIC per host: `rocemu host` (issue 16)\n"]
+    A = L.append
+    t0 = min(r["t"] for r in runs)
+    t1 = max(r["t"] + r.get("dur_s", r.get("wall_s", 0)) for r in runs)
+    reps = len({r["rep"] for r in runs})
+    A("From `%s` (run started %s; this part %.0f s, %d repetition(s) interleaved, the order reversed on "
+      "every other one; load average (1 min) %s). Medians [min-max]; every ratio is taken per "
+      "repetition between numbers of that repetition, then its median [min-max] is given. Server "
+      "pinned to CPU %s, client to CPU %s; `rocemu host` is not pinned (its forwarding thread "
+      "takes whichever CPU is free, so on 2 CPUs it competes with both sides). Design, tests and "
+      "what is not met: `docs/host.md`.\n" % (
+          os.path.basename(getattr(data, "path", "?")), m.get("started", "?")[:19].replace("T", " "),
+          t1 - t0, reps, spread([r["load"][0] for r in runs if r.get("load")], lambda x: "%.1f" % x),
+          m.get("server_cpu"), m.get("client_cpu")))
+
+    # same-host process to process
+    A("### Same-host process to process\n")
+    A("`ib_write_bw -s 65536 -n 5000` (MB/s = 10^6 B/s, from the message rate) and "
+      "`ib_send_lat -s 2 -n 10000` (t_typical, µs), the server and client processes on one host. "
+      "Issue 16's targets: through the host `ib_write_bw` >= 0.8x and `ib_send_lat` <= 1.5x the "
+      "direct memif pair.\n")
+    A("| mode | ib_write_bw MB/s | ratio to direct | ib_send_lat µs | ratio to direct |\n|---|---|---|---|---|")
+    bw = {mo: data.series("hp_%s_write_bw" % mo, "bw_Bps", 65536) for mo, _ in HOST_MODES}
+    lat = {mo: data.series("hp_%s_send_lat" % mo, "t_typical", 2) for mo, _ in HOST_MODES}
+    ratios = {}
+    for mo, label in HOST_MODES:
+        rb = ratio_stats(bw[mo], [bw["direct"]]) if mo != "direct" else None
+        rl = ratio_stats(lat[mo], [lat["direct"]]) if mo != "direct" else None
+        ratios[mo] = (rb, rl)
+        A("| %s | %s | %s | %s | %s |" % (
+            label, spread(list(bw[mo].values()), fbw),
+            spread(rb, lambda x: "%.2fx" % x) if rb else ("1" if mo == "direct" else "no pair"),
+            spread(list(lat[mo].values()), fus),
+            spread(rl, lambda x: "%.2fx" % x) if rl else ("1" if mo == "direct" else "no pair")))
+    rb, rl = ratios["host"]
+    A("")
+    A("Targets on the default path (a host without capture): `ib_write_bw` >= 0.8x: %s; "
+      "`ib_send_lat` <= 1.5x: %s.\n" % (
+          ("**%s** (median %.2fx)" % ("met" if med(rb) >= 0.8 else "not met", med(rb))) if rb else "not measured",
+          ("**%s** (median %.2fx)" % ("met" if med(rl) <= 1.5 else "not met", med(rl))) if rl else "not measured"))
+
+    # forwarding rate
+    A("### The host's forwarding rate (64-byte frames)\n")
+    A("`ib_write_bw -s 64 -q 4 -D 3`: every WRITE is one 64-byte-payload frame (124 bytes on the "
+      "wire with headers and ICRC). *Messages/s* is perftest's message rate; *host frames/s* is "
+      "what the host's own counters (`rocemu stat --host --json`, sampled every 0.5 s while the "
+      "client runs; median of the intervals with traffic) say it forwarded: frames it delivered to "
+      "a process, plus, on the uplink, frames from the process to the uplink (the ACKs). The raw "
+      "link is `dpdk-testpmd` txonly -> rxonly over memif (64-byte frames, Rx-pps), as in the "
+      "bandwidth table, run again within each repetition of this part.\n")
+    A("| path | messages/s (M) | host frames/s (M) | host frames/s vs raw link | messages/s vs direct pair |\n|---|---|---|---|---|")
+    raw = data.series("host_raw_link", "rx_pps", 64)
+    msg = {mo: {k: v * 1e6 for k, v in data.series("fwd_%s" % mo, "msgrate_mpps", 64).items()}
+           for mo, _ in FWD_MODES}
+    hpps = {mo: data.series("fwd_%s" % mo, "host_pps", 64) for mo, _ in FWD_MODES}
+    mfmt = lambda x: "%.3f" % (x / 1e6)
+    for mo, label in FWD_MODES:
+        rr = ratio_stats(hpps[mo], [raw]) if hpps[mo] else None
+        rd = ratio_stats(msg[mo], [msg["direct"]]) if mo != "direct" else None
+        A("| %s | %s | %s | %s | %s |" % (
+            label, spread(list(msg[mo].values()), mfmt),
+            spread(list(hpps[mo].values()), mfmt) if hpps[mo] else "-",
+            spread(rr, lambda x: "%.3f" % x) if rr else "-",
+            spread(rd, lambda x: "%.2fx" % x) if rd else ("1" if mo == "direct" else "no pair")))
+    A("| raw memif link (testpmd txonly -> rxonly) | | %s (Rx-pps) | 1 | |" % (
+        spread(list(raw.values()), mfmt) if raw else "failed"))
+    A("")
+    A("Reading it: where a path's message rate is close to the direct pair's, the applications "
+      "(their transports) set the rate, and the host forwards at least that much; where it is "
+      "lower, the host's thread is the bottleneck and its frames/s is its forwarding rate on this "
+      "machine. The raw link is an upper bound no RoCE path reaches: testpmd sends without a "
+      "transport.\n")
+    if with_failures:
+        fails = [r for r in runs if not r.get("ok")]
+        if fails:
+            A("Failures in this part:\n")
+            A("| test | size | rep | error |\n|---|---|---|---|")
+            for r in fails:
+                A("| %s | %s | %s | %s |" % (r["test"], r["size"], r["rep"], r.get("error", "")[:120]))
+            A("")
+    A("Rerun just this part (about %d min on this machine): `BENCH_ONLY=host make bench` "
+      "(or `bench/perf_bench.py build --only host --host-reps 5`, then `bench/perf_report.py JSON "
+      "--doc docs/PERFORMANCE.md`, which replaces this section only).\n" % max(1, round((t1 - t0) / 60)))
+    A(HOST_END)
+    return "\n".join(L) + "\n"
+
+
+def replace_host_section(doc, section):
+    """The document with its host section replaced (appended if it has none)."""
+    text = open(doc).read() if os.path.exists(doc) else "# rocemu performance\n"
+    b, e = text.find(HOST_BEGIN), text.find(HOST_END)
+    if b >= 0 and e > b:
+        return text[:b] + section.rstrip("\n") + text[e + len(HOST_END):]
+    return text.rstrip("\n") + "\n\n" + section
+
+
 # --------------------------------------------------------------------------
 
 def render(data, imgs, doc_dir):
@@ -490,6 +610,10 @@ def render(data, imgs, doc_dir):
         with open(ana) as f:
             A(fill(f.read(), values(data)))
 
+    hs = host_section(data, with_failures=False)
+    if hs:
+        A(hs)
+
     if getattr(data, "wire", None):
         A("## Codec micro-benchmark (`bench/wire_bench`, same run)\n")
         A("Frames built and parsed per second on one CPU, and the ICRC's speed: the codec alone is "
@@ -505,7 +629,8 @@ def render(data, imgs, doc_dir):
         A("")
     A("## Rerun\n")
     A("```\nmake bench                 # or: scripts/run-bench.sh build\nREPS=5 make bench          # more repetitions\n"
-      "BENCH_ONLY=lat,base make bench   # a subset: lat,bw,qps,base,pmd,acct,prof\n```\n")
+      "BENCH_ONLY=lat,base make bench   # a subset: lat,bw,qps,base,pmd,acct,prof,host\n"
+      "BENCH_ONLY=host make bench       # the host part alone: replaces its section here\n```\n")
     A("Raw results: `bench/results/` (one JSON per run; `latest.json` is the last one).")
     return "\n".join(L) + "\n"
 
@@ -595,6 +720,13 @@ def main():
         with open(a.wire) as f:
             data.wire = f.read()
     data.path = os.path.abspath(a.json)
+    if data.d["meta"].get("only") == ["host"]:
+        # a host-only run: its section replaces the one in the document
+        text = replace_host_section(a.doc, host_section(data, with_failures=True))
+        with open(a.doc, "w") as f:
+            f.write(text)
+        print(a.doc, "(host section)")
+        return
     os.makedirs(a.img, exist_ok=True)
     imgs = plots(data, a.img)
     text = render(data, imgs, os.path.abspath(a.doc))

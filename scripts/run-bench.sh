@@ -9,16 +9,20 @@
 #    python3-matplotlib; DPDK's testpmd comes with dpdk);
 # 2. builds rocemu and its libibverbs in BUILD_DIR;
 # 3. runs bench/perf_bench.py (perftest over rocemu on memif, the loopback
-#    baselines, the raw memif link, system-call/CPU accounting and a perf
-#    profile), every command under a deadline, failures recorded not fatal;
+#    baselines, the raw memif link, system-call/CPU accounting, a perf
+#    profile, and the rocemu host's part: process to process through a host
+#    against the direct memif pair, its forwarding rate against the raw
+#    link), every command under a deadline, failures recorded not fatal;
 # 4. writes bench/results/bench-<UTC time>.json;
 # 5. runs the codec micro-benchmarks (bench/wire_bench), then writes
 #    docs/PERFORMANCE.md, docs/tcp-vs-rdma{,.zh}.md and docs/img/perf-*.svg
 #    from the JSON (bench/perf_report.py).
 #
-# Environment: REPS (default 3), BENCH_ONLY (comma list for perf_bench.py
-# --only), BENCH_QUICK=1 (fewer sizes), NO_DOC=1 (JSON only),
-# NO_INSTALL=1 (never apt-get).
+# Environment: REPS (default 3), HOST_REPS (the host part's, default 5),
+# BENCH_ONLY (comma list for perf_bench.py --only; BENCH_ONLY=host runs the
+# host part alone, writes bench/results/host-<time>.json and replaces only
+# the host section of docs/PERFORMANCE.md), BENCH_QUICK=1 (fewer sizes),
+# NO_DOC=1 (JSON only), NO_INSTALL=1 (never apt-get).
 set -eu
 build=${1:-build}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -59,14 +63,24 @@ ninja -C "$build" tools/rocemu verbs-provider/libibverbs.so.1
 # ---- 3./4. run, then the report
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 json="$here/bench/results/bench-$stamp.json"
+# the host part alone (issue 16) has a JSON of its own and replaces only
+# its section of docs/PERFORMANCE.md
+host_only=0
+[ "${BENCH_ONLY:-}" = host ] && host_only=1 && json="$here/bench/results/host-$stamp.json"
 mkdir -p "$here/bench/results"
 set -- --reps "${REPS:-3}" --out "$json"
 [ -n "${BENCH_ONLY:-}" ] && set -- "$@" --only "$BENCH_ONLY"
+[ -n "${HOST_REPS:-}" ] && set -- "$@" --host-reps "$HOST_REPS"
 [ "${BENCH_QUICK:-0}" = 1 ] && set -- "$@" --quick
 # never leave a busy-polling perftest or testpmd behind, even on ^C:
 # perf_bench.py kills its own process groups; this catches the script itself
 trap 'echo "run-bench: interrupted" >&2; exit 130' INT TERM
 "$py" "$here/bench/perf_bench.py" "$build" "$@"
+if [ $host_only = 1 ]; then
+	[ "${NO_DOC:-0}" = 1 ] || "$py" "$here/bench/perf_report.py" "$json" --doc "$here/docs/PERFORMANCE.md"
+	echo "run-bench: $json"
+	exit 0
+fi
 cp "$json" "$here/bench/results/latest.json"
 
 # ---- 5. codec micro-benchmarks (their output goes into the report too)
