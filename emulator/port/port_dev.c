@@ -48,8 +48,12 @@ static int create_pool(struct rocemu_port *port, char *err, size_t errlen)
 	if (!port->cfg.n_mbufs && (uint64_t)n * room > PORT_POOL_BYTES)
 		n = RTE_MAX(PORT_POOL_BYTES / room, 2048u);
 	snprintf(name, sizeof(name), "rocemu_mb%u", port_next_seq());
-	port->pool = rte_pktmbuf_pool_create(name, n, 0, 0, (uint16_t)(room + RTE_PKTMBUF_HEADROOM),
-					     (int)rte_socket_id());
+	if (port->link->pool_create)
+		port->pool = port->link->pool_create(
+		    name, n, (uint16_t)(room + RTE_PKTMBUF_HEADROOM), (int)rte_socket_id());
+	else
+		port->pool = rte_pktmbuf_pool_create(
+		    name, n, 0, 0, (uint16_t)(room + RTE_PKTMBUF_HEADROOM), (int)rte_socket_id());
 	if (!port->pool)
 		return port_fail(err, errlen, -ENOMEM,
 				 "cannot create a pool of %u mbufs of %u bytes: %s", n, room,

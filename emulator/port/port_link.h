@@ -55,6 +55,11 @@ struct port_link_ops {
 	/* mbuf data room (default: a whole frame of the MTU, at least a
 	 * 4096-byte-MTU RoCE frame). */
 	uint32_t (*data_room)(const struct rocemu_port *port);
+	/* Make the port's mbuf pool of n mbufs of data_room bytes (headroom
+	 * included), NULL with rte_errno set on failure (default:
+	 * rte_pktmbuf_pool_create without a cache). */
+	struct rte_mempool *(*pool_create)(const char *name, unsigned n, uint16_t data_room,
+					   int socket);
 	/* Make the ethdev (port->port_id, port->dev_name): required. */
 	int (*create)(struct rocemu_port *port, const char *arg, char *err, size_t errlen);
 	/* Ask the device for port->eth_mtu before starting it. */

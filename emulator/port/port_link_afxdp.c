@@ -16,9 +16,22 @@
  * program then (the PMD loads ours with libbpf), so it no longer looks for
  * bpffs nor says that it found none.
  *
- * UMEM chunks must fit a page, so mbufs keep the standard 2 KB data room and
- * the MTU at most 3498. The xsk descriptor is not exposed through ethdev in
- * DPDK 22.11: nothing wakes the progress thread on a frame (1 ms naps).
+ * The PMD makes the port's mbuf pool its UMEM: from the pool's first
+ * memory chunk, populated size times object size bytes. A pool from
+ * rte_pktmbuf_pool_create does not fit that: without hugepages its objects
+ * (2368 bytes with a 2 KB data room) may not cross a 4 KiB page, so each
+ * took a page of its own, and the UMEM covered only the first 4736 of 8192.
+ * The pool hands mbufs out in FIFO order (no cache): after about 2700 (4736
+ * less the 2048 put on the fill ring at start) the PMD gave the kernel fill
+ * and TX descriptors outside the UMEM, which it drops (TX as invalid
+ * descriptors; a dropped fill entry silently), and the port stopped moving
+ * frames. So the pool here is made as the PMD assumes: every object exactly
+ * one 4 KiB page (header, mbuf and data room, no channel-spreading pad), all
+ * in one page-aligned memzone; chunks never cross a page (zero-copy drivers
+ * need that), and open checks that every object lies in the UMEM. The data
+ * room leaves the MTU at most 3498. The xsk descriptor is not exposed
+ * through ethdev in DPDK 22.11: nothing wakes the progress thread on a frame
+ * (1 ms naps).
  *
  * Open, close, open again: DPDK 22.11's eth_dev_close never deletes the
  * UMEM of a queue (its reference count test is off by one), and the UMEM's
@@ -45,8 +58,11 @@
 #include <unistd.h>
 #include <linux/if_xdp.h>
 
+#include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_pool_ops.h>
+#include <rte_memzone.h>
 
 #include "port_link.h"
 #include "xdp/rocemu_xdp.h"
@@ -67,6 +83,8 @@
 #define AF_XDP 44
 #endif
 #define XSK_MAX 16
+/* a pool object (mempool header, mbuf, data room): one UMEM chunk, a page */
+#define AF_XDP_OBJ_SIZE 4096u
 
 struct afxdp_link {
 	ino_t before[XSK_MAX]; /* AF_XDP sockets open before the device was made */
@@ -166,10 +184,110 @@ static int afxdp_mtu(struct rocemu_port *port, const char *arg, char *err, size_
 	return 0;
 }
 
+/* What is left of a page for data after the mempool's object header and
+ * the mbuf (headroom not counted: create_pool adds it). */
 static uint32_t afxdp_data_room(const struct rocemu_port *port)
 {
+	struct rte_mempool_objsz sz;
+
 	(void)port;
-	return RTE_MBUF_DEFAULT_DATAROOM;
+	rte_mempool_calc_obj_size(sizeof(struct rte_mbuf), RTE_MEMPOOL_F_NO_SPREAD, &sz);
+	return AF_XDP_OBJ_SIZE - sz.header_size - sz.trailer_size - sz.elt_size -
+	       RTE_PKTMBUF_HEADROOM;
+}
+
+static void afxdp_pool_mem_free(struct rte_mempool_memhdr *memhdr, void *mz)
+{
+	(void)memhdr;
+	rte_memzone_free(mz);
+}
+
+/* The pool the PMD's UMEM assumes (see the top): n page-sized objects back
+ * to back in one page-aligned memzone. The IOVA is the memzone's; the
+ * kernel, not DPDK, maps the UMEM for a device. */
+static struct rte_mempool *afxdp_pool_create(const char *name, unsigned n, uint16_t data_room,
+					     int socket)
+{
+	struct rte_pktmbuf_pool_private priv = {.mbuf_data_room_size = data_room};
+	unsigned elt = (unsigned)sizeof(struct rte_mbuf) + data_room;
+	size_t len = (size_t)n * AF_XDP_OBJ_SIZE;
+	const struct rte_memzone *mz;
+	char mz_name[RTE_MEMZONE_NAMESIZE];
+	struct rte_mempool *mp;
+	int rc;
+
+	if (rte_mempool_calc_obj_size(elt, RTE_MEMPOOL_F_NO_SPREAD, NULL) != AF_XDP_OBJ_SIZE) {
+		rte_errno = EINVAL;
+		return NULL;
+	}
+	mp = rte_mempool_create_empty(name, n, elt, 0, sizeof(priv), socket,
+				      RTE_MEMPOOL_F_NO_SPREAD);
+	if (!mp)
+		return NULL;
+	rc = rte_mempool_set_ops_byname(mp, rte_mbuf_best_mempool_ops(), NULL);
+	if (rc)
+		goto fail;
+	rte_pktmbuf_pool_init(mp, &priv);
+	snprintf(mz_name, sizeof(mz_name), "XP_%s", name);
+	mz = rte_memzone_reserve_aligned(mz_name, len, socket, 0, AF_XDP_OBJ_SIZE);
+	if (!mz) {
+		rc = -rte_errno;
+		goto fail;
+	}
+	rc = rte_mempool_populate_iova(mp, mz->addr, mz->iova, len, afxdp_pool_mem_free,
+				       (void *)(uintptr_t)mz);
+	if (rc < 0) {
+		rte_memzone_free(mz);
+		goto fail;
+	}
+	if (mp->populated_size != n) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	rte_mempool_obj_iter(mp, rte_pktmbuf_init, NULL);
+	return mp;
+fail:
+	rte_mempool_free(mp);
+	rte_errno = -rc;
+	return NULL;
+}
+
+struct umem_span {
+	uintptr_t base, end;
+	unsigned outside;
+};
+
+static void count_outside(struct rte_mempool *mp, void *arg, void *obj, unsigned idx)
+{
+	struct umem_span *u = arg;
+	uintptr_t start = (uintptr_t)obj - mp->header_size;
+
+	(void)idx;
+	if (start < u->base || start + AF_XDP_OBJ_SIZE > u->end)
+		u->outside++;
+}
+
+/* Every object in the UMEM the PMD will register (DPDK 22.11,
+ * xdp_umem_configure): from the first chunk's page, the populated size
+ * times the object size. */
+static int afxdp_check_pool(const struct rocemu_port *port, char *err, size_t errlen)
+{
+	struct rte_mempool *mp = port->pool;
+	struct rte_mempool_memhdr *first = STAILQ_FIRST(&mp->mem_list);
+	struct umem_span u = {0};
+	uintptr_t page = (uintptr_t)getpagesize();
+
+	u.base = (uintptr_t)first->addr & ~(page - 1);
+	u.end =
+	    (uintptr_t)first->addr + (uintptr_t)mp->populated_size *
+					 rte_mempool_calc_obj_size(mp->elt_size, mp->flags, NULL);
+	rte_mempool_obj_iter(mp, count_outside, &u);
+	if (u.outside)
+		return port_fail(err, errlen, -EINVAL,
+				 "af_xdp: %u of %u mbufs lie outside the UMEM the PMD would "
+				 "register",
+				 u.outside, mp->populated_size);
+	return 0;
 }
 
 /*
@@ -222,6 +340,7 @@ static int afxdp_create(struct rocemu_port *port, const char *arg, char *err, si
 	char devargs[ROCEMU_PORT_SPEC_MAX + PATH_MAX + 128];
 	int rc = find_xdp_prog(l->prog, sizeof(l->prog), err, errlen);
 
+	rc = rc ?: afxdp_check_pool(port, err, errlen);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&xsk_lock);
@@ -325,6 +444,7 @@ const struct port_link_ops port_link_afxdp = {
     .preview_mac = afxdp_preview_mac,
     .mtu = afxdp_mtu,
     .data_room = afxdp_data_room,
+    .pool_create = afxdp_pool_create,
     .create = afxdp_create,
     .open_retry_ms = afxdp_open_retry_ms,
     .pmd_log = "pmd.net.af_xdp",
