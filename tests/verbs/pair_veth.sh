@@ -4,7 +4,7 @@
 # unmodified verbs program under `rocemu run` on an af_packet port over its
 # veth end, sharing the address the kernel holds for the program's own TCP
 # handshake (ARCHITECTURE.md §2).
-#   pair_veth.sh [--link af_xdp] [--mtu N --frame-len L] PROGRAM [ARGS...]
+#   pair_veth.sh [--link af_xdp] [--mtu N --frame-len L] [--min-frames N] PROGRAM [ARGS...]
 # (host B gets ARGS plus host A's address). Both must exit 0; both captures
 # must decode in tshark without malformed or error frames, and every ICRC
 # must verify independently (check_captures.sh).
@@ -15,15 +15,18 @@
 # kernel keeps its addresses and the program's TCP, rocemu's XDP program
 # takes only RoCEv2, and neighbours come from the kernel's table; both ports
 # must say so at open and must have asked the kernel to resolve.
+# --min-frames N (with --link af_xdp): each port must have received and sent
+# at least N frames (its rx_frames and tx_frames counters).
 set -u
 TIMEOUT=${PAIR_TIMEOUT:-60}
 . "$(dirname "$0")/pair_lib.sh"
-mtu= frame_len= link=af_packet
+mtu= frame_len= link=af_packet min_frames=
 while :; do
 	case ${1:-} in
 	--link) link=$2; shift 2 ;;
 	--mtu) mtu=$2; shift 2 ;;
 	--frame-len) frame_len=$2; shift 2 ;;
+	--min-frames) min_frames=$2; shift 2 ;;
 	*) break ;;
 	esac
 done
@@ -59,6 +62,11 @@ if [ $link = af_xdp ]; then
 			{ echo "host $h: no neighbour resolved"; fail=1; }
 		! grep -qE "arp_requests_tx [1-9]" $dir/$h.log ||
 			{ echo "host $h: rocemu sent ARP requests itself"; fail=1; }
+		for c in rx_frames tx_frames; do
+			v=$(sed -n "s/.* port $c \([0-9]*\)$/\1/p" $dir/$h.log | tail -1)
+			[ -z "$min_frames" ] || [ "${v:-0}" -ge "$min_frames" ] ||
+				{ echo "host $h: $c ${v:-none}, expected at least $min_frames"; fail=1; }
+		done
 		# the kernel's ARP and the programs' TCP never reached rocemu
 		n=$(timeout 60 tshark -n -r $dir/$h.pcap -Y 'arp || tcp' 2>/dev/null | wc -l)
 		[ "$n" -eq 0 ] || { echo "host $h: $n ARP/TCP frames reached rocemu"; fail=1; }
