@@ -85,21 +85,11 @@ static int post_send_locked(struct rocemu_qp *qp, const struct rocemu_send_wr *w
 		return -ENOMEM;
 
 	w = sq_at(qp, qp->sq_tail);
-	memset(w, 0, offsetof(struct rocemu_send_wqe, sge));
-	w->wr_id = wr->wr_id;
-	w->opcode = wr->opcode;
-	w->send_flags = wr->send_flags;
-	w->imm_data = wr->imm_data;
-	w->invalidate_rkey = wr->invalidate_rkey;
-	w->remote_addr = wr->remote_addr;
-	w->rkey = wr->rkey;
-	w->compare_add = wr->compare_add;
-	w->swap = wr->swap;
-	w->ah = wr->ah;
-	w->remote_qpn = wr->remote_qpn & ROCE_PSN_MASK;
-	w->remote_qkey = wr->remote_qkey;
-	w->xrc_srqn = wr->xrc_srqn & ROCE_PSN_MASK;
-	w->num_sge = wr->num_sge;
+	memset(w, 0, offsetof(struct rocemu_send_wqe, wr)); /* the progress fields */
+	w->wr = *wr;
+	w->wr.sg_list = NULL; /* the gather list is copied into w->sge below */
+	w->wr.remote_qpn &= ROCE_PSN_MASK;
+	w->wr.xrc_srqn &= ROCE_PSN_MASK;
 	w->length = (uint32_t)len;
 	w->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
 	w->rd_atomic = is_rd_atomic(wr->opcode);
@@ -107,24 +97,17 @@ static int post_send_locked(struct rocemu_qp *qp, const struct rocemu_send_wr *w
 		w->length = 8;
 	if (wr->opcode == IBV_WR_ATOMIC_WRITE) {
 		/* the 8 bytes travel in the request (A19); no gather list */
-		memcpy(w->atomic_wr, wr->atomic_wr, sizeof(w->atomic_wr));
 		w->length = 8;
-		w->num_sge = 0;
+		w->wr.num_sge = 0;
 	}
 	if (wr->opcode == IBV_WR_BIND_MW) {
 		/* runs when the send queue reaches it (rc_requester.c) */
-		w->bind_length = wr->bind_length;
-		w->bind_lkey = wr->bind_lkey;
-		w->bind_access = wr->bind_access;
-		w->bind_type = wr->bind_type;
 		w->length = 0;
-		w->num_sge = 0;
+		w->wr.num_sge = 0;
 	}
 	if (wr->opcode == ROCEMU_WR_FLUSH) {
-		w->flush_type = wr->flush_type;
-		w->flush_level = wr->flush_level;
 		w->length = wr->flush_level == ROCEMU_FLUSH_RANGE ? wr->flush_len : 0;
-		w->num_sge = 0;
+		w->wr.num_sge = 0;
 	}
 	w->state = WQE_POSTED;
 	w->status = IBV_WC_SUCCESS;
@@ -139,9 +122,9 @@ static int post_send_locked(struct rocemu_qp *qp, const struct rocemu_send_wr *w
 			       wr->sg_list[i].length);
 			off += wr->sg_list[i].length;
 		}
-		w->num_sge = 0;
-	} else if (w->num_sge) {
-		memcpy(w->sge, wr->sg_list, w->num_sge * sizeof(*w->sge));
+		w->wr.num_sge = 0;
+	} else if (w->wr.num_sge) {
+		memcpy(w->sge, wr->sg_list, w->wr.num_sge * sizeof(*w->sge));
 	}
 	qp->sq_tail++;
 

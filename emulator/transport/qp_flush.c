@@ -64,13 +64,13 @@ void rocemu_qp_send_wc(struct rocemu_qp *qp, const struct rocemu_send_wqe *w)
 
 	if (w->status == IBV_WC_SUCCESS && !w->signaled)
 		return;
-	wc.wr_id = w->wr_id;
+	wc.wr_id = w->wr.wr_id;
 	wc.status = w->status;
-	wc.opcode = send_wc_opcode(w->opcode);
+	wc.opcode = send_wc_opcode(w->wr.opcode);
 	wc.qp_num = qp->qpn;
 	wc.timestamp_ns = rocemu_port_pass_now(qp->engine->port);
 	if (w->status == IBV_WC_SUCCESS) {
-		switch (w->opcode) {
+		switch (w->wr.opcode) {
 		case IBV_WR_RDMA_READ:
 			wc.byte_len = w->length;
 			break;

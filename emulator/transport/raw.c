@@ -257,7 +257,7 @@ static int raw_send_one(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
 	if (w->is_inline) {
 		memcpy(p, w->inline_data, w->length);
 	} else {
-		err = rocemu_mem_gather(e->mem, qp->pd, w->sge, w->num_sge, 0, p, w->length);
+		err = rocemu_mem_gather(e->mem, qp->pd, w->sge, w->wr.num_sge, 0, p, w->length);
 		if (err != ROCEMU_MEM_OK) {
 			rte_pktmbuf_free(m);
 			return rocemu_comp_local_status(err);

@@ -532,11 +532,11 @@ static void handle_read_resp(struct rocemu_qp *qp, const struct roce_pkt *pkt,
 		return;
 	}
 	w = first_pending(qp);
-	if (w && (w->opcode == IBV_WR_ATOMIC_WRITE || w->opcode == ROCEMU_WR_FLUSH)) {
+	if (w && (w->wr.opcode == IBV_WR_ATOMIC_WRITE || w->wr.opcode == ROCEMU_WR_FLUSH)) {
 		handle_placement_resp(qp, w, pkt);
 		return;
 	}
-	if (!w || w->opcode != IBV_WR_RDMA_READ) {
+	if (!w || w->wr.opcode != IBV_WR_RDMA_READ) {
 		ENGINE_COUNT(e, drop_resp_unexpected);
 		return;
 	}
@@ -562,7 +562,7 @@ static void handle_read_resp(struct rocemu_qp *qp, const struct roce_pkt *pkt,
 		return;
 	}
 	if (want) {
-		err = rocemu_mem_scatter(e->mem, qp->pd, w->sge, w->num_sge,
+		err = rocemu_mem_scatter(e->mem, qp->pd, w->sge, w->wr.num_sge,
 					 (uint64_t)idx * qp->mtu, payload, want);
 		if (err != ROCEMU_MEM_OK) {
 			comp_fail(qp, w, rocemu_comp_local_status(err));
@@ -598,13 +598,14 @@ static void handle_atomic_ack(struct rocemu_qp *qp, const struct roce_pkt *pkt)
 	}
 	w = first_pending(qp);
 	if (!w ||
-	    (w->opcode != IBV_WR_ATOMIC_CMP_AND_SWP && w->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) ||
+	    (w->wr.opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
+	     w->wr.opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) ||
 	    w->first_psn != pkt->psn) {
 		ENGINE_COUNT(e, drop_resp_unexpected);
 		return;
 	}
-	if (w->num_sge) {
-		err = rocemu_mem_scatter(e->mem, qp->pd, w->sge, w->num_sge, 0, &orig, 8);
+	if (w->wr.num_sge) {
+		err = rocemu_mem_scatter(e->mem, qp->pd, w->sge, w->wr.num_sge, 0, &orig, 8);
 		if (err != ROCEMU_MEM_OK) {
 			comp_fail(qp, w, rocemu_comp_local_status(err));
 			return;

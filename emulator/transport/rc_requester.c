@@ -31,10 +31,11 @@ static uint8_t transport_bits(const struct rocemu_qp *qp)
 static uint8_t data_opcode(const struct rocemu_send_wqe *w, uint32_t idx, uint32_t n)
 {
 	bool first = idx == 0, last = idx + 1 == n;
-	bool write = w->opcode == IBV_WR_RDMA_WRITE || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	bool write =
+	    w->wr.opcode == IBV_WR_RDMA_WRITE || w->wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
 
 	if (write) {
-		bool imm = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+		bool imm = w->wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
 
 		if (first && last)
 			return imm ? ROCE_OP_WRITE_ONLY_IMM : ROCE_OP_WRITE_ONLY;
@@ -45,9 +46,9 @@ static uint8_t data_opcode(const struct rocemu_send_wqe *w, uint32_t idx, uint32
 		return imm ? ROCE_OP_WRITE_LAST_IMM : ROCE_OP_WRITE_LAST;
 	}
 	if (first && last) {
-		if (w->opcode == IBV_WR_SEND_WITH_IMM)
+		if (w->wr.opcode == IBV_WR_SEND_WITH_IMM)
 			return ROCE_OP_SEND_ONLY_IMM;
-		if (w->opcode == IBV_WR_SEND_WITH_INV)
+		if (w->wr.opcode == IBV_WR_SEND_WITH_INV)
 			return ROCE_OP_SEND_ONLY_INV;
 		return ROCE_OP_SEND_ONLY;
 	}
@@ -55,9 +56,9 @@ static uint8_t data_opcode(const struct rocemu_send_wqe *w, uint32_t idx, uint32
 		return ROCE_OP_SEND_FIRST;
 	if (!last)
 		return ROCE_OP_SEND_MIDDLE;
-	if (w->opcode == IBV_WR_SEND_WITH_IMM)
+	if (w->wr.opcode == IBV_WR_SEND_WITH_IMM)
 		return ROCE_OP_SEND_LAST_IMM;
-	if (w->opcode == IBV_WR_SEND_WITH_INV)
+	if (w->wr.opcode == IBV_WR_SEND_WITH_INV)
 		return ROCE_OP_SEND_LAST_INV;
 	return ROCE_OP_SEND_LAST;
 }
@@ -207,7 +208,7 @@ static void base_pkt(struct rocemu_qp *qp, const struct rocemu_send_wqe *w, stru
 	pkt->dqpn = qp->attr.dest_qp_num;
 	pkt->psn = psn;
 	/* XRC: every request names the remote XRC SRQ it is for (9.3.8) */
-	pkt->xrc_srqn = w->xrc_srqn;
+	pkt->xrc_srqn = w->wr.xrc_srqn;
 }
 
 /** Build and send packet idx of a SEND/WRITE WQE. */
@@ -238,17 +239,17 @@ static enum req_step send_data_packet(struct rocemu_qp *qp, struct rocemu_send_w
 			qp->req.since_ackreq = 0;
 		}
 	}
-	if (last && (w->send_flags & IBV_SEND_SOLICITED) && w->opcode != IBV_WR_RDMA_WRITE)
+	if (last && (w->wr.send_flags & IBV_SEND_SOLICITED) && w->wr.opcode != IBV_WR_RDMA_WRITE)
 		pkt.se = true;
 	if (pkt.op->hdrs & ROCE_HDR_RETH) {
-		pkt.reth.va = w->remote_addr;
-		pkt.reth.rkey = w->rkey;
+		pkt.reth.va = w->wr.remote_addr;
+		pkt.reth.rkey = w->wr.rkey;
 		pkt.reth.dma_len = w->length;
 	}
 	if (pkt.op->hdrs & ROCE_HDR_IMMDT)
-		pkt.imm = be32toh(w->imm_data);
+		pkt.imm = be32toh(w->wr.imm_data);
 	if (pkt.op->hdrs & ROCE_HDR_IETH)
-		pkt.ieth_rkey = w->invalidate_rkey;
+		pkt.ieth_rkey = w->wr.invalidate_rkey;
 	pkt.payload_len = plen;
 
 	m = rocemu_engine_pkt_alloc(e, &pkt, &payload);
@@ -260,8 +261,8 @@ static enum req_step send_data_packet(struct rocemu_qp *qp, struct rocemu_send_w
 	if (w->is_inline) {
 		crc = roce_crc32_copy(crc, payload, w->inline_data + offset, plen);
 	} else if (plen) {
-		enum rocemu_mem_err err = rocemu_mem_gather_crc(e->mem, qp->pd, w->sge, w->num_sge,
-								offset, payload, plen, &crc);
+		enum rocemu_mem_err err = rocemu_mem_gather_crc(
+		    e->mem, qp->pd, w->sge, w->wr.num_sge, offset, payload, plen, &crc);
 		if (err != ROCEMU_MEM_OK) {
 			rte_pktmbuf_free(m);
 			req_fail(qp, w, rocemu_comp_local_status(err));
@@ -279,15 +280,15 @@ static enum req_step send_data_packet(struct rocemu_qp *qp, struct rocemu_send_w
 /* ATOMIC WRITE: RETH (length 8) and the 8 bytes; FLUSH: FETH and RETH (A19). */
 static void placement_request(struct rocemu_qp *qp, struct rocemu_send_wqe *w, struct roce_pkt *pkt)
 {
-	bool aw = w->opcode == IBV_WR_ATOMIC_WRITE;
+	bool aw = w->wr.opcode == IBV_WR_ATOMIC_WRITE;
 
 	base_pkt(qp, w, pkt, transport_bits(qp) | (aw ? ROCE_OP_ATOMIC_WRITE : ROCE_OP_FLUSH),
 		 w->first_psn);
-	pkt->reth.va = w->remote_addr;
-	pkt->reth.rkey = w->rkey;
+	pkt->reth.va = w->wr.remote_addr;
+	pkt->reth.rkey = w->wr.rkey;
 	pkt->reth.dma_len = w->length;
 	if (!aw)
-		pkt->feth = ROCE_FETH(w->flush_type, w->flush_level);
+		pkt->feth = ROCE_FETH(w->wr.flush_type, w->wr.flush_level);
 }
 
 /** READ request (from the first response not yet received), atomic, ATOMIC WRITE or FLUSH. */
@@ -302,36 +303,36 @@ static enum req_step send_rd_atomic_packet(struct rocemu_qp *qp, struct rocemu_s
 	rc = rocemu_engine_fill_path(e, &qp->path, &pkt);
 	if (rc < 0)
 		return path_error(qp, w, rc);
-	if (w->opcode == IBV_WR_RDMA_READ) {
+	if (w->wr.opcode == IBV_WR_RDMA_READ) {
 		uint64_t done = (uint64_t)w->rcvd_pkts * qp->mtu;
 
 		w->read_from = w->rcvd_pkts; /* its responses start FIRST (or ONLY) there */
 		base_pkt(qp, w, &pkt, transport_bits(qp) | ROCE_OP_READ_REQUEST,
 			 roce_psn_add(w->first_psn, w->rcvd_pkts));
-		pkt.reth.va = w->remote_addr + done;
-		pkt.reth.rkey = w->rkey;
+		pkt.reth.va = w->wr.remote_addr + done;
+		pkt.reth.rkey = w->wr.rkey;
 		pkt.reth.dma_len = (uint32_t)(w->length - done);
-	} else if (w->opcode == IBV_WR_ATOMIC_WRITE || w->opcode == ROCEMU_WR_FLUSH) {
+	} else if (w->wr.opcode == IBV_WR_ATOMIC_WRITE || w->wr.opcode == ROCEMU_WR_FLUSH) {
 		placement_request(qp, w, &pkt);
 	} else {
-		bool cas = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
+		bool cas = w->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
 
 		base_pkt(qp, w, &pkt,
 			 transport_bits(qp) | (cas ? ROCE_OP_CMP_SWAP : ROCE_OP_FETCH_ADD),
 			 w->first_psn);
-		pkt.atomic.va = w->remote_addr;
-		pkt.atomic.rkey = w->rkey;
-		pkt.atomic.swap_add = cas ? w->swap : w->compare_add;
-		pkt.atomic.compare = cas ? w->compare_add : 0;
+		pkt.atomic.va = w->wr.remote_addr;
+		pkt.atomic.rkey = w->wr.rkey;
+		pkt.atomic.swap_add = cas ? w->wr.swap : w->wr.compare_add;
+		pkt.atomic.compare = cas ? w->wr.compare_add : 0;
 	}
 	pkt.ackreq = true;
 	qp->req.since_ackreq = 0;
-	pkt.payload_len = w->opcode == IBV_WR_ATOMIC_WRITE ? sizeof(w->atomic_wr) : 0;
+	pkt.payload_len = w->wr.opcode == IBV_WR_ATOMIC_WRITE ? sizeof(w->wr.atomic_wr) : 0;
 	m = rocemu_engine_pkt_alloc(e, &pkt, &payload);
 	if (!m)
 		return REQ_BLOCKED;
 	if (pkt.payload_len)
-		memcpy(payload, w->atomic_wr, pkt.payload_len);
+		memcpy(payload, w->wr.atomic_wr, pkt.payload_len);
 	if (rocemu_engine_pkt_send(e, m, &pkt) < 0)
 		return REQ_BLOCKED;
 	/* a READ request covers the PSNs of all its responses (9.7.1) */
@@ -343,7 +344,7 @@ static void local_invalidate(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
 {
 	enum rocemu_mem_err err;
 
-	err = rocemu_mem_invalidate(qp->engine->mem, qp->pd, w->invalidate_rkey, false, qp->qpn);
+	err = rocemu_mem_invalidate(qp->engine->mem, qp->pd, w->wr.invalidate_rkey, false, qp->qpn);
 	w->state = WQE_DONE;
 	w->status = err == ROCEMU_MEM_OK ? IBV_WC_SUCCESS : IBV_WC_LOC_PROT_ERR;
 	if (err != ROCEMU_MEM_OK)
@@ -356,12 +357,12 @@ static void local_invalidate(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
 static void local_bind(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
 {
 	struct rocemu_mem_bind b = {
-	    .key = w->rkey,
-	    .type = w->bind_type,
-	    .mr_lkey = w->bind_lkey,
-	    .addr = w->remote_addr,
-	    .length = w->bind_length,
-	    .access = w->bind_access,
+	    .key = w->wr.rkey,
+	    .type = w->wr.bind_type,
+	    .mr_lkey = w->wr.bind_lkey,
+	    .addr = w->wr.remote_addr,
+	    .length = w->wr.bind_length,
+	    .access = w->wr.bind_access,
 	};
 
 	w->state = WQE_DONE;
@@ -380,7 +381,7 @@ static uint32_t max_rd_atomic(const struct rocemu_qp *qp)
 /** Start a posted WQE: fences, READ/atomic credits, PSN range. false = must wait. */
 static bool req_start(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
 {
-	if ((w->send_flags & IBV_SEND_FENCE) && qp->req.rd_atomic > 0)
+	if ((w->wr.send_flags & IBV_SEND_FENCE) && qp->req.rd_atomic > 0)
 		return false; /* 10.8.3.3: a fenced WQE waits for prior READ/atomics */
 	if (w->rd_atomic && qp->req.rd_atomic >= max_rd_atomic(qp))
 		return false;
@@ -390,7 +391,7 @@ static bool req_start(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
 	/* READ: one PSN per response packet; the others one PSN (A19: ATOMIC
 	 * WRITE and FLUSH are single-packet requests with one response) */
 	w->npkts =
-	    w->rd_atomic && w->opcode != IBV_WR_RDMA_READ ? 1 : packets_for(w->length, qp->mtu);
+	    w->rd_atomic && w->wr.opcode != IBV_WR_RDMA_READ ? 1 : packets_for(w->length, qp->mtu);
 	qp->req.psn = roce_psn_add(qp->req.psn, w->npkts);
 	w->sent_pkts = 0;
 	w->rcvd_pkts = 0;
@@ -425,8 +426,8 @@ unsigned rocemu_req_run(struct rocemu_qp *qp, unsigned budget)
 		if (w->state == WQE_POSTED) {
 			if (qp->state != IBV_QPS_RTS)
 				break; /* SQD: finish what started, start nothing new */
-			if (w->opcode == IBV_WR_LOCAL_INV || w->opcode == IBV_WR_BIND_MW) {
-				if (w->opcode == IBV_WR_LOCAL_INV)
+			if (w->wr.opcode == IBV_WR_LOCAL_INV || w->wr.opcode == IBV_WR_BIND_MW) {
+				if (w->wr.opcode == IBV_WR_LOCAL_INV)
 					local_invalidate(qp, w);
 				else
 					local_bind(qp, w);
@@ -517,7 +518,7 @@ void rocemu_req_rewind(struct rocemu_qp *qp, uint32_t psn)
 		else if (w->sent_pkts > from)
 			resent += w->sent_pkts - from;
 		w->state = WQE_ACTIVE;
-		if (w->opcode == IBV_WR_RDMA_READ) {
+		if (w->wr.opcode == IBV_WR_RDMA_READ) {
 			/* READ data arrives in order: re-request from the first missing response.
 			 */
 			if (i != found)

@@ -210,32 +210,7 @@ enum rocemu_wqe_state {
 };
 
 struct rocemu_send_wqe {
-	uint64_t wr_id;
-	enum ibv_wr_opcode opcode;
-	unsigned send_flags;
-	uint32_t imm_data;
-	uint32_t invalidate_rkey;
-	uint64_t remote_addr;
-	uint32_t rkey;
-	uint64_t compare_add, swap;
-	/* IBV_WR_BIND_MW (the new R_Key in rkey, the start in remote_addr) */
-	uint64_t bind_length;
-	uint32_t bind_lkey;
-	unsigned bind_access;
-	uint8_t bind_type;
-	/* UD destination */
-	struct rocemu_ah *ah;
-	uint32_t remote_qpn, remote_qkey;
-	/* ATOMIC WRITE and FLUSH (annex A19) */
-	uint8_t atomic_wr[8];
-	uint8_t flush_type, flush_level;
-	uint32_t xrc_srqn; /**< XRC: the XRCETH of every packet */
-
-	uint32_t num_sge;
-	uint32_t length; /**< message length in bytes */
-	bool is_inline;
-	bool signaled;
-
+	/* the WQE's progress (zero when posted, but for what post.c sets) */
 	enum rocemu_wqe_state state;
 	enum ibv_wc_status status;
 	uint32_t first_psn;
@@ -243,8 +218,14 @@ struct rocemu_send_wqe {
 	uint32_t sent_pkts; /**< request packets transmitted in the current pass */
 	uint32_t rcvd_pkts; /**< READ: response packets received in order */
 	uint32_t read_from; /**< READ: the response its latest request asked from */
+	uint32_t length;    /**< message length in bytes */
+	bool is_inline;
+	bool signaled;
 	bool rd_atomic; /**< READ, atomic, ATOMIC WRITE or FLUSH: counts against max_rd_atomic */
 
+	/** The request as posted (rocemu_qp_post_send): wr.num_sge counts sge[], where the gather
+	 *  list is copied (wr.sg_list is NULL); remote_qpn and xrc_srqn are masked to 24 bits. */
+	struct rocemu_send_wr wr;
 	struct ibv_sge sge[ROCEMU_MAX_SGE];
 	uint8_t inline_data[ROCEMU_MAX_INLINE];
 };

@@ -65,7 +65,7 @@ static int ud_send_one(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
 
 	if (w->length > qp->mtu)
 		return IBV_WC_LOC_LEN_ERR;
-	ud_path(qp, w->ah, &path);
+	ud_path(qp, w->wr.ah, &path);
 	rc = rocemu_engine_fill_path(e, &path, &pkt);
 	if (rc == -EAGAIN)
 		return rc;
@@ -82,17 +82,17 @@ static int ud_send_one(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
 	if (rc < 0)
 		return IBV_WC_RETRY_EXC_ERR;
 	op = ROCE_TRANSPORT_UD |
-	     (w->opcode == IBV_WR_SEND_WITH_IMM ? ROCE_OP_SEND_ONLY_IMM : ROCE_OP_SEND_ONLY);
+	     (w->wr.opcode == IBV_WR_SEND_WITH_IMM ? ROCE_OP_SEND_ONLY_IMM : ROCE_OP_SEND_ONLY);
 	pkt.opcode = op;
 	pkt.op = roce_opcode_info(op);
 	pkt.pkey = ROCE_DEFAULT_PKEY;
-	pkt.dqpn = w->remote_qpn;
+	pkt.dqpn = w->wr.remote_qpn;
 	pkt.psn = qp->req.psn;
-	pkt.se = (w->send_flags & IBV_SEND_SOLICITED) != 0;
-	pkt.deth.qkey = (w->remote_qkey & 0x80000000u) ? ud_own_qkey(qp) : w->remote_qkey;
+	pkt.se = (w->wr.send_flags & IBV_SEND_SOLICITED) != 0;
+	pkt.deth.qkey = (w->wr.remote_qkey & 0x80000000u) ? ud_own_qkey(qp) : w->wr.remote_qkey;
 	pkt.deth.src_qp = qp->qpn;
 	if (pkt.op->hdrs & ROCE_HDR_IMMDT)
-		pkt.imm = be32toh(w->imm_data);
+		pkt.imm = be32toh(w->wr.imm_data);
 	pkt.payload_len = w->length;
 	m = rocemu_engine_pkt_alloc(e, &pkt, &payload);
 	if (!m)
@@ -102,8 +102,8 @@ static int ud_send_one(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
 	if (w->is_inline) {
 		crc = roce_crc32_copy(crc, payload, w->inline_data, w->length);
 	} else if (w->length) {
-		enum rocemu_mem_err err = rocemu_mem_gather_crc(e->mem, qp->pd, w->sge, w->num_sge,
-								0, payload, w->length, &crc);
+		enum rocemu_mem_err err = rocemu_mem_gather_crc(
+		    e->mem, qp->pd, w->sge, w->wr.num_sge, 0, payload, w->length, &crc);
 		if (err != ROCEMU_MEM_OK) {
 			rte_pktmbuf_free(m);
 			return rocemu_comp_local_status(err);
