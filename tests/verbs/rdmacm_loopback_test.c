@@ -456,6 +456,65 @@ static void sync_endpoints(void **state)
 	rdma_destroy_ep(listen);
 }
 
+/* rdma_create_srq(3) and rdma_create_srq_ex: the id's SRQ on the PD asked
+ * for, else the id's (the device's); the granted sizes written back; only
+ * basic SRQs. */
+static void srq_of_id(void **state)
+{
+	(void)state;
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+	assert_int_equal(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	struct sockaddr_in a = tu_addr(IP_A, 0);
+	assert_int_equal(rdma_bind_addr(id, (struct sockaddr *)&a), 0);
+	assert_non_null(id->verbs);
+
+	struct ibv_srq_init_attr sa = {.srq_context = id, .attr = {.max_wr = 5, .max_sge = 1}};
+	assert_int_equal(rdma_create_srq(id, NULL, &sa), 0);
+	assert_non_null(id->srq);
+	assert_non_null(id->pd); /* the device's, now the id's */
+	assert_ptr_equal(id->srq->pd, id->pd);
+	assert_ptr_equal(id->srq->srq_context, id);
+	assert_true(sa.attr.max_wr >= 5);
+	rdma_destroy_srq(id);
+	assert_null(id->srq);
+
+	struct ibv_pd *pd = ibv_alloc_pd(id->verbs);
+	assert_non_null(pd);
+	struct ibv_srq_init_attr_ex ex = {.attr = {.max_wr = 3, .max_sge = 1},
+					  .comp_mask =
+					      IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD,
+					  .srq_type = IBV_SRQT_XRC,
+					  .pd = pd};
+	errno = 0;
+	assert_int_equal(rdma_create_srq_ex(id, &ex), -1);
+	assert_int_equal(errno, EOPNOTSUPP);
+	assert_null(id->srq);
+	ex.srq_type = IBV_SRQT_BASIC;
+	assert_int_equal(rdma_create_srq_ex(id, &ex), 0);
+	assert_ptr_equal(id->srq->pd, pd);
+	assert_ptr_equal(id->pd, pd);
+	assert_true(ex.attr.max_wr >= 3);
+	rdma_destroy_srq(id);
+	/* without IBV_SRQ_INIT_ATTR_PD the pd field is not read: the id's PD */
+	ex = (struct ibv_srq_init_attr_ex){.attr = {.max_wr = 3, .max_sge = 1},
+					   .pd = (struct ibv_pd *)&ex};
+	assert_int_equal(rdma_create_srq_ex(id, &ex), 0);
+	assert_ptr_equal(id->srq->pd, pd);
+	rdma_destroy_srq(id);
+
+	errno = 0;
+	assert_int_equal(rdma_create_srq(id, NULL, NULL), -1);
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_int_equal(rdma_create_srq_ex(NULL, &ex), -1);
+	assert_int_equal(errno, EINVAL);
+	id->pd = NULL;
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+	assert_int_equal(rdma_destroy_id(id), 0);
+	rdma_destroy_event_channel(ch);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -468,6 +527,7 @@ int main(void)
 	    cmocka_unit_test(rejected_no_listener),
 	    cmocka_unit_test(ud_sidr),
 	    cmocka_unit_test(sync_endpoints),
+	    cmocka_unit_test(srq_of_id),
 	    cmocka_unit_test(unreachable_host),
 	    cmocka_unit_test(rejected_no_listener), /* the GSI still answers after that */
 	    // clang-format on

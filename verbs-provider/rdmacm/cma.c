@@ -1624,26 +1624,36 @@ void rdma_destroy_qp(struct rdma_cm_id *id)
 }
 ROCEMU_PUBLIC(rdma_destroy_qp)
 
-int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
+/* The id's SRQ on pd (NULL: the id's PD, else the device's); attr is
+ * updated with what was granted. */
+static int create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, void *srq_context,
+		      struct ibv_srq_attr *attr)
 {
 	if (!id || !attr || !id->verbs)
 		return fail(EINVAL);
 	struct cma_device *d = cma_device_of(id->verbs);
-	struct ibv_srq_init_attr sa = {.srq_context = attr->srq_context, .attr = attr->attr};
 	if (!d)
 		return fail(ENODEV);
-	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC)
-		return fail(EOPNOTSUPP);
-	struct ibv_pd *pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) && attr->pd
-				? attr->pd
-				: (id->pd ? id->pd : d->pd);
+	if (!pd)
+		pd = id->pd ? id->pd : d->pd;
+	struct ibv_srq_init_attr sa = {.srq_context = srq_context, .attr = *attr};
 	struct ibv_srq *srq = ibv_create_srq(pd, &sa);
 	if (!srq)
 		return -1;
-	attr->attr = sa.attr;
+	*attr = sa.attr;
 	id->srq = srq;
 	id->pd = pd;
 	return 0;
+}
+
+int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
+{
+	if (!attr)
+		return fail(EINVAL);
+	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC)
+		return fail(EOPNOTSUPP);
+	return create_srq(id, (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) ? attr->pd : NULL,
+			  attr->srq_context, &attr->attr);
 }
 ROCEMU_PUBLIC(rdma_create_srq_ex)
 
@@ -1651,14 +1661,7 @@ int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_srq_ini
 {
 	if (!attr)
 		return fail(EINVAL);
-	struct ibv_srq_init_attr_ex a = {.srq_context = attr->srq_context,
-					 .attr = attr->attr,
-					 .comp_mask = pd ? IBV_SRQ_INIT_ATTR_PD : 0,
-					 .pd = pd};
-	int rc = rdma_create_srq_ex(id, &a);
-	if (rc == 0)
-		attr->attr = a.attr;
-	return rc;
+	return create_srq(id, pd, attr->srq_context, &attr->attr);
 }
 ROCEMU_PUBLIC(rdma_create_srq)
 
