@@ -86,6 +86,18 @@ static int bind(struct mwf *f, const struct rocemu_pd *pd, uint32_t qpn, struct 
 	return rc;
 }
 
+/* A new window of type on f->pd, bound through QP qpn to the first 64
+ * bytes of buf for remote read and write; its key in *key. */
+static struct rocemu_mw *bound_window(struct mwf *f, enum ibv_mw_type type, uint32_t qpn,
+				      uint32_t *key)
+{
+	struct rocemu_mw *mw;
+
+	assert_int_equal(rocemu_mw_alloc(f->pd, type, &mw), 0);
+	assert_int_equal(bind(f, f->pd, qpn, mw, f->mr->key, at(f, 0), 64, RW, key), 0);
+	return mw;
+}
+
 static enum rocemu_mem_err wr(struct mwf *f, uint32_t qpn, uint32_t key, uint64_t iova,
 			      uint32_t len)
 {
@@ -326,8 +338,7 @@ static void test_rebind_new_tag(void **state)
 	struct rocemu_mw *t2, *t1;
 	uint32_t k1, k2;
 
-	assert_int_equal(rocemu_mw_alloc(f->pd, IBV_MW_TYPE_2, &t2), 0);
-	assert_int_equal(bind(f, f->pd, QA, t2, f->mr->key, at(f, 0), 64, RW, &k1), 0);
+	t2 = bound_window(f, IBV_MW_TYPE_2, QA, &k1);
 	assert_int_equal(rocemu_mem_invalidate(f->e->mem, f->pd, k1, false, QA), ROCEMU_MEM_OK);
 	assert_int_equal(bind(f, f->pd, QB, t2, f->mr->key, at(f, 0), 64, RW, &k2), 0);
 	assert_int_not_equal(k1, k2);
@@ -335,8 +346,7 @@ static void test_rebind_new_tag(void **state)
 	assert_int_equal(rd(f, QB, k1, at(f, 0)), ROCEMU_MEM_BAD_KEY);
 	assert_int_equal(rd(f, QB, k2, at(f, 0)), ROCEMU_MEM_OK);
 
-	assert_int_equal(rocemu_mw_alloc(f->pd, IBV_MW_TYPE_1, &t1), 0);
-	assert_int_equal(bind(f, f->pd, QA, t1, f->mr->key, at(f, 0), 64, RW, &k1), 0);
+	t1 = bound_window(f, IBV_MW_TYPE_1, QA, &k1);
 	/* type 1: any QP of the PD */
 	assert_int_equal(rd(f, QB, k1, at(f, 0)), ROCEMU_MEM_OK);
 	assert_int_equal(
@@ -359,13 +369,11 @@ static void test_rebind_new_tag(void **state)
 static void test_invalidate_rules(void **state)
 {
 	struct mwf *f = *state;
-	struct rocemu_mw *t2, *t1;
+	struct rocemu_mw *t2;
 	uint32_t k, k1;
 
-	assert_int_equal(rocemu_mw_alloc(f->pd, IBV_MW_TYPE_2, &t2), 0);
-	assert_int_equal(rocemu_mw_alloc(f->pd, IBV_MW_TYPE_1, &t1), 0);
-	assert_int_equal(bind(f, f->pd, QA, t2, f->mr->key, at(f, 0), 64, RW, &k), 0);
-	assert_int_equal(bind(f, f->pd, QA, t1, f->mr->key, at(f, 0), 64, RW, &k1), 0);
+	t2 = bound_window(f, IBV_MW_TYPE_2, QA, &k);
+	bound_window(f, IBV_MW_TYPE_1, QA, &k1);
 	/* remote: another QP's peer, another PD, then the right peer */
 	assert_int_equal(rocemu_mem_invalidate(f->e->mem, f->pd, k, true, QB), ROCEMU_MEM_ACCESS);
 	assert_int_equal(rocemu_mem_invalidate(f->e->mem, f->pd2, k, true, QA), ROCEMU_MEM_BAD_PD);
@@ -396,10 +404,8 @@ static void test_region_busy_and_dealloc(void **state)
 	struct rocemu_mw *t2, *t1;
 	uint32_t k, k1;
 
-	assert_int_equal(rocemu_mw_alloc(f->pd, IBV_MW_TYPE_2, &t2), 0);
-	assert_int_equal(rocemu_mw_alloc(f->pd, IBV_MW_TYPE_1, &t1), 0);
-	assert_int_equal(bind(f, f->pd, QA, t2, f->mr->key, at(f, 0), 64, RW, &k), 0);
-	assert_int_equal(bind(f, f->pd, QA, t1, f->mr->key, at(f, 0), 64, RW, &k1), 0);
+	t2 = bound_window(f, IBV_MW_TYPE_2, QA, &k);
+	t1 = bound_window(f, IBV_MW_TYPE_1, QA, &k1);
 	assert_int_equal(rocemu_mr_dereg(f->mr), -EBUSY);
 	assert_int_equal(
 	    rocemu_mr_rereg(f->mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, 0, MR_RIGHTS),
@@ -416,11 +422,9 @@ static void test_region_busy_and_dealloc(void **state)
 static void test_region_invalidated(void **state)
 {
 	struct mwf *f = *state;
-	struct rocemu_mw *t2;
 	uint32_t k;
 
-	assert_int_equal(rocemu_mw_alloc(f->pd, IBV_MW_TYPE_2, &t2), 0);
-	assert_int_equal(bind(f, f->pd, QA, t2, f->mr->key, at(f, 0), 64, RW, &k), 0);
+	bound_window(f, IBV_MW_TYPE_2, QA, &k);
 	assert_int_equal(rocemu_mem_invalidate(f->e->mem, f->pd, f->mr->key, false, QA),
 			 ROCEMU_MEM_OK);
 	assert_int_equal(rd(f, QA, k, at(f, 0)), ROCEMU_MEM_BAD_KEY);
@@ -431,13 +435,11 @@ static void test_region_invalidated(void **state)
 static void test_qp_destroyed(void **state)
 {
 	struct mwf *f = *state;
-	struct rocemu_mw *t2, *other;
+	struct rocemu_mw *other;
 	uint32_t k, k2;
 
-	assert_int_equal(rocemu_mw_alloc(f->pd, IBV_MW_TYPE_2, &t2), 0);
-	assert_int_equal(rocemu_mw_alloc(f->pd, IBV_MW_TYPE_2, &other), 0);
-	assert_int_equal(bind(f, f->pd, QA, t2, f->mr->key, at(f, 0), 64, RW, &k), 0);
-	assert_int_equal(bind(f, f->pd, QB, other, f->mr->key, at(f, 0), 64, RW, &k2), 0);
+	bound_window(f, IBV_MW_TYPE_2, QA, &k);
+	other = bound_window(f, IBV_MW_TYPE_2, QB, &k2);
 	rocemu_mem_windows_orphan(f->e->mem, QA);
 	assert_int_equal(rd(f, QA, k, at(f, 0)), ROCEMU_MEM_BAD_KEY);
 	assert_int_equal(rocemu_mem_invalidate(f->e->mem, f->pd, k, true, QA), ROCEMU_MEM_ACCESS);
