@@ -42,51 +42,17 @@ static struct ibv_qp *qp_to(const char *dst, int sgid)
 	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
 	    .qp_type = IBV_QPT_RC,
 	};
-	struct ibv_qp_attr a = {0};
 	struct ibv_qp *qp = ibv_create_qp(D.pd, &init);
-	uint8_t gid[16] = {0};
+	union ibv_gid gid = {0};
 
 	assert_non_null(qp);
 	if (strchr(dst, ':')) {
-		assert_int_equal(inet_pton(AF_INET6, dst, gid), 1);
+		assert_int_equal(inet_pton(AF_INET6, dst, gid.raw), 1);
 	} else {
-		gid[10] = gid[11] = 0xff;
-		assert_int_equal(inet_pton(AF_INET, dst, gid + 12), 1);
+		gid.raw[10] = gid.raw[11] = 0xff;
+		assert_int_equal(inet_pton(AF_INET, dst, gid.raw + 12), 1);
 	}
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-	assert_int_equal(
-	    ibv_modify_qp(qp, &a,
-			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
-	    0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = 0x99;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.grh.sgid_index = (uint8_t)sgid;
-	memcpy(a.ah_attr.grh.dgid.raw, gid, 16);
-	assert_int_equal(ibv_modify_qp(qp, &a,
-				       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
-			 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	assert_int_equal(ibv_modify_qp(qp, &a,
-				       IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-					   IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-					   IBV_QP_MAX_QP_RD_ATOMIC),
-			 0);
+	tu_rc_to_rts(qp, &gid, (uint8_t)sgid, 0x99, IBV_ACCESS_REMOTE_WRITE);
 	return qp;
 }
 

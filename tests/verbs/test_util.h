@@ -63,7 +63,6 @@ static inline struct ibv_device **tu_devices(char *path, const char *cfg, int wa
 	return list;
 }
 
-/* One successful completion from cq within 10 s, else the test fails. */
 /* A UD QP through INIT (port 1, Q_Key qkey), RTR and RTS (send PSN psn), each asserted. */
 static inline void tu_ud_to_rts(struct ibv_qp *qp, uint32_t qkey, uint32_t psn)
 {
@@ -78,7 +77,49 @@ static inline void tu_ud_to_rts(struct ibv_qp *qp, uint32_t qkey, uint32_t psn)
 	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
 }
 
-static inline struct ibv_wc tu_poll_one(struct ibv_cq *cq)
+/* An RC QP through INIT (port 1, remote access), RTR to QP dqpn at dgid
+ * from GID index sgid (1024-byte MTU, receive PSN 7, 4 incoming reads and
+ * atomics, RNR timer 12) and RTS (send PSN 7, timeout 14, 7 retries and RNR
+ * retries, 4 outgoing reads and atomics), each asserted. */
+static inline void tu_rc_to_rts(struct ibv_qp *qp, const union ibv_gid *dgid, uint8_t sgid,
+				uint32_t dqpn, unsigned access)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = access};
+
+	assert_int_equal(
+	    ibv_modify_qp(qp, &a,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+	    0);
+	a = (struct ibv_qp_attr){
+	    .qp_state = IBV_QPS_RTR,
+	    .path_mtu = IBV_MTU_1024,
+	    .dest_qp_num = dqpn,
+	    .rq_psn = 7,
+	    .max_dest_rd_atomic = 4,
+	    .min_rnr_timer = 12,
+	    .ah_attr = {.is_global = 1,
+			.grh = {.dgid = *dgid, .sgid_index = sgid, .hop_limit = 64},
+			.port_num = 1}};
+	assert_int_equal(ibv_modify_qp(qp, &a,
+				       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+					   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+			 0);
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS,
+				 .timeout = 14,
+				 .retry_cnt = 7,
+				 .rnr_retry = 7,
+				 .sq_psn = 7,
+				 .max_rd_atomic = 4};
+	assert_int_equal(ibv_modify_qp(qp, &a,
+				       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+					   IBV_QP_MAX_QP_RD_ATOMIC),
+			 0);
+}
+
+/* The next completion on cq within 10 s, whatever its status, else the test fails. */
+static inline struct ibv_wc tu_poll_any(struct ibv_cq *cq)
 {
 	struct ibv_wc wc;
 	double end = tu_now() + 10;
@@ -88,6 +129,14 @@ static inline struct ibv_wc tu_poll_one(struct ibv_cq *cq)
 		;
 	if (n != 1)
 		fail_msg("no completion within 10 s (poll returned %d)", n);
+	return wc;
+}
+
+/* One successful completion from cq within 10 s, else the test fails. */
+static inline struct ibv_wc tu_poll_one(struct ibv_cq *cq)
+{
+	struct ibv_wc wc = tu_poll_any(cq);
+
 	if (wc.status != IBV_WC_SUCCESS)
 		fail_msg("completion wr_id %llu status %s", (unsigned long long)wc.wr_id,
 			 ibv_wc_status_str(wc.status));

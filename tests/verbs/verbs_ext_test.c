@@ -91,59 +91,6 @@ static struct ibv_qp *rc_qp(struct host *h, uint64_t ops)
 	return qp;
 }
 
-static void rc_connect(struct ibv_qp *qp, const union ibv_gid *dgid, uint32_t dqpn, unsigned access)
-{
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = access};
-
-	assert_int_equal(
-	    ibv_modify_qp(qp, &a,
-			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
-	    0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dqpn;
-	a.rq_psn = 7;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *dgid;
-	a.ah_attr.grh.sgid_index = TU_GID_INDEX;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	assert_int_equal(ibv_modify_qp(qp, &a,
-				       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
-			 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 7;
-	a.max_rd_atomic = 4;
-	assert_int_equal(ibv_modify_qp(qp, &a,
-				       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					   IBV_QP_MAX_QP_RD_ATOMIC),
-			 0);
-}
-
-/* The next completion on cq within 10 s, whatever its status. */
-static struct ibv_wc poll_any(struct ibv_cq *cq)
-{
-	struct ibv_wc wc;
-	double end = tu_now() + 10;
-	int n;
-
-	while ((n = ibv_poll_cq(cq, 1, &wc)) == 0 && tu_now() < end)
-		;
-	if (n != 1)
-		fail_msg("no completion within 10 s (poll returned %d)", n);
-	return wc;
-}
-
 #define ALL_REMOTE (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 #define MR_ALL	   (IBV_ACCESS_LOCAL_WRITE | ALL_REMOTE)
 
@@ -164,8 +111,8 @@ static void atomic_write_places_8_bytes(void **state)
 	host_open(&b, devs[1], MR_ALL);
 	qa = rc_qp(&a, IBV_QP_EX_WITH_ATOMIC_WRITE | IBV_QP_EX_WITH_SEND);
 	qb = rc_qp(&b, IBV_QP_EX_WITH_SEND);
-	rc_connect(qa, &b.gid, qb->qp_num, ALL_REMOTE);
-	rc_connect(qb, &a.gid, qa->qp_num, ALL_REMOTE);
+	tu_rc_to_rts(qa, &b.gid, TU_GID_INDEX, qb->qp_num, ALL_REMOTE);
+	tu_rc_to_rts(qb, &a.gid, TU_GID_INDEX, qa->qp_num, ALL_REMOTE);
 	memset(b.buf + 64, 0xEE, 24);
 
 	/* ibv_wr_atomic_write(3): the 8 bytes are copied at the call */
@@ -221,7 +168,7 @@ static void atomic_write_places_8_bytes(void **state)
 	x->wr_id = 3;
 	ibv_wr_atomic_write(x, b.mr->rkey, (uintptr_t)b.buf + 100, val);
 	assert_int_equal(ibv_wr_complete(x), 0);
-	wc = poll_any(a.cq);
+	wc = tu_poll_any(a.cq);
 	assert_int_equal(wc.wr_id, 3);
 	assert_int_equal(wc.status, IBV_WC_REM_INV_REQ_ERR);
 	assert_int_equal(b.buf[100], 0);
@@ -247,15 +194,15 @@ static void atomic_write_needs_remote_write(void **state)
 	host_open(&b, devs[1], MR_ALL);
 	qa = rc_qp(&a, IBV_QP_EX_WITH_ATOMIC_WRITE);
 	qb = rc_qp(&b, IBV_QP_EX_WITH_SEND);
-	rc_connect(qa, &b.gid, qb->qp_num, ALL_REMOTE);
-	rc_connect(qb, &a.gid, qa->qp_num, IBV_ACCESS_REMOTE_READ);
+	tu_rc_to_rts(qa, &b.gid, TU_GID_INDEX, qb->qp_num, ALL_REMOTE);
+	tu_rc_to_rts(qb, &a.gid, TU_GID_INDEX, qa->qp_num, IBV_ACCESS_REMOTE_READ);
 	x = ibv_qp_to_qp_ex(qa);
 	ibv_wr_start(x);
 	x->wr_id = 9;
 	x->wr_flags = IBV_SEND_SIGNALED;
 	ibv_wr_atomic_write(x, b.mr->rkey, (uintptr_t)b.buf + 8, &v);
 	assert_int_equal(ibv_wr_complete(x), 0);
-	wc = poll_any(a.cq);
+	wc = tu_poll_any(a.cq);
 	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
 	for (unsigned i = 0; i < 16; i++)
 		assert_int_equal(b.buf[8 + i], 0);
@@ -388,8 +335,8 @@ static void parent_domain_allocators(void **state)
 
 	/* the parent domain stands for a.pd: a.mr (registered on a.pd) works */
 	qb = rc_qp(&b, IBV_QP_EX_WITH_SEND);
-	rc_connect(qa, &b.gid, qb->qp_num, ALL_REMOTE);
-	rc_connect(qb, &a.gid, qa->qp_num, ALL_REMOTE);
+	tu_rc_to_rts(qa, &b.gid, TU_GID_INDEX, qb->qp_num, ALL_REMOTE);
+	tu_rc_to_rts(qb, &a.gid, TU_GID_INDEX, qa->qp_num, ALL_REMOTE);
 	tu_fill(a.buf, 300, 4);
 	struct ibv_sge sge = {.addr = (uintptr_t)a.buf, .length = 300, .lkey = a.mr->lkey};
 	struct ibv_send_wr wr = {.wr_id = 1,
@@ -478,8 +425,8 @@ static void cq_ignore_overrun(void **state)
 		};
 		struct ibv_qp *qb = ibv_create_qp_ex(b.ctx, &qia);
 		assert_non_null(qb);
-		rc_connect(qa, &b.gid, qb->qp_num, ALL_REMOTE);
-		rc_connect(qb, &a.gid, qa->qp_num, ALL_REMOTE);
+		tu_rc_to_rts(qa, &b.gid, TU_GID_INDEX, qb->qp_num, ALL_REMOTE);
+		tu_rc_to_rts(qb, &a.gid, TU_GID_INDEX, qa->qp_num, ALL_REMOTE);
 		for (int i = 0; i < 2; i++) {
 			struct ibv_sge rs = {
 			    .addr = (uintptr_t)b.buf + 64 * i, .length = 64, .lkey = b.mr->lkey};
@@ -497,7 +444,7 @@ static void cq_ignore_overrun(void **state)
 						 .send_flags = IBV_SEND_SIGNALED},
 					   *bad;
 			assert_int_equal(ibv_post_send(qa, &wr, &bad), 0);
-			struct ibv_wc wc = poll_any(a.cq);
+			struct ibv_wc wc = tu_poll_any(a.cq);
 			/* the overrun moved b's QP to ERR before it acknowledged: a's
 			 * retries go unanswered (11.4.2.1) */
 			assert_int_equal(wc.status,
@@ -783,7 +730,7 @@ static void raw_packet_steering(void **state)
 
 	/* a frame shorter than an Ethernet header: LOC_LEN_ERR, the QP to SQE */
 	raw_send(&a, ra, 0, 10, 5);
-	struct ibv_wc wc = poll_any(a.cq);
+	struct ibv_wc wc = tu_poll_any(a.cq);
 	assert_int_equal(wc.status, IBV_WC_LOC_LEN_ERR);
 	/* IBV_SEND_IP_CSUM: no checksum offload on this device */
 	struct ibv_sge s = {.addr = (uintptr_t)a.buf, .length = 64, .lkey = a.mr->lkey};
@@ -947,8 +894,8 @@ static void mw_qps(struct mw_pair *p, struct ibv_qp **qa, struct ibv_qp **qb, ui
 {
 	*qa = rc_qp(&p->a, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_INV);
 	*qb = rc_qp(&p->b, b_ops);
-	rc_connect(*qa, &p->b.gid, (*qb)->qp_num, ALL_REMOTE);
-	rc_connect(*qb, &p->a.gid, (*qa)->qp_num, ALL_REMOTE);
+	tu_rc_to_rts(*qa, &p->b.gid, TU_GID_INDEX, (*qb)->qp_num, ALL_REMOTE);
+	tu_rc_to_rts(*qb, &p->a.gid, TU_GID_INDEX, (*qa)->qp_num, ALL_REMOTE);
 }
 
 static void mw_pair_open(struct mw_pair *p, uint64_t b_ops)
@@ -958,10 +905,15 @@ static void mw_pair_open(struct mw_pair *p, uint64_t b_ops)
 	mw_qps(p, &p->qa, &p->qb, b_ops);
 }
 
+static void mw_qps_close(struct ibv_qp *qa, struct ibv_qp *qb)
+{
+	assert_int_equal(ibv_destroy_qp(qa), 0);
+	assert_int_equal(ibv_destroy_qp(qb), 0);
+}
+
 static void mw_pair_close(struct mw_pair *p)
 {
-	assert_int_equal(ibv_destroy_qp(p->qa), 0);
-	assert_int_equal(ibv_destroy_qp(p->qb), 0);
+	mw_qps_close(p->qa, p->qb);
 	host_close(&p->a);
 	host_close(&p->b);
 }
@@ -985,12 +937,33 @@ static int post_bind(struct ibv_qp *qp, struct ibv_mw *mw, uint32_t rkey, struct
 /* A bind's completion on cq: wr_id 9, IBV_WC_BIND_MW when it succeeded. */
 static enum ibv_wc_status bind_status(struct ibv_cq *cq)
 {
-	struct ibv_wc wc = poll_any(cq);
+	struct ibv_wc wc = tu_poll_any(cq);
 
 	assert_int_equal(wc.wr_id, 9);
 	if (wc.status == IBV_WC_SUCCESS)
 		assert_int_equal(wc.opcode, IBV_WC_BIND_MW);
 	return wc.status;
+}
+
+/* A window of type on b's PD. */
+static struct ibv_mw *mw_alloc(struct mw_pair *p, enum ibv_mw_type type)
+{
+	struct ibv_mw *mw = ibv_alloc_mw(p->b.pd, type);
+
+	assert_non_null(mw);
+	assert_int_equal(mw->type, type);
+	return mw;
+}
+
+/* Type 2 window mw bound through qb to [addr, addr+len) of b's region for
+ * remote read and write, the bind completed; its new key. */
+static uint32_t mw_bind_type2(struct mw_pair *p, struct ibv_mw *mw, uint64_t addr, uint64_t len)
+{
+	uint32_t rkey = ibv_inc_rkey(mw->rkey);
+
+	assert_int_equal(post_bind(p->qb, mw, rkey, p->b.mr, addr, len, MW_RW), 0);
+	assert_int_equal(bind_status(p->b.cq), IBV_WC_SUCCESS);
+	return rkey;
 }
 
 /* One WRITE or READ of len bytes of a's buffer at off through rkey; its status. */
@@ -1009,7 +982,7 @@ static enum ibv_wc_status mw_rdma(struct host *a, struct ibv_qp *qp, enum ibv_wr
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
 	assert_int_equal(ibv_post_send(qp, &wr, &bad), 0);
-	wc = poll_any(a->cq);
+	wc = tu_poll_any(a->cq);
 	assert_int_equal(wc.wr_id, 0x77);
 	return wc.status;
 }
@@ -1033,9 +1006,9 @@ static enum ibv_wc_status mw_send_inv(struct mw_pair *p, struct ibv_qp *qa, stru
 
 	assert_int_equal(ibv_post_recv(qb, &rwr, &rbad), 0);
 	assert_int_equal(ibv_post_send(qa, &swr, &sbad), 0);
-	wc = poll_any(p->a.cq);
+	wc = tu_poll_any(p->a.cq);
 	assert_int_equal(wc.wr_id, 0x66);
-	*recv = poll_any(p->b.cq);
+	*recv = tu_poll_any(p->b.cq);
 	assert_int_equal(recv->wr_id, 0x55);
 	return wc.status;
 }
@@ -1076,13 +1049,9 @@ static void mw_type2_remote_invalidate(void **state)
 
 	(void)state;
 	mw_pair_open(&p, IBV_QP_EX_WITH_SEND);
-	mw = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_2);
-	assert_non_null(mw);
-	assert_int_equal(mw->type, IBV_MW_TYPE_2);
-	rkey = ibv_inc_rkey(mw->rkey);
+	mw = mw_alloc(&p, IBV_MW_TYPE_2);
 	base = (uintptr_t)p.b.buf + 4096;
-	assert_int_equal(post_bind(p.qb, mw, rkey, p.b.mr, base, 4096, MW_RW), 0);
-	assert_int_equal(bind_status(p.b.cq), IBV_WC_SUCCESS);
+	rkey = mw_bind_type2(&p, mw, base, 4096);
 	/* the region cannot go while a window is bound to it */
 	assert_int_equal(ibv_dereg_mr(p.b.mr), EBUSY);
 
@@ -1119,8 +1088,7 @@ static void mw_type2_wr_bind_local_inv(void **state)
 
 	(void)state;
 	mw_pair_open(&p, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV);
-	mw = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_2);
-	assert_non_null(mw);
+	mw = mw_alloc(&p, IBV_MW_TYPE_2);
 	rkey = ibv_inc_rkey(mw->rkey);
 	x = ibv_qp_to_qp_ex(p.qb);
 	struct ibv_mw_bind_info bi = {.mr = p.b.mr,
@@ -1145,7 +1113,7 @@ static void mw_type2_wr_bind_local_inv(void **state)
 	x->wr_flags = IBV_SEND_SIGNALED;
 	ibv_wr_local_inv(x, rkey);
 	assert_int_equal(ibv_wr_complete(x), 0);
-	wc = poll_any(p.b.cq);
+	wc = tu_poll_any(p.b.cq);
 	assert_int_equal(wc.wr_id, 10);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(wc.opcode, IBV_WC_LOCAL_INV);
@@ -1170,8 +1138,7 @@ static void mw_type1_bind_unbind(void **state)
 	(void)state;
 	mw_pair_open(&p, IBV_QP_EX_WITH_SEND);
 	mw_qps(&p, &qa2, &qb2, IBV_QP_EX_WITH_SEND);
-	mw = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_1);
-	assert_non_null(mw);
+	mw = mw_alloc(&p, IBV_MW_TYPE_1);
 	k0 = mw->rkey;
 	struct ibv_mw_bind bind = {.wr_id = 9,
 				   .send_flags = IBV_SEND_SIGNALED,
@@ -1214,8 +1181,7 @@ static void mw_type1_bind_unbind(void **state)
 	    mw_rdma(&p.a, p.qa, IBV_WR_RDMA_WRITE, 0, 32, (uintptr_t)p.b.buf + 2048, k2),
 	    IBV_WC_REM_ACCESS_ERR);
 	assert_int_equal(ibv_dealloc_mw(mw), 0);
-	assert_int_equal(ibv_destroy_qp(qa2), 0);
-	assert_int_equal(ibv_destroy_qp(qb2), 0);
+	mw_qps_close(qa2, qb2);
 	mw_pair_close(&p);
 }
 
@@ -1238,13 +1204,9 @@ static void mw_remote_invalidate_refused(void **state)
 	mw_pair_open(&p, IBV_QP_EX_WITH_SEND);
 	mw_qps(&p, &qa2, &qb2, IBV_QP_EX_WITH_SEND);
 	mw_qps(&p, &qa3, &qb3, IBV_QP_EX_WITH_SEND);
-	t2 = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_2);
-	t1 = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_1);
-	assert_non_null(t2);
-	assert_non_null(t1);
-	k2 = ibv_inc_rkey(t2->rkey);
-	assert_int_equal(post_bind(p.qb, t2, k2, p.b.mr, (uintptr_t)p.b.buf, 4096, MW_RW), 0);
-	assert_int_equal(bind_status(p.b.cq), IBV_WC_SUCCESS);
+	t2 = mw_alloc(&p, IBV_MW_TYPE_2);
+	t1 = mw_alloc(&p, IBV_MW_TYPE_1);
+	k2 = mw_bind_type2(&p, t2, (uintptr_t)p.b.buf, 4096);
 	struct ibv_mw_bind bind = {
 	    .wr_id = 9,
 	    .send_flags = IBV_SEND_SIGNALED,
@@ -1267,10 +1229,8 @@ static void mw_remote_invalidate_refused(void **state)
 
 	assert_int_equal(ibv_dealloc_mw(t1), 0);
 	assert_int_equal(ibv_dealloc_mw(t2), 0);
-	assert_int_equal(ibv_destroy_qp(qa2), 0);
-	assert_int_equal(ibv_destroy_qp(qb2), 0);
-	assert_int_equal(ibv_destroy_qp(qa3), 0);
-	assert_int_equal(ibv_destroy_qp(qb3), 0);
+	mw_qps_close(qa2, qb2);
+	mw_qps_close(qa3, qb3);
 	mw_pair_close(&p);
 }
 
@@ -1292,10 +1252,8 @@ static void mw_bind_errors_and_dealloc(void **state)
 
 	(void)state;
 	mw_pair_open(&p, IBV_QP_EX_WITH_SEND);
-	mw = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_2);
-	other = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_2);
-	assert_non_null(mw);
-	assert_non_null(other);
+	mw = mw_alloc(&p, IBV_MW_TYPE_2);
+	other = mw_alloc(&p, IBV_MW_TYPE_2);
 	k = ibv_inc_rkey(mw->rkey);
 	uint64_t addr = (uintptr_t)p.b.buf;
 	assert_int_equal(post_bind(p.qb, NULL, k, p.b.mr, addr, 64, MW_RW), EINVAL);
@@ -1313,7 +1271,7 @@ static void mw_bind_errors_and_dealloc(void **state)
 	    .qp_type = IBV_QPT_RC};
 	struct ibv_qp *q2 = ibv_create_qp(pd2, &qia);
 	assert_non_null(q2);
-	rc_connect(q2, &p.a.gid, p.qa->qp_num, ALL_REMOTE);
+	tu_rc_to_rts(q2, &p.a.gid, TU_GID_INDEX, p.qa->qp_num, ALL_REMOTE);
 	assert_int_equal(post_bind(q2, mw, k, p.b.mr, addr, 64, MW_RW), 0);
 	assert_int_equal(bind_status(p.b.cq), IBV_WC_MW_BIND_ERR);
 	assert_int_equal(ibv_destroy_qp(q2), 0);
@@ -1332,8 +1290,7 @@ static void mw_bind_errors_and_dealloc(void **state)
 	/* the failed binds left the window free */
 	assert_int_equal(ibv_dereg_mr(no_bind), 0);
 	assert_int_equal(ibv_dereg_mr(no_write), 0);
-	assert_int_equal(ibv_destroy_qp(qa2), 0);
-	assert_int_equal(ibv_destroy_qp(qb2), 0);
+	mw_qps_close(qa2, qb2);
 
 	/* dealloc while bound */
 	mw_qps(&p, &qa2, &qb2, IBV_QP_EX_WITH_SEND);
@@ -1344,8 +1301,7 @@ static void mw_bind_errors_and_dealloc(void **state)
 	assert_int_equal(mw_rdma(&p.a, qa2, IBV_WR_RDMA_WRITE, 0, 8, addr, k),
 			 IBV_WC_REM_ACCESS_ERR);
 	assert_int_equal(ibv_dealloc_mw(other), 0);
-	assert_int_equal(ibv_destroy_qp(qa2), 0);
-	assert_int_equal(ibv_destroy_qp(qb2), 0);
+	mw_qps_close(qa2, qb2);
 	mw_pair_close(&p);
 }
 

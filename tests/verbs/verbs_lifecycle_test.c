@@ -45,45 +45,9 @@ static struct ibv_device *find(struct ibv_device **list, int n, const char *name
 	return NULL;
 }
 
-static void modify(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
-{
-	int rc = ibv_modify_qp(qp, a, mask);
-
-	if (rc)
-		fail_msg("ibv_modify_qp to state %d: %s", a->qp_state, strerror(rc));
-}
-
 static void connect_rc(struct tu_side *s, const struct tu_side *peer)
 {
-	struct ibv_qp_attr a = {
-	    .qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
-
-	modify(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = peer->qp->qp_num;
-	a.rq_psn = 7;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = peer->gid;
-	a.ah_attr.grh.sgid_index = TU_GID_INDEX;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	modify(s->qp, &a,
-	       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-		   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 7;
-	a.max_rd_atomic = 1;
-	modify(s->qp, &a,
-	       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-		   IBV_QP_MAX_QP_RD_ATOMIC);
+	tu_rc_to_rts(s->qp, &peer->gid, TU_GID_INDEX, peer->qp->qp_num, IBV_ACCESS_REMOTE_WRITE);
 }
 
 /* New RC QPs between a and b, one SEND each way, every byte checked. */
