@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 
@@ -15,7 +16,8 @@
 
 pthread_mutex_t rocemu_ctx_list_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void rocemu_async_push(struct rocemu_vcontext *c, const struct ibv_async_event *ev)
+void rocemu_async_push(struct rocemu_vcontext *c, const struct ibv_async_event *ev,
+		       uint32_t *reported)
 {
 	struct rocemu_async_event *e = calloc(1, sizeof(*e));
 	uint64_t one = 1;
@@ -23,6 +25,7 @@ void rocemu_async_push(struct rocemu_vcontext *c, const struct ibv_async_event *
 	if (!e)
 		return; /* nothing sane to do: the event is lost */
 	e->ev = *ev;
+	e->reported = reported;
 	pthread_mutex_lock(&c->ev_lock);
 	if (c->ev_tail)
 		c->ev_tail->next = e;
@@ -100,7 +103,7 @@ void rocemu_async_from_engine(void *arg, const struct rocemu_event *ev)
 	if (ev->obj_ctx && ev->type == IBV_EVENT_CQ_ERR) {
 		struct rocemu_vcq *cq = ev->obj_ctx;
 		out.element.cq = (struct ibv_cq *)&cq->cqx;
-		rocemu_async_push(cq->ctx, &out);
+		rocemu_async_push(cq->ctx, &out, &cq->async_reported);
 		return;
 	}
 	if (!ev->obj_ctx && is_qp_event(ev->type))
@@ -108,21 +111,21 @@ void rocemu_async_from_engine(void *arg, const struct rocemu_event *ev)
 	if (ev->obj_ctx && is_qp_event(ev->type)) {
 		struct rocemu_vqp *qp = ev->obj_ctx;
 		out.element.qp = &qp->qpx.qp_base;
-		rocemu_async_push(qp->ctx, &out);
+		rocemu_async_push(qp->ctx, &out, &qp->events_reported);
 		return;
 	}
 	if (ev->obj_ctx &&
 	    (ev->type == IBV_EVENT_SRQ_ERR || ev->type == IBV_EVENT_SRQ_LIMIT_REACHED)) {
 		struct rocemu_vsrq *srq = ev->obj_ctx;
 		out.element.srq = &srq->srq;
-		rocemu_async_push(srq->ctx, &out);
+		rocemu_async_push(srq->ctx, &out, &srq->events_reported);
 		return;
 	}
 	/* Port and device events go to every context open on the device. */
 	out.element.port_num = 1;
 	pthread_mutex_lock(&rocemu_ctx_list_lock);
 	for (struct rocemu_vcontext *c = d->contexts; c; c = c->next)
-		rocemu_async_push(c, &out);
+		rocemu_async_push(c, &out, NULL);
 	pthread_mutex_unlock(&rocemu_ctx_list_lock);
 }
 
@@ -144,6 +147,8 @@ int ibv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *event)
 		c->ev_head = e->next;
 		if (!c->ev_head)
 			c->ev_tail = NULL;
+		if (e->reported)
+			(*e->reported)++; /* now the program owes an ack for it */
 	}
 	pthread_mutex_unlock(&c->ev_lock);
 	if (!e) {
@@ -182,6 +187,52 @@ void ibv_ack_async_event(struct ibv_async_event *event)
 	}
 }
 ROCEMU_PUBLIC(ibv_ack_async_event)
+
+/*
+ * Destroying an object (rdma-core's rule, ibv_get_async_event(3)): its events
+ * still queued are dropped, together with their counts in async_fd, and the
+ * destroy waits until every event of it that the program was handed has been
+ * acknowledged. The engine object is gone by then, so no new event comes.
+ * Returns how many events of the object the program was handed.
+ */
+uint32_t rocemu_async_forget(struct rocemu_vcontext *c, uint32_t *reported)
+{
+	unsigned dropped = 0;
+
+	pthread_mutex_lock(&c->ev_lock);
+	struct rocemu_async_event **pp = &c->ev_head;
+	c->ev_tail = NULL;
+	while (*pp) {
+		struct rocemu_async_event *e = *pp;
+		if (e->reported == reported) {
+			*pp = e->next;
+			free(e);
+			dropped++;
+			continue;
+		}
+		c->ev_tail = e;
+		pp = &e->next;
+	}
+	int fd = c->vctx.context.async_fd;
+	int fl = fcntl(fd, F_GETFL);
+	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	for (uint64_t v; dropped; dropped--)
+		if (read(fd, &v, sizeof(v)) != sizeof(v))
+			break;
+	fcntl(fd, F_SETFL, fl);
+	uint32_t handed_out = *reported;
+	pthread_mutex_unlock(&c->ev_lock);
+	return handed_out;
+}
+
+void rocemu_async_wait_acked(pthread_mutex_t *m, pthread_cond_t *cond, const uint32_t *completed,
+			     uint32_t reported)
+{
+	pthread_mutex_lock(m);
+	while (*completed != reported)
+		pthread_cond_wait(cond, m);
+	pthread_mutex_unlock(m);
+}
 
 /* ------------------------------------------------------------------------ */
 /* fork(): the engine reaches registered memory through the process's own   */

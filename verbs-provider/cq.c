@@ -111,6 +111,8 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, v
 		return -1; /* EAGAIN on a non-blocking channel with no event */
 	pthread_mutex_lock(&ch->lock);
 	struct rocemu_vcq *cq = ch->head;
+	if (cq)
+		cq->comp_reported++; /* the program owes ibv_ack_cq_events for it */
 	if (cq && --cq->ch_pending == 0) {
 		ch->head = cq->ch_next;
 		if (!ch->head)
@@ -485,9 +487,14 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 			if (read(ch->ch.fd, &v, sizeof(v)) != sizeof(v))
 				break;
 		fcntl(ch->ch.fd, F_SETFL, fl);
+		uint32_t comp_reported = cq->comp_reported;
 		ch->ch.refcnt--;
 		pthread_mutex_unlock(&ch->lock);
+		rocemu_async_wait_acked(&ibcq->mutex, &ibcq->cond, &ibcq->comp_events_completed,
+					comp_reported);
 	}
+	rocemu_async_wait_acked(&ibcq->mutex, &ibcq->cond, &ibcq->async_events_completed,
+				rocemu_async_forget(cq->ctx, &cq->async_reported));
 	rocemu_pd_unuse(cq->parent_domain);
 	pthread_mutex_destroy(&ibcq->mutex);
 	pthread_cond_destroy(&ibcq->cond);

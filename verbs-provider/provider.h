@@ -66,6 +66,7 @@ struct rocemu_vdevice {
 struct rocemu_async_event {
 	struct rocemu_async_event *next;
 	struct ibv_async_event ev;
+	uint32_t *reported; /**< the object's count of events handed out, or NULL */
 };
 
 struct rocemu_vcontext {
@@ -93,7 +94,11 @@ static inline struct rocemu_vcontext *to_vctx(struct ibv_context *ctx)
 /** Guards every device's contexts list (taken inside the engine lock by event fan-out). */
 extern pthread_mutex_t rocemu_ctx_list_lock;
 /** Queue an async event on one context (any thread, no engine lock needed). */
-void rocemu_async_push(struct rocemu_vcontext *c, const struct ibv_async_event *ev);
+void rocemu_async_push(struct rocemu_vcontext *c, const struct ibv_async_event *ev,
+		       uint32_t *reported);
+uint32_t rocemu_async_forget(struct rocemu_vcontext *c, uint32_t *reported);
+void rocemu_async_wait_acked(pthread_mutex_t *m, pthread_cond_t *cond, const uint32_t *completed,
+			     uint32_t reported);
 /** The engine's event sink for a device (engine lock held). */
 void rocemu_async_from_engine(void *arg, const struct rocemu_event *ev);
 /** All devices; n gets the count. Loads the configuration once. */
@@ -181,6 +186,8 @@ struct rocemu_vcq {
 	/* Completion channel bookkeeping (guarded by the channel's lock). */
 	struct rocemu_vcq *ch_next;
 	unsigned ch_pending;
+	uint32_t comp_reported;	 /**< handed out by ibv_get_cq_event (channel lock) */
+	uint32_t async_reported; /**< handed out by ibv_get_async_event (ev_lock) */
 };
 
 struct rocemu_vchannel {
@@ -193,6 +200,7 @@ struct rocemu_vsrq {
 	struct ibv_srq srq;
 	struct rocemu_srq *esrq;
 	struct rocemu_vcontext *ctx;
+	uint32_t events_reported; /**< handed out by ibv_get_async_event (ev_lock) */
 };
 
 struct rocemu_vxrcd {
@@ -235,7 +243,8 @@ struct rocemu_vqp {
 	uint64_t send_ops_flags;
 	uint32_t max_inline;
 	struct rocemu_wr_batch batch;
-	struct ibv_pd *pd; /**< counted in its users when it is a parent domain */
+	struct ibv_pd *pd;	  /**< counted in its users when it is a parent domain */
+	uint32_t events_reported; /**< handed out by ibv_get_async_event (ev_lock) */
 };
 
 static inline struct rocemu_vqp *to_vqp(struct ibv_qp *qp)

@@ -724,6 +724,8 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	int rc = rocemu_qp_destroy(qp->eqp);
 	if (rc < 0)
 		return -rc;
+	rocemu_async_wait_acked(&ibqp->mutex, &ibqp->cond, &ibqp->events_completed,
+				rocemu_async_forget(qp->ctx, &qp->events_reported));
 	rocemu_pd_unuse(qp->pd);
 	free(qp->batch.wrs);
 	free(qp->batch.aux);

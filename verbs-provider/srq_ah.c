@@ -110,6 +110,8 @@ int ibv_destroy_srq(struct ibv_srq *srq)
 	int rc = rocemu_srq_destroy(s->esrq);
 	if (rc < 0)
 		return -rc;
+	rocemu_async_wait_acked(&srq->mutex, &srq->cond, &srq->events_completed,
+				rocemu_async_forget(s->ctx, &s->events_reported));
 	pthread_mutex_destroy(&srq->mutex);
 	pthread_cond_destroy(&srq->cond);
 	free(s);

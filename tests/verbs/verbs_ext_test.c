@@ -16,6 +16,9 @@
  * Every byte is checked.
  */
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -877,6 +880,132 @@ static void last_wqe_reached_on_srq_qp(void **state)
 	host_close(&a);
 }
 
+/*
+ * Destroying an object with events (ibv_get_async_event(3), ibv_get_cq_event(3)):
+ * "ibv_destroy_*() will wait for all async events of that object to be
+ * acknowledged", and for every completion event handed out to be acknowledged
+ * with ibv_ack_cq_events(); events never handed out are dropped with it.
+ */
+struct destroy_call {
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	int rc;
+	atomic_bool done;
+};
+
+static void *destroy_in_thread(void *arg)
+{
+	struct destroy_call *d = arg;
+
+	d->rc = d->qp ? ibv_destroy_qp(d->qp) : ibv_destroy_cq(d->cq);
+	atomic_store(&d->done, true);
+	return NULL;
+}
+
+/* An RC QP on srq in INIT moved to ERR: queues IBV_EVENT_QP_LAST_WQE_REACHED. */
+static struct ibv_qp *qp_raising_last_wqe(struct host *h, struct ibv_srq *srq)
+{
+	struct ibv_qp_init_attr qa = {.send_cq = h->cq,
+				      .recv_cq = h->cq,
+				      .srq = srq,
+				      .cap = {.max_send_wr = 4, .max_send_sge = 1},
+				      .qp_type = IBV_QPT_RC};
+	struct ibv_qp *qp = ibv_create_qp(h->pd, &qa);
+	assert_non_null(qp);
+	struct ibv_qp_attr init = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	assert_int_equal(ibv_modify_qp(qp, &init, mask), 0);
+	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+	assert_int_equal(ibv_modify_qp(qp, &err, IBV_QP_STATE), 0);
+	return qp;
+}
+
+static bool fd_readable(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	return poll(&p, 1, 0) == 1;
+}
+
+static void destroy_qp_waits_for_ack(void **state)
+{
+	struct host a;
+	struct ibv_async_event ev;
+	pthread_t t;
+
+	(void)state;
+	host_open(&a, devs[0], IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 8, .max_sge = 1}};
+	struct ibv_srq *srq = ibv_create_srq(a.pd, &sa);
+	assert_non_null(srq);
+
+	/* handed out, not acknowledged: the destroy waits for the ack */
+	struct destroy_call d = {.qp = qp_raising_last_wqe(&a, srq)};
+	assert_int_equal(next_async_event(a.ctx, &ev), 0);
+	assert_ptr_equal(ev.element.qp, d.qp);
+	assert_int_equal(pthread_create(&t, NULL, destroy_in_thread, &d), 0);
+	usleep(200000);
+	assert_false(atomic_load(&d.done)); /* a slow machine can only hide a failure */
+	ibv_ack_async_event(&ev);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(d.rc, 0);
+
+	/* queued, never handed out: dropped with the QP, async_fd not readable */
+	struct ibv_qp *qp = qp_raising_last_wqe(&a, srq);
+	assert_true(fd_readable(a.ctx->async_fd));
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	assert_false(fd_readable(a.ctx->async_fd));
+	assert_int_equal(next_async_event(a.ctx, &ev), -1);
+
+	assert_int_equal(ibv_destroy_srq(srq), 0);
+	host_close(&a);
+}
+
+static void destroy_cq_waits_for_ack(void **state)
+{
+	struct host a;
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	pthread_t t;
+
+	(void)state;
+	host_open(&a, devs[0], IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(a.ctx);
+	assert_non_null(ch);
+	struct destroy_call d = {.cq = ibv_create_cq(a.ctx, 8, NULL, ch, 0)};
+	assert_non_null(d.cq);
+	struct ibv_qp_init_attr qa = {
+	    .send_cq = d.cq,
+	    .recv_cq = d.cq,
+	    .cap = {.max_send_wr = 1, .max_send_sge = 1, .max_recv_wr = 1, .max_recv_sge = 1},
+	    .qp_type = IBV_QPT_RC};
+	struct ibv_qp *qp = ibv_create_qp(a.pd, &qa);
+	assert_non_null(qp);
+	struct ibv_qp_attr init = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	assert_int_equal(ibv_modify_qp(qp, &init, mask), 0);
+	struct ibv_sge sge = {.addr = (uintptr_t)a.buf, .length = 8, .lkey = a.mr->lkey};
+	struct ibv_recv_wr rwr = {.wr_id = 1, .sg_list = &sge, .num_sge = 1}, *bad;
+	assert_int_equal(ibv_post_recv(qp, &rwr, &bad), 0);
+	assert_int_equal(ibv_req_notify_cq(d.cq, 0), 0);
+	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+	assert_int_equal(ibv_modify_qp(qp, &err, IBV_QP_STATE), 0); /* a flush completion */
+	assert_int_equal(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);
+	assert_ptr_equal(ev_cq, d.cq);
+	struct ibv_wc wc;
+	assert_int_equal(ibv_poll_cq(d.cq, 1, &wc), 1);
+	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+
+	assert_int_equal(pthread_create(&t, NULL, destroy_in_thread, &d), 0);
+	usleep(200000);
+	assert_false(atomic_load(&d.done));
+	ibv_ack_cq_events(ev_cq, 1);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(d.rc, 0);
+	assert_int_equal(ibv_destroy_comp_channel(ch), 0);
+	host_close(&a);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Memory windows                                                             */
 
@@ -1324,6 +1453,8 @@ int main(void)
 	    cmocka_unit_test(raw_packet_steering),
 	    cmocka_unit_test(raw_packet_needs_cap_net_raw),
 	    cmocka_unit_test(last_wqe_reached_on_srq_qp),
+	    cmocka_unit_test(destroy_qp_waits_for_ack),
+	    cmocka_unit_test(destroy_cq_waits_for_ack),
 	    cmocka_unit_test(mw_device_caps),
 	    cmocka_unit_test(mw_type2_remote_invalidate),
 	    cmocka_unit_test(mw_type2_wr_bind_local_inv),
