@@ -365,6 +365,7 @@ static void fill_ops(struct rocemu_vcontext *c)
 	v->alloc_parent_domain = rocemu_op_alloc_parent_domain;
 	v->ibv_create_flow = rocemu_op_create_flow;
 	v->ibv_destroy_flow = rocemu_op_destroy_flow;
+	v->modify_qp_rate_limit = rocemu_op_modify_qp_rate_limit;
 }
 
 struct ibv_context *ibv_open_device(struct ibv_device *device)
@@ -531,6 +532,12 @@ int rocemu_op_query_device_ex(struct ibv_context *ctx, const struct ibv_query_de
 		a.completion_timestamp_mask = UINT64_MAX;
 		a.hca_core_clock = caps.timestamp_hz / 1000; /* kHz */
 	}
+	/* Send rate limits (ibv_modify_qp_rate_limit, IBV_QP_RATE_LIMIT): a token
+	 * bucket per QP in the engine (emulator/transport/rate.c). */
+	a.packet_pacing_caps.qp_rate_limit_min = 1;
+	a.packet_pacing_caps.qp_rate_limit_max = ROCEMU_RATE_MAX_KBPS;
+	a.packet_pacing_caps.supported_qpts =
+	    1u << IBV_QPT_RC | 1u << IBV_QPT_UC | 1u << IBV_QPT_UD | 1u << IBV_QPT_RAW_PACKET;
 	a.device_cap_flags_ex = a.orig_attr.device_cap_flags;
 	a.phys_port_cnt_ex = 1;
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));

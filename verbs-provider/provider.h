@@ -272,6 +272,7 @@ int rocemu_op_get_srq_num(struct ibv_srq *srq, uint32_t *num);
 struct ibv_qp *rocemu_op_open_qp(struct ibv_context *ctx, struct ibv_qp_open_attr *attr);
 int rocemu_op_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
 			struct ibv_sge *sg, uint32_t n);
+int rocemu_op_modify_qp_rate_limit(struct ibv_qp *qp, struct ibv_qp_rate_limit_attr *attr);
 int rocemu_op_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex_input *in,
 			      struct ibv_device_attr_ex *attr, size_t attr_size);
 int rocemu_op_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr,

@@ -694,6 +694,19 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 }
 ROCEMU_PUBLIC(ibv_modify_qp)
 
+/*
+ * ibv_modify_qp_rate_limit(3): rate_limit in kbit/s (0: none), max_burst_sz the
+ * bucket in bytes (0: one packet); typical_pkt_sz is a hint a token bucket
+ * does not need. Any QP state: the limit applies to what the QP sends next.
+ */
+int rocemu_op_modify_qp_rate_limit(struct ibv_qp *ibqp, struct ibv_qp_rate_limit_attr *attr)
+{
+	if (!ibqp || !attr || attr->comp_mask)
+		return EINVAL;
+	int rc = rocemu_qp_rate_limit(to_vqp(ibqp)->eqp, attr->rate_limit, attr->max_burst_sz);
+	return rc < 0 ? -rc : 0;
+}
+
 int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 		 struct ibv_qp_init_attr *init)
 {

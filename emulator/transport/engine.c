@@ -283,6 +283,7 @@ static unsigned run_timers(struct rocemu_engine *e, uint64_t now)
 		struct rocemu_qp *qp = e->timer_heap[0];
 
 		heap_remove(e, qp);
+		work += rocemu_rate_timer(qp, now);
 		work += rocemu_comp_timers(qp, now);
 		rocemu_engine_timer_sync(qp);
 		rocemu_engine_schedule(qp);
@@ -498,12 +499,12 @@ static unsigned run_qp(struct rocemu_qp *qp)
 
 	if (qp->state == IBV_QPS_RESET)
 		return 0;
-	if (qp->type == IBV_QPT_UD) {
-		work += rocemu_ud_send(qp, ROCEMU_TX_BUDGET);
+	if (qp->type == IBV_QPT_UD || qp->type == IBV_QPT_RAW_PACKET) {
+		work += qp->type == IBV_QPT_UD ? rocemu_ud_send(qp, ROCEMU_TX_BUDGET)
+					       : rocemu_raw_send(qp, ROCEMU_TX_BUDGET);
+		rocemu_engine_timer_sync(qp); /* a rate limit's wait */
 		return work;
 	}
-	if (qp->type == IBV_QPT_RAW_PACKET)
-		return rocemu_raw_send(qp, ROCEMU_TX_BUDGET);
 	/* READ responses before the coalesced ACK: the ACK's PSN (expected - 1)
 	 * may lie past a READ whose responses are still to go, and responses
 	 * leave in PSN order (9.7.5.1.1), or the requester takes the READ's

@@ -32,6 +32,7 @@ struct qp_transition {
 #define M_QKEY	 IBV_QP_QKEY
 #define M_CUR	 IBV_QP_CUR_STATE
 #define M_MIG	 (IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE)
+#define M_RATE	 IBV_QP_RATE_LIMIT
 #define M_RTR_RC (IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN)
 #define M_RTS_RC                                                                                   \
 	(IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |                    \
@@ -45,8 +46,9 @@ struct qp_transition {
 /* What RTR, RTS and SQD -> RTS allow. */
 #define TO_RTS_OPT                                                                                 \
 	{                                                                                          \
-		M_CUR | M_MIG | M_ACCESS | IBV_QP_MIN_RNR_TIMER, M_CUR | M_MIG | M_ACCESS,         \
-		    M_CUR | M_QKEY, 0, M_CUR | M_MIG | M_ACCESS,                                   \
+		M_CUR | M_MIG | M_ACCESS | IBV_QP_MIN_RNR_TIMER | M_RATE,                          \
+		    M_CUR | M_MIG | M_ACCESS | M_RATE, M_CUR | M_QKEY | M_RATE, M_RATE,            \
+		    M_CUR | M_MIG | M_ACCESS | M_RATE,                                             \
 		    M_CUR | M_MIG | M_ACCESS | IBV_QP_MIN_RNR_TIMER                                \
 	}
 
@@ -207,6 +209,10 @@ static int check_values(struct rocemu_qp *qp, const struct ibv_qp_attr *a, int m
 		return -EINVAL;
 	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
 		return -EINVAL;
+	if ((mask & IBV_QP_RATE_LIMIT) && a->rate_limit > ROCEMU_RATE_MAX_KBPS)
+		return -EINVAL;
+	if ((mask & IBV_QP_AV) && !rocemu_rate_valid_static(a->ah_attr.static_rate))
+		return -EINVAL;
 	if ((mask & IBV_QP_PATH_MIG_STATE) && a->path_mig_state > IBV_MIG_ARMED)
 		return -EINVAL;
 	return 0;
@@ -276,6 +282,8 @@ static void qp_reset(struct rocemu_qp *qp)
 	qp->resp.res_cap = res_cap;
 	qp->path.valid = false;
 	qp->sq_draining = false;
+	memset(&qp->rate, 0, sizeof(qp->rate));
+	qp->attr.rate_limit = 0;
 }
 
 static void apply_attrs(struct rocemu_qp *qp, const struct ibv_qp_attr *a, int mask)
@@ -300,6 +308,10 @@ static void apply_attrs(struct rocemu_qp *qp, const struct ibv_qp_attr *a, int m
 		/* Cannot fail: check_av resolved the same attributes. */
 		(void)rocemu_av_resolve(qp->engine->port, &a->ah_attr, &av);
 		set_path(qp, &av);
+		if (qp->type == IBV_QPT_RC || qp->type == IBV_QPT_UC ||
+		    qp->type == IBV_QPT_XRC_SEND)
+			rocemu_rate_from_av(qp, a->ah_attr.static_rate,
+					    rocemu_port_link_speed(qp->engine->port));
 		/* Start ARP/ND now so the first packet does not wait for it. */
 		(void)rocemu_port_resolve(qp->engine->port, qp->path.sgid_index, qp->path.dgid,
 					  mac);
@@ -348,6 +360,10 @@ static void apply_attrs(struct rocemu_qp *qp, const struct ibv_qp_attr *a, int m
 	}
 	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
 		s->en_sqd_async_notify = a->en_sqd_async_notify;
+	if (mask & IBV_QP_RATE_LIMIT) {
+		s->rate_limit = a->rate_limit;
+		(void)rocemu_rate_set(qp, a->rate_limit, 0); /* checked in check_values */
+	}
 	if (mask & (IBV_QP_AV | IBV_QP_DEST_QPN))
 		set_udp_sport(qp);
 	if (qp->type == IBV_QPT_UD)
@@ -426,6 +442,23 @@ int rocemu_qp_modify(struct rocemu_qp *qp, const struct ibv_qp_attr *attr, int m
 	rc = qp_modify_locked(qp, attr, mask);
 	rocemu_engine_timer_sync(qp);
 	/* a QP that moved may have work for a pass (RTS: queued sends) */
+	rocemu_port_verb_leave(e->port, rc == 0 ? ROCEMU_DID_CHANGE : ROCEMU_DID_NOTHING);
+	return rc;
+}
+
+int rocemu_qp_rate_limit(struct rocemu_qp *qp, uint32_t kbps, uint32_t burst)
+{
+	struct rocemu_engine *e = qp->engine;
+	int rc = -EINVAL;
+
+	rocemu_port_verb_enter(e->port, ROCEMU_VERB_CONTROL);
+	if (qp->type == IBV_QPT_RC || qp->type == IBV_QPT_UC || qp->type == IBV_QPT_UD ||
+	    qp->type == IBV_QPT_RAW_PACKET || qp->type == IBV_QPT_XRC_SEND) {
+		rc = rocemu_rate_set(qp, kbps, burst);
+		if (rc == 0)
+			qp->attr.rate_limit = kbps;
+	}
+	rocemu_engine_timer_sync(qp);
 	rocemu_port_verb_leave(e->port, rc == 0 ? ROCEMU_DID_CHANGE : ROCEMU_DID_NOTHING);
 	return rc;
 }

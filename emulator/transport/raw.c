@@ -282,6 +282,9 @@ unsigned rocemu_raw_send(struct rocemu_qp *qp, unsigned budget)
 
 		if (rocemu_port_tx_room(qp->engine->port) == 0)
 			break;
+		if (qp->rate.kbps &&
+		    !rocemu_rate_take(qp, w->length, rocemu_port_pass_now(qp->engine->port)))
+			break;
 		rc = raw_send_one(qp, w);
 		if (rc == -EAGAIN)
 			break;

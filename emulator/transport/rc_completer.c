@@ -126,6 +126,8 @@ uint64_t rocemu_comp_next_deadline(const struct rocemu_qp *qp)
 		d = qp->comp.deadline_ns;
 	if (qp->comp.rnr_until_ns && qp->comp.rnr_until_ns < d)
 		d = qp->comp.rnr_until_ns;
+	if (qp->rate.until_ns && qp->rate.until_ns < d)
+		d = qp->rate.until_ns;
 	if (qp->comp.probe_ns && qp->comp.probe_ns < d)
 		d = qp->comp.probe_ns;
 	return d;

@@ -212,12 +212,32 @@ static void base_pkt(struct rocemu_qp *qp, const struct rocemu_send_wqe *w, stru
 }
 
 /** Build and send packet idx of a SEND/WRITE WQE. */
+/** Payload bytes of packet idx of a SEND or WRITE: the path MTU but in the last. */
+static uint32_t packet_payload(const struct rocemu_qp *qp, const struct rocemu_send_wqe *w,
+			       uint32_t idx)
+{
+	uint64_t offset = (uint64_t)idx * qp->mtu;
+
+	return w->length - offset < qp->mtu ? (uint32_t)(w->length - offset) : qp->mtu;
+}
+
+/** Extended header bytes of packet idx for a rate limit: RETH first, ImmDt last. */
+static uint32_t ext_bytes(const struct rocemu_send_wqe *w, uint32_t idx)
+{
+	bool write =
+	    w->wr.opcode == IBV_WR_RDMA_WRITE || w->wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	bool imm = w->wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+		   w->wr.opcode == IBV_WR_SEND_WITH_IMM || w->wr.opcode == IBV_WR_SEND_WITH_INV;
+
+	return (write && idx == 0 ? 16 : 0) + (imm && idx + 1 == w->npkts ? 4 : 0);
+}
+
 static enum req_step send_data_packet(struct rocemu_qp *qp, struct rocemu_send_wqe *w, uint32_t idx)
 {
 	struct rocemu_engine *e = qp->engine;
 	struct roce_pkt pkt = {0};
 	uint64_t offset = (uint64_t)idx * qp->mtu;
-	uint32_t plen = w->length - offset < qp->mtu ? (uint32_t)(w->length - offset) : qp->mtu;
+	uint32_t plen = packet_payload(qp, w, idx);
 	bool last = idx + 1 == w->npkts;
 	uint8_t *payload;
 	struct rte_mbuf *m;
@@ -405,7 +425,7 @@ bool rocemu_req_pending(const struct rocemu_qp *qp)
 {
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return false;
-	if (qp->comp.rnr_until_ns || qp->sq_cur == qp->sq_tail)
+	if (qp->comp.rnr_until_ns || qp->rate.until_ns || qp->sq_cur == qp->sq_tail)
 		return false;
 	/* SQD: only a WQE already started still sends (11.2.5.4) */
 	return qp->state == IBV_QPS_RTS || sq_at(qp, qp->sq_cur)->state != WQE_POSTED;
@@ -442,6 +462,11 @@ unsigned rocemu_req_run(struct rocemu_qp *qp, unsigned budget)
 			continue;
 		}
 		if (w->rd_atomic) {
+			/* a READ request carries a RETH, an atomic an AtomicETH */
+			if (qp->rate.kbps &&
+			    !rocemu_rate_take(qp, w->wr.opcode == IBV_WR_RDMA_READ ? 16 : 28,
+					      rocemu_port_pass_now(qp->engine->port)))
+				break;
 			step = send_rd_atomic_packet(qp, w);
 			if (step != REQ_SENT_PACKET)
 				break;
@@ -453,6 +478,12 @@ unsigned rocemu_req_run(struct rocemu_qp *qp, unsigned budget)
 		}
 		while (w->sent_pkts < w->npkts && sent < budget) {
 			if (window_full(qp, roce_psn_add(w->first_psn, w->sent_pkts)))
+				goto out;
+			if (qp->rate.kbps &&
+			    !rocemu_rate_take(qp,
+					      packet_payload(qp, w, w->sent_pkts) +
+						  ext_bytes(w, w->sent_pkts),
+					      rocemu_port_pass_now(qp->engine->port)))
 				goto out;
 			step = send_data_packet(qp, w, w->sent_pkts);
 			if (step != REQ_SENT_PACKET)

@@ -330,6 +330,15 @@ enum ibv_qp_state rocemu_qp_state(const struct rocemu_qp *qp);
  * for the QP type (IBA 11.2.5 / table 98); on -EINVAL nothing changed.
  */
 int rocemu_qp_modify(struct rocemu_qp *qp, const struct ibv_qp_attr *attr, int mask);
+/** Largest send rate limit (kbit/s) and bucket (bytes) a QP takes. */
+#define ROCEMU_RATE_MAX_KBPS  2000000000u
+#define ROCEMU_RATE_MAX_BURST (16u << 20)
+/**
+ * Limit the QP's sends to kbps kbit/s (0: no limit) with a bucket of burst
+ * bytes (0: one path MTU's frame), as ibv_modify_qp_rate_limit(3). RC, UC,
+ * UD and raw packet QPs. -EINVAL beyond the maxima.
+ */
+int rocemu_qp_rate_limit(struct rocemu_qp *qp, uint32_t kbps, uint32_t burst);
 int rocemu_qp_query(struct rocemu_qp *qp, struct ibv_qp_attr *attr, int mask,
 		    struct ibv_qp_init_attr *init);
 int rocemu_qp_destroy(struct rocemu_qp *qp);

@@ -173,6 +173,7 @@ static inline uint32_t rocemu_qpn_slot(uint32_t qpn)
 	X(retransmit_timeouts_silent)                                                              \
 	X(retransmit_probes)                                                                       \
 	X(window_shrinks)                                                                          \
+	X(rate_limit_waits)                                                                        \
 	X(retry_exceeded)                                                                          \
 	X(rnr_retry_exceeded)                                                                      \
 	X(resolve_pending)                                                                         \
@@ -356,6 +357,16 @@ struct rocemu_qp {
 		 * last response's): no response may name a later one */
 		uint32_t max_sent_psn;
 	} req;
+
+	/* send rate limit (rate.c): a token bucket in front of the requester */
+	struct {
+		uint32_t kbps;	   /**< 0 = not limited */
+		uint32_t burst;	   /**< bucket size in bytes, 0 = one path MTU's frame */
+		bool from_av;	   /**< set by the address vector's static rate */
+		int64_t credit;	   /**< in 1/8e6 bytes (see rate.c) */
+		uint64_t last_ns;  /**< last refill, 0 = full bucket next */
+		uint64_t until_ns; /**< sends wait until then, 0 = not waiting */
+	} rate;
 
 	struct {
 		uint32_t psn;		 /**< oldest unacknowledged PSN */
@@ -604,6 +615,16 @@ unsigned rocemu_raw_send(struct rocemu_qp *qp, unsigned budget);
 bool rocemu_raw_rx(void *ctx, struct rte_mbuf *m);
 /** Free every rule (engine teardown). */
 void rocemu_raw_free_all(struct rocemu_engine *e);
+
+/* rate.c (send rate limits) */
+/** Take credit for a packet of payload bytes now; false: it waits (rate.until_ns). */
+bool rocemu_rate_take(struct rocemu_qp *qp, uint32_t payload, uint64_t now);
+/** The wait is over at now: 1 (work), else 0. */
+unsigned rocemu_rate_timer(struct rocemu_qp *qp, uint64_t now);
+/** A connected QP's address vector set its static rate (an enum ibv_rate). */
+void rocemu_rate_from_av(struct rocemu_qp *qp, uint8_t static_rate, uint32_t port_mbps);
+bool rocemu_rate_valid_static(uint8_t static_rate);
+int rocemu_rate_set(struct rocemu_qp *qp, uint32_t kbps, uint32_t burst);
 
 /* ud.c */
 void rocemu_ud_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_pkt *pkt);

@@ -122,7 +122,15 @@ unsigned rocemu_ud_send(struct rocemu_qp *qp, unsigned budget)
 
 	while (sent < budget && qp->state == IBV_QPS_RTS && qp->sq_cur != qp->sq_tail) {
 		struct rocemu_send_wqe *w = sq_at(qp, qp->sq_cur);
-		int rc = ud_send_one(qp, w);
+		int rc;
+
+		if (qp->rate.kbps &&
+		    !rocemu_rate_take(qp,
+				      w->length + 8 /* DETH */ +
+					  (w->wr.opcode == IBV_WR_SEND_WITH_IMM ? 4 : 0),
+				      rocemu_port_pass_now(qp->engine->port)))
+			break;
+		rc = ud_send_one(qp, w);
 
 		if (rc == -EAGAIN)
 			break;

@@ -122,7 +122,8 @@ static void test_legal_transitions(void **state)
 		go(qp, IBV_QPS_INIT, IBV_QP_STATE | IBV_QP_PKEY_INDEX); /* INIT -> INIT */
 		go(qp, IBV_QPS_RTR, rtr_mask(t));
 		go(qp, IBV_QPS_RTS, rts_mask(t));
-		go(qp, IBV_QPS_RTS, IBV_QP_STATE | IBV_QP_CUR_STATE); /* RTS -> RTS */
+		go(qp, IBV_QPS_RTS, IBV_QP_STATE | IBV_QP_CUR_STATE);  /* RTS -> RTS */
+		go(qp, IBV_QPS_RTS, IBV_QP_STATE | IBV_QP_RATE_LIMIT); /* a send rate limit */
 		if (t == IBV_QPT_RC)
 			go(qp, IBV_QPS_RTS,
 			   IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER | IBV_QP_ACCESS_FLAGS);
@@ -338,7 +339,8 @@ static const struct bad_case bad_cases[] = {
     {"RC sqd->sqd with SQ_PSN", IBV_QPT_RC, D, D, ST | IBV_QP_SQ_PSN, NULL},
     {"RC sqd->rts with TIMEOUT", IBV_QPT_RC, D, S, ST | IBV_QP_TIMEOUT, NULL},
     {"any with CAP", ANY, S, S, ST | IBV_QP_CAP, NULL},
-    {"any with RATE_LIMIT", ANY, S, S, ST | IBV_QP_RATE_LIMIT, NULL},
+    {"any rts->sqd with RATE_LIMIT", ANY, S, D, ST | IBV_QP_RATE_LIMIT, NULL},
+    {"any init->init with RATE_LIMIT", ANY, I, I, ST | IBV_QP_RATE_LIMIT, NULL},
     {"reset with PKEY", ANY, S, Z, ST | IBV_QP_PKEY_INDEX, NULL},
     {"err with PKEY", ANY, S, E, ST | IBV_QP_PKEY_INDEX, NULL},
 };
