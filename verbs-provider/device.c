@@ -536,8 +536,9 @@ int rocemu_op_query_device_ex(struct ibv_context *ctx, const struct ibv_query_de
 	 * bucket per QP in the engine (emulator/transport/rate.c). */
 	a.packet_pacing_caps.qp_rate_limit_min = 1;
 	a.packet_pacing_caps.qp_rate_limit_max = ROCEMU_RATE_MAX_KBPS;
-	a.packet_pacing_caps.supported_qpts =
-	    1u << IBV_QPT_RC | 1u << IBV_QPT_UC | 1u << IBV_QPT_UD | 1u << IBV_QPT_RAW_PACKET;
+	a.packet_pacing_caps.supported_qpts = 1u << IBV_QPT_RC | 1u << IBV_QPT_UC |
+					      1u << IBV_QPT_UD | 1u << IBV_QPT_RAW_PACKET |
+					      1u << IBV_QPT_XRC_SEND;
 	a.device_cap_flags_ex = a.orig_attr.device_cap_flags;
 	a.phys_port_cnt_ex = 1;
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
