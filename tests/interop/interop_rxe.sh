@@ -440,9 +440,12 @@ vlan_round() {
 	rxe_g4=$rxe_vg4 rxe_cm4=$vlan_rxe4 emu_cm4=$vlan_emu4
 	vlan_pcp=3
 	cases vlan-rc-pingpong "$BOTH" 4 tcp "ibv_rc_pingpong -g @G@ -l 3 -p @P@ -n $N -c" "ibv_rc_pingpong -g @G@ -l 3 -p @P@ -n $N -c @S4@"
-	# rdma_cm: rocemu's SL is 0 there (docs/ports.md)
+	# rdma_cm: as the active side rocemu sends SL 0 (no SA, no egress map); as
+	# the passive side it takes the REQ's, rxe's 3 (docs/ports.md)
 	vlan_pcp=0
-	cases vlan-rping "$BOTH" 4 cm "rping -s -a @S@ -p @P@ -C 5 -V" "rping -c -a @S@ -p @P@ -C 5 -V"
+	cases vlan-rping rxe 4 cm "rping -s -a @S@ -p @P@ -C 5 -V" "rping -c -a @S@ -p @P@ -C 5 -V"
+	vlan_pcp=3
+	cases vlan-rping emu 4 cm "rping -s -a @S@ -p @P@ -C 5 -V" "rping -c -a @S@ -p @P@ -C 5 -V"
 	vlan_pcp=
 	vlan_drop
 	bed_log "VLAN round: $((SECONDS - t0)) s"

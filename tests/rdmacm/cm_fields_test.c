@@ -237,6 +237,33 @@ static void tos_passive(void **state)
 	rdma_destroy_id(listen);
 }
 
+/*
+ * The passive side takes the REQ's SL for its AV (as Linux's CM builds the
+ * passive AV from the REQ's path), so a peer on a VLAN with a priority gets
+ * its PCP back; the active side sends SL 0 (no SA, no egress map).
+ */
+static void sl_passive(void **state)
+{
+	struct rdma_cm_id *listen, *id;
+	struct cm_req req;
+	int mask;
+
+	(void)state;
+	cm_peer_req(&req, RDMA_PS_TCP, PORT, 0x5200, PEER, PEER_QPN);
+	req.sl = 3;
+	id = accept_req(&listen, &req, 0x79, 0x458);
+	assert_int_equal(qp_attr(id, IBV_QPS_RTR, &mask).ah_attr.sl, 3);
+	assert_int_equal(id->route.path_rec->sl, 3);
+	rdma_destroy_id(id);
+	rdma_destroy_id(listen);
+
+	struct rdma_cm_id *a = active_id();
+	struct rdma_conn_param p = {.responder_resources = 1, .initiator_depth = 1};
+	uint64_t tid;
+	assert_int_equal(connect_req(a, &p, &tid).sl, 0);
+	rdma_destroy_id(a);
+}
+
 /* Active side: our REQ names what we expect, the REP where we send from. */
 static void psn_active(void **state)
 {
@@ -401,6 +428,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(psn_passive, setup, teardown),
 	    cmocka_unit_test_setup_teardown(tos_active, setup, teardown),
 	    cmocka_unit_test_setup_teardown(tos_passive, setup, teardown),
+	    cmocka_unit_test_setup_teardown(sl_passive, setup, teardown),
 	    cmocka_unit_test_setup_teardown(psn_active, setup, teardown),
 	    cmocka_unit_test_setup_teardown(conn_param_in_req, setup, teardown),
 	    cmocka_unit_test_setup_teardown(req_path_fields, setup, teardown),

@@ -77,7 +77,8 @@ static const struct cm_field req_fields[] = {
 	BYTES(req, local_gid, 56, 16),
 	BYTES(req, remote_gid, 72, 16),
 	F(req, flow_label, 88, 0, 20), F(req, packet_rate, 91, 2, 6),
-	F(req, traffic_class, 92, 0, 8), F(req, hop_limit, 93, 0, 8), /* SL 0, not subnet local */
+	F(req, traffic_class, 92, 0, 8), F(req, hop_limit, 93, 0, 8),
+	F(req, sl, 94, 0, 4), /* then "subnet local" 0 */
 	F(req, local_ack_timeout, 95, 0, 5),
 	/* bytes 96..139: the alternate path */
 	BYTES(req, pdata, 140, CM_REQ_PDATA),

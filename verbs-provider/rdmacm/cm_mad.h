@@ -87,7 +87,7 @@ struct cm_req {
 	uint8_t local_gid[16], remote_gid[16];
 	uint32_t flow_label;
 	uint8_t packet_rate; /* enum ibv_rate */
-	uint8_t traffic_class, hop_limit, local_ack_timeout;
+	uint8_t traffic_class, hop_limit, sl, local_ack_timeout;
 	uint8_t pdata[CM_REQ_PDATA];
 };
 

@@ -656,6 +656,7 @@ static void fill_ah(const struct cma_id *c, struct ibv_ah_attr *ah)
 	ah->grh.hop_limit = 64;
 	ah->grh.flow_label = c->flow_label;
 	ah->grh.traffic_class = c->tclass;
+	ah->sl = c->sl;
 }
 
 /* rdma_init_qp_attr: what the QP needs for the state asked in attr->qp_state. */
@@ -773,6 +774,7 @@ static void fill_route(struct cma_id *c)
 	p->pkey = htobe16(0xffff);
 	p->hop_limit = 64;
 	p->traffic_class = c->tclass;
+	p->sl = c->sl;
 	p->mtu = (uint8_t)c->dev->active_mtu;
 	p->mtu_selector = 2;
 	p->packet_life_time = 14;
@@ -1084,6 +1086,7 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
 	r.packet_rate = c->dev->rate;
 	r.hop_limit = 64;
 	r.traffic_class = c->tclass;
+	r.sl = c->sl;
 	r.local_ack_timeout = CMA_ACK_TIMEOUT;
 	cma_hdr_for(c, r.pdata);
 	if (p && p->private_data && p->private_data_len)
@@ -1958,6 +1961,9 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 	c->local_ack_timeout = r.local_ack_timeout ? r.local_ack_timeout : CMA_ACK_TIMEOUT;
 	c->flow_label = r.flow_label;
 	c->tclass = r.traffic_class;
+	c->sl = r.sl;
+	c->path.traffic_class = c->tclass; /* the route the REQ named */
+	c->path.sl = c->sl;
 	c->mtu =
 	    r.path_mtu && r.path_mtu < d->active_mtu ? (enum ibv_mtu)r.path_mtu : d->active_mtu;
 	c->srq = r.srq;

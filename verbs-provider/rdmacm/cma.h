@@ -189,6 +189,10 @@ struct cma_id {
 	 * active side, sent in the REQ; the REQ's on the passive side, as Linux's
 	 * CM builds the passive AV from the REQ's path. */
 	uint8_t tclass;
+	/** Service level of the path: 0 on the active side (no SA, no
+	 * VLAN netdev egress map to derive one from); the REQ's on the passive
+	 * side, so a peer's priority (a VLAN's PCP) comes back on its QP. */
+	uint8_t sl;
 	uint8_t resp_res, init_depth; /* what we offered */
 	enum ibv_mtu mtu;
 	uint32_t remote_qkey;
