@@ -119,6 +119,19 @@ bool rocemu_rate_take(struct rocemu_qp *qp, uint32_t payload, uint64_t now)
 	return false;
 }
 
+/*
+ * After the credit for a packet was taken: would a full-MTU packet now wait?
+ * The requester then asks for an ACK on the packet that leaves before the
+ * wait, or the peer holds its coalesced ACK through the whole wait and the
+ * completer's stall probe resends packets that were not lost.
+ */
+bool rocemu_rate_will_wait(const struct rocemu_qp *qp)
+{
+	uint32_t frame = (qp->mtu ? qp->mtu : 4096) + FRAME_OVERHEAD;
+
+	return qp->rate.kbps && qp->rate.credit < (int64_t)frame * UNITS_PER_BYTE;
+}
+
 unsigned rocemu_rate_timer(struct rocemu_qp *qp, uint64_t now)
 {
 	if (!qp->rate.until_ns || now < qp->rate.until_ns)

@@ -252,9 +252,10 @@ static enum req_step send_data_packet(struct rocemu_qp *qp, struct rocemu_send_w
 	if (qp_is_reliable(qp)) {
 		/* 9.7.6.1.1: AckReq on the last packet of a message, now and then on
 		 * long ones so that the window keeps moving, and on the packet that
-		 * fills the window: the requester then waits for nothing but that ACK. */
+		 * fills the window: the requester then waits for nothing but that ACK;
+		 * likewise on the last packet before a rate limit's wait (rate.c). */
 		if (last || ++qp->req.since_ackreq >= ackreq_interval(qp) ||
-		    window_full(qp, roce_psn_add(pkt.psn, 1))) {
+		    window_full(qp, roce_psn_add(pkt.psn, 1)) || rocemu_rate_will_wait(qp)) {
 			pkt.ackreq = true;
 			qp->req.since_ackreq = 0;
 		}
@@ -579,6 +580,15 @@ unsigned rocemu_req_probe(struct rocemu_qp *qp, uint32_t psn)
 		if ((w->state != WQE_ACTIVE && w->state != WQE_SENT) || d < 0 ||
 		    d >= (int32_t)w->npkts)
 			continue;
+		/* a probe is sent within the rate limit too, or not at all (the
+		 * retransmission timer still runs) */
+		if (qp->rate.kbps &&
+		    !rocemu_rate_take(qp,
+				      w->rd_atomic ? (w->wr.opcode == IBV_WR_RDMA_READ ? 16 : 28)
+						   : packet_payload(qp, w, (uint32_t)d) +
+							 ext_bytes(w, (uint32_t)d),
+				      rocemu_port_pass_now(qp->engine->port)))
+			return 0;
 		if (w->rd_atomic) {
 			step = send_rd_atomic_packet(qp, w);
 		} else {

@@ -619,6 +619,8 @@ void rocemu_raw_free_all(struct rocemu_engine *e);
 /* rate.c (send rate limits) */
 /** Take credit for a packet of payload bytes now; false: it waits (rate.until_ns). */
 bool rocemu_rate_take(struct rocemu_qp *qp, uint32_t payload, uint64_t now);
+/** After rocemu_rate_take: would the next full packet wait for credit? */
+bool rocemu_rate_will_wait(const struct rocemu_qp *qp);
 /** The wait is over at now: 1 (work), else 0. */
 unsigned rocemu_rate_timer(struct rocemu_qp *qp, uint64_t now);
 /** A connected QP's address vector set its static rate (an enum ibv_rate). */
