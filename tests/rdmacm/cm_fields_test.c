@@ -252,6 +252,7 @@ static void sl_passive(void **state)
 	cm_peer_req(&req, RDMA_PS_TCP, PORT, 0x5200, PEER, PEER_QPN);
 	req.sl = 3;
 	id = accept_req(&listen, &req, 0x79, 0x458);
+	assert_int_equal(stub_sent[0].sl, 3); /* the REP on the REQ's path */
 	assert_int_equal(qp_attr(id, IBV_QPS_RTR, &mask).ah_attr.sl, 3);
 	assert_int_equal(id->route.path_rec->sl, 3);
 	rdma_destroy_id(id);

@@ -61,7 +61,7 @@ struct cma_device *cma_device_of(struct ibv_context *verbs)
 }
 
 int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid, uint8_t tclass,
-		 const uint8_t *mad)
+		 uint8_t sl, const uint8_t *mad)
 {
 	if (d != &stub_dev || sgid_index < 0 || sgid_index >= d->gid_len)
 		return -EINVAL;
@@ -69,6 +69,7 @@ int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid
 		memcpy(stub_sent[stub_n_sent].mad, mad, CM_MAD_SIZE);
 		stub_sent[stub_n_sent].dgid = *dgid;
 		stub_sent[stub_n_sent].tclass = tclass;
+		stub_sent[stub_n_sent].sl = sl;
 	}
 	stub_n_sent++;
 	return 0;

@@ -20,6 +20,7 @@ struct stub_sent {
 	uint8_t mad[CM_MAD_SIZE];
 	union ibv_gid dgid;
 	uint8_t tclass; /* the traffic class it was sent with */
+	uint8_t sl;	/* and the service level */
 };
 
 /* What cma_gsi_send was asked to send since the last stub_reset_sent(). */

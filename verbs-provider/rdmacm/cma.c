@@ -528,7 +528,7 @@ ROCEMU_PUBLIC(rdma_create_id)
 static void send_mad(struct cma_id *c, const uint8_t *mad)
 {
 	if (c->dev)
-		cma_gsi_send(c->dev, c->sgid_index, &c->remote_gid, c->tclass, mad);
+		cma_gsi_send(c->dev, c->sgid_index, &c->remote_gid, c->tclass, c->sl, mad);
 }
 
 /* The active side's RTU (kept as the answer to a duplicate REP): established. */
@@ -590,8 +590,9 @@ static void arm_timer(struct cma_id *c)
 }
 
 static void send_rej(struct cma_device *d, int sgid_index, const union ibv_gid *dgid,
-		     uint8_t tclass, uint64_t tid, uint32_t local_comm_id, uint32_t remote_comm_id,
-		     enum cm_rej_msg msg, uint16_t reason, const void *pdata, uint8_t plen)
+		     uint8_t tclass, uint8_t sl, uint64_t tid, uint32_t local_comm_id,
+		     uint32_t remote_comm_id, enum cm_rej_msg msg, uint16_t reason,
+		     const void *pdata, uint8_t plen)
 {
 	struct cm_rej r = {.local_comm_id = local_comm_id,
 			   .remote_comm_id = remote_comm_id,
@@ -602,7 +603,7 @@ static void send_rej(struct cma_device *d, int sgid_index, const union ibv_gid *
 	if (pdata && plen)
 		memcpy(r.pdata, pdata, plen > CM_REJ_PDATA ? CM_REJ_PDATA : plen);
 	cm_mad_put_rej(mad, tid, &r);
-	cma_gsi_send(d, sgid_index, dgid, tclass, mad);
+	cma_gsi_send(d, sgid_index, dgid, tclass, sl, mad);
 }
 
 static void send_dreq(struct cma_id *c)
@@ -1187,9 +1188,9 @@ int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private
 		cm_mad_put_sidr_rep(c->answer, c->tid, &r);
 		send_mad(c, c->answer);
 	} else {
-		send_rej(c->dev, c->sgid_index, &c->remote_gid, c->tclass, c->tid, c->local_comm_id,
-			 c->remote_comm_id, CM_REJ_MSG_REQ, CM_REJ_CONSUMER_DEFINED, private_data,
-			 private_data_len);
+		send_rej(c->dev, c->sgid_index, &c->remote_gid, c->tclass, c->sl, c->tid,
+			 c->local_comm_id, c->remote_comm_id, CM_REJ_MSG_REQ,
+			 CM_REJ_CONSUMER_DEFINED, private_data, private_data_len);
 	}
 	c->state = CMA_DISCONNECTED;
 	pthread_mutex_unlock(&cma_lock);
@@ -1259,8 +1260,9 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 	if (id->qp_type != IBV_QPT_UD && (IN_CONNECTION & IN_STATE(c->state)))
 		send_dreq(c);
 	else if (c->state == CMA_REQ_RCVD && id->qp_type != IBV_QPT_UD)
-		send_rej(c->dev, c->sgid_index, &c->remote_gid, c->tclass, c->tid, c->local_comm_id,
-			 c->remote_comm_id, CM_REJ_MSG_REQ, CM_REJ_CONSUMER_DEFINED, NULL, 0);
+		send_rej(c->dev, c->sgid_index, &c->remote_gid, c->tclass, c->sl, c->tid,
+			 c->local_comm_id, c->remote_comm_id, CM_REJ_MSG_REQ,
+			 CM_REJ_CONSUMER_DEFINED, NULL, 0);
 	id_unlink(c);
 	c->timer = false;
 	/* groups still joined are left (and the QP detached if it is still there) */
@@ -1930,7 +1932,7 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 		/* 12.6.5: a UC REQ for an RC listener (or the reverse) would connect
 		 * QPs of different types: REJ "invalid transport service type" */
 		CMA_COUNT(rej_transport);
-		send_rej(d, idx, src, r.traffic_class, tid, random32(), r.local_comm_id,
+		send_rej(d, idx, src, r.traffic_class, r.sl, tid, random32(), r.local_comm_id,
 			 CM_REJ_MSG_REQ, CM_REJ_INVALID_TRANSPORT, NULL, 0);
 		return;
 	}
@@ -1941,7 +1943,7 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 			return;
 		}
 		CMA_COUNT(rej_no_listener);
-		send_rej(d, idx, src, r.traffic_class, tid, random32(), r.local_comm_id,
+		send_rej(d, idx, src, r.traffic_class, r.sl, tid, random32(), r.local_comm_id,
 			 CM_REJ_MSG_REQ, CM_REJ_INVALID_SERVICE_ID, NULL, 0);
 		return;
 	}
@@ -2032,8 +2034,9 @@ static void handle_rep(const union ibv_gid *src, const uint8_t *mad)
 		return;
 	}
 	if (qp_connect(c)) {
-		send_rej(c->dev, c->sgid_index, &c->remote_gid, c->tclass, c->tid, c->local_comm_id,
-			 c->remote_comm_id, CM_REJ_MSG_REP, CM_REJ_CONSUMER_DEFINED, NULL, 0);
+		send_rej(c->dev, c->sgid_index, &c->remote_gid, c->tclass, c->sl, c->tid,
+			 c->local_comm_id, c->remote_comm_id, CM_REJ_MSG_REP,
+			 CM_REJ_CONSUMER_DEFINED, NULL, 0);
 		c->state = CMA_DISCONNECTED;
 		event_post(c, RDMA_CM_EVENT_CONNECT_ERROR, -EINVAL, NULL, 0);
 		return;
@@ -2114,7 +2117,7 @@ static void handle_dreq(struct cma_device *d, const union ibv_gid *src, uint64_t
 		/* Unknown or already gone (or not the peer's): answer anyway so the
 		 * sender stops (12.9.8), and leave our connection alone. */
 		CMA_COUNT(drep_stale);
-		cma_gsi_send(d, 1 < d->gid_len ? 1 : 0, src, 0, out);
+		cma_gsi_send(d, 1 < d->gid_len ? 1 : 0, src, 0, 0, out);
 		return;
 	}
 	send_mad(c, out);
@@ -2194,7 +2197,7 @@ static void handle_sidr_req(struct cma_device *d, const union ibv_gid *src, uint
 					  .service_id = r.service_id};
 		uint8_t out[CM_MAD_SIZE];
 		cm_mad_put_sidr_rep(out, tid, &rep);
-		cma_gsi_send(d, idx, src, 0, out);
+		cma_gsi_send(d, idx, src, 0, 0, out);
 		return;
 	}
 	struct cma_id *c = new_passive_id(l, d, idx, src, &h, r.request_id, tid);

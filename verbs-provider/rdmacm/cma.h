@@ -107,7 +107,7 @@ struct cma_device {
 	struct {
 		union ibv_gid dgid;
 		int sgid_index;
-		uint8_t tclass;
+		uint8_t tclass, sl;
 		struct ibv_ah *ah;
 		unsigned pending; /**< sends posted with it and not completed */
 	} ah[CMA_MAX_AH];
@@ -225,10 +225,11 @@ extern pthread_mutex_t cma_lock;
 int cma_init(void);
 struct cma_device *cma_devices(int *n);
 struct cma_device *cma_device_of(struct ibv_context *verbs);
-/** Send one MAD to the GSI of dgid (lock held), with traffic class tclass:
- * a connection's MADs carry its path's, as Linux's CM sends them. */
+/** Send one MAD to the GSI of dgid (lock held), with traffic class tclass and
+ * service level sl: a connection's MADs carry its path's, as Linux's CM sends
+ * them (on a VLAN the SL is the frame's PCP). */
 int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid, uint8_t tclass,
-		 const uint8_t *mad);
+		 uint8_t sl, const uint8_t *mad);
 uint64_t cma_now_ns(void);
 /** Completions of QP qpn of verbs still queued in its CQs (0 when it
  * cannot tell, or the QP is gone). */

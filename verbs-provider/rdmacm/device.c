@@ -152,7 +152,7 @@ static int gsi_open(struct cma_device *d)
 }
 
 int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid, uint8_t tclass,
-		 const uint8_t *mad)
+		 uint8_t sl, const uint8_t *mad)
 {
 	unsigned slot = CMA_GSI_RECVS + d->send_next % CMA_GSI_SENDS;
 	struct ibv_ah *ah = NULL;
@@ -167,7 +167,7 @@ int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid
 	}
 	for (i = 0; i < d->n_ah; i++)
 		if (d->ah[i].sgid_index == sgid_index && d->ah[i].tclass == tclass &&
-		    !memcmp(&d->ah[i].dgid, dgid, 16)) {
+		    d->ah[i].sl == sl && !memcmp(&d->ah[i].dgid, dgid, 16)) {
 			ah = d->ah[i].ah;
 			break;
 		}
@@ -185,6 +185,7 @@ int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid
 			d->n_ah--;
 		}
 		struct ibv_ah_attr aa = {.is_global = 1,
+					 .sl = sl,
 					 .port_num = 1,
 					 .grh = {.dgid = *dgid,
 						 .sgid_index = (uint8_t)sgid_index,
@@ -197,6 +198,7 @@ int cma_gsi_send(struct cma_device *d, int sgid_index, const union ibv_gid *dgid
 		d->ah[i].dgid = *dgid;
 		d->ah[i].sgid_index = sgid_index;
 		d->ah[i].tclass = tclass;
+		d->ah[i].sl = sl;
 		d->ah[i].ah = ah;
 		d->ah[i].pending = 0;
 	}
