@@ -232,6 +232,24 @@ static uint32_t ext_bytes(const struct rocemu_send_wqe *w, uint32_t idx)
 	return (write && idx == 0 ? 16 : 0) + (imm && idx + 1 == w->npkts ? 4 : 0);
 }
 
+/**
+ * The rate limit's say on packet idx of w (rate.c): true when the QP is not
+ * limited or the bucket had credit for the packet's bytes (payload and
+ * extended headers; a READ request carries a RETH, an atomic an AtomicETH).
+ */
+static bool rate_allows(struct rocemu_qp *qp, const struct rocemu_send_wqe *w, uint32_t idx)
+{
+	uint32_t bytes;
+
+	if (!qp->rate.kbps)
+		return true;
+	if (w->rd_atomic)
+		bytes = w->wr.opcode == IBV_WR_RDMA_READ ? 16 : 28;
+	else
+		bytes = packet_payload(qp, w, idx) + ext_bytes(w, idx);
+	return rocemu_rate_take(qp, bytes, rocemu_port_pass_now(qp->engine->port));
+}
+
 static enum req_step send_data_packet(struct rocemu_qp *qp, struct rocemu_send_wqe *w, uint32_t idx)
 {
 	struct rocemu_engine *e = qp->engine;
@@ -463,10 +481,7 @@ unsigned rocemu_req_run(struct rocemu_qp *qp, unsigned budget)
 			continue;
 		}
 		if (w->rd_atomic) {
-			/* a READ request carries a RETH, an atomic an AtomicETH */
-			if (qp->rate.kbps &&
-			    !rocemu_rate_take(qp, w->wr.opcode == IBV_WR_RDMA_READ ? 16 : 28,
-					      rocemu_port_pass_now(qp->engine->port)))
+			if (!rate_allows(qp, w, 0))
 				break;
 			step = send_rd_atomic_packet(qp, w);
 			if (step != REQ_SENT_PACKET)
@@ -480,11 +495,7 @@ unsigned rocemu_req_run(struct rocemu_qp *qp, unsigned budget)
 		while (w->sent_pkts < w->npkts && sent < budget) {
 			if (window_full(qp, roce_psn_add(w->first_psn, w->sent_pkts)))
 				goto out;
-			if (qp->rate.kbps &&
-			    !rocemu_rate_take(qp,
-					      packet_payload(qp, w, w->sent_pkts) +
-						  ext_bytes(w, w->sent_pkts),
-					      rocemu_port_pass_now(qp->engine->port)))
+			if (!rate_allows(qp, w, w->sent_pkts))
 				goto out;
 			step = send_data_packet(qp, w, w->sent_pkts);
 			if (step != REQ_SENT_PACKET)
@@ -582,12 +593,7 @@ unsigned rocemu_req_probe(struct rocemu_qp *qp, uint32_t psn)
 			continue;
 		/* a probe is sent within the rate limit too, or not at all (the
 		 * retransmission timer still runs) */
-		if (qp->rate.kbps &&
-		    !rocemu_rate_take(qp,
-				      w->rd_atomic ? (w->wr.opcode == IBV_WR_RDMA_READ ? 16 : 28)
-						   : packet_payload(qp, w, (uint32_t)d) +
-							 ext_bytes(w, (uint32_t)d),
-				      rocemu_port_pass_now(qp->engine->port)))
+		if (!rate_allows(qp, w, (uint32_t)d))
 			return 0;
 		if (w->rd_atomic) {
 			step = send_rd_atomic_packet(qp, w);
