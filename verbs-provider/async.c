@@ -195,6 +195,19 @@ ROCEMU_PUBLIC(ibv_ack_async_event)
  * acknowledged. The engine object is gone by then, so no new event comes.
  * Returns how many events of the object the program was handed.
  */
+/* Take n counts out of a semaphore eventfd (events dropped before they were
+ * read), without blocking whatever the program made of the fd's flags. */
+void rocemu_fd_take_counts(int fd, unsigned n)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	for (uint64_t v; n; n--)
+		if (read(fd, &v, sizeof(v)) != sizeof(v))
+			break;
+	fcntl(fd, F_SETFL, fl);
+}
+
 uint32_t rocemu_async_forget(struct rocemu_vcontext *c, uint32_t *reported)
 {
 	unsigned dropped = 0;
@@ -213,13 +226,7 @@ uint32_t rocemu_async_forget(struct rocemu_vcontext *c, uint32_t *reported)
 		c->ev_tail = e;
 		pp = &e->next;
 	}
-	int fd = c->vctx.context.async_fd;
-	int fl = fcntl(fd, F_GETFL);
-	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-	for (uint64_t v; dropped; dropped--)
-		if (read(fd, &v, sizeof(v)) != sizeof(v))
-			break;
-	fcntl(fd, F_SETFL, fl);
+	rocemu_fd_take_counts(c->vctx.context.async_fd, dropped);
 	uint32_t handed_out = *reported;
 	pthread_mutex_unlock(&c->ev_lock);
 	return handed_out;

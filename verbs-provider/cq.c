@@ -481,12 +481,8 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 		ch->tail = NULL;
 		for (struct rocemu_vcq *p = ch->head; p; p = p->ch_next)
 			ch->tail = p;
-		int fl = fcntl(ch->ch.fd, F_GETFL);
-		fcntl(ch->ch.fd, F_SETFL, fl | O_NONBLOCK);
-		for (uint64_t v; cq->ch_pending; cq->ch_pending--)
-			if (read(ch->ch.fd, &v, sizeof(v)) != sizeof(v))
-				break;
-		fcntl(ch->ch.fd, F_SETFL, fl);
+		rocemu_fd_take_counts(ch->ch.fd, cq->ch_pending);
+		cq->ch_pending = 0;
 		uint32_t comp_reported = cq->comp_reported;
 		ch->ch.refcnt--;
 		pthread_mutex_unlock(&ch->lock);

@@ -96,6 +96,7 @@ extern pthread_mutex_t rocemu_ctx_list_lock;
 /** Queue an async event on one context (any thread, no engine lock needed). */
 void rocemu_async_push(struct rocemu_vcontext *c, const struct ibv_async_event *ev,
 		       uint32_t *reported);
+void rocemu_fd_take_counts(int fd, unsigned n);
 uint32_t rocemu_async_forget(struct rocemu_vcontext *c, uint32_t *reported);
 void rocemu_async_wait_acked(pthread_mutex_t *m, pthread_cond_t *cond, const uint32_t *completed,
 			     uint32_t reported);
