@@ -26,6 +26,14 @@
  * which host the capture was taken at), and a frame the fault injector
  * drops is recorded whole, as lost on transmit or on receive, where it would
  * have been captured.
+ *
+ * A program that closes its device and opens it again (pyverbs suites,
+ * rdma-core's tests, middleware probing devices) brings the port down and
+ * up in one process. Its capture then goes on where it stopped, in the same
+ * file, after a new capture point, instead of starting the file over and
+ * losing what the program did before: a closed capture leaves where it
+ * stopped (struct capture_resume) for the next open of the same FILE in this
+ * process, which appends if the file is still the one it wrote, untouched.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -62,6 +70,21 @@ static void write_capture_point(struct rocemu_port *port);
 
 /* Failures kept for the report at exit: a process rarely has more ports. */
 #define FAILURES_MAX 16
+/* Where a closed capture stopped, for a port of this process opened again. */
+struct capture_resume {
+	char capture_path[ROCEMU_PATH_MAX]; /* FILE, as configured */
+	unsigned file_index;		    /* the file it was writing */
+	dev_t dev;
+	ino_t ino;
+	uint64_t bytes; /* its size, all of it written */
+	uint64_t first_bytes;
+	struct timespec last_ts;
+};
+#define RESUMES_MAX 8
+static pthread_mutex_t resumes_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct capture_resume resumes[RESUMES_MAX];
+static unsigned n_resumes;
+
 static pthread_mutex_t failures_lock = PTHREAD_MUTEX_INITIALIZER;
 static char failures[FAILURES_MAX][ROCEMU_CAPTURE_MSG_MAX];
 static unsigned n_failures;
@@ -275,8 +298,11 @@ static int write_file_header(int fd)
 	return write_all(fd, (const uint8_t *)&h, sizeof(h), &done);
 }
 
-/* Open FILE or FILE.n: a regular file, locked, emptied, with its pcap header. */
-static int open_file(struct rocemu_port *port, char *err, size_t errlen)
+/* Open FILE or FILE.n: a regular file, locked, emptied, with its pcap header;
+ * or, with r, the file a closed capture stopped in, kept as it is (-ESTALE
+ * when it is not that file as it was left). */
+static int open_file(struct rocemu_port *port, const struct capture_resume *r, char *err,
+		     size_t errlen)
 {
 	struct port_capture *c = port->capture;
 	char *path = c->path;
@@ -305,13 +331,18 @@ static int open_file(struct rocemu_port *port, char *err, size_t errlen)
 						      path, strerror(errno));
 		goto fail;
 	}
-	if (ftruncate(fd, 0) < 0 || (rc = write_file_header(fd)) < 0) {
+	if (r && (st.st_dev != r->dev || st.st_ino != r->ino || (uint64_t)st.st_size != r->bytes ||
+		  lseek(fd, 0, SEEK_END) < 0)) {
+		rc = -ESTALE;
+		goto fail;
+	}
+	if (!r && (ftruncate(fd, 0) < 0 || (rc = write_file_header(fd)) < 0)) {
 		rc = port_fail(err, errlen, rc < 0 ? rc : -errno, "--capture %s: %s", path,
 			       strerror(rc < 0 ? -rc : errno));
 		goto fail;
 	}
 	/* the first file's lock lasts as long as the capture: FILE names it */
-	if (c->file_index == 0) {
+	if (c->file_index == 0 && c->lock_fd < 0) {
 		c->lock_fd = dup(fd);
 		if (c->lock_fd < 0) {
 			rc = port_fail(err, errlen, -errno, "--capture %s: %s", path,
@@ -320,9 +351,19 @@ static int open_file(struct rocemu_port *port, char *err, size_t errlen)
 		}
 	}
 	c->fd = fd;
+	c->dev = st.st_dev;
+	c->ino = st.st_ino;
+	port_count(port, PC_CAPTURE_FILES);
+	if (r) {
+		c->file_bytes = r->bytes;
+		c->file_written = r->bytes;
+		c->file_first_bytes = r->first_bytes;
+		c->last_ts = r->last_ts;
+		write_capture_point(port); /* the port as it came up again */
+		return 0;
+	}
 	c->file_bytes = PCAP_FILE_HDR;
 	c->file_written = PCAP_FILE_HDR;
-	port_count(port, PC_CAPTURE_FILES);
 	write_capture_point(port);
 	c->file_first_bytes = c->file_bytes;
 	return 0;
@@ -331,8 +372,82 @@ fail:
 	return rc;
 }
 
+/* Takes what a closed capture of FILE left in this process; false if none. */
+static bool take_resume(const char *capture_path, struct capture_resume *out)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&resumes_lock);
+	for (unsigned i = 0; i < n_resumes; i++) {
+		if (strcmp(resumes[i].capture_path, capture_path))
+			continue;
+		*out = resumes[i];
+		resumes[i] = resumes[--n_resumes];
+		found = true;
+		break;
+	}
+	pthread_mutex_unlock(&resumes_lock);
+	return found;
+}
+
+/* A closing capture leaves where it stopped (the oldest such note goes
+ * when there are too many: that port's next open starts its file over). */
+static void leave_resume(const struct rocemu_port *port, const struct port_capture *c)
+{
+	struct capture_resume *r;
+
+	pthread_mutex_lock(&resumes_lock);
+	if (n_resumes == RESUMES_MAX)
+		memmove(&resumes[0], &resumes[1], (RESUMES_MAX - 1) * sizeof(resumes[0]));
+	else
+		n_resumes++;
+	r = &resumes[n_resumes - 1];
+	snprintf(r->capture_path, sizeof(r->capture_path), "%s", port->cfg.capture_path);
+	r->file_index = c->file_index;
+	r->dev = c->dev;
+	r->ino = c->ino;
+	r->bytes = c->file_written;
+	r->first_bytes = c->file_first_bytes;
+	r->last_ts = c->last_ts;
+	pthread_mutex_unlock(&resumes_lock);
+}
+
+/*
+ * Resume where a closed capture of this process stopped: FILE locked again,
+ * then the file it was writing (FILE or FILE.n) reopened at its end. Any
+ * other result than 0 leaves nothing open; the caller starts over.
+ */
+static int resume_files(struct rocemu_port *port, const struct capture_resume *r)
+{
+	struct port_capture *c = port->capture;
+	char err[ROCEMU_CAPTURE_MSG_MAX];
+	int rc;
+
+	if (r->file_index) {
+		c->lock_fd = open(port->cfg.capture_path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+		if (c->lock_fd < 0)
+			return -errno;
+		if (flock(c->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+			rc = -errno;
+			close(c->lock_fd);
+			c->lock_fd = -1;
+			return rc;
+		}
+	}
+	c->file_index = r->file_index;
+	rc = open_file(port, r, err, sizeof(err));
+	if (rc) {
+		if (c->lock_fd >= 0)
+			close(c->lock_fd);
+		c->lock_fd = -1;
+		c->file_index = 0;
+	}
+	return rc;
+}
+
 int port_capture_open(struct rocemu_port *port, char *err, size_t errlen)
 {
+	struct capture_resume resume;
 	struct port_capture *c;
 	int rc;
 
@@ -363,7 +478,11 @@ int port_capture_open(struct rocemu_port *port, char *err, size_t errlen)
 		c->has_filter = true;
 	}
 	port->capture = c;
-	rc = open_file(port, err, errlen);
+	rc = -ENOENT;
+	if (take_resume(port->cfg.capture_path, &resume))
+		rc = resume_files(port, &resume);
+	if (rc)
+		rc = open_file(port, NULL, err, errlen);
 	if (rc) {
 		port->capture = NULL;
 		if (c->has_filter)
@@ -385,7 +504,7 @@ static void rotate(struct rocemu_port *port)
 	close(c->fd);
 	c->fd = -1;
 	c->file_index++;
-	rc = open_file(port, err, sizeof(err));
+	rc = open_file(port, NULL, err, sizeof(err));
 	if (rc)
 		capture_fail(port, rc, 0);
 }
@@ -590,6 +709,8 @@ void port_capture_close(struct rocemu_port *port)
 	port->capture = NULL;
 	if (c->error)
 		keep_failure(port, c);
+	if (!c->cut_failed) /* a failed capture's file too: what it holds stays */
+		leave_resume(port, c);
 	if (c->fd >= 0)
 		close(c->fd);
 	if (c->lock_fd >= 0)

@@ -71,6 +71,8 @@ struct port_capture {
 	uint32_t buf_records;	 /* records in the buffer that are no frame (a capture point) */
 	struct timespec last_ts; /* the stamp of the last record */
 	bool same_stamp;	 /* the next record is the fault injector's copy of the last */
+	dev_t dev;		 /* the current file's identity, to resume it */
+	ino_t ino;
 	char path[ROCEMU_PATH_MAX + 16]; /* the current file */
 	uint8_t buf[128 * 1024];	 /* records not written yet (one is at most 65551) */
 };

@@ -12,7 +12,9 @@
  *  - concurrent opens (threads, and two contexts) share one engine: a second
  *    engine of a memif server would be a second server on the socket;
  *  - a second server on one socket path fails with EADDRINUSE, a memif
- *    client with no server (memif-wait 0) with ECONNREFUSED.
+ *    client with no server (memif-wait 0) with ECONNREFUSED;
+ *  - a captured device closed and opened again keeps one capture: each open
+ *    appends a capture point and its frames to the same pcap file.
  * cmocka.
  */
 #include <errno.h>
@@ -31,8 +33,8 @@
 
 #include "test_util.h"
 
-enum { SRV, CLI, DUP, LONELY, RA, RB, N_DEVS };
-static const char *const names[N_DEVS] = {"srv", "cli", "dup", "lonely", "ra", "rb"};
+enum { SRV, CLI, DUP, LONELY, RA, RB, CA, CB, N_DEVS };
+static const char *const names[N_DEVS] = {"srv", "cli", "dup", "lonely", "ra", "rb", "ca", "cb"};
 static struct ibv_device *dev[N_DEVS];
 static char dir[64];
 
@@ -235,6 +237,76 @@ static void test_open_errors(void **state)
 	assert_true(tu_now() - t0 < 2.0);
 }
 
+/*
+ * ca's capture, record by record: how many RoCEv2 frames follow each of its
+ * capture points (rocemu's EtherType 0x88B5 record of type 1), in
+ * per_point[]; returns the number of capture points, -1 if the file is not
+ * one clean pcap (one header, whole records to its end).
+ */
+static int frames_per_capture_point(const char *path, unsigned *per_point, int max)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t hdr[24], rec[16], frame[9000];
+	int points = 0;
+
+	if (!f)
+		return -1;
+	if (fread(hdr, 1, sizeof(hdr), f) != sizeof(hdr) ||
+	    !(hdr[0] == 0x4d && hdr[1] == 0x3c && hdr[2] == 0xb2 && hdr[3] == 0xa1))
+		goto bad;
+	while (fread(rec, 1, sizeof(rec), f) == sizeof(rec)) {
+		uint32_t caplen;
+		unsigned ihl;
+
+		memcpy(&caplen, rec + 8, 4);
+		if (caplen > sizeof(frame) || fread(frame, 1, caplen, f) != caplen || caplen < 14)
+			goto bad;
+		if (frame[12] == 0x88 && frame[13] == 0xb5 && caplen >= 22 &&
+		    !memcmp(frame + 14, "RCMU", 4) && frame[19] == 1) {
+			if (points == max)
+				goto bad;
+			per_point[points++] = 0;
+			continue;
+		}
+		if (frame[12] != 0x08 || frame[13] != 0x00 || caplen < 14 + 20 + 8 + 12)
+			continue;
+		ihl = (frame[14] & 0xfu) * 4;
+		if (frame[23] == 17 && caplen >= 14 + ihl + 4 &&
+		    (frame[14 + ihl + 2] << 8 | frame[14 + ihl + 3]) == 4791 && points > 0)
+			per_point[points - 1]++;
+	}
+	if (!feof(f))
+		goto bad;
+	fclose(f);
+	return points;
+bad:
+	fclose(f);
+	return -1;
+}
+
+/* A device with a capture, closed and opened three times with traffic each
+ * time: the file holds all three, not only the last (the port used to start
+ * its file over when it came up again). */
+static void test_capture_across_reopens(void **state)
+{
+	char path[128];
+	unsigned per_point[8];
+	int points;
+
+	(void)state;
+	for (unsigned r = 0; r < 3; r++)
+		traffic(dev[CA], dev[CB], 40 + r); /* opens and closes ca */
+	snprintf(path, sizeof(path), "%s/ca.pcap", dir);
+	points = frames_per_capture_point(path, per_point, 8);
+	if (points != 3)
+		fail_msg("%s: %d capture points, want one for each of the 3 opens", path, points);
+	for (int i = 0; i < points; i++)
+		if (per_point[i] < 2) /* at least the SEND out and the SEND in */
+			fail_msg("%s: %u RoCEv2 frames after capture point %d", path, per_point[i],
+				 i + 1);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -243,8 +315,9 @@ int main(void)
 	    cmocka_unit_test(test_server_reopened_under_client),
 	    cmocka_unit_test(test_concurrent_opens_share_engine),
 	    cmocka_unit_test(test_open_errors),
+	    cmocka_unit_test(test_capture_across_reopens),
 	};
-	char cfg[1024], path[] = "/tmp/rocemu-lifecycle-cfg-XXXXXX";
+	char cfg[1536], path[] = "/tmp/rocemu-lifecycle-cfg-XXXXXX";
 	struct ibv_device **list;
 	int n, rc;
 
@@ -259,8 +332,10 @@ int main(void)
 		 "[dup]\nport = memif:server:%s/l.sock\nip = 10.81.0.3/24\n"
 		 "[lonely]\nport = memif:client:%s/none.sock\nip = 10.81.0.4/24\nmemif-wait = 0\n"
 		 "[ra]\nport = ring:life:a\nip = 10.81.1.1/24\n"
-		 "[rb]\nport = ring:life:b\nip = 10.81.1.2/24\n",
-		 dir, dir, dir, dir);
+		 "[rb]\nport = ring:life:b\nip = 10.81.1.2/24\n"
+		 "[ca]\nport = ring:lifecap:a\nip = 10.81.2.1/24\ncapture = %s/ca.pcap\n"
+		 "[cb]\nport = ring:lifecap:b\nip = 10.81.2.2/24\n",
+		 dir, dir, dir, dir, dir);
 	list = tu_devices(path, cfg, N_DEVS, &n);
 	if (!list)
 		return 1;
