@@ -6,6 +6,7 @@
 
 host_pids=()
 host_jobs=()
+host_watchdogs=()
 
 # host_kill_tree SIGNAL PID: PID and every process below it (a job started
 # with & is a subshell: killing it alone leaves its program running).
@@ -17,6 +18,7 @@ host_kill_tree() {
 
 host_cleanup() {
 	local p
+	for p in "${host_watchdogs[@]}"; do kill -KILL "$p" 2>/dev/null; done
 	for p in "${host_jobs[@]}"; do host_kill_tree KILL "$p"; done
 	for p in "${host_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
 	for p in "${host_pids[@]}"; do
@@ -47,6 +49,16 @@ host_start() {
 		return 1
 	fi
 	host_pids+=("$(cat "$dir/$name.pid")")
+	# A detached host outlives a test that is killed (a timeout's SIGKILL
+	# runs no EXIT trap): a watchdog in a session of its own, where the
+	# test's process group signals do not reach it, stops the host when
+	# this shell is gone. host_cleanup kills the watchdogs first.
+	setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done
+		kill -TERM "$2" 2>/dev/null || exit 0
+		for _ in $(seq 50); do kill -0 "$2" 2>/dev/null || exit 0; sleep 0.1; done
+		kill -KILL "$2" 2>/dev/null' host-watchdog "$$" "${host_pids[-1]}" \
+		</dev/null >/dev/null 2>&1 &
+	host_watchdogs+=($!)
 }
 
 # host_wait_up NAME: wait until host NAME's uplink is up (a memif peer
