@@ -153,8 +153,10 @@ void rocemu_qp_to_error(struct rocemu_qp *qp, bool fatal)
 	 * enters the Error state takes no further WQE from the SRQ once its last
 	 * one has completed (flushed just above): Last WQE Reached, once, so the
 	 * application knows when the QP can be destroyed without losing SRQ
-	 * WQEs to it (what storage targets wait for). */
-	if (qp->srq && !was_err)
+	 * WQEs to it (what storage targets wait for). An XRC target takes its
+	 * WQEs from the XRC SRQ each request names: it is on SRQs too, and
+	 * reports it the same way, as mlx5's XRC TGT QPs do. */
+	if ((qp->srq || qp->type == IBV_QPT_XRC_RECV) && !was_err)
 		rocemu_engine_raise(qp->engine, IBV_EVENT_QP_LAST_WQE_REACHED, qp->user_ctx);
 }
 

@@ -13,7 +13,8 @@
  *  - an XRCETH naming an SRQ of another domain, or no SRQ: NAK invalid
  *    request, the sender's WR fails REM_INV_REQ_ERR, counted drop_xrc_srq;
  *  - an empty XRC SRQ: RNR NAK, then served once a WQE is posted;
- *  - ibv_open_qp: another handle on the target QP; the QP lives until the last.
+ *  - ibv_open_qp: another handle on the target QP; the QP lives until the last;
+ *  - a target QP entering the error state: Last WQE Reached, once.
  */
 #include <endian.h>
 #include <errno.h>
@@ -520,16 +521,89 @@ static void test_open_qp(void **state)
 	drain();
 }
 
+/* The async events node B's engine raised (ev_log). */
+static struct {
+	enum ibv_event_type type;
+	void *ctx;
+} ev_log[8];
+static unsigned ev_n;
+
+static void log_event(void *arg, const struct rocemu_event *ev)
+{
+	(void)arg;
+	if (!ev->unresolved && ev_n < sizeof(ev_log) / sizeof(ev_log[0])) {
+		ev_log[ev_n].type = ev->type;
+		ev_log[ev_n].ctx = ev->obj_ctx;
+		ev_n++;
+	}
+}
+
+/* Last WQE Reached (IBA ch. 11, affiliated events) for a QP on an SRQ entering ERR:
+ * an XRC target is one (its WQEs come from the XRC SRQs requests name); it
+ * reports the event once, with its context, after its in-progress WQE was
+ * flushed; an XRC initiator (no receive side) does not. */
+static void test_last_wqe_reached(void **state)
+{
+	struct rocemu_xrcd *x;
+	struct rocemu_srq *srq;
+	struct rocemu_qp *ini, *tgt = NULL;
+	struct rocemu_mr *ms, *md;
+	uint8_t src[16] = {1, 2, 3}, dst[16];
+	int tgt_ctx, ini_ctx;
+	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+
+	(void)state;
+	assert_int_equal(rocemu_xrcd_open(B.e, false, 0, 0, false, false, &x), 0);
+	srq = xrc_srq(x, B.rcq, 4);
+	struct rocemu_qp_init ti = {.qp_type = IBV_QPT_XRC_RECV, .xrcd = x, .user_ctx = &tgt_ctx};
+	assert_int_equal(rocemu_qp_create(NULL, &ti, &tgt), 0);
+	ini = xsend_qp();
+	rocemu_qp_retarget_events(ini, NULL, &ini_ctx);
+	connect_xrc(ini, tgt);
+	ms = h_reg(A.pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
+	md = h_reg(B.pd, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE);
+	srq_recv(srq, 5, dst, sizeof(dst), h_key(md, false));
+	assert_int_equal(post_xrc(ini, IBV_WR_SEND, 4, rocemu_srq_num(srq), src, sizeof(src),
+				  h_key(ms, false), NULL, 0),
+			 0);
+	expect(A.scq, 4, IBV_WC_SUCCESS, NULL);
+	expect(B.rcq, 5, IBV_WC_SUCCESS, NULL);
+
+	rocemu_engine_set_event_handler(B.e, log_event, NULL);
+	rocemu_engine_set_event_handler(A.e, log_event, NULL);
+	ev_n = 0;
+	assert_int_equal(rocemu_qp_modify(tgt, &err, IBV_QP_STATE), 0);
+	assert_int_equal(ev_n, 1);
+	assert_int_equal(ev_log[0].type, IBV_EVENT_QP_LAST_WQE_REACHED);
+	assert_ptr_equal(ev_log[0].ctx, &tgt_ctx);
+	/* once: a QP already in the error state does not report it again */
+	assert_int_equal(rocemu_qp_modify(tgt, &err, IBV_QP_STATE), 0);
+	assert_int_equal(ev_n, 1);
+	/* the initiator has no receive side: nothing */
+	assert_int_equal(rocemu_qp_modify(ini, &err, IBV_QP_STATE), 0);
+	assert_int_equal(ev_n, 1);
+	/* the SRQ kept its other WQEs: no completion on B */
+	struct rocemu_wc wc;
+	assert_int_equal(h_poll_quiet(B.rcq, &wc, 20), 0);
+
+	rocemu_engine_set_event_handler(A.e, NULL, NULL);
+	rocemu_engine_set_event_handler(B.e, NULL, NULL);
+	assert_int_equal(rocemu_qp_destroy(ini), 0);
+	assert_int_equal(rocemu_qp_destroy(tgt), 0);
+	drain();
+	assert_int_equal(rocemu_srq_destroy(srq), 0);
+	assert_int_equal(rocemu_xrcd_close(x), 0);
+	rocemu_mr_dereg(ms);
+	rocemu_mr_dereg(md);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_two_senders_one_srq),
-	    cmocka_unit_test(test_srq_of_other_domain),
-	    cmocka_unit_test(test_unknown_srqn),
-	    cmocka_unit_test(test_empty_srq_rnr),
-	    cmocka_unit_test(test_open_qp),
-	    cmocka_unit_test(test_xrcd_open_rules),
-	    cmocka_unit_test(test_create_rules),
+	    cmocka_unit_test(test_last_wqe_reached),	cmocka_unit_test(test_two_senders_one_srq),
+	    cmocka_unit_test(test_srq_of_other_domain), cmocka_unit_test(test_unknown_srqn),
+	    cmocka_unit_test(test_empty_srq_rnr),	cmocka_unit_test(test_open_qp),
+	    cmocka_unit_test(test_xrcd_open_rules),	cmocka_unit_test(test_create_rules),
 	};
 	const char *capture_path = NULL;
 

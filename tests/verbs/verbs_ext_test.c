@@ -881,6 +881,70 @@ static void last_wqe_reached_on_srq_qp(void **state)
 }
 
 /*
+ * The same for XRC (issue 15.4): an XRC_RECV QP takes its WQEs from the XRC
+ * SRQs its requests name, so entering ERR it raises
+ * IBV_EVENT_QP_LAST_WQE_REACHED, once, for its handle; an XRC_SEND QP (no
+ * receive side) raises nothing.
+ */
+static void last_wqe_reached_on_xrc_target(void **state)
+{
+	struct host a;
+	struct ibv_async_event ev;
+
+	(void)state;
+	host_open(&a, devs[0], IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_xrcd_init_attr xa = {.comp_mask =
+					    IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+					.fd = -1,
+					.oflags = O_CREAT};
+	struct ibv_xrcd *xrcd = ibv_open_xrcd(a.ctx, &xa);
+	assert_non_null(xrcd);
+	struct ibv_srq_init_attr_ex sa = {.attr = {.max_wr = 8, .max_sge = 1},
+					  .comp_mask =
+					      IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+					      IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ,
+					  .srq_type = IBV_SRQT_XRC,
+					  .pd = a.pd,
+					  .xrcd = xrcd,
+					  .cq = a.cq};
+	struct ibv_srq *srq = ibv_create_srq_ex(a.ctx, &sa);
+	assert_non_null(srq);
+	struct ibv_qp_init_attr_ex ta = {
+	    .qp_type = IBV_QPT_XRC_RECV, .comp_mask = IBV_QP_INIT_ATTR_XRCD, .xrcd = xrcd};
+	struct ibv_qp *tgt = ibv_create_qp_ex(a.ctx, &ta);
+	assert_non_null(tgt);
+	struct ibv_qp_init_attr_ex ia = {.qp_type = IBV_QPT_XRC_SEND,
+					 .comp_mask = IBV_QP_INIT_ATTR_PD,
+					 .pd = a.pd,
+					 .send_cq = a.cq,
+					 .cap = {.max_send_wr = 4, .max_send_sge = 1}};
+	struct ibv_qp *ini = ibv_create_qp_ex(a.ctx, &ia);
+	assert_non_null(ini);
+	struct ibv_qp_attr init = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	assert_int_equal(ibv_modify_qp(tgt, &init, mask), 0);
+	assert_int_equal(ibv_modify_qp(ini, &init, mask), 0);
+
+	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+	assert_int_equal(ibv_modify_qp(ini, &err, IBV_QP_STATE), 0);
+	assert_int_equal(next_async_event(a.ctx, &ev), -1); /* an initiator: nothing */
+
+	assert_int_equal(ibv_modify_qp(tgt, &err, IBV_QP_STATE), 0);
+	assert_int_equal(next_async_event(a.ctx, &ev), 0);
+	assert_int_equal(ev.event_type, IBV_EVENT_QP_LAST_WQE_REACHED);
+	assert_ptr_equal(ev.element.qp, tgt);
+	ibv_ack_async_event(&ev);
+	assert_int_equal(ibv_modify_qp(tgt, &err, IBV_QP_STATE), 0);
+	assert_int_equal(next_async_event(a.ctx, &ev), -1); /* once */
+
+	assert_int_equal(ibv_destroy_qp(ini), 0);
+	assert_int_equal(ibv_destroy_qp(tgt), 0);
+	assert_int_equal(ibv_destroy_srq(srq), 0);
+	assert_int_equal(ibv_close_xrcd(xrcd), 0);
+	host_close(&a);
+}
+
+/*
  * Destroying an object with events (ibv_get_async_event(3), ibv_get_cq_event(3)):
  * "ibv_destroy_*() will wait for all async events of that object to be
  * acknowledged", and for every completion event handed out to be acknowledged
@@ -1453,6 +1517,7 @@ int main(void)
 	    cmocka_unit_test(raw_packet_steering),
 	    cmocka_unit_test(raw_packet_needs_cap_net_raw),
 	    cmocka_unit_test(last_wqe_reached_on_srq_qp),
+	    cmocka_unit_test(last_wqe_reached_on_xrc_target),
 	    cmocka_unit_test(destroy_qp_waits_for_ack),
 	    cmocka_unit_test(destroy_cq_waits_for_ack),
 	    cmocka_unit_test(mw_device_caps),
