@@ -423,6 +423,151 @@ static void ids_unpredictable(void **state)
 	rdma_destroy_id(b);
 }
 
+/*
+ * XRC over rdma_cm (IBA 12.6.5, 12.6.8, as Linux's CM writes them): the
+ * initiator's REQ says transport service type 3, extended transport type 1,
+ * and asks no responder resources, retries or SRQ of the target; the
+ * target's REP names the target QP as the local EE context with SRQ set, no
+ * local QPN, no initiator depth. Each half gets only its QP attributes:
+ * no receive attributes for the initiator at RTR, only a timeout and a send
+ * PSN for the target at RTS.
+ */
+#define TGT_QPN 0x345u
+static void xrc_initiator(void **state)
+{
+	struct rdma_cm_id *id = active_id();
+	struct rdma_conn_param p = {.qp_num = 0x456,
+				    .responder_resources = 4,
+				    .initiator_depth = 4,
+				    .retry_count = 5,
+				    .rnr_retry_count = 6,
+				    .srq = 1};
+	uint8_t mad[CM_MAD_SIZE];
+	int mask;
+
+	(void)state;
+	id->qp_type = IBV_QPT_XRC_SEND; /* as rdma_create_ep gives it from the rdma_addrinfo */
+	struct cm_req r = connect_req(id, &p, NULL);
+	assert_int_equal(r.transport, CM_TRANSPORT_EXT);
+	assert_int_equal(r.ext_transport, CM_EXT_TRANSPORT_XRC);
+	assert_int_equal(r.local_qpn, 0x456);
+	assert_int_equal(r.responder_resources, 0);
+	assert_int_equal(r.retry_count, 0);
+	assert_int_equal(r.rnr_retry_count, 0);
+	assert_false(r.srq);
+	assert_int_equal(r.initiator_depth, 4);
+
+	struct cm_rep rep = {.local_comm_id = 0x9000,
+			     .remote_comm_id = r.local_comm_id,
+			     .local_eecn = TGT_QPN,
+			     .starting_psn = 0x111,
+			     .responder_resources = 4,
+			     .rnr_retry_count = 7,
+			     .srq = true};
+	cm_mad_put_rep(mad, 0x55, &rep);
+	rx_from_peer(mad);
+	struct rdma_cm_event *ev;
+	assert_int_equal(rdma_get_cm_event(ch, &ev), 0);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_CONNECT_RESPONSE);
+	assert_int_equal(ev->param.conn.qp_num, TGT_QPN);
+	rdma_ack_cm_event(ev);
+	struct ibv_qp_attr rtr = qp_attr(id, IBV_QPS_RTR, &mask);
+	assert_int_equal(rtr.dest_qp_num, TGT_QPN);
+	assert_false(mask & (IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER));
+	struct ibv_qp_attr rts = qp_attr(id, IBV_QPS_RTS, &mask);
+	assert_int_equal(rts.sq_psn, 0x111);
+	assert_int_equal(mask & (IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC),
+			 IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+	assert_int_equal(rts.retry_cnt, 5);
+	rdma_destroy_id(id);
+}
+
+static void xrc_target(void **state)
+{
+	struct rdma_cm_id *listen, *id;
+	struct sockaddr_in a;
+	uint8_t mad[CM_MAD_SIZE];
+	struct cm_req req;
+	struct cm_rep rep;
+	int mask;
+
+	(void)state;
+	cm_peer_req(&req, RDMA_PS_IB, PORT, 0x5000, PEER, PEER_QPN);
+	req.transport = CM_TRANSPORT_EXT;
+	req.ext_transport = CM_EXT_TRANSPORT_XRC;
+	req.responder_resources = req.retry_count = 0;
+	assert_int_equal(rdma_create_id(ch, &listen, NULL, RDMA_PS_IB), 0);
+	listen->qp_type = IBV_QPT_XRC_RECV;
+	sin_of(&a, 1, PORT);
+	assert_int_equal(rdma_bind_addr(listen, (struct sockaddr *)&a), 0);
+	assert_int_equal(rdma_listen(listen, 4), 0);
+	cm_mad_put_req(mad, 0x66, &req);
+	rx_from_peer(mad);
+	id = expect_event(RDMA_CM_EVENT_CONNECT_REQUEST);
+	assert_int_equal(id->qp_type, IBV_QPT_XRC_RECV);
+	struct rdma_conn_param p = {
+	    .qp_num = TGT_QPN, .responder_resources = 1, .initiator_depth = 1};
+	stub_reset_sent();
+	assert_int_equal(rdma_accept(id, &p), 0);
+	assert_int_equal(sent_attr(0), CM_ATTR_REP);
+	cm_mad_get_rep(stub_sent[0].mad, &rep);
+	assert_int_equal(rep.local_eecn, TGT_QPN);
+	assert_int_equal(rep.local_qpn, 0);
+	assert_true(rep.srq);
+	assert_int_equal(rep.initiator_depth, 0);
+	assert_int_equal(rep.flow_control, 0);
+
+	struct ibv_qp_attr rtr = qp_attr(id, IBV_QPS_RTR, &mask);
+	assert_int_equal(rtr.dest_qp_num, PEER_QPN);
+	assert_true(mask & IBV_QP_MAX_DEST_RD_ATOMIC);
+	qp_attr(id, IBV_QPS_RTS, &mask);
+	assert_int_equal(mask, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT);
+	rdma_destroy_id(id);
+	rdma_destroy_id(listen);
+}
+
+/* A REQ whose transport is not the listener's (RC for XRC, XRC for RC, XRC
+ * with another extended type): REJ 9, invalid transport service type. */
+static void xrc_transport_mismatch(void **state)
+{
+	static const struct {
+		enum ibv_qp_type listener;
+		uint8_t transport, ext;
+	} cases[] = {
+	    {IBV_QPT_XRC_RECV, CM_TRANSPORT_RC, 0},
+	    {IBV_QPT_RC, CM_TRANSPORT_EXT, CM_EXT_TRANSPORT_XRC},
+	    {IBV_QPT_XRC_RECV, CM_TRANSPORT_EXT, 2},
+	};
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rdma_cm_id *listen;
+		struct sockaddr_in a;
+		uint8_t mad[CM_MAD_SIZE];
+		struct cm_req req;
+		struct cm_rej rej;
+		struct rdma_cm_event *ev;
+
+		assert_int_equal(rdma_create_id(ch, &listen, NULL, RDMA_PS_IB), 0);
+		listen->qp_type = cases[i].listener;
+		sin_of(&a, 1, PORT);
+		assert_int_equal(rdma_bind_addr(listen, (struct sockaddr *)&a), 0);
+		assert_int_equal(rdma_listen(listen, 4), 0);
+		cm_peer_req(&req, RDMA_PS_IB, PORT, 0x6000 + i, PEER, PEER_QPN);
+		req.transport = cases[i].transport;
+		req.ext_transport = cases[i].ext;
+		cm_mad_put_req(mad, 0x70 + i, &req);
+		stub_reset_sent();
+		rx_from_peer(mad);
+		assert_int_equal(stub_n_sent, 1);
+		assert_int_equal(sent_attr(0), CM_ATTR_REJ);
+		cm_mad_get_rej(stub_sent[0].mad, &rej);
+		assert_int_equal(rej.reason, CM_REJ_INVALID_TRANSPORT);
+		assert_int_equal(rdma_get_cm_event(ch, &ev), -1); /* no request given */
+		rdma_destroy_id(listen);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -434,6 +579,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(conn_param_in_req, setup, teardown),
 	    cmocka_unit_test_setup_teardown(req_path_fields, setup, teardown),
 	    cmocka_unit_test_setup_teardown(ids_unpredictable, setup, teardown),
+	    cmocka_unit_test_setup_teardown(xrc_initiator, setup, teardown),
+	    cmocka_unit_test_setup_teardown(xrc_target, setup, teardown),
+	    cmocka_unit_test_setup_teardown(xrc_transport_mismatch, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("rdmacm-fields", tests, NULL, NULL);

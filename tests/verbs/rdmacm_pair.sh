@@ -22,16 +22,19 @@
 # the connection that set TOS: in both captures, every frame of the busiest
 # QP in each direction (the data connection's; perftest's own control
 # connection sets no TOS) and at least two CM MADs carry it, and every
-# RoCEv2 frame carries its ECN bits.
+# RoCEv2 frame carries its ECN bits. --check SCRIPT: a Python script (path
+# from the source root) that checks more in the captures, given
+# a.pcap b.pcap (tests/rdmacm/xrc_cm_capture.py: XRC's REQ/REP fields).
 set -u
 TIMEOUT=${PAIR_TIMEOUT:-120}
 . "$(dirname "$0")/pair_lib.sh"
 mode=$1
 shift
-daemon= port_opts= dsfield=
+daemon= port_opts= dsfield= check=
 while :; do
 	case ${1:-} in
 	--port-opts) port_opts=$2; shift 2 ;;
+	--check) check=$2; shift 2 ;;
 	--dsfield) dsfield=$2; shift 2 ;;
 	--daemon) daemon=1; shift ;;
 	*) break ;;
@@ -76,6 +79,9 @@ cm=$(timeout 60 tshark -n -r $dir/b.pcap -Y 'infiniband.bth.destqp == 1' -T fiel
 	-e infiniband.mad.attributeid 2>/dev/null | sort | uniq -c | tr '\n' ' ')
 echo "CM MADs in host B's capture (count attribute-id): $cm"
 echo "$cm" | grep -qE '0x0010|0x0017' || { echo "no REQ/SIDR_REQ decoded on QP1"; fail=1; }
+if [ -n "$check" ]; then
+	"$PY" "$SRC/$check" $dir/a.pcap $dir/b.pcap || fail=1
+fi
 if [ -n "$dsfield" ]; then
 	for f in $dir/a.pcap $dir/b.pcap; do
 		timeout 60 tshark -n -r $f -Y 'udp.dstport == 4791' -T fields -e ip.dsfield \

@@ -36,7 +36,7 @@ static void put_bits(uint8_t *p, unsigned bit, unsigned width, uint64_t v)
  * (cm_<msg>) member that holds it, its byte and bit offset from the start of
  * the CM message (the MAD's byte 24) and its width in bits; neighbouring
  * fields of a few bits share a line. Fields not listed are zero (reserved, or
- * unused over RoCE: EECNs, the alternate path).
+ * unused over RoCE: the REQ's EECNs, the alternate path).
  */
 #define F(msg, member, byte, bit, width)                                                           \
 	{                                                                                          \
@@ -71,6 +71,7 @@ static const struct cm_field req_fields[] = {
 	F(req, pkey, 48, 0, 16),
 	F(req, path_mtu, 50, 0, 4), F(req, rnr_retry_count, 50, 5, 3),
 	F(req, max_cm_retries, 51, 0, 4), F(req, srq, 51, 4, 1),
+	F(req, ext_transport, 51, 5, 3),
 	/* RoCE has no LIDs: the permissive LID as local and remote port LID,
 	 * as Linux's CM sends for routed (hop limit > 1) paths. */
 	CONST(52, 0, 16, 0xffff), CONST(54, 0, 16, 0xffff),
@@ -89,6 +90,7 @@ static const struct cm_field rep_fields[] = {
 	COMM_IDS(rep),
 	F(rep, local_qkey, 8, 0, 32),
 	F(rep, local_qpn, 12, 0, 24),
+	F(rep, local_eecn, 16, 0, 24),
 	F(rep, starting_psn, 20, 0, 24),
 	F(rep, responder_resources, 24, 0, 8), F(rep, initiator_depth, 25, 0, 8),
 	F(rep, target_ack_delay, 26, 0, 5), F(rep, failover, 26, 5, 2),

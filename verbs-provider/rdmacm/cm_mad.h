@@ -61,8 +61,11 @@ enum cm_sidr_status {
 	CM_SIDR_REJECT = 2,
 };
 
-/* Transport service type in REQ (IBA 12.6.5). */
-enum cm_transport { CM_TRANSPORT_RC = 0, CM_TRANSPORT_UC = 1 };
+/* Transport service type in REQ (IBA 12.6.5): 3 says that the extended
+ * transport type field names it, where 1 is XRC (as Linux's CM sends it for
+ * an XRC initiator). */
+enum cm_transport { CM_TRANSPORT_RC = 0, CM_TRANSPORT_UC = 1, CM_TRANSPORT_EXT = 3 };
+enum cm_ext_transport { CM_EXT_TRANSPORT_XRC = 1 };
 
 struct cm_mad_hdr {
 	uint8_t method;
@@ -84,6 +87,7 @@ struct cm_req {
 	uint8_t path_mtu; /* enum ibv_mtu */
 	uint8_t rnr_retry_count, max_cm_retries;
 	bool srq;
+	uint8_t ext_transport; /* enum cm_ext_transport when transport is CM_TRANSPORT_EXT */
 	uint8_t local_gid[16], remote_gid[16];
 	uint32_t flow_label;
 	uint8_t packet_rate; /* enum ibv_rate */
@@ -94,6 +98,9 @@ struct cm_req {
 struct cm_rep {
 	uint32_t local_comm_id, remote_comm_id;
 	uint32_t local_qkey, local_qpn, starting_psn;
+	/* An XRC target's QPN goes here, local_qpn 0 (Linux's CM: the REP of an
+	 * XRC TGT QP names it as the local EE context, with SRQ set). */
+	uint32_t local_eecn;
 	uint8_t responder_resources, initiator_depth;
 	uint8_t target_ack_delay, failover, flow_control, rnr_retry_count;
 	bool srq;

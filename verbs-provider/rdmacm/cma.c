@@ -128,8 +128,10 @@ static uint64_t resp_timeout_ns(void)
 /* An id destroyed while events still named it is freed with its last event. */
 static void id_free_if_done(struct cma_id *c)
 {
-	if (c->state == CMA_DESTROYING && c->events_pending <= 0)
+	if (c->state == CMA_DESTROYING && c->events_pending <= 0) {
+		free(c->ep_qp_attr);
 		free(c);
+	}
 }
 
 struct rdma_event_channel *rdma_create_event_channel(void)
@@ -346,15 +348,21 @@ const char *rdma_event_str(enum rdma_cm_event_type event)
 }
 ROCEMU_PUBLIC(rdma_event_str)
 
-/* Synchronous ids (created without a channel): wait for the outcome. */
+static void ack_attached_event(struct rdma_cm_id *id);
+
+/* Synchronous ids (created without a channel): wait for the outcome. The
+ * event stays readable through id->event until the next synchronous call on
+ * the id or rdma_destroy_id, as rdma-core's librdmacm keeps it: rdma_xclient
+ * reads the REP's private data there after rdma_connect. */
 static int sync_wait(struct cma_id *c, enum rdma_cm_event_type expected)
 {
 	struct rdma_cm_event *ev;
 
+	ack_attached_event(&c->id);
 	if (rdma_get_cm_event(c->id.channel, &ev))
 		return -1;
 	int type = ev->event, status = ev->status;
-	rdma_ack_cm_event(ev);
+	c->id.event = ev;
 	if (type == (int)expected && status == 0)
 		return 0;
 	if (type == RDMA_CM_EVENT_REJECTED)
@@ -481,8 +489,10 @@ static void id_unlink(struct cma_id *c)
 		}
 }
 
-int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
-		   enum rdma_port_space ps)
+/* rdma_create_id, and rdma_create_ep with the QP type of its rdma_addrinfo
+ * (qp_type 0: the port space's). */
+static int create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
+		     enum rdma_port_space ps, enum ibv_qp_type qp_type)
 {
 	enum ibv_qp_type t;
 
@@ -502,6 +512,8 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 	default:
 		return fail(EINVAL);
 	}
+	if (qp_type)
+		t = qp_type;
 	int rc = cma_init();
 	if (rc < 0)
 		return fail(-rc);
@@ -519,6 +531,12 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 	}
 	*id = &c->id;
 	return 0;
+}
+
+int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
+		   enum rdma_port_space ps)
+{
+	return create_id(channel, id, context, ps, 0);
 }
 ROCEMU_PUBLIC(rdma_create_id)
 
@@ -618,6 +636,38 @@ static void send_dreq(struct cma_id *c)
 /* ------------------------------------------------------------------------ */
 /* Queue pair transitions                                                     */
 
+/*
+ * The two halves of a reliable connection: an RC QP is both; of XRC, the
+ * initiator (XRC_SEND) only sends requests and the target (XRC_RECV) only
+ * answers them (its receives come from the XRC SRQ each request names). A
+ * QP gets the attributes of the halves it has, as the kernel's
+ * qp_state_table asks them for IB_QPT_XRC_INI and IB_QPT_XRC_TGT.
+ */
+static bool qp_requester(enum ibv_qp_type t)
+{
+	return t == IBV_QPT_RC || t == IBV_QPT_XRC_SEND;
+}
+
+static bool qp_responder(enum ibv_qp_type t)
+{
+	return t == IBV_QPT_RC || t == IBV_QPT_XRC_RECV;
+}
+
+/* The type of the connection's QP: its QP's, else the id's (rdma_create_ep
+ * takes it from the rdma_addrinfo). */
+static enum ibv_qp_type conn_type(const struct cma_id *c)
+{
+	return c->id.qp ? c->id.qp->qp_type : c->id.qp_type;
+}
+
+/* The REQ transport service type of a connection of QP type t (12.6.5). */
+static uint8_t req_transport_of(enum ibv_qp_type t)
+{
+	if (t == IBV_QPT_XRC_SEND || t == IBV_QPT_XRC_RECV)
+		return CM_TRANSPORT_EXT;
+	return t == IBV_QPT_UC ? CM_TRANSPORT_UC : CM_TRANSPORT_RC;
+}
+
 static int qp_to_init(struct cma_id *c, struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .pkey_index = 0};
@@ -628,7 +678,7 @@ static int qp_to_init(struct cma_id *c, struct ibv_qp *qp)
 		mask |= IBV_QP_QKEY;
 	} else {
 		a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
-		if (qp->qp_type == IBV_QPT_RC)
+		if (qp_responder(qp->qp_type))
 			a.qp_access_flags |= IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 		mask |= IBV_QP_ACCESS_FLAGS;
 	}
@@ -664,7 +714,7 @@ static void fill_ah(const struct cma_id *c, struct ibv_ah_attr *ah)
 static int init_qp_attr(struct cma_id *c, struct ibv_qp_attr *a, int *mask)
 {
 	enum ibv_qp_state want = a->qp_state;
-	bool rc_qp = c->id.qp_type == IBV_QPT_RC;
+	enum ibv_qp_type t = conn_type(c);
 
 	memset(a, 0, sizeof(*a));
 	a->qp_state = want;
@@ -677,7 +727,7 @@ static int init_qp_attr(struct cma_id *c, struct ibv_qp_attr *a, int *mask)
 			*mask |= IBV_QP_QKEY;
 		} else {
 			a->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
-			if (rc_qp)
+			if (qp_responder(t))
 				a->qp_access_flags |=
 				    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 			*mask |= IBV_QP_ACCESS_FLAGS;
@@ -701,7 +751,7 @@ static int init_qp_attr(struct cma_id *c, struct ibv_qp_attr *a, int *mask)
 		a->rq_psn = c->local_psn;
 		fill_ah(c, &a->ah_attr);
 		*mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-		if (rc_qp) {
+		if (qp_responder(t)) {
 			a->max_dest_rd_atomic = c->resp_res;
 			a->min_rnr_timer = 12;
 			*mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
@@ -710,7 +760,10 @@ static int init_qp_attr(struct cma_id *c, struct ibv_qp_attr *a, int *mask)
 	case IBV_QPS_RTS:
 		a->sq_psn = c->remote_psn;
 		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-		if (rc_qp) {
+		if (t == IBV_QPT_XRC_RECV) { /* sends only responses: their timeout */
+			a->timeout = c->local_ack_timeout ? c->local_ack_timeout : CMA_ACK_TIMEOUT;
+			*mask |= IBV_QP_TIMEOUT;
+		} else if (qp_requester(t)) {
 			a->timeout = c->local_ack_timeout ? c->local_ack_timeout : CMA_ACK_TIMEOUT;
 			a->retry_cnt = c->retry_count;
 			a->rnr_retry = c->rnr_retry;
@@ -953,6 +1006,16 @@ int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
 	ev->id->channel = &own->ch;
 	pthread_mutex_unlock(&cma_lock);
 	ev->id->event = ev;
+	/* a passive endpoint's requests come with their QP (rdma_create_ep) */
+	struct ibv_qp_init_attr *qa = to_cid(listen)->ep_qp_attr;
+	if (qa) {
+		struct ibv_qp_init_attr a = *qa;
+		if (rdma_create_qp(ev->id, listen->pd, &a)) {
+			int err = errno;
+			rdma_destroy_id(ev->id); /* rejects the request */
+			return fail(err);
+		}
+	}
 	*id = ev->id;
 	return 0;
 }
@@ -1067,19 +1130,27 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
 	c->init_depth = cap8(p ? p->initiator_depth : 255, c->dev->max_rd_atom);
 	c->retry_count = cap8(p ? p->retry_count : 7, 7);
 	c->local_ack_timeout = CMA_ACK_TIMEOUT;
-	r.responder_resources = c->resp_res;
+	enum ibv_qp_type t = conn_type(c);
 	r.initiator_depth = c->init_depth;
 	r.remote_cm_timeout = CMA_RESP_TIMEOUT;
 	r.local_cm_timeout = CMA_RESP_TIMEOUT;
-	r.transport = id->qp && id->qp->qp_type == IBV_QPT_UC ? CM_TRANSPORT_UC : CM_TRANSPORT_RC;
+	r.transport = req_transport_of(t);
 	r.flow_control = p ? p->flow_control : 1;
 	r.starting_psn = c->local_psn;
-	r.retry_count = c->retry_count;
 	r.pkey = 0xffff;
 	r.path_mtu = (uint8_t)c->mtu;
-	r.rnr_retry_count = cap8(p ? p->rnr_retry_count : 7, 7);
 	r.max_cm_retries = CMA_MAX_CM_RETRIES;
-	r.srq = id->srq || (id->qp && id->qp->srq) || (p && p->srq);
+	if (t == IBV_QPT_XRC_SEND) {
+		/* An XRC initiator receives nothing: the REQ asks no responder
+		 * resources, retries or SRQ of the target (IBA 12.6.5 and Linux's
+		 * cm_format_req leave them 0 for XRC_INI). */
+		r.ext_transport = CM_EXT_TRANSPORT_XRC;
+	} else {
+		r.responder_resources = c->resp_res;
+		r.retry_count = c->retry_count;
+		r.rnr_retry_count = cap8(p ? p->rnr_retry_count : 7, 7);
+		r.srq = id->srq || (id->qp && id->qp->srq) || (p && p->srq);
+	}
 	memcpy(r.local_gid, c->dev->gids[c->sgid_index].raw, 16);
 	memcpy(r.remote_gid, c->remote_gid.raw, 16);
 	c->flow_label = path_flow_label(c);
@@ -1157,6 +1228,16 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
 			   .rnr_retry_count = cap8(p ? p->rnr_retry_count : 7, 7),
 			   .srq = id->srq || (id->qp && id->qp->srq) || (p && p->srq),
 			   .local_ca_guid = be64toh(c->dev->guid)};
+	if (conn_type(c) == IBV_QPT_XRC_RECV) {
+		/* An XRC target is named as the local EE context, with SRQ set and
+		 * no local QPN, initiator depth or flow control (it sends no
+		 * requests), as Linux's cm_format_rep writes it for XRC_TGT. */
+		r.local_eecn = r.local_qpn;
+		r.local_qpn = 0;
+		r.initiator_depth = 0;
+		r.flow_control = 0;
+		r.srq = true;
+	}
 	if (p && p->private_data && p->private_data_len)
 		memcpy(r.pdata, p->private_data, p->private_data_len);
 	cm_mad_put_rep(c->mad, c->tid, &r);
@@ -1528,6 +1609,9 @@ static void destroy_own_cqs(struct cma_id *c)
 
 	if (!c->own_cqs)
 		return;
+	/* an XRC SRQ of the id completes into its receive CQ: they go with it */
+	if (id->srq && c->xrc_srq)
+		return;
 	if (id->send_cq)
 		ibv_destroy_cq(id->send_cq);
 	if (id->recv_cq)
@@ -1539,6 +1623,42 @@ static void destroy_own_cqs(struct cma_id *c)
 	id->send_cq = id->recv_cq = NULL;
 	id->send_cq_channel = id->recv_cq_channel = NULL;
 	c->own_cqs = false;
+}
+
+/* The CQs (each with a completion channel) the library makes for an id the
+ * program gave none, as rdma_get_send_comp/rdma_get_recv_comp expect; 0 or
+ * -1 with errno set. */
+static int make_own_cqs(struct cma_id *c, uint32_t send_wr, uint32_t recv_wr)
+{
+	struct rdma_cm_id *id = &c->id;
+
+	c->own_cqs = true;
+	id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
+	id->send_cq_channel = ibv_create_comp_channel(id->verbs);
+	if (id->recv_cq_channel)
+		id->recv_cq = ibv_create_cq(id->verbs, recv_wr ? (int)recv_wr : 1, id,
+					    id->recv_cq_channel, 0);
+	if (id->send_cq_channel)
+		id->send_cq = ibv_create_cq(id->verbs, send_wr ? (int)send_wr : 1, id,
+					    id->send_cq_channel, 0);
+	return id->recv_cq && id->send_cq ? 0 : -1;
+}
+
+/* The device's XRC domain for ids that give none, opened on first use;
+ * NULL with errno set if it cannot be. */
+static struct ibv_xrcd *device_xrcd(struct cma_device *d)
+{
+	pthread_mutex_lock(&cma_lock);
+	if (!d->xrcd) {
+		struct ibv_xrcd_init_attr a = {.comp_mask = IBV_XRCD_INIT_ATTR_FD |
+							    IBV_XRCD_INIT_ATTR_OFLAGS,
+					       .fd = -1,
+					       .oflags = O_CREAT};
+		d->xrcd = ibv_open_xrcd(d->verbs, &a);
+	}
+	struct ibv_xrcd *x = d->xrcd;
+	pthread_mutex_unlock(&cma_lock);
+	return x;
 }
 
 int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
@@ -1555,30 +1675,32 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 	}
 	if (attr->pd->context != id->verbs)
 		return fail(EINVAL);
-	/* Without CQs, the library makes them (each with a completion channel),
-	 * as rdma_get_send_comp/rdma_get_recv_comp expect. */
+	struct ibv_pd *pd = attr->pd; /* the provider clears an XRC target's */
+	attr->qp_type = attr->qp_type ? attr->qp_type : id->qp_type;
+	if (attr->qp_type == IBV_QPT_XRC_RECV &&
+	    (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd)) {
+		attr->xrcd = device_xrcd(d);
+		if (!attr->xrcd)
+			return -1;
+		attr->comp_mask |= IBV_QP_INIT_ATTR_XRCD;
+	}
+	/* Without CQs, the library makes them. An XRC target uses none, but
+	 * the XRC SRQ rdma_create_srq makes for it completes into the id's
+	 * receive CQ, as in rdma-core's librdmacm. */
+	bool made_cqs = false;
 	if (!attr->send_cq || !attr->recv_cq) {
-		c->own_cqs = true;
-		id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
-		id->send_cq_channel = ibv_create_comp_channel(id->verbs);
-		if (id->recv_cq_channel)
-			id->recv_cq = ibv_create_cq(
-			    id->verbs, attr->cap.max_recv_wr ? (int)attr->cap.max_recv_wr : 1, id,
-			    id->recv_cq_channel, 0);
-		if (id->send_cq_channel)
-			id->send_cq = ibv_create_cq(
-			    id->verbs, attr->cap.max_send_wr ? (int)attr->cap.max_send_wr : 1, id,
-			    id->send_cq_channel, 0);
-		if (!id->recv_cq || !id->send_cq)
-			goto err_cq;
+		if (!id->send_cq || !id->recv_cq) {
+			made_cqs = true;
+			if (make_own_cqs(c, attr->cap.max_send_wr, attr->cap.max_recv_wr))
+				goto err_cq;
+		}
 		if (!attr->send_cq)
 			attr->send_cq = id->send_cq;
 		if (!attr->recv_cq)
 			attr->recv_cq = id->recv_cq;
 	}
-	if (id->srq && !attr->srq)
+	if (id->srq && !attr->srq && attr->qp_type != IBV_QPT_XRC_RECV)
 		attr->srq = id->srq;
-	attr->qp_type = attr->qp_type ? attr->qp_type : id->qp_type;
 	struct ibv_qp *qp = ibv_create_qp_ex(id->verbs, attr);
 	if (!qp)
 		goto err_cq;
@@ -1591,11 +1713,12 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 		goto err_cq;
 	}
 	id->qp = qp;
-	id->pd = attr->pd;
+	id->pd = pd;
 	return 0;
 err_cq : {
 	int err = errno ? errno : ENOMEM;
-	destroy_own_cqs(c); /* undo what this call made */
+	if (made_cqs)
+		destroy_own_cqs(c); /* undo what this call made */
 	return fail(err);
 }
 }
@@ -1629,44 +1752,77 @@ void rdma_destroy_qp(struct rdma_cm_id *id)
 }
 ROCEMU_PUBLIC(rdma_destroy_qp)
 
-/* The id's SRQ on pd (NULL: the id's PD, else the device's); attr is
- * updated with what was granted. */
-static int create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, void *srq_context,
-		      struct ibv_srq_attr *attr)
+/*
+ * The id's SRQ (rdma_create_srq_ex(3)): on the PD given, else the id's, else
+ * the device's. An XRC SRQ (the type of an XRC_RECV id's SRQ with
+ * rdma_create_srq) also needs a domain and a CQ: without them it gets the
+ * device's domain and the id's receive CQ, made if the id has none, as
+ * rdma-core's librdmacm gives them. attr is updated with what was granted.
+ */
+int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
 {
-	if (!id || !attr || !id->verbs)
+	if (!id || !attr || !id->verbs || id->srq)
 		return fail(EINVAL);
+	struct cma_id *c = to_cid(id);
 	struct cma_device *d = cma_device_of(id->verbs);
 	if (!d)
 		return fail(ENODEV);
-	if (!pd)
-		pd = id->pd ? id->pd : d->pd;
-	struct ibv_srq_init_attr sa = {.srq_context = srq_context, .attr = *attr};
-	struct ibv_srq *srq = ibv_create_srq(pd, &sa);
-	if (!srq)
-		return -1;
-	*attr = sa.attr;
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE)) { /* a basic SRQ */
+		attr->srq_type = IBV_SRQT_BASIC;
+		attr->comp_mask |= IBV_SRQ_INIT_ATTR_TYPE;
+	}
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
+		attr->pd = id->pd ? id->pd : d->pd;
+		attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
+	}
+	bool xrc = attr->srq_type == IBV_SRQT_XRC, made_cqs = false;
+	if (xrc) {
+		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !attr->xrcd) {
+			attr->xrcd = device_xrcd(d);
+			if (!attr->xrcd)
+				return -1;
+		}
+		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->cq) {
+			if (!id->recv_cq) {
+				made_cqs = true;
+				if (make_own_cqs(c, 0, attr->attr.max_wr)) {
+					int err = errno ? errno : ENOMEM;
+					destroy_own_cqs(c);
+					return fail(err);
+				}
+			}
+			attr->cq = id->recv_cq;
+		}
+		attr->comp_mask |= IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+	}
+	struct ibv_srq *srq = ibv_create_srq_ex(id->verbs, attr);
+	if (!srq) {
+		int err = errno ? errno : ENOMEM;
+		if (made_cqs)
+			destroy_own_cqs(c);
+		return fail(err);
+	}
 	id->srq = srq;
-	id->pd = pd;
+	id->pd = attr->pd;
+	c->xrc_srq = xrc;
 	return 0;
-}
-
-int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
-{
-	if (!attr)
-		return fail(EINVAL);
-	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC)
-		return fail(EOPNOTSUPP);
-	return create_srq(id, (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) ? attr->pd : NULL,
-			  attr->srq_context, &attr->attr);
 }
 ROCEMU_PUBLIC(rdma_create_srq_ex)
 
 int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
-	if (!attr)
+	if (!id || !attr)
 		return fail(EINVAL);
-	return create_srq(id, pd, attr->srq_context, &attr->attr);
+	struct ibv_srq_init_attr_ex a = {
+	    .srq_context = attr->srq_context,
+	    .attr = attr->attr,
+	    .comp_mask = IBV_SRQ_INIT_ATTR_TYPE | (pd ? IBV_SRQ_INIT_ATTR_PD : 0),
+	    .srq_type = id->qp_type == IBV_QPT_XRC_RECV ? IBV_SRQT_XRC : IBV_SRQT_BASIC,
+	    .pd = pd};
+	int rc = rdma_create_srq_ex(id, &a);
+	if (rc == 0)
+		attr->attr = a.attr;
+	return rc;
 }
 ROCEMU_PUBLIC(rdma_create_srq)
 
@@ -1674,8 +1830,14 @@ void rdma_destroy_srq(struct rdma_cm_id *id)
 {
 	if (!id || !id->srq)
 		return;
+	struct cma_id *c = to_cid(id);
 	ibv_destroy_srq(id->srq);
 	id->srq = NULL;
+	if (c->xrc_srq) { /* its CQ outlived the QP (destroy_own_cqs) */
+		c->xrc_srq = false;
+		if (!id->qp)
+			destroy_own_cqs(c);
+	}
 }
 ROCEMU_PUBLIC(rdma_destroy_srq)
 
@@ -1686,7 +1848,8 @@ int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv
 
 	if (!id || !res)
 		return fail(EINVAL);
-	if (rdma_create_id(NULL, &cid, NULL, (enum rdma_port_space)res->ai_port_space))
+	if (create_id(NULL, &cid, NULL, (enum rdma_port_space)res->ai_port_space,
+		      (enum ibv_qp_type)res->ai_qp_type))
 		return -1;
 	int rc;
 	if (res->ai_flags & RAI_PASSIVE) {
@@ -1698,8 +1861,20 @@ int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv
 	}
 	if (!rc && pd)
 		cid->pd = pd;
-	if (!rc && qp_init_attr && !(res->ai_flags & RAI_PASSIVE))
-		rc = rdma_create_qp(cid, pd, qp_init_attr);
+	if (!rc && qp_init_attr) {
+		qp_init_attr->qp_type = cid->qp_type;
+		if (!(res->ai_flags & RAI_PASSIVE)) {
+			rc = rdma_create_qp(cid, pd, qp_init_attr);
+		} else {
+			/* each request rdma_get_request hands out gets its QP */
+			struct cma_id *c = to_cid(cid);
+			c->ep_qp_attr = malloc(sizeof(*qp_init_attr));
+			if (c->ep_qp_attr)
+				*c->ep_qp_attr = *qp_init_attr;
+			else
+				rc = fail(ENOMEM);
+		}
+	}
 	if (rc) {
 		int err = errno;
 		rdma_destroy_id(cid);
@@ -1856,10 +2031,14 @@ static unsigned listen_backlog(const struct cma_id *l)
 	return (unsigned)l->backlog;
 }
 
-/* The REQ transport service type that fits a listener of QP type t. */
-static uint8_t req_transport_of(enum ibv_qp_type t)
+/* A REQ's transport service type and extended transport type are those of
+ * a listener of QP type t: a UC REQ fits a UC listener, an XRC one (type 3,
+ * extended type 1) an XRC_RECV listener, an RC one the others. */
+static bool req_transport_fits(const struct cm_req *r, enum ibv_qp_type t)
 {
-	return t == IBV_QPT_UC ? CM_TRANSPORT_UC : CM_TRANSPORT_RC;
+	if (r->transport != req_transport_of(t))
+		return false;
+	return r->transport != CM_TRANSPORT_EXT || r->ext_transport == CM_EXT_TRANSPORT_XRC;
 }
 
 /* Requests the listener l has handed out that are not answered yet. */
@@ -1928,9 +2107,10 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 		CMA_COUNT(wrong_service); /* a connection REQ for a UD port space: SIDR's */
 		l = NULL;
 	}
-	if (l && r.transport != req_transport_of(l->id.qp_type)) {
-		/* 12.6.5: a UC REQ for an RC listener (or the reverse) would connect
-		 * QPs of different types: REJ "invalid transport service type" */
+	if (l && !req_transport_fits(&r, l->id.qp_type)) {
+		/* 12.6.5: a UC REQ for an RC listener (or the reverse, or XRC with
+		 * either) would connect QPs of different types: REJ "invalid
+		 * transport service type" */
 		CMA_COUNT(rej_transport);
 		send_rej(d, idx, src, r.traffic_class, r.sl, tid, random32(), r.local_comm_id,
 			 CM_REJ_MSG_REQ, CM_REJ_INVALID_TRANSPORT, NULL, 0);
@@ -2015,7 +2195,9 @@ static void handle_rep(const union ibv_gid *src, const uint8_t *mad)
 	}
 	c->timer = false;
 	c->remote_comm_id = r.local_comm_id;
-	c->remote_qpn = r.local_qpn;
+	/* an XRC target names itself as the local EE context (rdma_accept) */
+	uint32_t peer_qpn = conn_type(c) == IBV_QPT_XRC_SEND ? r.local_eecn : r.local_qpn;
+	c->remote_qpn = peer_qpn;
 	c->remote_psn = r.starting_psn;
 	c->remote_resp_res = r.responder_resources;
 	c->remote_init_depth = r.initiator_depth;
@@ -2028,7 +2210,7 @@ static void handle_rep(const union ibv_gid *src, const uint8_t *mad)
 		if (e) {
 			e->ev.param.conn.responder_resources = r.responder_resources;
 			e->ev.param.conn.initiator_depth = r.initiator_depth;
-			e->ev.param.conn.qp_num = r.local_qpn;
+			e->ev.param.conn.qp_num = peer_qpn;
 			e->ev.param.conn.rnr_retry_count = r.rnr_retry_count;
 		}
 		return;
@@ -2046,7 +2228,7 @@ static void handle_rep(const union ibv_gid *src, const uint8_t *mad)
 	if (e) {
 		e->ev.param.conn.responder_resources = r.responder_resources;
 		e->ev.param.conn.initiator_depth = r.initiator_depth;
-		e->ev.param.conn.qp_num = r.local_qpn;
+		e->ev.param.conn.qp_num = peer_qpn;
 	}
 }
 

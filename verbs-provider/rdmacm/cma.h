@@ -121,6 +121,9 @@ struct cma_device {
 	union ibv_gid gids[16];
 	uint8_t max_rd_atom;
 	uint8_t rate; /**< enum ibv_rate of the port's link, for the REQ's packet rate */
+	/** The XRC domain of the XRC_RECV QPs and XRC SRQs the library makes for
+	 * ids that give none (opened on first use, as rdma-core's librdmacm). */
+	struct ibv_xrcd *xrcd;
 };
 
 enum cma_state {
@@ -216,6 +219,10 @@ struct cma_id {
 	struct cma_mc *mcs; /**< groups joined */
 
 	bool own_cqs; /* rdma_create_qp made the CQs and channels */
+	bool xrc_srq; /* id->srq is an XRC SRQ, completing into id->recv_cq */
+	/** A passive endpoint's QP attributes (rdma_create_ep): each request
+	 * rdma_get_request hands out gets its QP made with them. */
+	struct ibv_qp_init_attr *ep_qp_attr;
 	int events_pending;
 };
 

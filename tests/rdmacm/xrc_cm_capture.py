@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""The rdma_cm exchange of an XRC connection (rdma_xclient -c x against
+rdma_xserver -c x) as the active host's capture shows it, decoded by tshark's
+CM dissector, against the IBA CM chapter (12.6.5 REQ, 12.6.8 REP) as Linux's
+CM writes it for XRC:
+- the REQ: transport service type 3 with extended transport type 1 (XRC);
+  no responder resources, retry counts or SRQ asked of the target (an XRC
+  initiator receives nothing); its local QPN is the initiator's;
+- the REP: the XRC target's QPN as the local EE context number, local QPN 0,
+  SRQ 1, initiator depth 0; its private data starts with the XRC SRQ number
+  rdma_xserver sends (big-endian);
+- an RTU follows;
+- the XRC SEND (opcode 0xA4) goes to the target QP the REP named, its XRCETH
+  (read from the frame's bytes: Wireshark 4.0 does not dissect it) names the
+  SRQ the REP's private data gave, and the XRC ACK (0xB1) comes back to the
+  QPN of the REQ.
+Usage: xrc_cm_capture.py A.PCAP B.PCAP (B: the client's capture)."""
+import os
+import struct
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "transport"))
+from xrc_capture import bth_offset, frames  # noqa: E402
+
+REQ_FIELDS = ["transpsvctype", "ext_transport", "localqpn", "responderres", "retrcount",
+              "rnrretrcount", "srq"]
+REP_FIELDS = ["localqpn", "localeecn", "srq", "initdepth", "private"]
+
+
+def cm_rows(pcap, msg, fields):
+    """One dict per CM message msg (req, rep, rtu) in pcap, fields as tshark shows them."""
+    cmd = ["tshark", "-n", "-r", pcap, "-Y", "infiniband.cm.%s" % msg, "-T", "fields"]
+    for f in fields:
+        cmd += ["-e", "infiniband.cm.%s.%s" % (msg, f)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+    return [dict(zip(fields, line.split("\t"))) for line in out.splitlines() if line.strip()]
+
+
+def rtu_count(pcap):
+    cmd = ["tshark", "-n", "-r", pcap, "-Y", "infiniband.mad.attributeid == 0x0014", "-T",
+           "fields", "-e", "frame.number"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+    return len(out.split())
+
+
+def num(v):
+    return int(v, 0) if v.startswith("0x") else int(v)
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    pcap = sys.argv[2]
+    errors = []
+    reqs = cm_rows(pcap, "req", REQ_FIELDS)
+    reps = cm_rows(pcap, "rep", REP_FIELDS)
+    rtus = rtu_count(pcap)
+    print("REQ: %s\nREP: %s\nRTU: %d" % (reqs, [dict(r, private=r["private"][:16]) for r in reps],
+                                        rtus))
+    if not reqs or not reps or not rtus:
+        print("FAIL: expected a REQ, a REP and an RTU in %s" % pcap)
+        return 1
+    req, rep = reqs[0], reps[0]
+    want_req = {"transpsvctype": 3, "ext_transport": 1, "responderres": 0, "retrcount": 0,
+                "rnrretrcount": 0, "srq": 0}
+    for f, v in want_req.items():
+        if num(req[f]) != v:
+            errors.append("REQ %s is %s, not %d" % (f, req[f], v))
+    ini_qpn = num(req["localqpn"])
+    if ini_qpn == 0:
+        errors.append("REQ local QPN 0")
+    for f, v in {"localqpn": 0, "srq": 1, "initdepth": 0}.items():
+        if num(rep[f]) != v:
+            errors.append("REP %s is %s, not %d" % (f, rep[f], v))
+    tgt_qpn = num(rep["localeecn"])
+    if tgt_qpn == 0:
+        errors.append("REP local EECN (the XRC target QPN) is 0")
+    pdata = bytes.fromhex(rep["private"].replace(":", ""))
+    srqn = struct.unpack("!I", pdata[:4])[0] if len(pdata) >= 4 else -1
+    sends = acks = 0
+    for n, fr in frames(pcap):
+        b = bth_offset(fr)
+        if b is None:
+            continue
+        op, dqp = fr[b], struct.unpack("!I", fr[b + 4:b + 8])[0] & 0xFFFFFF
+        if op == 0xA4:  # XRC SEND Only
+            sends += 1
+            xsrq = struct.unpack("!I", fr[b + 12:b + 16])[0] & 0xFFFFFF
+            if dqp != tgt_qpn or xsrq != srqn:
+                errors.append("frame %d: XRC SEND to QP %#x SRQ %#x, the REP named QP %#x "
+                              "and SRQ %#x" % (n, dqp, xsrq, tgt_qpn, srqn))
+        elif op == 0xB1:  # XRC Acknowledge
+            acks += 1
+            if dqp != ini_qpn:
+                errors.append("frame %d: XRC ACK to QP %#x, the REQ's QPN is %#x"
+                              % (n, dqp, ini_qpn))
+    if sends == 0 or acks == 0:
+        errors.append("%d XRC SEND and %d XRC ACK frames; expected both" % (sends, acks))
+    print("target QPN %#x, SRQ %#x, initiator QPN %#x: %d XRC SEND, %d XRC ACK"
+          % (tgt_qpn, srqn, ini_qpn, sends, acks))
+    for e in errors:
+        print("FAIL: " + e)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
