@@ -105,7 +105,7 @@ static int start_device(struct rocemu_port *port, char *err, size_t errlen)
 	uint16_t nb_rxd = PORT_RX_DESC, nb_txd = PORT_TX_DESC, id = port->port_id;
 	int socket, rc;
 
-	if (port->link->tx_burst)
+	if (id == UINT16_MAX) /* a link without an ethdev */
 		return port->link->start ? port->link->start(port, err, errlen) : 0;
 	socket = rte_eth_dev_socket_id(id);
 	if (socket < 0)

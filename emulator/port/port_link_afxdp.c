@@ -1,9 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Link kind `af_xdp:IFACE`: net_af_xdp on queue 0 of a kernel interface,
- * beside the kernel. The PMD loads rocemu's own XDP program (xdp/, found as
- * find_xdp_prog says) instead of its default one, which would take every
- * frame of the queue from the kernel: ours takes only RoCEv2 to the port's
+ * Link kind `af_xdp:IFACE[,queues=N]`: AF_XDP sockets on queues 0..N-1 of
+ * a kernel interface (default: all its receive queues, at most XSK_MAX),
+ * beside the kernel: net_af_xdp on queue 0, rocemu's own sockets
+ * (port_xsk.c) on the others (open_queues says why). The progress thread
+ * polls every queue; transmit puts a RoCEv2 frame on the queue of its
+ * destination QPN, anything else on queue 0 (flow_queue).
+ *
+ * The PMD loads rocemu's own XDP program (xdp/, found as find_xdp_prog
+ * says) instead of its default one, which would take every frame of the
+ * queue from the kernel: ours takes only RoCEv2 to the port's
  * addresses (rocemu_addrs, filled here once the GID table exists), and for
  * addresses rocemu owns alone (the kernel has none of them on IFACE) also
  * ARP, ND and any IP to them. Everything else goes on to the kernel, so a
@@ -11,8 +17,8 @@
  * keep working on the interface. When the kernel owns an address it also
  * answers ARP/ND for it, and rocemu never sees the answers to its own
  * requests: the port then resolves neighbours through the kernel's table
- * (port_neigh_kernel.c). The mode, the XDP attach mode and whether the
- * socket is zero-copy are said in one notice line at open. libxdp loads no
+ * (port_neigh_kernel.c). The queues, the mode, the XDP attach mode and
+ * whether the sockets are zero-copy are said in one notice line at open. libxdp loads no
  * program then (the PMD loads ours with libbpf), so it no longer looks for
  * bpffs nor says that it found none.
  *
@@ -49,6 +55,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +72,7 @@
 #include <rte_memzone.h>
 
 #include "port_link.h"
+#include "port_xsk.h"
 #include "xdp/rocemu_xdp.h"
 
 #ifndef ROCEMU_XDP_BUILT
@@ -87,7 +95,11 @@
 #define AF_XDP_OBJ_SIZE 4096u
 
 struct afxdp_link {
-	ino_t before[XSK_MAX]; /* AF_XDP sockets open before the device was made */
+	char iface[IF_NAMESIZE];
+	unsigned n_queues;	      /* the queues rocemu takes: 0 (the PMD's) .. n-1 */
+	struct port_xsk *xq[XSK_MAX]; /* queues 1 .. n_queues-1: rocemu's own sockets */
+	unsigned rx_next;	      /* the queue rx_burst looks at first */
+	ino_t before[XSK_MAX];	      /* AF_XDP sockets open before the device was made */
 	unsigned n_before;
 	int xsk_fd[XSK_MAX]; /* the ones the device opened */
 	ino_t xsk_ino[XSK_MAX];
@@ -159,20 +171,88 @@ static void unlock_xsk(struct afxdp_link *l)
 	l->locked = false;
 }
 
+/* The interface's receive queues (real_num_rx_queues, as sysfs lists
+ * them), at least 1. */
+static unsigned iface_rx_queues(const char *iface)
+{
+	char path[64 + IF_NAMESIZE];
+	unsigned n = 0;
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/queues", iface);
+	d = opendir(path);
+	while (d && (e = readdir(d)))
+		n += !strncmp(e->d_name, "rx-", 3);
+	if (d)
+		closedir(d);
+	return n ? n : 1;
+}
+
+/* IFACE[,queues=N]: the interface, and how many of its queues (0: all of
+ * them, at most XSK_MAX). */
+static int parse_arg(const char *arg, char iface[IF_NAMESIZE], unsigned *queues, char *err,
+		     size_t errlen)
+{
+	const char *comma = strchr(arg, ',');
+	size_t len = comma ? (size_t)(comma - arg) : strlen(arg);
+	char name[IF_NAMESIZE];
+	int rc;
+
+	*queues = 0;
+	if (len >= IF_NAMESIZE)
+		return port_fail(err, errlen, -EINVAL,
+				 "af_xdp needs an interface name of 1..15 characters");
+	if (comma) {
+		char *end;
+		unsigned long n = strtoul(comma + 1 + strlen("queues="), &end, 10);
+
+		if (strncmp(comma + 1, "queues=", strlen("queues=")) || *end ||
+		    end == comma + 1 + strlen("queues=") || n < 1 || n > XSK_MAX)
+			return port_fail(err, errlen, -EINVAL,
+					 "af_xdp: bad option '%s' (queues=N, N from 1 to %u)",
+					 comma + 1, XSK_MAX);
+		*queues = (unsigned)n;
+	}
+	memcpy(name, arg, len);
+	name[len] = '\0';
+	rc = port_iface_check_name("af_xdp", name, err, errlen);
+	if (!rc && iface)
+		memcpy(iface, name, IF_NAMESIZE);
+	return rc;
+}
+
 static int afxdp_check_arg(const char *arg, char *err, size_t errlen)
 {
-	return port_iface_check_name("af_xdp", arg, err, errlen);
+	unsigned q;
+
+	return parse_arg(arg, NULL, &q, err, errlen);
 }
 
 static int afxdp_preview_mac(const struct rocemu_port_config *cfg, const char *arg, uint8_t mac[6])
 {
+	char iface[IF_NAMESIZE];
+	unsigned q;
+
 	(void)cfg;
-	return port_iface_mac(arg, mac) ? -ENODATA : 0;
+	if (parse_arg(arg, iface, &q, NULL, 0))
+		return -ENODATA;
+	return port_iface_mac(iface, mac) ? -ENODATA : 0;
 }
 
 static int afxdp_mtu(struct rocemu_port *port, const char *arg, char *err, size_t errlen)
 {
-	int rc = port_iface_mtu(port, arg, err, errlen);
+	struct afxdp_link *l = port->link_priv;
+	int rc = parse_arg(arg, l->iface, &l->n_queues, err, errlen);
+
+	if (rc)
+		return rc;
+	if (!l->n_queues) {
+		l->n_queues = iface_rx_queues(l->iface);
+		if (l->n_queues > XSK_MAX)
+			l->n_queues = XSK_MAX;
+	}
+	rc = port_iface_mtu(port, l->iface, err, errlen);
 
 	if (rc)
 		return rc;
@@ -340,6 +420,7 @@ static int afxdp_create(struct rocemu_port *port, const char *arg, char *err, si
 	char devargs[ROCEMU_PORT_SPEC_MAX + PATH_MAX + 128];
 	int rc = find_xdp_prog(l->prog, sizeof(l->prog), err, errlen);
 
+	(void)arg; /* parsed into l->iface by afxdp_mtu */
 	rc = rc ?: afxdp_check_pool(port, err, errlen);
 	if (rc)
 		return rc;
@@ -349,7 +430,7 @@ static int afxdp_create(struct rocemu_port *port, const char *arg, char *err, si
 
 	snprintf(port->dev_name, sizeof(port->dev_name), "net_af_xdp_re%u", port_next_seq());
 	snprintf(devargs, sizeof(devargs), "%s,iface=%s,start_queue=0,queue_count=1,xdp_prog=%s",
-		 port->dev_name, arg, l->prog);
+		 port->dev_name, l->iface, l->prog);
 	return port_dev_probe(port, devargs, err, errlen);
 }
 
@@ -361,66 +442,6 @@ static void afxdp_attach(struct rocemu_port *port, const char *arg)
 	each_xsk(l, note_new);
 	unlock_xsk(l);
 	port_iface_hold_roce_udp(port);
-}
-
-/*
- * The GID table exists: who owns each address decides what the XDP program
- * hands to rocemu, and how neighbours are resolved. Then the notice line.
- */
-static int afxdp_addressed(struct rocemu_port *port, const char *arg, char *err, size_t errlen)
-{
-	struct afxdp_link *l = port->link_priv;
-	struct xdp_options opts = {0};
-	socklen_t olen = sizeof(opts);
-	const char *mode = "?";
-	int map, rc = 0;
-
-	port_iface_find_kernel_owned(port, arg);
-	map = rocemu_xdp_addr_map((int)if_nametoindex(arg), &mode);
-	if (map == -EBUSY)
-		return port_fail(err, errlen, map, "af_xdp: %s runs another XDP program", arg);
-	if (map < 0)
-		return port_fail(err, errlen, map, "af_xdp: %s in rocemu's XDP program on %s: %s",
-				 ROCEMU_XDP_ADDR_MAP, arg, strerror(-map));
-	for (unsigned i = 0; i < port->n_gids && !rc; i++)
-		rc = rocemu_xdp_set_addr(map, port->gids[i],
-					 port->kernel_owned & (1u << i) ? ROCEMU_XDP_ROCE
-									: ROCEMU_XDP_ALL);
-	close(map);
-	if (rc)
-		return port_fail(err, errlen, rc, "af_xdp: cannot fill %s: %s", ROCEMU_XDP_ADDR_MAP,
-				 strerror(-rc));
-	/* a port with an address the kernel owns: ARP/ND are the kernel's */
-	if (port->kernel_owned & ~1u) {
-		rc = port_kneigh_open(port, arg);
-		if (rc)
-			return port_fail(err, errlen, rc, "af_xdp: rtnetlink: %s", strerror(-rc));
-	}
-	if (l->n_xsk)
-		(void)getsockopt(l->xsk_fd[0], SOL_XDP, XDP_OPTIONS, &opts, &olen);
-	port_notice(port, "af_xdp on %s queue 0: XDP program %s (%s), %s; %s", arg, l->prog, mode,
-		    opts.flags & XDP_OPTIONS_ZEROCOPY ? "zero-copy" : "copy mode",
-		    port->kneigh
-			? "beside the kernel: it owns the address (ARP/ND, ping, TCP are "
-			  "its), rocemu takes RoCEv2 and resolves through its neighbour table"
-			: "rocemu owns the addresses: it takes RoCEv2, ARP/ND and IP to them; "
-			  "the kernel keeps the rest");
-	return 0;
-}
-
-/* After the device went: close the sockets it left open (see the top). */
-static void afxdp_release(struct rocemu_port *port)
-{
-	struct afxdp_link *l = port->link_priv;
-
-	port_dev_remove(port);
-	port_kneigh_close(port);
-	for (unsigned i = 0; i < l->n_xsk; i++)
-		if (xsk_inode(l->xsk_fd[i]) == l->xsk_ino[i])
-			close(l->xsk_fd[i]);
-	l->n_xsk = 0;
-	unlock_xsk(l);
-	atomic_store(&last_release_ns, rocemu_now_ns());
 }
 
 /* Shortly after a close in this process, the kernel may still hold queue
@@ -435,10 +456,215 @@ static unsigned afxdp_open_retry_ms(void)
 	return last && rocemu_now_ns() - last < 5000000000ull ? 5000 : 0;
 }
 
+/*
+ * Queues 1 .. n_queues-1: DPDK 22.11's PMD opens only as many queues as
+ * the interface has "combined channels" (ETHTOOL_GCHANNELS), and takes 1
+ * when it reports none, as veth does even with several queues. So the PMD
+ * keeps queue 0 (its UMEM is the port's mbuf pool) and the others are
+ * rocemu's own sockets (port_xsk.c), each put in the program's socket map
+ * at its queue, as the PMD puts its own.
+ */
+static int open_queues(struct rocemu_port *port, char *err, size_t errlen)
+{
+	struct afxdp_link *l = port->link_priv;
+	int ifindex = (int)if_nametoindex(l->iface);
+	const char *mode;
+	int map, rc = 0;
+
+	if (l->n_queues < 2)
+		return 0;
+	map = rocemu_xdp_map(ifindex, ROCEMU_XDP_XSK_MAP, &mode);
+	if (map < 0)
+		return port_fail(err, errlen, map, "af_xdp: %s in rocemu's XDP program on %s: %s",
+				 ROCEMU_XDP_XSK_MAP, l->iface, strerror(-map));
+	for (unsigned q = 1; q < l->n_queues && !rc; q++) {
+		rc = port_xsk_open(ifindex, q, &l->xq[q]);
+		/* the kernel lets go of a queue a little after its socket
+		 * closed (see the top): -EINVAL has the open tried again */
+		if (rc == -EBUSY && afxdp_open_retry_ms())
+			rc = -EINVAL;
+		if (rc) {
+			rc = port_fail(err, errlen, rc, "af_xdp: cannot open queue %u of %s: %s", q,
+				       l->iface, strerror(-rc));
+			break;
+		}
+		rc = rocemu_xdp_set_xsk(map, q, port_xsk_fd(l->xq[q]));
+		if (rc)
+			rc = port_fail(err, errlen, rc,
+				       "af_xdp: cannot put queue %u's socket in %s: %s", q,
+				       ROCEMU_XDP_XSK_MAP, strerror(-rc));
+	}
+	close(map);
+	return rc;
+}
+
+/* Every queue, starting with a different one each burst. */
+static uint16_t afxdp_rx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct afxdp_link *l = port->link_priv;
+	uint16_t got = 0;
+
+	for (unsigned i = 0; i < l->n_queues && got < n; i++) {
+		unsigned q = (l->rx_next + i) % l->n_queues;
+		uint16_t k;
+
+		if (q == 0) {
+			k = rte_eth_rx_burst(port->port_id, 0, pkts + got, (uint16_t)(n - got));
+		} else {
+			k = l->xq[q] ? port_xsk_rx(port, l->xq[q], pkts + got, (uint16_t)(n - got))
+				     : 0;
+		}
+		got = (uint16_t)(got + k);
+	}
+	l->rx_next = (l->rx_next + 1) % l->n_queues;
+	return got;
+}
+
+/* The queue of a frame: a RoCEv2 frame's by its destination QPN (one flow
+ * per QP and direction, as a RoCE NIC keeps a QP on one queue), anything
+ * else queue 0. */
+static unsigned flow_queue(const struct rte_mbuf *m, unsigned n_queues)
+{
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint32_t len = m->data_len, off = RTE_ETHER_HDR_LEN;
+	uint16_t type;
+
+	if (len < RTE_ETHER_HDR_LEN)
+		return 0;
+	type = (uint16_t)(p[12] << 8 | p[13]);
+	if (type == RTE_ETHER_TYPE_VLAN && len >= off + 4) {
+		type = (uint16_t)(p[16] << 8 | p[17]);
+		off += 4;
+	}
+	if (type == RTE_ETHER_TYPE_IPV4 && len >= off + 20 && p[off + 9] == IPPROTO_UDP)
+		off += (p[off] & 15u) * 4;
+	else if (type == RTE_ETHER_TYPE_IPV6 && len >= off + 40 && p[off + 6] == IPPROTO_UDP)
+		off += 40;
+	else
+		return 0;
+	/* UDP (8 bytes), then the BTH: the destination QP in bytes 5..7 */
+	if (len < off + 8 + 8 || (p[off + 2] << 8 | p[off + 3]) != ROCE_UDP_PORT)
+		return 0;
+	off += 8;
+	return ((uint32_t)p[off + 5] << 16 | (uint32_t)p[off + 6] << 8 | p[off + 7]) % n_queues;
+}
+
+/* Each frame on its flow's queue; what no queue took stays at the tail, in
+ * order (port_tx.c's flush keeps it for the next). */
+static uint16_t afxdp_tx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct afxdp_link *l = port->link_priv;
+	struct rte_mbuf *q0[PORT_TX_BUF], *left[PORT_TX_BUF];
+	uint16_t at0[PORT_TX_BUF], n0 = 0, sent0, nleft = 0;
+	bool sent[PORT_TX_BUF];
+
+	for (uint16_t i = 0; i < n; i++) {
+		unsigned q = l->n_queues > 1 ? flow_queue(pkts[i], l->n_queues) : 0;
+
+		sent[i] = false;
+		if (q == 0 || !l->xq[q]) {
+			at0[n0] = i;
+			q0[n0++] = pkts[i];
+		} else {
+			sent[i] = port_xsk_tx(l->xq[q], pkts[i]) == 0;
+		}
+	}
+	for (unsigned q = 1; q < l->n_queues; q++)
+		if (l->xq[q])
+			port_xsk_kick(l->xq[q]);
+	sent0 = n0 ? rte_eth_tx_burst(port->port_id, 0, q0, n0) : 0;
+	for (uint16_t j = 0; j < sent0; j++)
+		sent[at0[j]] = true;
+	for (uint16_t i = 0; i < n; i++)
+		if (!sent[i])
+			left[nleft++] = pkts[i];
+	memcpy(pkts + (n - nleft), left, nleft * sizeof(left[0]));
+	return (uint16_t)(n - nleft);
+}
+
+/*
+ * The GID table exists: who owns each address decides what the XDP program
+ * hands to rocemu, and how neighbours are resolved. Then the notice line.
+ */
+static int afxdp_addressed(struct rocemu_port *port, const char *arg, char *err, size_t errlen)
+{
+	struct afxdp_link *l = port->link_priv;
+	struct xdp_options opts = {0};
+	socklen_t olen = sizeof(opts);
+	const char *mode = "?";
+	unsigned zc_others = 0;
+	const char *copy;
+	int map, rc = 0;
+
+	(void)arg;
+	port_iface_find_kernel_owned(port, l->iface);
+	map = rocemu_xdp_map((int)if_nametoindex(l->iface), ROCEMU_XDP_ADDR_MAP, &mode);
+	if (map == -EBUSY)
+		return port_fail(err, errlen, map, "af_xdp: %s runs another XDP program", l->iface);
+	if (map < 0)
+		return port_fail(err, errlen, map, "af_xdp: %s in rocemu's XDP program on %s: %s",
+				 ROCEMU_XDP_ADDR_MAP, l->iface, strerror(-map));
+	for (unsigned i = 0; i < port->n_gids && !rc; i++)
+		rc = rocemu_xdp_set_addr(map, port->gids[i],
+					 port->kernel_owned & (1u << i) ? ROCEMU_XDP_ROCE
+									: ROCEMU_XDP_ALL);
+	close(map);
+	if (rc)
+		return port_fail(err, errlen, rc, "af_xdp: cannot fill %s: %s", ROCEMU_XDP_ADDR_MAP,
+				 strerror(-rc));
+	rc = open_queues(port, err, errlen);
+	if (rc)
+		return rc;
+	/* a port with an address the kernel owns: ARP/ND are the kernel's */
+	if (port->kernel_owned & ~1u) {
+		rc = port_kneigh_open(port, l->iface);
+		if (rc)
+			return port_fail(err, errlen, rc, "af_xdp: rtnetlink: %s", strerror(-rc));
+	}
+	if (l->n_xsk)
+		(void)getsockopt(l->xsk_fd[0], SOL_XDP, XDP_OPTIONS, &opts, &olen);
+	for (unsigned q = 1; q < l->n_queues; q++)
+		zc_others += port_xsk_zero_copy(l->xq[q]);
+	if (!(opts.flags & XDP_OPTIONS_ZEROCOPY) && !zc_others)
+		copy = "copy mode";
+	else if ((opts.flags & XDP_OPTIONS_ZEROCOPY) && zc_others == l->n_queues - 1)
+		copy = "zero-copy";
+	else
+		copy = "zero-copy on some queues";
+	port_notice(
+	    port, "af_xdp on %s (%u queue%s): XDP program %s (%s), %s; %s", l->iface, l->n_queues,
+	    l->n_queues > 1 ? "s, flows spread by destination QPN" : ", queue 0", l->prog, mode,
+	    copy,
+	    port->kneigh ? "beside the kernel: it owns the address (ARP/ND, ping, TCP are "
+			   "its), rocemu takes RoCEv2 and resolves through its neighbour table"
+			 : "rocemu owns the addresses: it takes RoCEv2, ARP/ND and IP to them; "
+			   "the kernel keeps the rest");
+	return 0;
+}
+
+/* After the device went: close the sockets it left open (see the top). */
+static void afxdp_release(struct rocemu_port *port)
+{
+	struct afxdp_link *l = port->link_priv;
+
+	port_dev_remove(port);
+	for (unsigned q = 1; q < XSK_MAX; q++) {
+		port_xsk_close(l->xq[q]);
+		l->xq[q] = NULL;
+	}
+	port_kneigh_close(port);
+	for (unsigned i = 0; i < l->n_xsk; i++)
+		if (xsk_inode(l->xsk_fd[i]) == l->xsk_ino[i])
+			close(l->xsk_fd[i]);
+	l->n_xsk = 0;
+	unlock_xsk(l);
+	atomic_store(&last_release_ns, rocemu_now_ns());
+}
+
 const struct port_link_ops port_link_afxdp = {
     .name = "af_xdp",
     .prefix = "af_xdp:",
-    .usage = "af_xdp:IFACE",
+    .usage = "af_xdp:IFACE[,queues=N]",
     .priv_size = sizeof(struct afxdp_link),
     .check_arg = afxdp_check_arg,
     .preview_mac = afxdp_preview_mac,
@@ -452,4 +678,6 @@ const struct port_link_ops port_link_afxdp = {
     .attach = afxdp_attach,
     .addressed = afxdp_addressed,
     .release = afxdp_release,
+    .rx_burst = afxdp_rx_burst,
+    .tx_burst = afxdp_tx_burst,
 };

@@ -19,7 +19,7 @@
 
 #define MAX_MAPS 8
 
-int rocemu_xdp_addr_map(int ifindex, const char **mode)
+int rocemu_xdp_map(int ifindex, const char *name, const char **mode)
 {
 	LIBBPF_OPTS(bpf_xdp_query_opts, q);
 	struct bpf_prog_info pinfo;
@@ -56,8 +56,7 @@ int rocemu_xdp_addr_map(int ifindex, const char **mode)
 		if (fd < 0)
 			continue;
 		memset(&minfo, 0, sizeof(minfo));
-		if (!bpf_obj_get_info_by_fd(fd, &minfo, &mlen) &&
-		    !strcmp(minfo.name, ROCEMU_XDP_ADDR_MAP))
+		if (!bpf_obj_get_info_by_fd(fd, &minfo, &mlen) && !strcmp(minfo.name, name))
 			return fd;
 		close(fd);
 	}
@@ -67,4 +66,11 @@ int rocemu_xdp_addr_map(int ifindex, const char **mode)
 int rocemu_xdp_set_addr(int map_fd, const uint8_t addr[16], uint32_t owner)
 {
 	return bpf_map_update_elem(map_fd, addr, &owner, BPF_ANY) ? -errno : 0;
+}
+
+int rocemu_xdp_set_xsk(int map_fd, unsigned queue, int xsk_fd)
+{
+	uint32_t key = queue, val = (uint32_t)xsk_fd;
+
+	return bpf_map_update_elem(map_fd, &key, &val, BPF_ANY) ? -errno : 0;
 }

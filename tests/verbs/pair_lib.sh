@@ -57,7 +57,8 @@ on() {
 #         (a program's own TCP control connection reaches host A through the
 #         kernel) while RDMA crosses memif between the two rocemu ports;
 #  veth:  two namespaces joined by a veth pair; af_packet ports share the
-#         kernel's addresses (ARCHITECTURE.md §2).
+#         kernel's addresses (ARCHITECTURE.md §2). PAIR_VETH_QUEUES=N gives
+#         each end N queues.
 pair_hosts() {
 	local tag=$1 mode=$2 ipa=$3 ipb=$4 len=$5 mtu=${6:-}
 	dir=$(mktemp -d /tmp/rocemu-$tag-XXXXXX)
@@ -77,7 +78,10 @@ pair_hosts() {
 		return
 	fi
 	ip netns add $B || { echo "SKIP: cannot create network namespaces"; exit 77; }
-	ip link add ${A}e netns $A type veth peer name ${B}e netns $B || { echo "SKIP: cannot create veth"; exit 77; }
+	# PAIR_VETH_QUEUES=N: N receive and transmit queues on each end
+	local q=${PAIR_VETH_QUEUES:+numrxqueues $PAIR_VETH_QUEUES numtxqueues $PAIR_VETH_QUEUES}
+	ip link add ${A}e $q netns $A type veth peer name ${B}e $q netns $B ||
+		{ echo "SKIP: cannot create veth"; exit 77; }
 	ip -n $B link set lo up
 	for ns in $A $B; do ip netns exec $ns sysctl -qw net.ipv6.conf.all.disable_ipv6=1; done
 	if [ -n "$mtu" ]; then ip -n $A link set ${A}e mtu $mtu && ip -n $B link set ${B}e mtu $mtu; fi

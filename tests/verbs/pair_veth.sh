@@ -17,12 +17,19 @@
 # must say so at open and must have asked the kernel to resolve.
 # --min-frames N (with --link af_xdp): each port must have received and sent
 # at least N frames (its rx_frames and tx_frames counters).
+# --queues N (with --link af_xdp): each veth end has N queues and each port
+# takes all of them (issue 22.1); each port must say so, and on each end the
+# kernel's per-queue XDP statistics must show RoCEv2 redirected to rocemu on
+# every queue (on veth a frame sent on tx queue N arrives on rx queue N, so
+# this needs both ports spreading flows over their queues). Pings between
+# the kernel's addresses run beside it and must be answered.
 set -u
 TIMEOUT=${PAIR_TIMEOUT:-60}
 . "$(dirname "$0")/pair_lib.sh"
-mtu= frame_len= link=af_packet min_frames=
+mtu= frame_len= link=af_packet min_frames= queues=
 while :; do
 	case ${1:-} in
+	--queues) queues=$2; export PAIR_VETH_QUEUES=$2; shift 2 ;;
 	--link) link=$2; shift 2 ;;
 	--mtu) mtu=$2; shift 2 ;;
 	--frame-len) frame_len=$2; shift 2 ;;
@@ -50,7 +57,31 @@ if [ $link = af_xdp ]; then
 fi
 sargv=("$prog" -p 18515 "$@")
 cargv=("$prog" -p 18515 "$@" 10.83.0.1)
+if [ -n "$queues" ]; then
+	# the kernel's own traffic beside rocemu's queues, for the whole run
+	ip netns exec $nsA ping -q -i 0.2 -w $TIMEOUT 10.83.0.2 >$dir/ping.log 2>&1 &
+	pping=$!
+fi
 pair_run 18515 ""
+if [ -n "$queues" ]; then
+	kill -INT $pping 2>/dev/null
+	wait $pping
+	cat $dir/ping.log
+	got=$(sed -n 's/.* \([0-9]*\) received.*/\1/p' $dir/ping.log)
+	[ "${got:-0}" -ge 1 ] || { echo "ping beside rocemu: no reply"; fail=1; }
+	for h in a b; do
+		grep -q "af_xdp on .* ($queues queues, flows spread" $dir/$h.log ||
+			{ echo "host $h: no notice of $queues queues"; fail=1; }
+	done
+	for ns in $nsA $nsB; do
+		stats=$(on $ns $PY "$(dirname "$0")/ethtool_stats.py" ${ns}e)
+		for ((q = 0; q < queues; q++)); do
+			v=$(echo "$stats" | sed -n "s/^rx_queue_${q}_xdp_redirect //p")
+			echo "${ns}e: receive queue $q: ${v:-none} frames redirected to rocemu"
+			[ "${v:-0}" -ge 20 ] || { echo "${ns}e: queue $q carried no RoCE"; fail=1; }
+		done
+	done
+fi
 check_captures $dir/a.pcap $dir/b.pcap || fail=1
 if [ $link = af_xdp ]; then
 	for h in a b; do

@@ -15,6 +15,7 @@
  * value one of the ROCEMU_XDP_* below. The name DPDK's PMD needs for the
  * socket map is xsks_map. */
 #define ROCEMU_XDP_ADDR_MAP   "rocemu_addrs"
+#define ROCEMU_XDP_XSK_MAP    "xsks_map"
 #define ROCEMU_XDP_MAX_ADDRS  32
 #define ROCEMU_XDP_MAX_QUEUES 64
 
@@ -29,12 +30,15 @@
 #include <stdint.h>
 
 /* port_xdp_map.c (libbpf, kept apart from libpcap's <pcap/bpf.h>): the
- * address map of rocemu's XDP program attached to ifindex, as a descriptor
- * (-ENOENT: no program or no map, -EBUSY: another program), with how the
- * program is attached ("native", "generic"). */
-int rocemu_xdp_addr_map(int ifindex, const char **mode);
+ * map `name` (ROCEMU_XDP_ADDR_MAP, ROCEMU_XDP_XSK_MAP) of rocemu's XDP
+ * program attached to ifindex, as a descriptor (-ENOENT: no program or no
+ * map, -EBUSY: another program), with how the program is attached
+ * ("native", "generic"). */
+int rocemu_xdp_map(int ifindex, const char *name, const char **mode);
 /* addr: a GID; owner: ROCEMU_XDP_ROCE or ROCEMU_XDP_ALL. 0 or -errno. */
 int rocemu_xdp_set_addr(int map_fd, const uint8_t addr[16], uint32_t owner);
+/* The AF_XDP socket xsk_fd takes what the program redirects from queue. */
+int rocemu_xdp_set_xsk(int map_fd, unsigned queue, int xsk_fd);
 #endif
 
 #endif
