@@ -4,6 +4,7 @@
  * device (its engine is created at the first open and shared, refcounted,
  * by every context on it), and the query verbs.
  */
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -667,6 +668,17 @@ int ibv_query_gid(struct ibv_context *ctx, uint8_t port, int index, union ibv_gi
 }
 ROCEMU_PUBLIC(ibv_query_gid)
 
+/* The index of the GIDs' netdev (rocemu_gid_netdev), as rdma-core finds it
+ * from gid_attrs/ndevs: 0 when the kernel has no such netdev (a memif port,
+ * a VLAN rocemu tags itself with no kernel VLAN netdev of that name). */
+static uint32_t gid_ifindex(struct rocemu_vcontext *c)
+{
+	char netdev[ROCEMU_PORT_NAME_MAX];
+
+	rocemu_gid_netdev(rocemu_port_get_config(c->port), netdev, sizeof(netdev));
+	return if_nametoindex(netdev);
+}
+
 static void fill_gid_entry(struct rocemu_vcontext *c, uint32_t index, const uint8_t gid[16],
 			   struct ibv_gid_entry *e)
 {
@@ -675,8 +687,7 @@ static void fill_gid_entry(struct rocemu_vcontext *c, uint32_t index, const uint
 	e->gid_index = index;
 	e->port_num = 1;
 	e->gid_type = IBV_GID_TYPE_ROCE_V2;
-	e->ndev_ifindex = 0; /* no kernel netdev behind a rocemu port */
-	(void)c;
+	e->ndev_ifindex = gid_ifindex(c);
 }
 
 int _ibv_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_t index,

@@ -25,13 +25,24 @@ bool rocemu_spec_netdev(const char *spec, char *out, size_t len)
 	return true;
 }
 
+void rocemu_gid_netdev(const struct rocemu_port_config *cfg, char *out, size_t len)
+{
+	char base[ROCEMU_PORT_NAME_MAX];
+
+	if (!rocemu_spec_netdev(cfg->spec, base, sizeof(base)))
+		snprintf(base, sizeof(base), "%s", cfg->name);
+	if (cfg->vlan)
+		snprintf(out, len, "%s.%u", base, cfg->vlan);
+	else
+		snprintf(out, len, "%s", base);
+}
+
 void rocemu_sysfs_dev_from_config(struct rocemu_sysfs_dev *d, const struct rocemu_port_config *cfg,
 				  const uint8_t *mac)
 {
 	memset(d, 0, sizeof(*d));
 	snprintf(d->name, sizeof(d->name), "%s", cfg->name);
-	if (!rocemu_spec_netdev(cfg->spec, d->netdev, sizeof(d->netdev)))
-		snprintf(d->netdev, sizeof(d->netdev), "%s", cfg->name);
+	rocemu_gid_netdev(cfg, d->netdev, sizeof(d->netdev));
 	if (mac) {
 		uint8_t *g = d->gids[0];
 		/* GID 0: fe80::/64 with the modified EUI-64 of the MAC (RFC 4291 2.5.1) */

@@ -21,7 +21,7 @@
 /** What the files of one device say. */
 struct rocemu_sysfs_dev {
 	char name[ROCEMU_PORT_NAME_MAX];   /**< rocemu0 */
-	char netdev[ROCEMU_PORT_NAME_MAX]; /**< af_packet/af_xdp interface, else the device name */
+	char netdev[ROCEMU_PORT_NAME_MAX]; /**< the GIDs' netdev (rocemu_gid_netdev) */
 	bool mac_known;			   /**< node GUID and GID 0 need it */
 	uint8_t mac[6];
 	unsigned n_gids; /**< filled slots: link-local, then one per address */
@@ -39,6 +39,15 @@ struct rocemu_sysfs_dev {
  */
 void rocemu_sysfs_dev_from_config(struct rocemu_sysfs_dev *d, const struct rocemu_port_config *cfg,
 				  const uint8_t *mac);
+
+/**
+ * The netdev the port's GIDs name (gid_attrs/ndevs/N, ibv_query_gid_ex's
+ * ndev_ifindex): the af_packet/af_xdp interface, else the device's name;
+ * with --vlan ID, the VLAN netdev on it as Linux names one ("eth0.100"): on
+ * a RoCE NIC every GID of a VLAN netdev's addresses names that netdev, and
+ * every GID of a rocemu port on a VLAN is on the VLAN.
+ */
+void rocemu_gid_netdev(const struct rocemu_port_config *cfg, char *out, size_t len);
 
 /** The interface an af_packet/af_xdp spec names (into out), else false. */
 bool rocemu_spec_netdev(const char *spec, char *out, size_t len);

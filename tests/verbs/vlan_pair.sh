@@ -11,6 +11,10 @@
 #  - both exit 0 and both captures decode cleanly with every ICRC verified;
 #  - in each capture, every RoCEv2 frame a host sent carries VID 100 and PCP
 #    3 (the SL), and its ARP frames VID 100 PCP 0;
+#  - the GID table as a libibverbs program sees it (gid_ndev.c): every GID
+#    names the VLAN netdev IFACE.100 in gid_attrs/ndevs, and its
+#    ndev_ifindex is that netdev's index in the kernel (0 here: there is no
+#    kernel VLAN netdev); without --vlan, IFACE and IFACE's index;
 #  - then frames on VLAN 200 and untagged RoCE frames sent to A's port
 #    (scapy, on B's veth) are dropped and counted (vlan_other,
 #    vlan_untagged) while tagged VID 100 ARP requests are answered, tagged.
@@ -19,6 +23,8 @@ TIMEOUT=${PAIR_TIMEOUT:-120}
 . "$(dirname "$0")/pair_lib.sh"
 pair_require ib_write_bw perftest
 command -v tshark >/dev/null || { echo "SKIP: tshark not installed"; exit 77; }
+GID_NDEV=$BUILD/tests/verbs/gid_ndev
+[ -x "$GID_NDEV" ] || { echo "SKIP: $GID_NDEV not built (no system libibverbs)"; exit 77; }
 "$PY" -c 'import scapy' 2>/dev/null || { echo "SKIP: python3-scapy not installed"; exit 77; }
 ipA=10.86.0.1 ipB=10.86.0.2
 pair_hosts vl veth $ipA $ipB 24
@@ -45,6 +51,21 @@ for f in a b; do
 	done
 	grep -q " arp .* 100 0$" $dir/tags.txt || { echo "no ARP frame with VID 100 PCP 0"; fail=1; }
 done
+
+# The GID table's netdev, with the VLAN and without.
+gids() { # EXPECTED_NDEV EXPECTED_IFINDEX ROCEMU_RUN_OPTIONS...
+	local want=$1 idx=$2
+	shift 2
+	on $A timeout -s KILL 120 "$ROCEMU" run --port af_packet:${A}e --ip $ipA/24 "$@" \
+		-- "$GID_NDEV" >$dir/gids.txt 2>&1 || { cat $dir/gids.txt; echo "gid_ndev failed"; fail=1; }
+	echo "GID table ($*): index gid type ndev_ifindex ndev"; sed 's/^/  /' $dir/gids.txt
+	n=$(awk -v n=$want -v i=$idx '$3 == "RoCEv2" && $4 == i && $5 == n' $dir/gids.txt | wc -l)
+	all=$(awk '$3 == "RoCEv2"' $dir/gids.txt | wc -l)
+	[ "$all" -ge 2 ] && [ "$n" -eq "$all" ] ||
+		{ echo "expected every GID on netdev $want (index $idx)"; fail=1; }
+}
+gids ${A}e.100 0 --vlan 100
+gids ${A}e $(ip netns exec $A cat /sys/class/net/${A}e/ifindex)
 
 # Frames of other VLANs, untagged, and tagged 100: a port that runs until
 # told, then prints its counters.
