@@ -10,7 +10,11 @@
 # ib_write_bw with --sl 3 runs between them. Checked:
 #  - both exit 0 and both captures decode cleanly with every ICRC verified;
 #  - in each capture, every RoCEv2 frame a host sent carries VID 100 and PCP
-#    3 (the SL), and its ARP frames VID 100 PCP 0;
+#    3 (the SL), and its ARP frames VID 100 PCP 0; the same in a capture of
+#    the link itself, which does not take rocemu's word for what it sent:
+#    dumpcap on each veth end, each keeping what arrived from the other end
+#    (an af_packet port sends past the kernel's taps, PACKET_QDISC_BYPASS,
+#    so a veth end's capture holds only its peer's frames), merged;
 #  - the GID table as a libibverbs program sees it (gid_ndev.c): every GID
 #    names the VLAN netdev IFACE.100 in gid_attrs/ndevs, and its
 #    ndev_ifindex is that netdev's index in the kernel (0 here: there is no
@@ -23,6 +27,7 @@ TIMEOUT=${PAIR_TIMEOUT:-120}
 . "$(dirname "$0")/pair_lib.sh"
 pair_require ib_write_bw perftest
 command -v tshark >/dev/null || { echo "SKIP: tshark not installed"; exit 77; }
+command -v dumpcap >/dev/null || { echo "SKIP: dumpcap (tshark's) not installed"; exit 77; }
 GID_NDEV=$BUILD/tests/verbs/gid_ndev
 [ -x "$GID_NDEV" ] || { echo "SKIP: $GID_NDEV not built (no system libibverbs)"; exit 77; }
 "$PY" -c 'import scapy' 2>/dev/null || { echo "SKIP: python3-scapy not installed"; exit 77; }
@@ -33,11 +38,29 @@ portB+=(--vlan 100)
 export ROCEMU_STATS=1
 sargv=(ib_write_bw -x 1 -F --sl 3 -n 500 -p 18516)
 cargv=(ib_write_bw -x 1 -F --sl 3 -n 500 -p 18516 $ipA)
+# the link's own capture: what arrives at each veth end
+pw=()
+stop_wire() {
+	for p in "${pw[@]}"; do kill -INT $p 2>/dev/null && wait $p; done
+	pw=()
+}
+trap 'stop_wire; pair_cleanup' EXIT
+for ns in $A $B; do
+	ip netns exec $ns dumpcap -i ${ns}e -f inbound -w $dir/wire-$ns.pcap >$dir/dumpcap-$ns.log 2>&1 &
+	pw+=($!)
+	until grep -q "^Capturing on" $dir/dumpcap-$ns.log; do
+		kill -0 ${pw[-1]} 2>/dev/null ||
+			{ cat $dir/dumpcap-$ns.log; echo "dumpcap did not start"; exit 1; }
+		sleep 0.1
+	done
+done
 pair_run 18516 ""
+stop_wire
+mergecap -w $dir/wire.pcap $dir/wire-$A.pcap $dir/wire-$B.pcap || fail=1
 check_captures $dir/a.pcap $dir/b.pcap || fail=1
 
 # Per capture, the tags of what each host sent: (kind, source, VLAN, PCP).
-for f in a b; do
+for f in a b wire; do
 	timeout 60 tshark -n -r $dir/$f.pcap -Y 'udp.dstport == 4791 || arp' -T fields \
 		-e udp.dstport -e ip.src -e arp.src.proto_ipv4 -e vlan.id -e vlan.priority \
 		2>/dev/null | awk -F'\t' '{ print ($1 == 4791 ? "roce " $2 : "arp " $3),
