@@ -43,7 +43,9 @@ port_netns() {
 	trap port_cleanup EXIT
 	ip netns add "$nsr" 2>/dev/null || skip "cannot create network namespaces"
 	ip netns add "$nsk" || skip "cannot create network namespaces"
-	ip link add "$ifr" type veth peer name "$ifk" || skip "cannot create a veth pair"
+	# PORT_VETH_QUEUES=N: N receive and transmit queues on each end
+	local q=${PORT_VETH_QUEUES:+numrxqueues $PORT_VETH_QUEUES numtxqueues $PORT_VETH_QUEUES}
+	ip link add "$ifr" $q type veth peer name "$ifk" $q || skip "cannot create a veth pair"
 	ip link set "$ifr" netns "$nsr"
 	ip link set "$ifk" netns "$nsk"
 	ip -n "$nsr" link set lo up
