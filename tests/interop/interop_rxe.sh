@@ -7,8 +7,9 @@
 # against the same rxe, connecting through rdma_cm and with plain verbs,
 # client and server) and the REJ cases; then the VLAN round (rocemu on
 # --vlan 100 against rxe through the guest's eth0.100: the 802.1Q tags of
-# every RoCEv2 frame, and the guest's frames on VLAN 200 and untagged
-# dropped and counted). docs/interop.md.
+# every RoCEv2 frame, in rocemu's capture and in one of the link, tap0; and
+# the guest's frames on VLAN 200 and untagged dropped and counted).
+# docs/interop.md.
 #   interop_rxe.sh [REGEX]   only the cases whose name matches REGEX (or
 #                            $ROCEMU_INTEROP_CASES: meson test --suite interop)
 # Each case passes when both programs exit 0 (a daemon server: is still
@@ -110,6 +111,7 @@ run_case() {
 	[ "$side" = emu ] && srv4=$bed_ip4 srv6=$bed_ip6 srvcm4=$emu_cm4
 	local -a sv=() cv=() emu
 	emu_prefix "$cdir/rocemu.pcap"
+	wire_start
 	local w
 	for w in $sargs; do sv+=("$(subst $side $fam "$w")"); done
 	for w in $cargs; do cv+=("$(subst $cside $fam "$w")"); done
@@ -165,19 +167,45 @@ run_case() {
 		"$([ $side = rxe ] && echo 'rxe server' || echo 'rocemu server')" $fam $((t1 - t0)))"
 }
 
+# wire_start: in the VLAN round, a capture of the link itself for the case
+# ($cdir/wire.pcap): dumpcap on tap0, the bridge's port to the guest, which
+# every frame between rocemu and the guest crosses; rocemu's own capture
+# records what it meant to send. wire_stop ends it.
+wire_pid=
+wire_start() {
+	[ -n "${vlan_pcp:-}" ] || return 0
+	ip netns exec "$bed_ns" dumpcap -i tap0 -w "$cdir/wire.pcap" >"$cdir/dumpcap.log" 2>&1 &
+	wire_pid=$!
+	until grep -q "^Capturing on" "$cdir/dumpcap.log"; do
+		kill -0 $wire_pid 2>/dev/null || { wire_pid=; return 1; }
+		sleep 0.1
+	done
+}
+wire_stop() {
+	[ -n "$wire_pid" ] || return 0
+	kill -INT $wire_pid 2>/dev/null
+	wait $wire_pid 2>/dev/null
+	wire_pid=
+}
+
 # case_result NAME WHY T0 WHAT: record a case (passed when WHY is empty)
 # and print its line; a failed case's logs ($cdir) follow its line
 case_result() {
 	local name=$1 why=$2 t0=$3 what=$4 f
+	wire_stop
 	if [ -z "$why" ] && ! timeout 120 "$ROCEMU" inspect --check --quiet "$cdir/rocemu.pcap" >"$cdir/checks.log" 2>&1; then
 		why="inspect --check"
 	fi
 	if [ -z "$why" ] && [ -n "${vlan_pcp:-}" ] && ! vlan_tags "$cdir/rocemu.pcap" "$vlan_pcp" >"$cdir/tags.log" 2>&1; then
 		why="802.1Q tags"
 	fi
+	if [ -z "$why" ] && [ -n "${vlan_pcp:-}" ] && ! vlan_tags "$cdir/wire.pcap" "$vlan_pcp" >"$cdir/wire-tags.log" 2>&1; then
+		why="802.1Q tags on the wire (tap0)"
+	fi
 	if [ -z "$why" ]; then
 		printf 'PASS %-34s %s %3d s\n' "$name" "$what" $((SECONDS - t0))
-		[ -n "${vlan_pcp:-}" ] && sed 's/^/  /' "$cdir/tags.log"
+		[ -n "${vlan_pcp:-}" ] && sed 's/^/  /' "$cdir/tags.log" &&
+			echo "  on the wire (tap0):" && sed 's/^/  /' "$cdir/wire-tags.log"
 		passed+=("$name")
 		captures+=("$cdir/rocemu.pcap")
 		return
