@@ -568,6 +568,144 @@ static void xrc_transport_mismatch(void **state)
 	}
 }
 
+/*
+ * ECE with QPs the programs manage (rdma_set_local_ece(3),
+ * rdma_get_remote_ece(3)), on the wire as Linux's CM carries it: the REQ's
+ * vendor ID in bytes 5..7 and the options in the MAD's attribute modifier;
+ * the REP answers with the vendor ID it got and its own options; the
+ * active side reads them. A peer without ECE (vendor 0) gets vendor 0 back.
+ */
+#define ECE_VENDOR 0xabcdefu
+static void ece_active(void **state)
+{
+	struct rdma_cm_id *id = active_id();
+	struct ibv_ece ece = {.vendor_id = ECE_VENDOR, .options = 0x5};
+	struct rdma_conn_param p = {.qp_num = 0x456};
+	uint8_t mad[CM_MAD_SIZE];
+	struct rdma_cm_event *ev;
+
+	(void)state;
+	struct ibv_ece bad = ece;
+	bad.vendor_id = 0;
+	assert_int_equal(rdma_set_local_ece(id, &bad), -1);
+	assert_int_equal(errno, EINVAL);
+	bad = ece;
+	bad.comp_mask = 1;
+	assert_int_equal(rdma_set_local_ece(id, &bad), -1);
+	assert_int_equal(rdma_set_local_ece(id, &ece), 0);
+	struct cm_req r = connect_req(id, &p, NULL);
+	assert_int_equal(r.vendor_id, ECE_VENDOR);
+	assert_int_equal(cm_mad_attr_mod(stub_sent[0].mad), 0x5);
+	struct cm_rep rep = {.local_comm_id = 0x9000,
+			     .remote_comm_id = r.local_comm_id,
+			     .local_qpn = PEER_QPN,
+			     .starting_psn = 0x111};
+	cm_rep_set_vendor_id(&rep, ECE_VENDOR);
+	cm_mad_put_rep(mad, 0x55, &rep);
+	cm_mad_set_attr_mod(mad, 0x1);
+	rx_from_peer(mad);
+	assert_int_equal(rdma_get_cm_event(ch, &ev), 0);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_CONNECT_RESPONSE);
+	rdma_ack_cm_event(ev);
+	struct ibv_ece got = {.comp_mask = 7};
+	assert_int_equal(rdma_get_remote_ece(id, &got), 0);
+	assert_int_equal(got.vendor_id, ECE_VENDOR);
+	assert_int_equal(got.options, 0x1);
+	assert_int_equal(got.comp_mask, 0);
+	assert_int_equal(rdma_get_remote_ece(id, NULL), -1);
+	rdma_destroy_id(id);
+}
+
+static void ece_passive_case(uint32_t vendor, uint32_t options, bool set_local)
+{
+	struct rdma_cm_id *listen, *id;
+	struct sockaddr_in a;
+	uint8_t mad[CM_MAD_SIZE];
+	struct cm_req req;
+	struct cm_rep rep;
+
+	cm_peer_req(&req, RDMA_PS_TCP, PORT, 0x5100, PEER, PEER_QPN);
+	req.vendor_id = vendor;
+	assert_int_equal(rdma_create_id(ch, &listen, NULL, RDMA_PS_TCP), 0);
+	sin_of(&a, 1, PORT);
+	assert_int_equal(rdma_bind_addr(listen, (struct sockaddr *)&a), 0);
+	assert_int_equal(rdma_listen(listen, 4), 0);
+	cm_mad_put_req(mad, 0x67, &req);
+	cm_mad_set_attr_mod(mad, options);
+	rx_from_peer(mad);
+	id = expect_event(RDMA_CM_EVENT_CONNECT_REQUEST);
+	struct ibv_ece got;
+	assert_int_equal(rdma_get_remote_ece(id, &got), 0);
+	assert_int_equal(got.vendor_id, vendor);
+	assert_int_equal(got.options, options);
+	if (set_local) {
+		struct ibv_ece mine = {.vendor_id = ECE_VENDOR, .options = options & 0x3};
+		assert_int_equal(rdma_set_local_ece(id, &mine), 0);
+	}
+	struct rdma_conn_param p = {.qp_num = 0x456};
+	stub_reset_sent();
+	assert_int_equal(rdma_accept(id, &p), 0);
+	assert_int_equal(sent_attr(0), CM_ATTR_REP);
+	cm_mad_get_rep(stub_sent[0].mad, &rep);
+	assert_int_equal(cm_rep_vendor_id(&rep), vendor); /* the REQ's comes back */
+	assert_int_equal(cm_mad_attr_mod(stub_sent[0].mad), set_local ? (options & 0x3) : 0);
+	rdma_destroy_id(id);
+	rdma_destroy_id(listen);
+}
+
+static void ece_passive(void **state)
+{
+	(void)state;
+	ece_passive_case(ECE_VENDOR, 0x7, true);
+	ece_passive_case(0, 0, false); /* a peer without ECE (Linux rxe) */
+}
+
+/* rdma_reject_ece(3): REJ with reason 35, vendor option not supported;
+ * the active side gets REJECTED with that status. */
+static void ece_reject(void **state)
+{
+	struct rdma_cm_id *listen, *id;
+	struct cm_req req;
+	struct cm_rej rej;
+
+	(void)state;
+	cm_peer_req(&req, RDMA_PS_TCP, PORT, 0x5200, PEER, PEER_QPN);
+	req.vendor_id = ECE_VENDOR;
+	struct sockaddr_in a;
+	uint8_t mad[CM_MAD_SIZE];
+	assert_int_equal(rdma_create_id(ch, &listen, NULL, RDMA_PS_TCP), 0);
+	sin_of(&a, 1, PORT);
+	assert_int_equal(rdma_bind_addr(listen, (struct sockaddr *)&a), 0);
+	assert_int_equal(rdma_listen(listen, 4), 0);
+	cm_mad_put_req(mad, 0x68, &req);
+	rx_from_peer(mad);
+	id = expect_event(RDMA_CM_EVENT_CONNECT_REQUEST);
+	stub_reset_sent();
+	assert_int_equal(rdma_reject_ece(id, NULL, 0), 0);
+	assert_int_equal(sent_attr(0), CM_ATTR_REJ);
+	cm_mad_get_rej(stub_sent[0].mad, &rej);
+	assert_int_equal(rej.reason, CM_REJ_VENDOR_OPTION_NOT_SUPPORTED);
+	rdma_destroy_id(id);
+	rdma_destroy_id(listen);
+
+	/* the active side */
+	struct rdma_cm_id *act = active_id();
+	struct rdma_conn_param p = {.qp_num = 0x456};
+	struct cm_req r = connect_req(act, &p, NULL);
+	struct cm_rej back = {.local_comm_id = 0x9100,
+			      .remote_comm_id = r.local_comm_id,
+			      .msg_rejected = CM_REJ_MSG_REQ,
+			      .reason = CM_REJ_VENDOR_OPTION_NOT_SUPPORTED};
+	cm_mad_put_rej(mad, 0x69, &back);
+	rx_from_peer(mad);
+	struct rdma_cm_event *ev;
+	assert_int_equal(rdma_get_cm_event(ch, &ev), 0);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_REJECTED);
+	assert_int_equal(ev->status, CM_REJ_VENDOR_OPTION_NOT_SUPPORTED);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(act);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -582,6 +720,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(xrc_initiator, setup, teardown),
 	    cmocka_unit_test_setup_teardown(xrc_target, setup, teardown),
 	    cmocka_unit_test_setup_teardown(xrc_transport_mismatch, setup, teardown),
+	    cmocka_unit_test_setup_teardown(ece_active, setup, teardown),
+	    cmocka_unit_test_setup_teardown(ece_passive, setup, teardown),
+	    cmocka_unit_test_setup_teardown(ece_reject, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("rdmacm-fields", tests, NULL, NULL);

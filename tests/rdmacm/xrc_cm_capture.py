@@ -14,7 +14,11 @@ CM writes it for XRC:
 - the XRC SEND (opcode 0xA4) goes to the target QP the REP named, its XRCETH
   (read from the frame's bytes: Wireshark 4.0 does not dissect it) names the
   SRQ the REP's private data gave, and the XRC ACK (0xB1) comes back to the
-  QPN of the REQ.
+  QPN of the REQ;
+- ECE (read from the MADs' bytes: Wireshark 4.0 shows them as reserved): the
+  REQ offers rocemu's vendor ID 0xffffff (bytes 5..7 of the REQ) with no
+  options (the MAD's attribute modifier), the REP answers with the same
+  vendor ID (its bytes 15, 19, 23) and no options.
 Usage: xrc_cm_capture.py A.PCAP B.PCAP (B: the client's capture)."""
 import os
 import struct
@@ -81,11 +85,20 @@ def main():
     pdata = bytes.fromhex(rep["private"].replace(":", ""))
     srqn = struct.unpack("!I", pdata[:4])[0] if len(pdata) >= 4 else -1
     sends = acks = 0
+    ece = {}
     for n, fr in frames(pcap):
         b = bth_offset(fr)
         if b is None:
             continue
         op, dqp = fr[b], struct.unpack("!I", fr[b + 4:b + 8])[0] & 0xFFFFFF
+        if dqp == 1 and op == 0x64:  # UD SEND Only to QP1: a MAD after BTH and DETH
+            mad = fr[b + 20:b + 20 + 256]
+            attr, mod = struct.unpack("!H", mad[16:18])[0], struct.unpack("!I", mad[20:24])[0]
+            cm = mad[24:]
+            if attr == 0x10:
+                ece["REQ"] = (int.from_bytes(cm[5:8], "big"), mod)
+            elif attr == 0x13:
+                ece["REP"] = (cm[15] << 16 | cm[19] << 8 | cm[23], mod)
         if op == 0xA4:  # XRC SEND Only
             sends += 1
             xsrq = struct.unpack("!I", fr[b + 12:b + 16])[0] & 0xFFFFFF
@@ -97,8 +110,12 @@ def main():
             if dqp != ini_qpn:
                 errors.append("frame %d: XRC ACK to QP %#x, the REQ's QPN is %#x"
                               % (n, dqp, ini_qpn))
+    for m in ("REQ", "REP"):
+        if ece.get(m) != (0xFFFFFF, 0):
+            errors.append("%s ECE (vendor ID, options) is %s, not (0xffffff, 0)" % (m, ece.get(m)))
     if sends == 0 or acks == 0:
         errors.append("%d XRC SEND and %d XRC ACK frames; expected both" % (sends, acks))
+    print("ECE (vendor ID, options): %s" % ece)
     print("target QPN %#x, SRQ %#x, initiator QPN %#x: %d XRC SEND, %d XRC ACK"
           % (tgt_qpn, srqn, ini_qpn, sends, acks))
     for e in errors:

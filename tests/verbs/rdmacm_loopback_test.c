@@ -118,6 +118,87 @@ static void rc_two_devices(void **state)
 	rc_pair(IP_A, IP_B, 7472); /* client bound to rocemu0, server on rocemu1: the ring */
 }
 
+/*
+ * ECE through rocemu's CM between two devices (the REQ and REP over the GSI
+ * QPs and the ring): the programs manage their QPs (rdma_set_local_ece,
+ * rdma_get_remote_ece, rdma_establish), each side reads what the other
+ * offered; a QP's own ECE (ibv_query_ece/ibv_set_ece): rocemu's vendor ID,
+ * no options; and a connection with managed QPs negotiates by itself.
+ */
+static void ece_two_devices(void **state)
+{
+	struct rdma_event_channel *sch = rdma_create_event_channel();
+	struct rdma_event_channel *cch = rdma_create_event_channel();
+	struct rdma_cm_id *listen, *client, *server;
+	struct ibv_ece ece;
+
+	(void)state;
+	listen = cmt_listen(sch, RDMA_PS_TCP, IP_B, 7476);
+	client = cmt_resolve(cch, RDMA_PS_TCP, NULL, IP_A, IP_B, 7476);
+	struct ibv_ece offer = {.vendor_id = 0x123456, .options = 0x0f};
+	assert_int_equal(rdma_set_local_ece(client, &offer), 0);
+	struct rdma_conn_param cp = {.qp_num = 0x4321, .retry_count = 7};
+	assert_int_equal(rdma_connect(client, &cp), 0);
+	struct rdma_cm_event *ev = tu_expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	server = ev->id;
+	assert_int_equal(rdma_get_remote_ece(server, &ece), 0);
+	assert_int_equal(ece.vendor_id, 0x123456);
+	assert_int_equal(ece.options, 0x0f);
+	struct ibv_ece kept = {.vendor_id = 0x123456, .options = 0x05};
+	assert_int_equal(rdma_set_local_ece(server, &kept), 0);
+	struct rdma_conn_param sp = {.qp_num = 0x8765};
+	assert_int_equal(rdma_accept(server, &sp), 0);
+	cmt_ack(ev);
+	ev = tu_expect(cch, RDMA_CM_EVENT_CONNECT_RESPONSE);
+	assert_int_equal(ev->param.conn.qp_num, 0x8765);
+	cmt_ack(ev);
+	assert_int_equal(rdma_get_remote_ece(client, &ece), 0);
+	assert_int_equal(ece.vendor_id, 0x123456);
+	assert_int_equal(ece.options, 0x05);
+	assert_int_equal(rdma_establish(client), 0);
+	cmt_ack(tu_expect(sch, RDMA_CM_EVENT_ESTABLISHED));
+	assert_int_equal(rdma_disconnect(client), 0);
+	cmt_ack(tu_expect(sch, RDMA_CM_EVENT_DISCONNECTED));
+	cmt_ack(tu_expect(cch, RDMA_CM_EVENT_DISCONNECTED));
+	cmt_destroy(server, client, listen);
+
+	/* managed QPs: each offers its QP's ECE, the connection is made */
+	listen = cmt_listen(sch, RDMA_PS_TCP, IP_B, 7477);
+	client = cmt_resolve(cch, RDMA_PS_TCP, NULL, IP_A, IP_B, 7477);
+	cmt_create_qp(client, IBV_QPT_RC);
+	assert_int_equal(ibv_query_ece(client->qp, &ece), 0);
+	assert_int_equal(ece.vendor_id, 0xffffff); /* ibv_query_device's vendor_id */
+	assert_int_equal(ece.options, 0);
+	ece.vendor_id = 0x02c9; /* another vendor's */
+	assert_int_equal(ibv_set_ece(client->qp, &ece), EINVAL);
+	ece = (struct ibv_ece){.vendor_id = 0xffffff, .comp_mask = 1};
+	assert_int_equal(ibv_set_ece(client->qp, &ece), EINVAL);
+	ece = (struct ibv_ece){.vendor_id = 0xffffff, .options = 0xff};
+	assert_int_equal(ibv_set_ece(client->qp, &ece), 0);
+	assert_int_equal(ibv_query_ece(client->qp, &ece), 0);
+	assert_int_equal(ece.options, 0); /* rocemu implements none of them */
+	assert_int_equal(rdma_set_local_ece(client, &offer), -1); /* it has a QP */
+	assert_int_equal(errno, EINVAL);
+	struct rdma_conn_param cp2 = {.retry_count = 7};
+	assert_int_equal(rdma_connect(client, &cp2), 0);
+	ev = tu_expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	server = ev->id;
+	assert_int_equal(rdma_get_remote_ece(server, &ece), 0);
+	assert_int_equal(ece.vendor_id, 0xffffff);
+	cmt_create_qp(server, IBV_QPT_RC);
+	struct rdma_conn_param sp2 = {.rnr_retry_count = 7};
+	assert_int_equal(rdma_accept(server, &sp2), 0);
+	cmt_ack(ev);
+	cmt_ack(tu_expect(cch, RDMA_CM_EVENT_ESTABLISHED));
+	cmt_ack(tu_expect(sch, RDMA_CM_EVENT_ESTABLISHED));
+	assert_int_equal(rdma_disconnect(client), 0);
+	cmt_ack(tu_expect(sch, RDMA_CM_EVENT_DISCONNECTED));
+	cmt_ack(tu_expect(cch, RDMA_CM_EVENT_DISCONNECTED));
+	cmt_destroy(server, client, listen);
+	rdma_destroy_event_channel(sch);
+	rdma_destroy_event_channel(cch);
+}
+
 /* Resolve + connect a client to ip:port on channel cch; returns the id. */
 static struct rdma_cm_id *connect_client(struct rdma_event_channel *cch, const char *ip,
 					 uint16_t port, const char *pdata)
@@ -537,6 +618,7 @@ int main(void)
 	    cmocka_unit_test(ud_sidr),
 	    cmocka_unit_test(sync_endpoints),
 	    cmocka_unit_test(srq_of_id),
+	    cmocka_unit_test(ece_two_devices),
 	    cmocka_unit_test(unreachable_host),
 	    cmocka_unit_test(rejected_no_listener), /* the GSI still answers after that */
 	    // clang-format on

@@ -59,6 +59,7 @@ static void put_bits(uint8_t *p, unsigned bit, unsigned width, uint64_t v)
 /* REQ (12.6.5, table 106) */
 static const struct cm_field req_fields[] = {
 	F(req, local_comm_id, 0, 0, 32),
+	F(req, vendor_id, 5, 0, 24), /* ECE */
 	F(req, service_id, 8, 0, 64),
 	F(req, local_ca_guid, 16, 0, 64),
 	F(req, local_qkey, 28, 0, 32),
@@ -89,9 +90,9 @@ static const struct cm_field req_fields[] = {
 static const struct cm_field rep_fields[] = {
 	COMM_IDS(rep),
 	F(rep, local_qkey, 8, 0, 32),
-	F(rep, local_qpn, 12, 0, 24),
-	F(rep, local_eecn, 16, 0, 24),
-	F(rep, starting_psn, 20, 0, 24),
+	F(rep, local_qpn, 12, 0, 24), F(rep, vendor_id_h, 15, 0, 8), /* ECE */
+	F(rep, local_eecn, 16, 0, 24), F(rep, vendor_id_m, 19, 0, 8),
+	F(rep, starting_psn, 20, 0, 24), F(rep, vendor_id_l, 23, 0, 8),
 	F(rep, responder_resources, 24, 0, 8), F(rep, initiator_depth, 25, 0, 8),
 	F(rep, target_ack_delay, 26, 0, 5), F(rep, failover, 26, 5, 2),
 	F(rep, flow_control, 26, 7, 1),
@@ -228,6 +229,16 @@ static void put_hdr(uint8_t *mad, uint16_t attr_id, uint64_t tid)
 	mad[3] = CM_METHOD_SEND;
 	put_bits(mad, 8 * 8, 64, tid);
 	put_bits(mad, 16 * 8, 16, attr_id);
+}
+
+uint32_t cm_mad_attr_mod(const uint8_t *mad)
+{
+	return (uint32_t)get_bits(mad, 20 * 8, 32);
+}
+
+void cm_mad_set_attr_mod(uint8_t *mad, uint32_t v)
+{
+	put_bits(mad, 20 * 8, 32, v);
 }
 
 int cm_mad_parse_hdr(const uint8_t *mad, size_t len, struct cm_mad_hdr *h)

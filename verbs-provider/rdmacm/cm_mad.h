@@ -51,6 +51,7 @@ enum cm_rej_reason {
 	CM_REJ_INVALID_SERVICE_ID = 8,
 	CM_REJ_INVALID_TRANSPORT = 9, /* Invalid Transport Service Type */
 	CM_REJ_CONSUMER_DEFINED = 28,
+	CM_REJ_VENDOR_OPTION_NOT_SUPPORTED = 35, /* ECE options refused (rdma_reject_ece) */
 };
 enum cm_rej_msg { CM_REJ_MSG_REQ = 0, CM_REJ_MSG_REP = 1, CM_REJ_MSG_OTHER = 2 };
 
@@ -73,8 +74,16 @@ struct cm_mad_hdr {
 	uint64_t tid;
 };
 
+/*
+ * Enhanced Connection Establishment (ECE) rides on the REQ and the REP as
+ * Linux's CM carries it: the 24-bit vendor ID in bytes the IBA tables had
+ * reserved (REQ byte 5..7; REP bytes 15, 19 and 23, high to low) and the
+ * vendor's options in the MAD header's attribute modifier
+ * (cm_mad_attr_mod / cm_mad_set_attr_mod). Vendor ID 0: no ECE.
+ */
 struct cm_req {
 	uint32_t local_comm_id;
+	uint32_t vendor_id; /* ECE */
 	uint64_t service_id;
 	uint64_t local_ca_guid;
 	uint32_t local_qkey;
@@ -104,6 +113,7 @@ struct cm_rep {
 	uint8_t responder_resources, initiator_depth;
 	uint8_t target_ack_delay, failover, flow_control, rnr_retry_count;
 	bool srq;
+	uint8_t vendor_id_h, vendor_id_m, vendor_id_l; /* ECE: cm_rep_vendor_id() */
 	uint64_t local_ca_guid;
 	uint8_t pdata[CM_REP_PDATA];
 };
@@ -167,6 +177,22 @@ const struct cm_layout *cm_mad_layout(uint16_t attr_id);
 int cm_mad_put(uint8_t *mad, uint64_t tid, uint16_t attr_id, const void *msg);
 /** Decodes message attr_id into msg, its struct; -EINVAL as cm_mad_put. */
 int cm_mad_get(const uint8_t *mad, uint16_t attr_id, void *msg);
+
+/** The REP's ECE vendor ID, and setting it. */
+static inline uint32_t cm_rep_vendor_id(const struct cm_rep *r)
+{
+	return (uint32_t)r->vendor_id_h << 16 | (uint32_t)r->vendor_id_m << 8 | r->vendor_id_l;
+}
+static inline void cm_rep_set_vendor_id(struct cm_rep *r, uint32_t v)
+{
+	r->vendor_id_h = (uint8_t)(v >> 16);
+	r->vendor_id_m = (uint8_t)(v >> 8);
+	r->vendor_id_l = (uint8_t)v;
+}
+
+/** The attribute modifier of an encoded MAD (a REQ's or REP's ECE options). */
+uint32_t cm_mad_attr_mod(const uint8_t *mad);
+void cm_mad_set_attr_mod(uint8_t *mad, uint32_t v);
 
 /** Header of a received MAD; -EINVAL if it is not a CM Send MAD we can read. */
 int cm_mad_parse_hdr(const uint8_t *mad, size_t len, struct cm_mad_hdr *h);

@@ -1083,6 +1083,8 @@ static void send_request(struct cma_id *c, uint16_t attr_id, const void *msg)
 {
 	c->tid = (uint64_t)random32() << 32 | c->local_comm_id;
 	cm_mad_put(c->mad, c->tid, attr_id, msg);
+	if (attr_id == CM_ATTR_REQ) /* ECE options (cm_mad.h) */
+		cm_mad_set_attr_mod(c->mad, c->local_ece.options);
 	send_mad(c, c->mad);
 	arm_timer(c);
 	c->state = CMA_REQ_SENT;
@@ -1120,6 +1122,7 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
 	}
 	struct cm_req r = {0};
 	r.local_comm_id = c->local_comm_id;
+	r.vendor_id = c->local_ece.vendor_id & 0xffffff;
 	r.service_id =
 	    cma_service_id((uint16_t)id->ps, get_port((struct sockaddr *)&id->route.addr.dst_addr));
 	r.local_ca_guid = be64toh(c->dev->guid);
@@ -1238,9 +1241,13 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
 		r.flow_control = 0;
 		r.srq = true;
 	}
+	/* ECE: the vendor ID the REQ carried comes back (0 from a peer without
+	 * ECE), with our options, as rdma-core's librdmacm answers */
+	cm_rep_set_vendor_id(&r, c->remote_ece.vendor_id);
 	if (p && p->private_data && p->private_data_len)
 		memcpy(r.pdata, p->private_data, p->private_data_len);
 	cm_mad_put_rep(c->mad, c->tid, &r);
+	cm_mad_set_attr_mod(c->mad, c->local_ece.options);
 	send_mad(c, c->mad);
 	arm_timer(c);
 	c->state = CMA_REP_SENT;
@@ -1253,7 +1260,8 @@ out:
 }
 ROCEMU_PUBLIC(rdma_accept)
 
-int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
+static int reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len,
+		  uint16_t reason)
 {
 	struct cma_id *c = lock_in_state(id, IN_STATE(CMA_REQ_RCVD));
 	if (!c)
@@ -1270,15 +1278,59 @@ int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private
 		send_mad(c, c->answer);
 	} else {
 		send_rej(c->dev, c->sgid_index, &c->remote_gid, c->tclass, c->sl, c->tid,
-			 c->local_comm_id, c->remote_comm_id, CM_REJ_MSG_REQ,
-			 CM_REJ_CONSUMER_DEFINED, private_data, private_data_len);
+			 c->local_comm_id, c->remote_comm_id, CM_REJ_MSG_REQ, reason, private_data,
+			 private_data_len);
 	}
 	c->state = CMA_DISCONNECTED;
 	pthread_mutex_unlock(&cma_lock);
 	ack_attached_event(id);
 	return 0;
 }
+
+int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
+{
+	return reject(id, private_data, private_data_len, CM_REJ_CONSUMER_DEFINED);
+}
 ROCEMU_PUBLIC(rdma_reject)
+
+/* rdma_reject_ece(3): the peer's ECE options are refused, REJ reason 35. */
+int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
+{
+	return reject(id, private_data, private_data_len, CM_REJ_VENDOR_OPTION_NOT_SUPPORTED);
+}
+ROCEMU_PUBLIC(rdma_reject_ece)
+
+/*
+ * ECE with a QP the program manages (rdma_set_local_ece(3),
+ * rdma_get_remote_ece(3)): it gives what its QP offers (ibv_query_ece)
+ * before rdma_connect or rdma_accept, and reads what the peer's REQ or REP
+ * carried. An id with a QP negotiates by itself (rdma_create_qp_ex,
+ * handle_rep): EINVAL, as in rdma-core.
+ */
+int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	if (!id || id->qp || !ece || !ece->vendor_id || ece->comp_mask)
+		return fail(EINVAL);
+	pthread_mutex_lock(&cma_lock);
+	to_cid(id)->local_ece.vendor_id = ece->vendor_id;
+	to_cid(id)->local_ece.options = ece->options;
+	pthread_mutex_unlock(&cma_lock);
+	return 0;
+}
+ROCEMU_PUBLIC(rdma_set_local_ece)
+
+int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	if (!id || id->qp || !ece)
+		return fail(EINVAL);
+	pthread_mutex_lock(&cma_lock);
+	ece->vendor_id = to_cid(id)->remote_ece.vendor_id;
+	ece->options = to_cid(id)->remote_ece.options;
+	ece->comp_mask = 0;
+	pthread_mutex_unlock(&cma_lock);
+	return 0;
+}
+ROCEMU_PUBLIC(rdma_get_remote_ece)
 
 int rdma_establish(struct rdma_cm_id *id)
 {
@@ -1661,6 +1713,37 @@ static struct ibv_xrcd *device_xrcd(struct cma_device *d)
 	return x;
 }
 
+/*
+ * ECE of an id's new QP, as rdma-core's librdmacm negotiates it: the QP's
+ * own (ibv_query_ece; a device without ECE: none) is what we offer. On a
+ * request's id, the QP takes the peer's options when it is of the peer's
+ * vendor, else none (ibv_set_ece with our vendor and no options), and what
+ * it then reports is what the REP offers. 0 or an errno.
+ */
+static int qp_ece_init(struct cma_id *c, struct ibv_qp *qp)
+{
+	struct ibv_ece ece = {0};
+	int rc = ibv_query_ece(qp, &ece);
+
+	if (rc && rc != EOPNOTSUPP)
+		return rc;
+	c->local_ece.vendor_id = rc ? 0 : ece.vendor_id;
+	c->local_ece.options = rc ? 0 : ece.options;
+	if (!c->remote_ece.vendor_id)
+		return 0; /* not a request's, or the peer has no ECE */
+	ece.vendor_id = c->local_ece.vendor_id;
+	ece.options = 0;
+	if (c->remote_ece.vendor_id == c->local_ece.vendor_id)
+		ece.options = c->remote_ece.options;
+	ece.comp_mask = 0;
+	rc = ibv_set_ece(qp, &ece);
+	if (rc && rc != EOPNOTSUPP)
+		return rc;
+	if (ibv_query_ece(qp, &ece) == 0)
+		c->local_ece.options = ece.options;
+	return 0;
+}
+
 int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 {
 	if (!id || !attr || !id->verbs || id->qp)
@@ -1704,7 +1787,9 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 	struct ibv_qp *qp = ibv_create_qp_ex(id->verbs, attr);
 	if (!qp)
 		goto err_cq;
-	int rc = qp_to_init(c, qp);
+	int rc = qp->qp_type == IBV_QPT_UD ? 0 : qp_ece_init(c, qp);
+	if (!rc)
+		rc = qp_to_init(c, qp);
 	if (!rc && qp->qp_type == IBV_QPT_UD)
 		rc = ud_qp_ready(qp);
 	if (rc) {
@@ -2149,6 +2234,8 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 	c->mtu =
 	    r.path_mtu && r.path_mtu < d->active_mtu ? (enum ibv_mtu)r.path_mtu : d->active_mtu;
 	c->srq = r.srq;
+	c->remote_ece.vendor_id = r.vendor_id;
+	c->remote_ece.options = cm_mad_attr_mod(mad);
 	struct cma_event *e = event_post(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0, r.pdata + CMA_HDR_LEN,
 					 CM_REQ_PDATA - CMA_HDR_LEN);
 	if (!e)
@@ -2174,6 +2261,33 @@ static struct cma_id *id_of_peer(const union ibv_gid *src, uint32_t comm)
 		return NULL;
 	}
 	return from_peer(c, src) ? c : NULL;
+}
+
+/*
+ * The REP's ECE given to our QP (rdma-core's ucma_process_conn_resp_ece): a
+ * peer without ECE (vendor 0) leaves the QP none of its options; a vendor
+ * other than the one our REQ offered is a broken handshake (-EINVAL: the
+ * connection fails); else the QP takes the options the peer kept.
+ */
+static int rep_ece(struct cma_id *c)
+{
+	struct ibv_ece ece = {.vendor_id = c->remote_ece.vendor_id,
+			      .options = c->remote_ece.options};
+
+	if (!ece.vendor_id) {
+		if (!c->local_ece.vendor_id)
+			return 0; /* neither side has ECE */
+		ece.vendor_id = c->local_ece.vendor_id;
+		ece.options = 0;
+	} else if (ece.vendor_id != c->local_ece.vendor_id) {
+		return -EINVAL;
+	}
+	int rc = ibv_set_ece(c->id.qp, &ece);
+	if (rc && rc != EOPNOTSUPP)
+		return -rc;
+	if (ibv_query_ece(c->id.qp, &ece) == 0)
+		c->local_ece.options = ece.options;
+	return 0;
 }
 
 static void handle_rep(const union ibv_gid *src, const uint8_t *mad)
@@ -2203,6 +2317,8 @@ static void handle_rep(const union ibv_gid *src, const uint8_t *mad)
 	c->remote_init_depth = r.initiator_depth;
 	c->rnr_retry = r.rnr_retry_count;
 	c->init_depth = cap8(c->init_depth, r.responder_resources);
+	c->remote_ece.vendor_id = cm_rep_vendor_id(&r);
+	c->remote_ece.options = cm_mad_attr_mod(mad);
 	if (!c->id.qp) {
 		c->state = CMA_REP_RCVD;
 		struct cma_event *e =
@@ -2215,7 +2331,7 @@ static void handle_rep(const union ibv_gid *src, const uint8_t *mad)
 		}
 		return;
 	}
-	if (qp_connect(c)) {
+	if (rep_ece(c) || qp_connect(c)) {
 		send_rej(c->dev, c->sgid_index, &c->remote_gid, c->tclass, c->sl, c->tid,
 			 c->local_comm_id, c->remote_comm_id, CM_REJ_MSG_REP,
 			 CM_REJ_CONSUMER_DEFINED, NULL, 0);

@@ -223,6 +223,11 @@ struct cma_id {
 	/** A passive endpoint's QP attributes (rdma_create_ep): each request
 	 * rdma_get_request hands out gets its QP made with them. */
 	struct ibv_qp_init_attr *ep_qp_attr;
+	/** ECE (docs/rdmacm.md "ECE"): what this side offers (its QP's, or
+	 * rdma_set_local_ece's) and what the peer's REQ or REP carried. */
+	struct {
+		uint32_t vendor_id, options;
+	} local_ece, remote_ece;
 	int events_pending;
 };
 
