@@ -4,8 +4,9 @@
 # (linux-image-amd64, fetched with apt-get download) and an initramfs that
 # is the whole root file system: busybox, the kernel modules rdma_rxe needs,
 # and this host's own rdma-core, ibverbs-utils, perftest, rdmacm-utils (with
-# the rsocket programs rstream and riostream) and qperf binaries with the libraries ldd finds for them (the guest runs the
-# same Debian 12 user space as the host).
+# the rsocket programs rstream and riostream), qperf and UCX's ucx_perftest
+# (with UCX's transport modules) binaries with the libraries ldd finds for
+# them (the guest runs the same Debian 12 user space as the host).
 #
 #   rxe_image.sh CACHE_DIR     prints the directory holding vmlinuz, initrd.gz
 #                              and kernel-package
@@ -38,14 +39,17 @@ die() {
 
 # The user space copied into the guest, by package (their versions key the image).
 pkgs=(libc6 libibverbs1 ibverbs-providers librdmacm1 ibverbs-utils perftest rdmacm-utils qperf
-	iproute2 kmod dash busybox-static)
+	libucx0 ucx-utils iproute2 kmod dash busybox-static)
 bins=(/usr/bin/dash /usr/bin/ip /usr/bin/rdma /usr/bin/kmod
 	/usr/bin/ibv_devinfo /usr/bin/ibv_rc_pingpong /usr/bin/ibv_uc_pingpong
 	/usr/bin/ibv_ud_pingpong /usr/bin/ibv_srq_pingpong
 	/usr/bin/ib_send_lat /usr/bin/ib_send_bw /usr/bin/ib_write_lat /usr/bin/ib_write_bw
 	/usr/bin/ib_read_lat /usr/bin/ib_read_bw /usr/bin/ib_atomic_lat /usr/bin/ib_atomic_bw
 	/usr/bin/rping /usr/bin/ucmatose /usr/bin/udaddy /usr/bin/rstream /usr/bin/riostream
-	/usr/bin/qperf)
+	/usr/bin/qperf /usr/bin/ucx_perftest)
+# UCX finds its transports by scanning its module directory (dlopen: ldd
+# does not see them); the InfiniBand one serves rxe
+ucx_mods=(/usr/lib/x86_64-linux-gnu/ucx/libuct_ib.so.0 /usr/lib/x86_64-linux-gnu/ucx/libuct_rdmacm.so.0)
 # What rdma_rxe needs beyond its own dependencies: rxe asks the crypto API
 # for "crc32" (its ICRC), which no module depends on by symbol. 8021q: the
 # VLAN netdevs of the VLAN round (interop_rxe.sh).
@@ -157,7 +161,7 @@ copy_elf() {
 		cp -L "$f" "$root$f"
 	done
 }
-for b in "${bins[@]}"; do copy_elf "$b"; done
+for b in "${bins[@]}" "${ucx_mods[@]}"; do copy_elf "$b"; done
 copy_elf "$(ls /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so | head -n 1)"
 mkdir -p "$root/etc/libibverbs.d"
 cp /etc/libibverbs.d/rxe.driver "$root/etc/libibverbs.d/"
