@@ -271,6 +271,15 @@ enum rocemu_sm {
 /* ------------------------------------------------------------------------ */
 /* Responder resources (READ and atomic requests, for replay).               */
 
+/** The PSNs and the target of a READ or atomic request, as one value. */
+struct rocemu_rd_req {
+	uint32_t psn;	/**< first PSN of the request */
+	uint32_t npkts; /**< PSNs it uses */
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t length;
+};
+
 struct rocemu_rd_res {
 	bool valid;
 	bool active; /**< READ responses still to send */
@@ -278,22 +287,15 @@ struct rocemu_rd_res {
 	/** ATOMIC WRITE or FLUSH (A19): done when it arrived, answered by one
 	 * RDMA READ response Only without payload, never executed again */
 	bool no_data;
-	bool replay;	/**< re-executing a duplicate READ: may be cut short */
-	uint32_t psn;	/**< first PSN of the request */
-	uint32_t npkts; /**< PSNs it uses */
-	uint64_t va;
-	uint32_t rkey;
-	uint32_t length;
+	bool replay; /**< re-executing a duplicate READ: may be cut short */
+	/** what is answered now: the request, or the part of it that a
+	 * duplicate READ asks for again */
+	struct rocemu_rd_req cur;
+	/** the original request, which a duplicate must lie inside */
+	struct rocemu_rd_req orig;
 	uint32_t sent;	      /**< READ: response packets sent */
 	uint64_t atomic_orig; /**< atomic: result returned, replayed for duplicates */
 	uint32_t msn;	      /**< MSN to report with the response */
-	/* the original request, which a duplicate must lie inside (a replay
-	 * overwrites psn/npkts/va/length above with the duplicate's) */
-	uint32_t orig_psn;
-	uint32_t orig_npkts;
-	uint64_t orig_va;
-	uint32_t orig_rkey;
-	uint32_t orig_length;
 	struct rocemu_pd *pd; /**< the PD the request was checked against (XRC: its SRQ's) */
 };
 
@@ -599,7 +601,7 @@ uint64_t rocemu_comp_next_deadline(const struct rocemu_qp *qp);
 /** Map a memory error on a local access to a WC status. */
 enum ibv_wc_status rocemu_comp_local_status(enum rocemu_mem_err err);
 
-/* rc_responder.c, rc_responder_ack.c (RC and UC) */
+/* rc_responder.c, rc_responder_res.c, rc_responder_ack.c (RC and UC) */
 void rocemu_resp_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_pkt *pkt);
 /** An XRC request: to the responder with the XRC SRQ its XRCETH names (rc_responder.c). */
 void rocemu_xrc_resp_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct roce_pkt *pkt);
