@@ -222,9 +222,9 @@ struct rocemu_host_inbound *host_link_map_inbound(int fd, uint32_t slot_size, si
 	in = map_fd(fd, (size_t)want, PROT_READ | PROT_WRITE);
 	if (!in)
 		return NULL;
-	if (in->magic != ROCEMU_HOST_INBOUND_MAGIC || in->version != ROCEMU_HOST_VERSION ||
-	    in->slot_size != slot_size || in->n_rings != ROCEMU_HOST_INBOUND_RINGS ||
-	    in->size != want) {
+	if (!rocemu_host_shm_hdr_ok(&in->hdr, ROCEMU_HOST_INBOUND_MAGIC, ROCEMU_HOST_INBOUND_RINGS,
+				    want) ||
+	    in->hdr.slot_size != slot_size) {
 		munmap(in, (size_t)want);
 		return NULL;
 	}
@@ -235,7 +235,7 @@ struct rocemu_host_inbound *host_link_map_inbound(int fd, uint32_t slot_size, si
 struct rocemu_host_ring *host_link_inbound_ring(struct rocemu_host_inbound *in, unsigned k)
 {
 	return (struct rocemu_host_ring *)((uint8_t *)in +
-					   rocemu_host_inbound_offset(in->slot_size, k));
+					   rocemu_host_inbound_offset(in->hdr.slot_size, k));
 }
 
 /* Check and map what the host sent: [0] our region, [1] our inbound
@@ -256,14 +256,14 @@ static int host_map(struct rocemu_port *port, struct host_link *l, const int *fd
 		return port_fail(err, errlen, -ENOMEM, "host: cannot map its memory: %s",
 				 strerror(errno));
 	r = l->region;
-	if (r->magic != ROCEMU_HOST_REGION_MAGIC || r->version != ROCEMU_HOST_VERSION ||
-	    r->n_slots != ROCEMU_HOST_RING_SLOTS || r->slot_size < 256 ||
-	    r->size != l->region_size || rocemu_host_region_size(r->slot_size) != r->size ||
+	if (!rocemu_host_shm_hdr_ok(&r->hdr, ROCEMU_HOST_REGION_MAGIC, ROCEMU_HOST_RING_SLOTS,
+				    l->region_size) ||
+	    r->hdr.slot_size < 256 || rocemu_host_region_size(r->hdr.slot_size) != r->hdr.size ||
 	    r->up_offset != ROCEMU_HOST_REGION_HDR ||
-	    r->direct_qp_offset != rocemu_host_region_direct_offset(r->slot_size) ||
+	    r->direct_qp_offset != rocemu_host_region_direct_offset(r->hdr.slot_size) ||
 	    l->page->magic != ROCEMU_HOST_PAGE_MAGIC)
 		return port_fail(err, errlen, -EPROTO, "host: region of an unknown layout");
-	l->slot_size = r->slot_size;
+	l->slot_size = r->hdr.slot_size;
 	l->up = (struct rocemu_host_ring *)((uint8_t *)l->region + r->up_offset);
 	l->direct_qp = rocemu_host_region_direct(l->region);
 	l->inbound = host_link_map_inbound(fds[1], l->slot_size, &l->inbound_size);

@@ -35,12 +35,13 @@
 #define ROCEMU_HOST_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "rocemu_port.h"
 
-#define ROCEMU_HOST_VERSION  2
+#define ROCEMU_HOST_VERSION  3
 #define ROCEMU_HOST_NAME_MAX 64
 
 /** Slots of the host's ring to a process and of the process's ring to the
@@ -84,17 +85,43 @@ struct rocemu_host_direct_qp {
 
 #define ROCEMU_HOST_DIRECT_QP_SLOTS (1u << 16)
 
+/** How each of a process's two regions begins: which one it is, and its
+ * layout (written by the host, checked by the process before it touches a
+ * ring). */
+struct rocemu_host_shm_hdr {
+	uint32_t magic; /* ROCEMU_HOST_REGION_MAGIC or ROCEMU_HOST_INBOUND_MAGIC */
+	uint32_t version;
+	uint32_t slot_size; /* bytes per slot, header included */
+	uint32_t count;	    /* region: slots of the ring up; inbound: rings */
+	uint64_t size;	    /* of the whole region */
+};
+
+static inline void rocemu_host_shm_hdr_init(struct rocemu_host_shm_hdr *h, uint32_t magic,
+					    uint32_t slot_size, uint32_t count, uint64_t size)
+{
+	*h = (struct rocemu_host_shm_hdr){.magic = magic,
+					  .version = ROCEMU_HOST_VERSION,
+					  .slot_size = slot_size,
+					  .count = count,
+					  .size = size};
+}
+
+/** The header is one the host wrote with these values (the slot size is
+ * checked by the caller). */
+static inline bool rocemu_host_shm_hdr_ok(const struct rocemu_host_shm_hdr *h, uint32_t magic,
+					  uint32_t count, uint64_t size)
+{
+	return h->magic == magic && h->version == ROCEMU_HOST_VERSION && h->count == count &&
+	       h->size == size;
+}
+
 /** A process's private region (host and process only): its ring to the
  * host, then its counts of same-host frames on direct rings, which the
  * host does not see pass (sparse: only the pages of slots in use). */
 struct rocemu_host_region {
-	uint32_t magic; /* ROCEMU_HOST_REGION_MAGIC */
-	uint32_t version;
-	uint32_t slot_size; /* bytes per slot, header included */
-	uint32_t n_slots;
-	uint64_t up_offset;	   /* of the process -> host ring */
-	uint64_t size;		   /* of the whole region */
-	uint64_t direct_qp_offset; /* of rocemu_host_direct_qp[ROCEMU_HOST_DIRECT_QP_SLOTS] */
+	struct rocemu_host_shm_hdr hdr; /* count: ROCEMU_HOST_RING_SLOTS */
+	uint64_t up_offset;		/* of the process -> host ring */
+	uint64_t direct_qp_offset;	/* of rocemu_host_direct_qp[ROCEMU_HOST_DIRECT_QP_SLOTS] */
 	/* set by the host when it stops serving this process (host shutdown) */
 	_Alignas(64) _Atomic uint32_t host_gone;
 	/* frames and bytes the process wrote into other processes' direct
@@ -117,11 +144,7 @@ struct rocemu_host_region {
  * could through the host: the process parses and checks each like any.
  */
 struct rocemu_host_inbound {
-	uint32_t magic; /* ROCEMU_HOST_INBOUND_MAGIC */
-	uint32_t version;
-	uint32_t slot_size;
-	uint32_t n_rings;
-	uint64_t size;
+	struct rocemu_host_shm_hdr hdr; /* count: ROCEMU_HOST_INBOUND_RINGS */
 	/* bit k: ring k has a writer (written by the host only) */
 	_Alignas(64) _Atomic uint32_t assigned;
 	/* The process's progress thread sleeps on proc_bell (a futex word)

@@ -375,18 +375,12 @@ int host_proc_create(struct host *h, int sock, pid_t pid, uid_t uid, struct host
 		close(fd);
 		return -ENOMEM;
 	}
-	r->magic = ROCEMU_HOST_REGION_MAGIC;
-	r->version = ROCEMU_HOST_VERSION;
-	r->slot_size = h->slot_size;
-	r->n_slots = ROCEMU_HOST_RING_SLOTS;
+	rocemu_host_shm_hdr_init(&r->hdr, ROCEMU_HOST_REGION_MAGIC, h->slot_size,
+				 ROCEMU_HOST_RING_SLOTS, size);
 	r->up_offset = ROCEMU_HOST_REGION_HDR;
 	r->direct_qp_offset = rocemu_host_region_direct_offset(h->slot_size);
-	r->size = size;
-	in->magic = ROCEMU_HOST_INBOUND_MAGIC;
-	in->version = ROCEMU_HOST_VERSION;
-	in->slot_size = h->slot_size;
-	in->n_rings = ROCEMU_HOST_INBOUND_RINGS;
-	in->size = in_size;
+	rocemu_host_shm_hdr_init(&in->hdr, ROCEMU_HOST_INBOUND_MAGIC, h->slot_size,
+				 ROCEMU_HOST_INBOUND_RINGS, in_size);
 	atomic_store(&in->assigned, 1u); /* ring 0: ours */
 	memset(p, 0, sizeof(*p));
 	p->index = (unsigned)(p - h->procs);
