@@ -5,8 +5,9 @@
   and every UDP/4791 frame as InfiniBand;
 - every RoCEv2 frame's ICRC verifies, computed here independently with zlib
   from the RoCEv2 annex A17 rules (variant fields masked to ones), and for
-  IPv4 frames also with scapy's RoCE layer.
-Usage: check_capture.py TEST_BINARY PCAP_PATH
+  IPv4 frames also with scapy's RoCE layer;
+- with --xrc, the XRC frames follow IBA 9.3.8 (xrc_wire.py).
+Usage: check_capture.py [--xrc] TEST_BINARY PCAP_PATH
 Exits 77 (skipped) when tshark or scapy is missing."""
 import os
 import shutil
@@ -42,10 +43,14 @@ def icrc_a17(frame, l3_off, v6):
 
 
 def main():
-    if len(sys.argv) != 3:
+    args = sys.argv[1:]
+    xrc = args[:1] == ["--xrc"]
+    if xrc:
+        args = args[1:]
+    if len(args) != 2:
         print(__doc__)
         return 2
-    binary, pcap = sys.argv[1], sys.argv[2]
+    binary, pcap = args
     if shutil.which("tshark") is None:
         print("SKIP: tshark is not installed")
         return 77
@@ -121,6 +126,14 @@ def main():
         print(f"FAIL: checked {checked} ICRCs, tshark saw {total} RoCEv2 frames")
         return 1
     print(f"OK: {total} RoCEv2 frames dissect cleanly; ICRC verified on {v4} IPv4 and {v6} IPv6 frames")
+    if xrc:
+        import xrc_wire
+        errors, summary = xrc_wire.check(pcap, [bytes(f) for f in frames])
+        for e in errors:
+            print("FAIL:", e)
+        if errors:
+            return 1
+        print("OK:", summary)
     return 0
 
 

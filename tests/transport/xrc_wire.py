@@ -1,8 +1,6 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Run the XRC transport test with node A capturing, then check the XRC
-frames against IBA 9.3.8 (tshark names the opcodes; Wireshark 4.0 does not
-dissect the XRCETH, so its bytes are read here):
+"""The XRC frames of a capture against IBA 9.3.8 (tshark names the opcodes;
+Wireshark 4.0 does not dissect the XRCETH, so its bytes are read here):
 - every request of the XRC opcode space (0xA0..) carries the XRCETH right
   after the BTH: reserved byte 0, then the 24-bit XRC SRQ number;
 - responses (READ responses, ACK, ATOMIC ACK) carry none: their AETH
@@ -11,29 +9,11 @@ dissect the XRCETH, so its bytes are read here):
 - two target QPs were sent to with the same SRQ number (two XRC_SEND QPs
   into one XRC SRQ), and an invalid-request NAK answered the request that
   named an SRQ of another domain.
-Usage: xrc_capture.py TEST_BINARY PCAP_PATH
-Exits 77 (skipped) when tshark is missing."""
-import os
-import shutil
+check_capture.py --xrc runs these on the XRC transport test's capture."""
 import struct
 import subprocess
-import sys
 
 XRC_RESPONSES = range(0xAD, 0xB3)   # READ response First .. ATOMIC Acknowledge
-
-
-def frames(path):
-    """(number, frame bytes) of a classic pcap file."""
-    with open(path, "rb") as f:
-        data = f.read()
-    magic = struct.unpack("<I", data[:4])[0]
-    end = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
-    off, n = 24, 0
-    while off + 16 <= len(data):
-        incl = struct.unpack(end + "I", data[off + 8:off + 12])[0]
-        n += 1
-        yield n, data[off + 16:off + 16 + incl]
-        off += 16 + incl
 
 
 def bth_offset(fr):
@@ -54,25 +34,14 @@ def bth_offset(fr):
     return udp + 8
 
 
-def main():
-    if len(sys.argv) != 3:
-        print(__doc__)
-        return 2
-    binary, pcap = sys.argv[1], sys.argv[2]
-    if shutil.which("tshark") is None:
-        print("SKIP: tshark is not installed")
-        return 77
-    if os.path.exists(pcap):
-        os.unlink(pcap)
-    r = subprocess.run([binary, "--capture", pcap], timeout=600)
-    if r.returncode != 0:
-        print("FAIL: %s exited %d" % (binary, r.returncode))
-        return 1
+def check(pcap, frames):
+    """The XRC rules over frames (the capture's frames as bytes, in order):
+    (a list of what fails, a summary)."""
     errors = []
     xrc = {}          # frame number -> opcode
     srq_qps = {}      # SRQ number -> destination QPs of requests naming it
     naks = 0
-    for n, fr in frames(pcap):
+    for n, fr in enumerate(frames, 1):
         b = bth_offset(fr)
         if b is None or fr[b] < 0xA0 or fr[b] > 0xBF:
             continue
@@ -112,15 +81,7 @@ def main():
         errors.append("no SRQ number was named towards two target QPs: %s" % srq_qps)
     if naks < 2:
         errors.append("%d invalid-request NAKs, expected one per bad SRQ number (2)" % naks)
-    for e in errors:
-        print("FAIL:", e)
-    if errors:
-        return 1
-    print("OK: %d XRC frames (%d requests with an XRCETH, SRQ numbers %s); %d NAKs"
-          % (len(xrc), sum(1 for o in xrc.values() if o not in XRC_RESPONSES),
-             sorted(srq_qps), naks))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    summary = ("%d XRC frames (%d requests with an XRCETH, SRQ numbers %s); %d NAKs"
+               % (len(xrc), sum(1 for o in xrc.values() if o not in XRC_RESPONSES),
+                  sorted(srq_qps), naks))
+    return errors, summary
