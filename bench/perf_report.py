@@ -108,6 +108,16 @@ class Data:
         return sorted({int(r["size"]) for r in self.runs if r["test"] == test})
 
 
+def failures_table(title, fails):
+    """The failed runs fails as a table under title, as lines; none when nothing failed."""
+    if not fails:
+        return []
+    return ([title, "| test | size | rep | error |\n|---|---|---|---|"]
+            + ["| %s | %s | %s | %s |" % (r["test"], r["size"], r["rep"], r.get("error", "")[:120])
+               for r in fails]
+            + [""])
+
+
 def ratio_stats(num, dens, best=min):
     """Per repetition: num[rep] / best(den[rep] over dens); median and range."""
     rs = []
@@ -121,6 +131,20 @@ def ratio_stats(num, dens, best=min):
 # --------------------------------------------------------------------------
 # plots
 
+def size_curve(data, test, field, div=1.0):
+    """Test's field against message size: the sizes, the medians, and how far
+    the minimum and maximum of the repetitions lie below and above them."""
+    xs, ys, lo, hi = [], [], [], []
+    for s in data.sizes(test):
+        v = [x / div for x in data.series(test, field, s).values()]
+        if v:
+            xs.append(s)
+            ys.append(med(v))
+            lo.append(med(v) - min(v))
+            hi.append(max(v) - med(v))
+    return xs, ys, lo, hi
+
+
 def plots(data, img):
     try:
         import matplotlib
@@ -132,68 +156,49 @@ def plots(data, img):
     made = []
     plt.rcParams.update({"font.size": 9, "svg.fonttype": "none", "svg.hashsalt": "rocemu"})
 
-    # latency against message size
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for test in ("send_lat", "write_lat", "read_lat", "qperf_tcp_lat", "sockperf_pp",
-                 "ucx_tag_lat", "fi_pingpong"):
-        field, label = LAT_TESTS[test]
-        xs, ys, lo, hi = [], [], [], []
-        for s in data.sizes(test):
-            v = list(data.series(test, field, s).values())
-            if v:
-                xs.append(s)
-                ys.append(med(v))
-                lo.append(med(v) - min(v))
-                hi.append(max(v) - med(v))
-        if xs:
-            rocemu = test.endswith("_lat") and not test.startswith(("qperf", "ucx"))
-            ax.errorbar(xs, ys, yerr=[lo, hi], marker="o" if rocemu else "s",
-                        linestyle="-" if rocemu else "--", capsize=3, label=label)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("message size (bytes)")
-    ax.set_ylabel("one-way latency (µs), median and range")
-    ax.set_title("Latency: rocemu on memif vs TCP loopback baselines (same run)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    p = os.path.join(img, "perf-latency.svg")
-    fig.savefig(p, metadata={"Date": None})
-    plt.close(fig)
-    made.append(p)
+    def plot_sizes(name, ylabel, title, curves, extra=None):
+        """One log-log plot against message size: a curve (median, range)
+        per (test, field, divisor, label, rocemu's own?), saved as img/name."""
+        fig, ax = plt.subplots(figsize=(7, 4.2))
+        for test, field, div, label, rocemu in curves:
+            xs, ys, lo, hi = size_curve(data, test, field, div)
+            if xs:
+                ax.errorbar(xs, ys, yerr=[lo, hi], marker="o" if rocemu else "s",
+                            linestyle="-" if rocemu else "--", capsize=3, label=label)
+        if extra:
+            extra(ax)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        p = os.path.join(img, name)
+        fig.savefig(p, metadata={"Date": None})
+        plt.close(fig)
+        made.append(p)
 
-    # bandwidth against message size
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for test in ("write_bw", "send_bw", "qperf_tcp_bw", "sockperf_tp", "ucx_tag_bw",
-                 "fi_pingpong_bw"):
-        xs, ys, lo, hi = [], [], [], []
-        for s in data.sizes(test):
-            v = [x / 1e6 for x in data.series(test, "bw_Bps", s).values()]
-            if v:
-                xs.append(s)
-                ys.append(med(v))
-                lo.append(med(v) - min(v))
-                hi.append(max(v) - med(v))
-        if xs:
-            rocemu = test in ("write_bw", "send_bw")
-            ax.errorbar(xs, ys, yerr=[lo, hi], marker="o" if rocemu else "s",
-                        linestyle="-" if rocemu else "--", capsize=3, label=BW_TESTS[test])
-    pmd = list(data.series("memif_testpmd", "rx_pps", 64).values())
-    if pmd:
-        ax.errorbar([64], [med(pmd) * 64 / 1e6], marker="*", markersize=10, linestyle="none",
-                    label="raw memif link, testpmd 64 B frames (payload+headers)")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("message size (bytes)")
-    ax.set_ylabel("bandwidth (MB/s = 10^6 B/s), median and range")
-    ax.set_title("Bandwidth: rocemu on memif vs TCP loopback baselines (same run)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    p = os.path.join(img, "perf-bandwidth.svg")
-    fig.savefig(p, metadata={"Date": None})
-    plt.close(fig)
-    made.append(p)
+    plot_sizes("perf-latency.svg", "one-way latency (µs), median and range",
+               "Latency: rocemu on memif vs TCP loopback baselines (same run)",
+               [(t, LAT_TESTS[t][0], 1.0, LAT_TESTS[t][1],
+                 t.endswith("_lat") and not t.startswith(("qperf", "ucx")))
+                for t in ("send_lat", "write_lat", "read_lat", "qperf_tcp_lat", "sockperf_pp",
+                          "ucx_tag_lat", "fi_pingpong")])
+
+    def raw_link(ax):
+        pmd = list(data.series("memif_testpmd", "rx_pps", 64).values())
+        if pmd:
+            ax.errorbar([64], [med(pmd) * 64 / 1e6], marker="*", markersize=10, linestyle="none",
+                        label="raw memif link, testpmd 64 B frames (payload+headers)")
+
+    plot_sizes("perf-bandwidth.svg", "bandwidth (MB/s = 10^6 B/s), median and range",
+               "Bandwidth: rocemu on memif vs TCP loopback baselines (same run)",
+               [(t, "bw_Bps", 1e6, BW_TESTS[t], t in ("write_bw", "send_bw"))
+                for t in ("write_bw", "send_bw", "qperf_tcp_bw", "sockperf_tp", "ucx_tag_bw",
+                          "fi_pingpong_bw")],
+               extra=raw_link)
     return made
 
 
@@ -366,13 +371,9 @@ def host_section(data, with_failures):
       "machine. The raw link is an upper bound no RoCE path reaches: testpmd sends without a "
       "transport.\n")
     if with_failures:
-        fails = [r for r in runs if not r.get("ok")]
-        if fails:
-            A("Failures in this part:\n")
-            A("| test | size | rep | error |\n|---|---|---|---|")
-            for r in fails:
-                A("| %s | %s | %s | %s |" % (r["test"], r["size"], r["rep"], r.get("error", "")[:120]))
-            A("")
+        for line in failures_table("Failures in this part:\n",
+                                   [r for r in runs if not r.get("ok")]):
+            A(line)
     A("Rerun just this part (about %d min on this machine): `BENCH_ONLY=host make bench` "
       "(or `bench/perf_bench.py build --only host --host-reps 5`, then `bench/perf_report.py JSON "
       "--doc docs/PERFORMANCE.md`, which replaces this section only).\n" % max(1, round((t1 - t0) / 60)))
@@ -620,13 +621,8 @@ def render(data, imgs, doc_dir):
           "far faster than the message rates above, so they are not limited by it.\n")
         A("```\n" + data.wire.strip() + "\n```\n")
 
-    fails = data.failures()
-    if fails:
-        A("## Failures recorded in this run\n")
-        A("| test | size | rep | error |\n|---|---|---|---|")
-        for r in fails:
-            A("| %s | %s | %s | %s |" % (r["test"], r["size"], r["rep"], r.get("error", "")[:120]))
-        A("")
+    for line in failures_table("## Failures recorded in this run\n", data.failures()):
+        A(line)
     A("## Rerun\n")
     A("```\nmake bench                 # or: scripts/run-bench.sh build\nREPS=5 make bench          # more repetitions\n"
       "BENCH_ONLY=lat,base make bench   # a subset: lat,bw,qps,base,pmd,acct,prof,host\n"
