@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The link kinds (port_link.h): one line each in port_links[], looked up once
- * per spec by its prefix. A new kind is a new port_link_KIND.c and a line
- * here.
+ * per spec by its prefix. A new kind is a new port_link_KIND.c, a line
+ * here, its extern in port_link.h and its name in meson.build.
  */
 #include <errno.h>
 #include <stdio.h>
