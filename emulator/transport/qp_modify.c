@@ -175,9 +175,15 @@ static int check_av(struct rocemu_engine *e, const struct ibv_ah_attr *in)
 static int check_values(struct rocemu_qp *qp, const struct ibv_qp_attr *a, int mask)
 {
 	struct rocemu_engine *e = qp->engine;
+	/* The remote rights are what a QP uses; the bits that only mean something
+	 * to a region (ON_DEMAND, HUGETLB, MW_BIND, ZERO_BASED, the optional
+	 * range) are accepted and ignored, as Linux does: applications pass one
+	 * access word to both (rdma-core's ODP tests do). */
 	unsigned access_ok = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			     IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE |
-			     ROCEMU_ACCESS_FLUSH_GLOBAL | ROCEMU_ACCESS_FLUSH_PERSISTENT;
+			     ROCEMU_ACCESS_FLUSH_GLOBAL | ROCEMU_ACCESS_FLUSH_PERSISTENT |
+			     IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB | IBV_ACCESS_MW_BIND |
+			     IBV_ACCESS_ZERO_BASED | IBV_ACCESS_OPTIONAL_RANGE;
 
 	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= e->caps.max_pkeys)
 		return -EINVAL;
