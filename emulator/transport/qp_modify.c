@@ -275,6 +275,16 @@ static int responder_resources(struct rocemu_qp *qp, uint32_t n)
 
 static void qp_reset(struct rocemu_qp *qp)
 {
+	struct rocemu_engine *e = qp->engine;
+
+	/* Its completions still queued go, as mlx5 cleans its CQs on RESET: a
+	 * QP brought back up must not hand its next poll the flushes of its
+	 * last life (rdma-core's test_mr_rereg_pd and _addr restate their QPs
+	 * after an error and expect the next completion to be new). */
+	if (qp->send_cq)
+		e->ctr[CTR_cq_cleaned] += rocemu_cq_forget_qp(qp->send_cq, qp->qpn);
+	if (qp->recv_cq && qp->recv_cq != qp->send_cq)
+		e->ctr[CTR_cq_cleaned] += rocemu_cq_forget_qp(qp->recv_cq, qp->qpn);
 	qp->sq_head = qp->sq_cur = qp->sq_tail = 0;
 	qp->rq_head = qp->rq_tail = 0;
 	memset(&qp->req, 0, sizeof(qp->req));
