@@ -110,9 +110,16 @@ int rocemu_mr_reg(struct rocemu_pd *pd, void *addr, size_t length, uint64_t iova
 
 /*
  * ibv_rereg_mr(3): flags say what changes; what is not named keeps its old
- * value, and the result must be a region ibv_reg_mr would accept. The keys
- * always change (the old ones then fail like a deregistered region's). On
- * error nothing has changed; -EBUSY while memory windows are bound to it.
+ * value, and the result must be a region ibv_reg_mr would accept. On error
+ * nothing has changed; -EBUSY while memory windows are bound to it.
+ *
+ * Keys. A new PD or new rights keep the keys, as a NIC that reuses the
+ * resource does ("where possible, resources are reused"): a peer holding
+ * the R_Key goes on using it, now checked against the new PD and rights.
+ * A new translation gets a new key: every access is translated packet by
+ * packet under the engine lock, so the rest of a message in flight through
+ * the old key fails with a remote access error instead of landing in the
+ * new memory, and nothing touches the old memory once this returns.
  */
 int rocemu_mr_rereg(struct rocemu_mr *mr, int flags, struct rocemu_pd *pd, void *addr,
 		    size_t length, uint64_t iova, unsigned access)
@@ -155,7 +162,8 @@ int rocemu_mr_rereg(struct rocemu_mr *mr, int flags, struct rocemu_pd *pd, void 
 			mr->pd = new_pd;
 		}
 		mr_apply(mr, &l);
-		rocemu_mem_key_renew(rocemu_engine_mem(e), mr);
+		if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
+			rocemu_mem_key_renew(rocemu_engine_mem(e), mr);
 	}
 	rocemu_engine_unlock(e);
 	return rc;

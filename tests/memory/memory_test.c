@@ -1131,20 +1131,30 @@ static void test_rereg(void **state)
 			 ROCEMU_MEM_OK);
 	assert_ptr_equal(p, g.buf);
 
-	/* Access: new key, new rights, old key dead. */
+	/* Access: the key stays and carries the new rights, both ways. */
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k0, 0x100, data, 8),
+			 ROCEMU_MEM_ACCESS);
 	assert_int_equal(rocemu_mr_rereg(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, 0,
 					 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE),
 			 0);
 	k1 = key_of(mr);
-	assert_int_not_equal(k1, k0);
-	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k0, 0x100, data, 8),
-			 ROCEMU_MEM_BAD_KEY);
+	assert_int_equal(k1, k0);
 	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k1, 0x100, data, 8),
 			 ROCEMU_MEM_OK);
+	assert_int_equal(rocemu_mr_rereg(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, 0,
+					 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ),
+			 0);
+	assert_int_equal(key_of(mr), k0);
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k0, 0x100, data, 8),
+			 ROCEMU_MEM_ACCESS);
+	assert_int_equal(rocemu_mr_rereg(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, 0,
+					 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE),
+			 0);
 
-	/* PD: the reference moves. */
+	/* PD: the reference moves, the key stays and answers the new PD only. */
 	assert_int_equal(rocemu_mr_rereg(mr, IBV_REREG_MR_CHANGE_PD, f->pd2, NULL, 0, 0, 0), 0);
 	k2 = key_of(mr);
+	assert_int_equal(k2, k0);
 	assert_int_equal(f->pd->refcnt, 0);
 	assert_int_equal(f->pd2->refcnt, 1);
 	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd, 0, k2, 0x100, data, 8),
@@ -1152,10 +1162,14 @@ static void test_rereg(void **state)
 	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd2, 0, k2, 0x100, data, 8),
 			 ROCEMU_MEM_OK);
 
-	/* Translation: new bounds, the rest kept. */
+	/* Translation: new bounds, the rest kept; a new key, the old one dead
+	 * (what was in flight through it cannot reach the new memory). */
 	assert_int_equal(rocemu_mr_rereg(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, g.buf + page,
 					 page, 0x8000, 0),
 			 0);
+	assert_int_not_equal(key_of(mr), k0);
+	assert_int_equal(rocemu_mem_remote_write(f->e->mem, f->pd2, 0, k0, 0x8000, data, 8),
+			 ROCEMU_MEM_BAD_KEY);
 	rocemu_mr_info(mr, &info);
 	assert_ptr_equal(info.addr, g.buf + page);
 	assert_int_equal(info.length, page);
