@@ -352,6 +352,9 @@ static void fill_ops(struct rocemu_vcontext *c)
 	struct verbs_context *v = &c->vctx;
 	v->query_port = rocemu_op_query_port;
 	v->advise_mr = rocemu_op_advise_mr;
+	v->alloc_dm = rocemu_op_alloc_dm;
+	v->free_dm = rocemu_op_free_dm;
+	v->reg_dm_mr = rocemu_op_reg_dm_mr;
 	v->create_cq_ex = rocemu_op_create_cq_ex;
 	v->create_qp_ex = rocemu_op_create_qp_ex;
 	v->create_srq_ex = rocemu_op_create_srq_ex;
@@ -529,6 +532,7 @@ int rocemu_op_query_device_ex(struct ibv_context *ctx, const struct ibv_query_de
 		/* XRC: RC's operations, receives through XRC SRQs */
 		a.xrc_odp_caps = a.odp_caps.per_transport_caps.rc_odp_caps & ~IBV_ODP_SUPPORT_RECV;
 	}
+	a.max_dm_size = caps.max_dm_size;
 	if (caps.timestamp_hz) {
 		a.completion_timestamp_mask = UINT64_MAX;
 		a.hca_core_clock = caps.timestamp_hz / 1000; /* kHz */

@@ -60,12 +60,12 @@ int ibv_dealloc_pd(struct ibv_pd *pd)
 }
 ROCEMU_PUBLIC(ibv_dealloc_pd)
 
-static void mr_sync(struct rocemu_vmr *m)
+void rocemu_mr_sync(struct rocemu_vmr *m)
 {
 	struct rocemu_mr_info info;
 
 	rocemu_mr_info(m->emr, &info);
-	m->mr.addr = info.addr;
+	m->mr.addr = m->dm ? NULL : info.addr;
 	m->mr.length = info.length;
 	m->mr.lkey = info.lkey;
 	m->mr.rkey = info.rkey;
@@ -92,7 +92,7 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, ui
 	}
 	m->mr.context = pd->context;
 	m->mr.pd = pd;
-	mr_sync(m);
+	rocemu_mr_sync(m);
 	return &m->mr;
 }
 ROCEMU_PUBLIC(ibv_reg_mr_iova2)
@@ -110,33 +110,47 @@ struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uin
 }
 ROCEMU_PUBLIC(ibv_reg_mr_iova)
 
+/*
+ * ibv_rereg_mr(3). What libibverbs itself checks before it asks the device
+ * is IBV_REREG_MR_ERR_INPUT: unknown flags, a translation without an address
+ * or a length, access bits without IBV_REREG_MR_CHANGE_ACCESS, a new PD that
+ * is missing or of another device. What the device refuses (no flags, a
+ * result ibv_reg_mr would refuse, memory windows bound, a device memory
+ * region) is IBV_REREG_MR_ERR_CMD with errno set; the man page says such a
+ * region should not be used, but here it is left exactly as it was. Fork
+ * needs no care (async.c), so the two fork errors never happen. The keys
+ * stay unless the translation changes (emulator/memory/mr.c).
+ */
 int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length,
 		 int access)
 {
-	if (!mr)
-		return IBV_REREG_MR_ERR_INPUT;
-	if (flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
-		      IBV_REREG_MR_CHANGE_ACCESS) ||
-	    !flags) {
-		errno = EINVAL;
-		return IBV_REREG_MR_ERR_INPUT;
-	}
-	if ((flags & IBV_REREG_MR_CHANGE_PD) && !pd) {
-		errno = EINVAL;
-		return IBV_REREG_MR_ERR_INPUT;
-	}
 	struct rocemu_vmr *m = (struct rocemu_vmr *)mr;
-	struct rocemu_pd *epd =
-	    (flags & IBV_REREG_MR_CHANGE_PD) ? ((struct rocemu_vpd *)pd)->epd : NULL;
-	int rc = rocemu_mr_rereg(m->emr, flags, epd, addr, length, (uint64_t)(uintptr_t)addr,
-				 (unsigned)access);
+	struct rocemu_pd *epd = NULL;
+	int rc;
+
+	if (!mr || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !length)) ||
+	    (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS)) ||
+	    ((flags & IBV_REREG_MR_CHANGE_PD) && (!pd || pd->context != mr->context))) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if (m->dm) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		epd = to_vpd(pd)->epd;
+	/* IBV_ACCESS_OPTIONAL_RANGE bits are hints, as at registration. */
+	rc = rocemu_mr_rereg(m->emr, flags, epd, addr, length, (uint64_t)(uintptr_t)addr,
+			     (unsigned)access & ~(unsigned)IBV_ACCESS_OPTIONAL_RANGE);
 	if (rc < 0) {
 		errno = -rc;
-		return IBV_REREG_MR_ERR_INPUT;
+		return IBV_REREG_MR_ERR_CMD;
 	}
 	if (flags & IBV_REREG_MR_CHANGE_PD)
 		m->mr.pd = pd;
-	mr_sync(m);
+	rocemu_mr_sync(m);
 	return 0;
 }
 ROCEMU_PUBLIC(ibv_rereg_mr)
@@ -146,7 +160,7 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 	if (!mr)
 		return EINVAL;
 	struct rocemu_vmr *m = (struct rocemu_vmr *)mr;
-	int rc = rocemu_mr_dereg(m->emr);
+	int rc = m->dm ? -rocemu_dm_mr_dereg(m) : rocemu_mr_dereg(m->emr);
 	if (rc < 0)
 		return -rc;
 	free(m);

@@ -153,6 +153,7 @@ void rocemu_pd_unuse(struct ibv_pd *pd);
 struct rocemu_vmr {
 	struct ibv_mr mr;
 	struct rocemu_mr *emr;
+	struct ibv_dm *dm; /**< ibv_reg_dm_mr: the device memory it covers, else NULL */
 };
 
 /** A memory window: ibv_mw's rkey is the provider's view (ibv_bind_mw moves it). */
@@ -271,6 +272,15 @@ struct ibv_xrcd *rocemu_op_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_in
 int rocemu_op_close_xrcd(struct ibv_xrcd *xrcd);
 int rocemu_op_get_srq_num(struct ibv_srq *srq, uint32_t *num);
 struct ibv_qp *rocemu_op_open_qp(struct ibv_context *ctx, struct ibv_qp_open_attr *attr);
+/* Device memory (dm.c) */
+struct ibv_dm *rocemu_op_alloc_dm(struct ibv_context *ctx, struct ibv_alloc_dm_attr *attr);
+int rocemu_op_free_dm(struct ibv_dm *dm);
+struct ibv_mr *rocemu_op_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t offset,
+				   size_t length, unsigned int access);
+/** ibv_dereg_mr of a region on device memory: 0 or an errno. */
+int rocemu_dm_mr_dereg(struct rocemu_vmr *m);
+/** ibv_mr's addr, length and keys from the engine (addr NULL for a device memory region). */
+void rocemu_mr_sync(struct rocemu_vmr *m);
 int rocemu_op_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
 			struct ibv_sge *sg, uint32_t n);
 int rocemu_op_modify_qp_rate_limit(struct ibv_qp *qp, struct ibv_qp_rate_limit_attr *attr);

@@ -22,6 +22,7 @@ enum rocemu_obj_kind {
 	ROCEMU_OBJ_AH,
 	ROCEMU_OBJ_SRQ,
 	ROCEMU_OBJ_CQ,
+	ROCEMU_OBJ_DM, /**< device memory: after the regions on it, which the slots free */
 	ROCEMU_OBJ_PD,
 	ROCEMU_OBJ_KINDS,
 };

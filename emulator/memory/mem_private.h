@@ -69,6 +69,11 @@ struct rocemu_mr *rocemu_mem_slot(const struct rocemu_mem_table *t, uint32_t ind
 /** Unbind window w from its region (w must be bound); it stops translating. */
 void rocemu_mem_mw_unbind(struct rocemu_mr *w);
 
+/** Take len bytes of device memory (dm.c) out of max; -ENOMEM when they are not left. */
+int rocemu_mem_dm_charge(struct rocemu_mem_table *t, uint64_t len, uint64_t max);
+/** Give back what rocemu_mem_dm_charge took. */
+void rocemu_mem_dm_uncharge(struct rocemu_mem_table *t, uint64_t len);
+
 /** A fresh PD handle (1, 2, ...; unique within the engine). */
 uint32_t rocemu_mem_pd_handle(struct rocemu_mem_table *t);
 

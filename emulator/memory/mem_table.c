@@ -23,6 +23,7 @@ struct rocemu_mem_table {
 	struct rocemu_obj *objs[ROCEMU_OBJ_KINDS];
 	uint32_t nr_obj[ROCEMU_OBJ_KINDS];
 	uint32_t last_pd_handle;
+	uint64_t dm_bytes; /**< device memory allocated (dm.c) */
 };
 
 /*
@@ -119,6 +120,7 @@ void rocemu_mem_table_destroy(struct rocemu_mem_table *t)
 	release_kind(t, ROCEMU_OBJ_CQ);
 	for (i = 0; i < t->nr_slots; i++)
 		free(t->slot[i]); /* a window's entry is the start of its struct rocemu_mw */
+	release_kind(t, ROCEMU_OBJ_DM);
 	release_kind(t, ROCEMU_OBJ_PD);
 	free(t->slot);
 	free(t->turn);
@@ -246,4 +248,17 @@ void rocemu_mem_windows_orphan(struct rocemu_mem_table *t, uint32_t qpn)
 uint32_t rocemu_mem_pd_handle(struct rocemu_mem_table *t)
 {
 	return ++t->last_pd_handle;
+}
+
+int rocemu_mem_dm_charge(struct rocemu_mem_table *t, uint64_t len, uint64_t max)
+{
+	if (len > max || t->dm_bytes > max - len)
+		return -ENOMEM;
+	t->dm_bytes += len;
+	return 0;
+}
+
+void rocemu_mem_dm_uncharge(struct rocemu_mem_table *t, uint64_t len)
+{
+	t->dm_bytes -= len;
 }

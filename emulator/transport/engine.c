@@ -628,6 +628,7 @@ static void engine_fill_caps(struct rocemu_engine *e)
 	    .max_mcast_qp_attach = ROCEMU_MCAST_QP_ATTACH,
 	    .atomic_hca = true,
 	    .odp = true,
+	    .max_dm_size = ROCEMU_MAX_DM_SIZE,
 	    .timestamp_hz = 1000000000ull,
 	};
 }

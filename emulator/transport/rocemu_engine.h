@@ -48,6 +48,7 @@ struct rocemu_caps {
 	uint32_t max_mcast_grp, max_mcast_qp_attach; /**< UD multicast groups, QPs per group */
 	bool atomic_hca;       /**< atomics are atomic w.r.t. the CPU (IBV_ATOMIC_HCA) */
 	bool odp;	       /**< on-demand paging: always true */
+	uint64_t max_dm_size;  /**< device memory (ibv_alloc_dm) of the engine, in bytes */
 	uint64_t timestamp_hz; /**< completion timestamp clock (1e9: nanoseconds) */
 };
 
@@ -160,12 +161,29 @@ struct rocemu_mr_info {
  */
 int rocemu_mr_reg(struct rocemu_pd *pd, void *addr, size_t length, uint64_t iova, unsigned access,
 		  struct rocemu_mr **out);
-/** ibv_rereg_mr semantics: flags IBV_REREG_MR_CHANGE_{TRANSLATION,PD,ACCESS}. Keys may change.
- * -EBUSY while memory windows are bound to the region (so is dereg). */
+/** ibv_rereg_mr semantics: flags IBV_REREG_MR_CHANGE_{TRANSLATION,PD,ACCESS}. The keys change
+ * with the translation only. -EBUSY while memory windows are bound to the region (so is dereg). */
 int rocemu_mr_rereg(struct rocemu_mr *mr, int flags, struct rocemu_pd *pd, void *addr,
 		    size_t length, uint64_t iova, unsigned access);
 int rocemu_mr_dereg(struct rocemu_mr *mr);
 void rocemu_mr_info(const struct rocemu_mr *mr, struct rocemu_mr_info *info);
+/* Device memory (emulator/memory/dm.c): ibv_alloc_dm(3), memory of the engine. */
+struct rocemu_dm;
+/** length bytes (aligned to 1 << log_align, at most a page) out of max_dm_size, zeroed;
+ * -EINVAL for length 0 or a bigger alignment, -ENOMEM when not that much is left. */
+int rocemu_dm_alloc(struct rocemu_engine *e, uint64_t length, uint32_t log_align,
+		    struct rocemu_dm **out);
+/** -EBUSY while regions are registered on it (ibv_reg_dm_mr). */
+int rocemu_dm_free(struct rocemu_dm *dm);
+/** ibv_memcpy_to_dm / _from_dm: offset and length 4-byte aligned (-EINVAL), inside (-EFAULT). */
+int rocemu_dm_copy(struct rocemu_dm *dm, uint64_t offset, void *host, size_t length, bool to_dm);
+/** ibv_reg_dm_mr(3): a zero-based region on [offset, offset+length) of dm; access must have
+ * IBV_ACCESS_ZERO_BASED and nothing but local write and the remote rights besides. */
+int rocemu_dm_reg_mr(struct rocemu_pd *pd, struct rocemu_dm *dm, uint64_t offset, size_t length,
+		     unsigned access, struct rocemu_mr **out);
+/** ibv_dereg_mr of a region made by rocemu_dm_reg_mr. */
+int rocemu_dm_dereg_mr(struct rocemu_dm *dm, struct rocemu_mr *mr);
+
 /* Memory windows (emulator/memory/mw.c). */
 struct rocemu_mw;
 /** ibv_alloc_mw(3): type IBV_MW_TYPE_1 or _2, else -EINVAL; -ENOMEM past

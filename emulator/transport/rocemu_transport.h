@@ -41,6 +41,8 @@
 #define ROCEMU_MAX_AH	   65536
 #define ROCEMU_MAX_SRQ	   16384
 #define ROCEMU_MAX_SRQ_WR  16384
+/* Device memory (emulator/memory/dm.c): bytes per engine */
+#define ROCEMU_MAX_DM_SIZE (256u * 1024u)
 /* UD multicast (mcast.c): groups per engine (the port's limit), QPs per group */
 #define ROCEMU_MCAST_GROUPS    ROCEMU_PORT_MAX_MCAST
 #define ROCEMU_MCAST_QP_ATTACH 32

@@ -39,6 +39,7 @@ struct rocemu_engine *stub_engine_new_mw(uint32_t max_mr, uint32_t max_mw)
 	    .max_srq_sge = ROCEMU_MAX_SGE,
 	    .odp = true,
 	    .atomic_hca = true,
+	    .max_dm_size = 4096,
 	};
 	e->gid_count = 2;
 	if (rocemu_mem_table_create(max_mr, max_mw, &e->mem))

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Device memory (ibv_alloc_dm(3)): memory of the engine, which is rocemu's
+ * NIC; the rules are the engine's (emulator/memory/dm.c). A region on it
+ * (ibv_reg_dm_mr) is zero-based: ibv_mr.addr is NULL and work requests
+ * address it from 0, locally and remotely.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "provider.h"
+
+struct rocemu_vdm {
+	struct ibv_dm dm;
+	struct rocemu_dm *edm;
+};
+
+static int dm_copy_to(struct ibv_dm *dm, uint64_t offset, const void *host, size_t length)
+{
+	int rc = rocemu_dm_copy(((struct rocemu_vdm *)dm)->edm, offset, (void *)(uintptr_t)host,
+				length, true);
+
+	return rc < 0 ? -rc : 0;
+}
+
+static int dm_copy_from(void *host, struct ibv_dm *dm, uint64_t offset, size_t length)
+{
+	int rc = rocemu_dm_copy(((struct rocemu_vdm *)dm)->edm, offset, host, length, false);
+
+	return rc < 0 ? -rc : 0;
+}
+
+struct ibv_dm *rocemu_op_alloc_dm(struct ibv_context *ctx, struct ibv_alloc_dm_attr *attr)
+{
+	static atomic_uint handles;
+	struct rocemu_vdm *d;
+	int rc;
+
+	if (!ctx || !attr || attr->comp_mask) {
+		errno = EINVAL;
+		return NULL;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rc = rocemu_dm_alloc(to_vctx(ctx)->engine, attr->length, attr->log_align_req, &d->edm);
+	if (rc < 0) {
+		free(d);
+		return rocemu_null_errno(rc);
+	}
+	d->dm.context = ctx;
+	d->dm.memcpy_to_dm = dm_copy_to;
+	d->dm.memcpy_from_dm = dm_copy_from;
+	d->dm.handle = atomic_fetch_add(&handles, 1) + 1;
+	return &d->dm;
+}
+
+int rocemu_op_free_dm(struct ibv_dm *dm)
+{
+	struct rocemu_vdm *d = (struct rocemu_vdm *)dm;
+	int rc;
+
+	if (!dm)
+		return EINVAL;
+	rc = rocemu_dm_free(d->edm);
+	if (rc < 0)
+		return -rc;
+	free(d);
+	return 0;
+}
+
+struct ibv_mr *rocemu_op_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t offset,
+				   size_t length, unsigned int access)
+{
+	struct rocemu_vmr *m;
+	int rc;
+
+	if (!pd || !dm || dm->context != pd->context) {
+		errno = EINVAL;
+		return NULL;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rc = rocemu_dm_reg_mr(to_vpd(pd)->epd, ((struct rocemu_vdm *)dm)->edm, offset, length,
+			      access, &m->emr);
+	if (rc < 0) {
+		free(m);
+		return rocemu_null_errno(rc);
+	}
+	m->dm = dm;
+	m->mr.context = pd->context;
+	m->mr.pd = pd;
+	rocemu_mr_sync(m);
+	return &m->mr;
+}
+
+int rocemu_dm_mr_dereg(struct rocemu_vmr *m)
+{
+	int rc = rocemu_dm_dereg_mr(((struct rocemu_vdm *)m->dm)->edm, m->emr);
+
+	return rc < 0 ? -rc : 0;
+}
