@@ -11,6 +11,15 @@
 #     through IBV_WR_BIND_MW, WRITEs through them, invalidation by rebinding
 #     (type 1), LOCAL_INV, the peer's SEND with Invalidate and ibv_dealloc_mw,
 #     each followed by a "Remote access error"; a type 3 window refused;
+#   memory regions (test_mr.MRTest, 5): ibv_rereg_mr of the access flags (the
+#     peer's R_Key still works, or fails with "Remote access error" once
+#     remote write is gone), of the PD and of the translation, each followed
+#     by traffic, the QPs restated after the expected error; bad reg flags;
+#   on-demand paging (15 of test_odp): RC SEND, WRITE, READ, both atomics and
+#     SRQ receives, UD, XRC, implicit ODP, ibv_advise_mr prefetch (sync and
+#     async, with and without page faults);
+#   device memory (12): ibv_alloc_dm limits and comp_mask, copies to and from
+#     it and their alignment, ibv_reg_dm_mr, SEND and WRITE traffic on it;
 #   XRC (6 methods): an XRCD opened on a temporary file with O_CREAT, an XRC
 #     SRQ with its CQ, XRC_RECV and XRC_SEND QPs; SEND and SEND with immediate
 #     through ibv_wr_* with ibv_wr_set_xrc_srqn, both atomics, traffic polled
