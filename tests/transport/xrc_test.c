@@ -607,7 +607,7 @@ int main(int argc, char **argv)
 	};
 	const char *capture_path = NULL;
 
-	/* --capture PATH: node A captures (check_capture.py, xrc_capture.py) */
+	/* --capture PATH: node A captures (check_capture.py --xrc) */
 	if (argc > 2 && !strcmp(argv[1], "--capture"))
 		capture_path = argv[2];
 	return h_run_group("transport_xrc", tests, sizeof(tests) / sizeof(tests[0]), &A, &B, "xrct",
