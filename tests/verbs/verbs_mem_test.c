@@ -10,6 +10,7 @@
  *    accesses after each, and a WRITE in flight while the translation moves;
  *  - on-demand paging: every operation odp_caps advertises, per transport
  *    (RC, UC, UD, SRQ receives), on pages nobody touched; implicit ODP;
+ *    ibv_advise_mr's checks;
  *  - device memory: ibv_alloc_dm's budget and copies, ibv_reg_dm_mr's rules,
  *    a peer's WRITE, READ and atomic on it and a SEND from it.
  * Every byte is checked.
@@ -830,6 +831,50 @@ static void odp_implicit(void **state)
 	pair_close(&p);
 }
 
+/*
+ * ibv_advise_mr(3) on an ODP region: every advice and the flush flag are
+ * accepted for a range of it (there is nothing to prefetch: it validates);
+ * another advice, unknown flags or no SGE are EINVAL; an lkey that does not
+ * translate, a range past the region or a page with nothing mapped EFAULT.
+ */
+static void odp_advise_mr(void **state)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct tu_side s;
+	(void)state;
+
+	tu_side_open(&s, devs[0], IBV_QPT_RC);
+	uint8_t *b = fresh(4 * (size_t)page);
+	struct ibv_mr *mr = reg(s.pd, b, 4 * (size_t)page, ODP_ACCESS);
+	struct ibv_sge sge = {
+	    .addr = (uintptr_t)b + 100, .length = 2 * (uint32_t)page, .lkey = mr->lkey};
+	enum ibv_advise_mr_advice ok[] = {IBV_ADVISE_MR_ADVICE_PREFETCH,
+					  IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+					  IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		assert_int_equal(ibv_advise_mr(s.pd, ok[i], 0, &sge, 1), 0);
+		assert_int_equal(ibv_advise_mr(s.pd, ok[i], IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1), 0);
+	}
+	assert_int_equal(ibv_advise_mr(s.pd, (enum ibv_advise_mr_advice)7, 0, &sge, 1), EINVAL);
+	assert_int_equal(ibv_advise_mr(s.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 2, &sge, 1), EINVAL);
+	assert_int_equal(ibv_advise_mr(s.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 0), EINVAL);
+	struct ibv_sge bad = sge;
+	bad.lkey ^= 0x80;
+	assert_int_equal(ibv_advise_mr(s.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &bad, 1), EFAULT);
+	bad = sge;
+	bad.length = 4 * (uint32_t)page;
+	assert_int_equal(ibv_advise_mr(s.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &bad, 1), EFAULT);
+	assert_int_equal(munmap(b + page, (size_t)page), 0);
+	assert_int_equal(ibv_advise_mr(s.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 1), EFAULT);
+	sge.addr = (uintptr_t)b + 2 * page;
+	sge.length = (uint32_t)page;
+	assert_int_equal(ibv_advise_mr(s.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 1), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	munmap(b, (size_t)page);
+	munmap(b + 2 * page, 2 * (size_t)page);
+	tu_side_close(&s);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Device memory                                                              */
 
@@ -1028,6 +1073,7 @@ int main(void)
 	    cmocka_unit_test(rereg_translation_in_flight),
 	    cmocka_unit_test(odp_every_qp_type),
 	    cmocka_unit_test(odp_implicit),
+	    cmocka_unit_test(odp_advise_mr),
 	    cmocka_unit_test(dm_alloc_and_copy),
 	    cmocka_unit_test(dm_region_rules),
 	    cmocka_unit_test(dm_remote_access),
