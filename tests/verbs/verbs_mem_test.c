@@ -459,10 +459,11 @@ static void rereg_translation_new_keys(void **state)
 }
 
 /*
- * A WRITE of many packets in flight while b moves the region's translation:
- * it completes or fails with a remote access error, and once ibv_rereg_mr
- * has returned nothing of it lands in the old buffer (overwritten by b right
- * then) nor in the new one (the peer never had the new key).
+ * A WRITE, then a READ, of 32 packets in flight while b moves the region's
+ * translation (8 rounds each): it completes or fails with a remote access
+ * error; once ibv_rereg_mr has returned nothing lands in the old buffer
+ * (overwritten by b right then) nor in the new one (the peer never had the
+ * new key), and a READ that completed returns the old bytes, whole.
  */
 static void rereg_translation_in_flight(void **state)
 {
@@ -474,24 +475,28 @@ static void rereg_translation_in_flight(void **state)
 	uint32_t len = TU_BUF / 2;
 	uint8_t *nbuf = aligned_alloc(4096, TU_BUF);
 	assert_non_null(nbuf);
-	for (int round = 0; round < 8; round++) {
+	for (int round = 0; round < 16; round++) {
+		bool read = round >= 8;
 		struct ibv_sge sge = {
 		    .addr = (uintptr_t)p.a.buf, .length = len, .lkey = p.a.mr->lkey};
 		struct ibv_send_wr wr = {.wr_id = 0x99,
 					 .sg_list = &sge,
 					 .num_sge = 1,
-					 .opcode = IBV_WR_RDMA_WRITE,
+					 .opcode = read ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
 					 .send_flags = IBV_SEND_SIGNALED},
 				   *bad;
 		uint8_t *from = round % 2 ? nbuf : p.b.buf, *to = round % 2 ? p.b.buf : nbuf;
+		uint8_t fill = (uint8_t)(0x11 + round);
 
-		memset(p.a.buf, 0x11 + round, len);
-		memset(to, 0, TU_BUF);
+		memset(read ? from : p.a.buf, fill, len);
+		if (read)
+			memset(p.a.buf, 0, len);
+		memset(to, 0x77, TU_BUF);
 		wr.wr.rdma.remote_addr = (uintptr_t)from;
 		wr.wr.rdma.rkey = mr->rkey;
 		assert_int_equal(ibv_post_send(p.a.qp, &wr, &bad), 0);
 		/* later rounds move sooner: some land before, some in the middle */
-		usleep((useconds_t)(round * 300));
+		usleep((useconds_t)(round % 8 * 300));
 		assert_int_equal(
 		    ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, to, TU_BUF, 0), 0);
 		memset(from, 0xEE, TU_BUF);
@@ -504,8 +509,12 @@ static void rereg_translation_in_flight(void **state)
 		}
 		for (uint32_t i = 0; i < TU_BUF; i++) {
 			assert_int_equal(from[i], 0xEE);
-			assert_int_equal(to[i], 0);
+			assert_int_equal(to[i], 0x77);
 		}
+		/* a READ that completed read the old memory only, all of it before
+		 * the move (what was left after it would have failed) */
+		for (uint32_t i = 0; read && wc.status == IBV_WC_SUCCESS && i < len; i++)
+			assert_int_equal(p.a.buf[i], fill);
 	}
 	assert_int_equal(
 	    ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, p.b.buf, TU_BUF, 0), 0);
