@@ -406,12 +406,19 @@ void rocemu_xrc_resp_rx(struct rocemu_qp *qp, struct rte_mbuf *m, const struct r
 		ENGINE_COUNT(qp->engine, drop_qp_type);
 		return;
 	}
+	/* A target that does not receive (before RTR, or in ERR after a bad
+	 * request) drops any request for its state first: the sender's
+	 * retransmission of the request that moved it to ERR is not one more
+	 * bad SRQ (on a loaded host the sender resent it before the target had
+	 * answered the first). */
+	if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) {
+		ENGINE_COUNT(qp->engine, drop_qp_state);
+		return;
+	}
 	srq = rocemu_xrc_srq_for(qp, pkt->xrc_srqn);
 	if (!srq) {
 		ENGINE_COUNT(qp->engine, drop_xrc_srq);
-		if ((qp->state == IBV_QPS_RTR || qp->state == IBV_QPS_RTS ||
-		     qp->state == IBV_QPS_SQD) &&
-		    roce_psn_diff(pkt->psn, qp->resp.epsn) == 0) {
+		if (roce_psn_diff(pkt->psn, qp->resp.epsn) == 0) {
 			rc_resp_send_nak(qp, ROCE_NAK_INVALID_REQUEST, pkt->psn);
 			rocemu_qp_to_error(qp, false);
 			rocemu_engine_raise(qp->engine, IBV_EVENT_QP_REQ_ERR, qp->user_ctx);
