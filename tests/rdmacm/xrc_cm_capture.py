@@ -25,8 +25,10 @@ import struct
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "transport"))
-from xrc_capture import bth_offset, frames  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, "..", "transport"), os.path.join(HERE, "..", "verbs")]
+from icrc_check import frames  # noqa: E402
+from xrc_wire import bth_offset  # noqa: E402
 
 REQ_FIELDS = ["transpsvctype", "ext_transport", "localqpn", "responderres", "retrcount",
               "rnrretrcount", "srq"]
