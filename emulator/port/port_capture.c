@@ -73,12 +73,8 @@ static void write_capture_point(struct rocemu_port *port);
 /* Where a closed capture stopped, for a port of this process opened again. */
 struct capture_resume {
 	char capture_path[ROCEMU_PATH_MAX]; /* FILE, as configured */
-	unsigned file_index;		    /* the file it was writing */
-	dev_t dev;
-	ino_t ino;
-	uint64_t bytes; /* its size, all of it written */
-	uint64_t first_bytes;
-	struct timespec last_ts;
+	struct capture_place at;	    /* the file it was writing */
+	uint64_t bytes;			    /* its size, all of it written */
 };
 #define RESUMES_MAX 8
 static pthread_mutex_t resumes_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -310,10 +306,10 @@ static int open_file(struct rocemu_port *port, const struct capture_resume *r, c
 	struct statfs fs;
 	int fd, rc;
 
-	if (c->file_index == 0)
+	if (c->at.file_index == 0)
 		snprintf(path, sizeof(c->path), "%s", port->cfg.capture_path);
 	else
-		snprintf(path, sizeof(c->path), "%s.%u", port->cfg.capture_path, c->file_index);
+		snprintf(path, sizeof(c->path), "%s.%u", port->cfg.capture_path, c->at.file_index);
 	/* no O_TRUNC before the lock: the file may be another rocemu's */
 	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
 	if (fd < 0)
@@ -331,8 +327,8 @@ static int open_file(struct rocemu_port *port, const struct capture_resume *r, c
 						      path, strerror(errno));
 		goto fail;
 	}
-	if (r && (st.st_dev != r->dev || st.st_ino != r->ino || (uint64_t)st.st_size != r->bytes ||
-		  lseek(fd, 0, SEEK_END) < 0)) {
+	if (r && (st.st_dev != r->at.dev || st.st_ino != r->at.ino ||
+		  (uint64_t)st.st_size != r->bytes || lseek(fd, 0, SEEK_END) < 0)) {
 		rc = -ESTALE;
 		goto fail;
 	}
@@ -342,7 +338,7 @@ static int open_file(struct rocemu_port *port, const struct capture_resume *r, c
 		goto fail;
 	}
 	/* the first file's lock lasts as long as the capture: FILE names it */
-	if (c->file_index == 0 && c->lock_fd < 0) {
+	if (c->at.file_index == 0 && c->lock_fd < 0) {
 		c->lock_fd = dup(fd);
 		if (c->lock_fd < 0) {
 			rc = port_fail(err, errlen, -errno, "--capture %s: %s", path,
@@ -351,21 +347,20 @@ static int open_file(struct rocemu_port *port, const struct capture_resume *r, c
 		}
 	}
 	c->fd = fd;
-	c->dev = st.st_dev;
-	c->ino = st.st_ino;
 	port_count(port, PC_CAPTURE_FILES);
 	if (r) {
+		c->at = r->at;
 		c->file_bytes = r->bytes;
 		c->file_written = r->bytes;
-		c->file_first_bytes = r->first_bytes;
-		c->last_ts = r->last_ts;
 		write_capture_point(port); /* the port as it came up again */
 		return 0;
 	}
+	c->at.dev = st.st_dev;
+	c->at.ino = st.st_ino;
 	c->file_bytes = PCAP_FILE_HDR;
 	c->file_written = PCAP_FILE_HDR;
 	write_capture_point(port);
-	c->file_first_bytes = c->file_bytes;
+	c->at.first_bytes = c->file_bytes;
 	return 0;
 fail:
 	close(fd);
@@ -403,12 +398,8 @@ static void leave_resume(const struct rocemu_port *port, const struct port_captu
 		n_resumes++;
 	r = &resumes[n_resumes - 1];
 	snprintf(r->capture_path, sizeof(r->capture_path), "%s", port->cfg.capture_path);
-	r->file_index = c->file_index;
-	r->dev = c->dev;
-	r->ino = c->ino;
+	r->at = c->at;
 	r->bytes = c->file_written;
-	r->first_bytes = c->file_first_bytes;
-	r->last_ts = c->last_ts;
 	pthread_mutex_unlock(&resumes_lock);
 }
 
@@ -423,7 +414,7 @@ static int resume_files(struct rocemu_port *port, const struct capture_resume *r
 	char err[ROCEMU_CAPTURE_MSG_MAX];
 	int rc;
 
-	if (r->file_index) {
+	if (r->at.file_index) {
 		c->lock_fd = open(port->cfg.capture_path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
 		if (c->lock_fd < 0)
 			return -errno;
@@ -434,13 +425,13 @@ static int resume_files(struct rocemu_port *port, const struct capture_resume *r
 			return rc;
 		}
 	}
-	c->file_index = r->file_index;
+	c->at.file_index = r->at.file_index;
 	rc = open_file(port, r, err, sizeof(err));
 	if (rc) {
 		if (c->lock_fd >= 0)
 			close(c->lock_fd);
 		c->lock_fd = -1;
-		c->file_index = 0;
+		c->at.file_index = 0;
 	}
 	return rc;
 }
@@ -503,7 +494,7 @@ static void rotate(struct rocemu_port *port)
 		return;
 	close(c->fd);
 	c->fd = -1;
-	c->file_index++;
+	c->at.file_index++;
 	rc = open_file(port, NULL, err, sizeof(err));
 	if (rc)
 		capture_fail(port, rc, 0);
@@ -571,11 +562,11 @@ static bool append_record(struct rocemu_port *port, const uint8_t *pre, uint32_t
 			memcpy(data + pre_len, got, caplen - pre_len);
 	}
 	if (c->same_stamp)
-		ts = c->last_ts;
+		ts = c->at.last_ts;
 	else
 		clock_gettime(CLOCK_REALTIME, &ts);
 	c->same_stamp = false;
-	c->last_ts = ts;
+	c->at.last_ts = ts;
 	if (filtered && c->has_filter) {
 		ph.ts.tv_sec = ts.tv_sec;
 		ph.ts.tv_usec = ts.tv_nsec / 1000;
@@ -633,7 +624,7 @@ static void capture_record(struct rocemu_port *port, const struct rte_mbuf *m, c
 	uint32_t wire = pre_len + m->pkt_len;
 	uint32_t caplen = wire < SNAPLEN ? wire : SNAPLEN;
 
-	if (c->fd >= 0 && port->cfg.capture_rotate_bytes && c->file_bytes > c->file_first_bytes &&
+	if (c->fd >= 0 && port->cfg.capture_rotate_bytes && c->file_bytes > c->at.first_bytes &&
 	    c->file_bytes + PCAP_REC_HDR + caplen > port->cfg.capture_rotate_bytes)
 		rotate(port);
 	if (!append_record(port, pre, pre_len, m, true))

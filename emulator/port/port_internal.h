@@ -54,25 +54,31 @@ struct port_neigh {
 	uint64_t failed_until_ns;
 };
 
+/* Where a capture stands: its current file, and what a port of this process
+ * opened again resumes from (port_capture.c). */
+struct capture_place {
+	unsigned file_index; /* 0 = FILE, n = FILE.n */
+	dev_t dev;	     /* the current file's identity */
+	ino_t ino;
+	uint64_t first_bytes;	 /* its size before its first frame (header, capture point) */
+	struct timespec last_ts; /* the stamp of the last record */
+};
+
 struct port_capture {
 	struct bpf_program prog;
 	bool has_filter;
-	int fd;			   /* current file, -1 once the capture stopped */
-	int lock_fd;		   /* FILE's lock, held until the capture closes */
-	int error;		   /* -errno of the failure that stopped it, 0 = none */
-	bool cut_failed;	   /* could not cut a failed file back to a whole record */
-	unsigned file_index;	   /* 0 = FILE, n = FILE.n */
-	uint64_t file_bytes;	   /* bytes of the current file, buffered ones included */
-	uint64_t file_first_bytes; /* file_bytes before its first frame (header, capture point) */
-	uint64_t file_written;	   /* bytes of the current file known to be in it */
-	uint64_t written_frames;   /* records known to be in the files */
-	uint64_t lost;		   /* frames offered after or in a failed write */
+	int fd;			 /* current file, -1 once the capture stopped */
+	int lock_fd;		 /* FILE's lock, held until the capture closes */
+	int error;		 /* -errno of the failure that stopped it, 0 = none */
+	bool cut_failed;	 /* could not cut a failed file back to a whole record */
+	struct capture_place at; /* the current file */
+	uint64_t file_bytes;	 /* bytes of the current file, buffered ones included */
+	uint64_t file_written;	 /* bytes of the current file known to be in it */
+	uint64_t written_frames; /* records known to be in the files */
+	uint64_t lost;		 /* frames offered after or in a failed write */
 	uint32_t buf_len, buf_frames;
-	uint32_t buf_records;	 /* records in the buffer that are no frame (a capture point) */
-	struct timespec last_ts; /* the stamp of the last record */
-	bool same_stamp;	 /* the next record is the fault injector's copy of the last */
-	dev_t dev;		 /* the current file's identity, to resume it */
-	ino_t ino;
+	uint32_t buf_records; /* records in the buffer that are no frame (a capture point) */
+	bool same_stamp;      /* the next record is the fault injector's copy of the last */
 	char path[ROCEMU_PATH_MAX + 16]; /* the current file */
 	uint8_t buf[128 * 1024];	 /* records not written yet (one is at most 65551) */
 };
