@@ -592,9 +592,8 @@ def render(data, imgs, doc_dir):
           "by the code path it is 4.")
     A("TCP over loopback copies 2 (user -> socket buffer in `write()`, socket buffer -> user in `read()`). "
       "The copies are what an emulated NIC costs: on hardware, copies 1-4 are the NIC's DMA reads and "
-      "writes and cost the CPU nothing. Copies 2 and 3 would go with memif zero-copy (DPDK `zero-copy=yes` "
-      "on the client, which needs file-backed EAL memory: hugepages) and copy 1 with external mbufs "
-      "pointing into registered memory; see the recommendations.\n")
+      "writes and cost the CPU nothing. DPDK's memif zero-copy (`zero-copy=yes`, client only) removes "
+      "one of copies 2 and 3, not both: the server's PMD always copies; see the recommendations.\n")
 
     # ---- profile
     A("## Where the time goes (perf profile of `ib_write_bw`)\n")
