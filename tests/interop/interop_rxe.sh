@@ -178,7 +178,8 @@ wire_start() {
 	[ -n "${vlan_pcp:-}" ] || return 0
 	ip netns exec "$bed_ns" dumpcap -i tap0 -w "$cdir/wire.pcap" >"$cdir/dumpcap.log" 2>&1 &
 	wire_pid=$!
-	until grep -q "^Capturing on" "$cdir/dumpcap.log"; do
+	# "Capturing on" comes before dumpcap opens the interface, "File:" after
+	until grep -q "^File: " "$cdir/dumpcap.log"; do
 		kill -0 $wire_pid 2>/dev/null || { wire_pid=; return 1; }
 		sleep 0.1
 	done

@@ -67,10 +67,15 @@ for n in $hosts; do
 done
 
 # host X watches its link for the group's RoCE frames the whole time
-ip netns exec ${BR}X timeout -s INT $TIMEOUT tshark -n -i hX -w $dir/x.pcap \
+# (dumpcap says "File:" once the interface is open; tshark's "Capturing on"
+# comes before its dumpcap opens it)
+ip netns exec ${BR}X timeout -s INT $TIMEOUT dumpcap -i hX -w $dir/x.pcap \
 	-f "udp port 4791" >$dir/x.log 2>&1 &
 pids+=($!)
-while ! grep -q "Capturing on" $dir/x.log 2>/dev/null; do sleep 0.2; done
+while ! grep -q "^File: " $dir/x.log 2>/dev/null; do
+	kill -0 ${pids[-1]} 2>/dev/null || { cat $dir/x.log; echo "FAIL: dumpcap on hX did not start"; exit 1; }
+	sleep 0.2
+done
 
 export ROCEMU_STATS=1
 # host N: mckey ARGS... under rocemu on its veth, logging to $dir/N.log

@@ -48,7 +48,8 @@ trap 'stop_wire; pair_cleanup' EXIT
 for ns in $A $B; do
 	ip netns exec $ns dumpcap -i ${ns}e -f inbound -w $dir/wire-$ns.pcap >$dir/dumpcap-$ns.log 2>&1 &
 	pw+=($!)
-	until grep -q "^Capturing on" $dir/dumpcap-$ns.log; do
+	# "Capturing on" comes before dumpcap opens the interface, "File:" after
+	until grep -q "^File: " $dir/dumpcap-$ns.log; do
 		kill -0 ${pw[-1]} 2>/dev/null ||
 			{ cat $dir/dumpcap-$ns.log; echo "dumpcap did not start"; exit 1; }
 		sleep 0.1
