@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,13 +78,15 @@ static inline void tu_ud_to_rts(struct ibv_qp *qp, uint32_t qkey, uint32_t psn)
 	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
 }
 
-/* An RC QP through INIT (port 1, remote access), RTR to QP dqpn at dgid
- * from GID index sgid (1024-byte MTU, receive PSN 7, 4 incoming reads and
- * atomics, RNR timer 12) and RTS (send PSN 7, timeout 14, 7 retries and RNR
- * retries, 4 outgoing reads and atomics), each asserted. */
+/* An RC or UC QP through INIT (port 1, remote access), RTR to QP dqpn at
+ * dgid from GID index sgid (1024-byte MTU, receive PSN 7) and RTS (send PSN
+ * 7), each asserted; an RC QP also with 4 incoming reads and atomics, RNR
+ * timer 12, timeout 14, 7 retries and RNR retries, 4 outgoing reads and
+ * atomics (the attributes UC has not). */
 static inline void tu_rc_to_rts(struct ibv_qp *qp, const union ibv_gid *dgid, uint8_t sgid,
 				uint32_t dqpn, unsigned access)
 {
+	bool rc = qp->qp_type == IBV_QPT_RC;
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = access};
 
 	assert_int_equal(
@@ -100,11 +103,12 @@ static inline void tu_rc_to_rts(struct ibv_qp *qp, const union ibv_gid *dgid, ui
 	    .ah_attr = {.is_global = 1,
 			.grh = {.dgid = *dgid, .sgid_index = sgid, .hop_limit = 64},
 			.port_num = 1}};
-	assert_int_equal(ibv_modify_qp(qp, &a,
-				       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
-			 0);
+	assert_int_equal(
+	    ibv_modify_qp(qp, &a,
+			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			      IBV_QP_RQ_PSN |
+			      (rc ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0)),
+	    0);
 	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS,
 				 .timeout = 14,
 				 .retry_cnt = 7,
@@ -112,9 +116,10 @@ static inline void tu_rc_to_rts(struct ibv_qp *qp, const union ibv_gid *dgid, ui
 				 .sq_psn = 7,
 				 .max_rd_atomic = 4};
 	assert_int_equal(ibv_modify_qp(qp, &a,
-				       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					   IBV_QP_MAX_QP_RD_ATOMIC),
+				       IBV_QP_STATE | IBV_QP_SQ_PSN |
+					   (rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+						     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC
+					       : 0)),
 			 0);
 }
 

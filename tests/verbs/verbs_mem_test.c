@@ -566,33 +566,6 @@ static struct ibv_qp *make_qp(struct tu_side *s, enum ibv_qp_type type, struct i
 	return qp;
 }
 
-/* A UC QP through INIT, RTR (to dqpn at dgid) and RTS: UC takes none of
- * RC's read, RNR and retry attributes. */
-static void uc_to_rts(struct ibv_qp *qp, const union ibv_gid *dgid, uint32_t dqpn)
-{
-	struct ibv_qp_attr a = {
-	    .qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
-
-	assert_int_equal(
-	    ibv_modify_qp(qp, &a,
-			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
-	    0);
-	a = (struct ibv_qp_attr){
-	    .qp_state = IBV_QPS_RTR,
-	    .path_mtu = IBV_MTU_1024,
-	    .dest_qp_num = dqpn,
-	    .rq_psn = 7,
-	    .ah_attr = {.is_global = 1,
-			.grh = {.dgid = *dgid, .sgid_index = TU_GID_INDEX, .hop_limit = 64},
-			.port_num = 1}};
-	assert_int_equal(ibv_modify_qp(qp, &a,
-				       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN),
-			 0);
-	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS, .sq_psn = 7};
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
-}
-
 #define ODP_QKEY 0x11110000u
 
 /* qa (a's) and qb (b's) of type, connected to each other. */
@@ -603,8 +576,8 @@ static void odp_connect(struct pair *p, enum ibv_qp_type type, struct ibv_qp *qa
 		 * (the issue saw EINVAL from ibv_modify_qp to INIT) */
 		join_access(qa, &p->a, qb, &p->b, ODP_ACCESS);
 	} else if (type == IBV_QPT_UC) {
-		uc_to_rts(qa, &p->b.gid, qb->qp_num);
-		uc_to_rts(qb, &p->a.gid, qa->qp_num);
+		tu_rc_to_rts(qa, &p->b.gid, TU_GID_INDEX, qb->qp_num, IBV_ACCESS_REMOTE_WRITE);
+		tu_rc_to_rts(qb, &p->a.gid, TU_GID_INDEX, qa->qp_num, IBV_ACCESS_REMOTE_WRITE);
 	} else {
 		tu_ud_to_rts(qa, ODP_QKEY, 7);
 		tu_ud_to_rts(qb, ODP_QKEY, 7);
