@@ -59,7 +59,7 @@ fi
 check_captures "${caps[@]}" || fail=1
 # LID-only: nothing went to QP1 (no CM MAD, no rdma_cm)
 for f in "${caps[@]}"; do
-	cm=$(timeout 60 tshark -n -r $f -Y 'infiniband.bth.destqp == 1' 2>/dev/null | wc -l)
+	cm=$(cap_awk $f '$DQP == 1' | wc -l)
 	echo "frames to QP1 in $(basename $f): $cm"
 	[ "$cm" -eq 0 ] || { echo "expected no CM traffic"; fail=1; }
 done

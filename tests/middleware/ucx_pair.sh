@@ -67,7 +67,7 @@ if [ "$mode" = xdp ]; then
 			{ echo "host $h: no af_xdp beside-the-kernel notice"; fail=1; }
 	done
 	# the kernel's ARP and the perftest's TCP never reached rocemu
-	n=$(timeout 60 tshark -n -r $dir/b.pcap -Y 'arp || tcp' 2>/dev/null | wc -l)
+	n=$(cap_awk $dir/b.pcap '$ARP != "" || $TCP != ""' | wc -l)
 	[ "$n" -eq 0 ] || { echo "host b: $n ARP/TCP frames reached rocemu"; fail=1; }
 fi
 exit $fail

@@ -8,7 +8,8 @@ is itself cross-checked here against scapy's RoCE layer, a third-party
 implementation, on a sample of IPv4 frames spread over the capture (scapy
 needs ~1 ms a frame and computes no ICRC for IPv6). Exit 1 on any bad ICRC,
 any disagreement with scapy, or a capture without RoCEv2 frames.
-Usage: icrc_check.py FILE.pcap [--scapy-sample N] (default 400; 0 = none)"""
+Usage: icrc_check.py FILE.pcap... [--scapy-sample N] (per file; default 400; 0 = none)
+Several files are checked in one process, so scapy is imported once."""
 import os
 import struct
 import sys
@@ -80,9 +81,8 @@ def scapy_agrees(sample):
     return differ
 
 
-def main(argv):
-    path = argv[1]
-    want_sample = int(argv[argv.index("--scapy-sample") + 1]) if "--scapy-sample" in argv else 400
+def check_file(path, want_sample):
+    """Check one capture; returns True when it passes."""
     good, bad, v4 = 0, [], []
     for i, frame in frames(path):
         dg = roce_datagram(frame)
@@ -115,7 +115,23 @@ def main(argv):
         print("bad ICRC in frames %s" % bad[:10])
     if differ:
         print("scapy computes another ICRC for frames %s" % differ[:10])
-    return 1 if bad or differ or not good else 0
+    return not (bad or differ or not good)
+
+
+def main(argv):
+    args = argv[1:]
+    want_sample = 400
+    if "--scapy-sample" in args:
+        k = args.index("--scapy-sample")
+        want_sample = int(args[k + 1])
+        del args[k:k + 2]
+    if not args:
+        print(__doc__)
+        return 2
+    ok = True
+    for path in args:
+        ok = check_file(path, want_sample) and ok
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -120,8 +120,8 @@ if [ -n "$expect_loss" ]; then
 fi
 if [ $link = v6 ]; then
 	# RoCE over IPv6 only: the data frames must be IPv6
-	n6=$(timeout 120 tshark -n -r $dir/b.pcap -Y 'ipv6 && udp.dstport == 4791' 2>/dev/null | wc -l)
-	n4=$(timeout 120 tshark -n -r $dir/b.pcap -Y 'ip && udp.dstport == 4791' 2>/dev/null | wc -l)
+	n6=$(cap_awk $dir/b.pcap '$IP6 != "" && $UDP == 4791' | wc -l)
+	n4=$(cap_awk $dir/b.pcap '$IP4 != "" && $UDP == 4791' | wc -l)
 	echo "RoCEv2 frames in host B's capture: $n6 over IPv6, $n4 over IPv4"
 	[ "$n6" -gt 0 ] && [ "$n4" -eq 0 ] || { echo "FAIL: RoCE did not run over IPv6 only"; fail=1; }
 fi

@@ -99,14 +99,13 @@ if [ $link = af_xdp ]; then
 				{ echo "host $h: $c ${v:-none}, expected at least $min_frames"; fail=1; }
 		done
 		# the kernel's ARP and the programs' TCP never reached rocemu
-		n=$(timeout 60 tshark -n -r $dir/$h.pcap -Y 'arp || tcp' 2>/dev/null | wc -l)
+		n=$(cap_awk $dir/$h.pcap '$ARP != "" || $TCP != ""' | wc -l)
 		[ "$n" -eq 0 ] || { echo "host $h: $n ARP/TCP frames reached rocemu"; fail=1; }
 	done
 fi
 if [ -n "$frame_len" ]; then
 	for f in $dir/a.pcap $dir/b.pcap; do
-		lens=$(timeout 60 tshark -n -r $f -Y 'udp.dstport == 4791' -T fields -e frame.len \
-			2>/dev/null | sort -n | uniq -c | sort -k2 -n | tail -3 | tr '\n' ' ')
+		lens=$(cap_awk $f '$UDP == 4791 { print $LEN }' | sort -n | uniq -c | sort -k2 -n | tail -3 | tr '\n' ' ')
 		echo "$(basename $f): the longest RoCEv2 frames (count length): $lens"
 		set -- $lens
 		while [ $# -gt 2 ]; do shift 2; done

@@ -75,8 +75,7 @@ else
 	check_captures $dir/a.pcap $dir/b.pcap || fail=1
 fi
 # The connection was made by CM MADs on QP1, and tshark decodes them.
-cm=$(timeout 60 tshark -n -r $dir/b.pcap -Y 'infiniband.bth.destqp == 1' -T fields \
-	-e infiniband.mad.attributeid 2>/dev/null | sort | uniq -c | tr '\n' ' ')
+cm=$(cap_awk $dir/b.pcap '$DQP == 1 { print $MAD }' | sort | uniq -c | tr '\n' ' ')
 echo "CM MADs in host B's capture (count attribute-id): $cm"
 echo "$cm" | grep -qE '0x0010|0x0017' || { echo "no REQ/SIDR_REQ decoded on QP1"; fail=1; }
 if [ -n "$check" ]; then
@@ -84,8 +83,7 @@ if [ -n "$check" ]; then
 fi
 if [ -n "$dsfield" ]; then
 	for f in $dir/a.pcap $dir/b.pcap; do
-		timeout 60 tshark -n -r $f -Y 'udp.dstport == 4791' -T fields -e ip.dsfield \
-			-e ip.src -e infiniband.bth.destqp 2>/dev/null >$dir/ds.txt
+		cap_awk $f -v OFS='\t' '$UDP == 4791 { print $DS, $IP4, $DQP }' >$dir/ds.txt
 		echo "$(basename $f): frames by (DS field, source, destination QP):"
 		sort $dir/ds.txt | uniq -c | sed 's/^/  /'
 		"$PY" "$SRC/tests/verbs/dsfield_check.py" $((dsfield)) $dir/ds.txt ||
