@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""bench/bench_stats.py: the medians, spreads, suspect-baseline checks and
+best-baseline choice that every ratio of `make bench` rests on."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.environ.get("ROCEMU_SOURCE_DIR",
+                                               os.path.join(os.path.dirname(__file__), "..", "..")),
+                                "bench"))
+import bench_stats as bs  # noqa: E402
+
+
+class Summary(unittest.TestCase):
+    def test_median_and_spread(self):
+        s = bs.summary([4.0, 1.0, 3.0, 2.0, 5.0])
+        self.assertEqual((s["n"], s["median"], s["min"], s["max"]), (5, 3.0, 1.0, 5.0))
+        self.assertAlmostEqual(s["rel_spread"], 4.0 / 3.0)
+        self.assertEqual(bs.median([1.0, 2.0, 10.0, 11.0]), 6.0)
+        self.assertIsNone(bs.summary([]))
+        self.assertIsNone(bs.median([None]))
+
+    def test_format(self):
+        self.assertEqual(bs.fmt_summary([10.0, 8.0, 12.0], "%.0f".__mod__), "10 [8-12] ±20%")
+        self.assertEqual(bs.fmt_summary([], str), "failed")
+        self.assertIn("1 repetition", bs.fmt_summary([3.0], "%.0f".__mod__))
+
+    def test_ratio_of_medians(self):
+        self.assertAlmostEqual(bs.ratio([2.0, 4.0, 6.0], [1.0, 2.0, 100.0]), 2.0)
+        self.assertIsNone(bs.ratio([1.0], []))
+        self.assertIsNone(bs.ratio([], [1.0]))
+
+
+class Suspect(unittest.TestCase):
+    def test_outliers(self):
+        self.assertEqual(bs.outliers([100, 105, 98, 40, 101]), [3])
+        self.assertEqual(bs.outliers([100, 105, 98, 160, 101]), [3])
+        self.assertEqual(bs.outliers([100, 120, 90, 130, 110]), [])
+        self.assertEqual(bs.outliers([1, 100]), [])  # too few to say
+
+    def test_bandwidth_falling_with_size(self):
+        # the issue's case: flat, then lower at 64 KiB than every 16 KiB run
+        bw = {4096: [1600, 1330, 1600], 16384: [1800, 1750, 2200], 65536: [1620, 1140, 1680]}
+        self.assertEqual(bs.falls(bw), [(16384, 65536)])
+        why = bs.suspect_reasons(bw, 65536)
+        self.assertEqual(len(why), 1)
+        self.assertIn("non-monotonic", why[0])
+        self.assertEqual(bs.suspect_reasons(bw, 4096), [])
+
+    def test_fall_within_spread_is_not_suspect(self):
+        bw = {16384: [1600, 1600, 2200], 65536: [1620, 1140, 1680]}
+        self.assertEqual(bs.falls(bw), [])
+
+    def test_latency_falling_with_size(self):
+        lat = {2: [46.2, 45.7, 49.0], 16: [44.9, 44.3, 45.9], 128: [43.6, 40.6, 45.2],
+               1024: [46.4, 46.2, 47.7]}
+        self.assertIn((2, 16), bs.falls(lat))
+        self.assertIn((2, 128), bs.falls(lat))
+        self.assertTrue(bs.suspect_reasons(lat, 2))
+        self.assertEqual(bs.suspect_reasons(lat, 1024), [])
+
+    def test_far_repetition(self):
+        why = bs.suspect_reasons({65536: [2700, 2650, 900, 2720, 2690]}, 65536)
+        self.assertEqual(len(why), 1)
+        self.assertIn("1 of 5", why[0])
+
+
+class Choice(unittest.TestCase):
+    def cand(self, name, values, suspect=()):
+        return {"name": name, "values": values, "suspect": list(suspect)}
+
+    def test_best_bandwidth(self):
+        c = [self.cand("qperf", [1600, 1620]), self.cand("sockperf", [2700, 2710]),
+             self.cand("ucx", [900])]
+        chosen, best, note = bs.choose_baseline(c, higher_is_better=True)
+        self.assertEqual((chosen["name"], best["name"], note), ("sockperf", "sockperf", ""))
+
+    def test_best_latency(self):
+        c = [self.cand("qperf", [46.0]), self.cand("ucx", [8.8, 9.0]), self.cand("fi", [9.4])]
+        chosen, _, _ = bs.choose_baseline(c, higher_is_better=False)
+        self.assertEqual(chosen["name"], "ucx")
+
+    def test_suspect_best_is_replaced(self):
+        c = [self.cand("qperf", [3000], ["non-monotonic"]), self.cand("sockperf", [2700])]
+        chosen, best, note = bs.choose_baseline(c, higher_is_better=True)
+        self.assertEqual((chosen["name"], best["name"]), ("sockperf", "qperf"))
+        self.assertIn("qperf", note)
+        self.assertIn("non-monotonic", note)
+
+    def test_all_suspect(self):
+        c = [self.cand("a", [5.0], ["far"]), self.cand("b", [7.0], ["falls"])]
+        chosen, best, note = bs.choose_baseline(c, higher_is_better=False)
+        self.assertEqual(chosen["name"], "a")
+        self.assertIn("every baseline is suspect", note)
+
+    def test_nothing_measured(self):
+        chosen, best, note = bs.choose_baseline([self.cand("a", [])], True)
+        self.assertIsNone(chosen)
+        self.assertEqual(note, "no baseline measured")
+
+
+class Verdict(unittest.TestCase):
+    def test_verdicts(self):
+        self.assertEqual(bs.verdict(1.6, 1.5, True), "met")
+        self.assertEqual(bs.verdict(0.6, 1.5, True), "not met: 2.5x short")
+        self.assertEqual(bs.verdict(0.15, 0.2, False), "met")
+        self.assertEqual(bs.verdict(3.0, 1.0, False), "not met: 3.0x short")
+        self.assertEqual(bs.verdict(None, 1.0, False), "not measured")
+        self.assertIn("not met", bs.verdict(0.0, 1.0, True))
+
+
+if __name__ == "__main__":
+    unittest.main()
