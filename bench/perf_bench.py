@@ -505,25 +505,57 @@ def exe_pid(proc, name, timeout=20):
     return None
 
 
+_CYCLES = None
+
+
+def cycles_counted():
+    """True when this machine's perf counts CPU cycles (a VM may expose no
+    hardware counter: perf stat then reports <not supported>)."""
+    global _CYCLES
+    if _CYCLES is None:
+        try:
+            r = subprocess.run(["perf", "stat", "-x,", "-e", "cycles", "--", "true"],
+                               capture_output=True, text=True, timeout=30)
+            st = parse_stat(r.stderr)
+            _CYCLES = r.returncode == 0 and st.get("cycles") is not None
+        except (OSError, subprocess.SubprocessError):
+            _CYCLES = False
+    return _CYCLES
+
+
+def stat_events():
+    return ["raw_syscalls:sys_enter", "task-clock"] + (["cycles"] if cycles_counted() else [])
+
+
 def syscall_window(pid, secs, out_prefix):
-    """Start counting system calls of every thread of pid for secs seconds:
-    perf stat on raw_syscalls:sys_enter (count) and perf trace -s (names)."""
-    stat = Proc(["perf", "stat", "-x,", "-e", "raw_syscalls:sys_enter", "-p", str(pid),
+    """Start counting the system calls, CPU time (task-clock) and, where the
+    machine counts them, cycles of every thread of pid for secs seconds:
+    perf stat (counts) and perf trace -s (system call names)."""
+    stat = Proc(["perf", "stat", "-x,", "-e", ",".join(stat_events()), "-p", str(pid),
                  "--", "sleep", str(secs)])
     trace = Proc(["timeout", "-s", "INT", str(secs), "perf", "trace", "-s", "-p", str(pid)],
                  log=open(out_prefix + ".trace", "w+"))
     return stat, trace
 
 
-def parse_stat_count(out):
+def parse_stat(out):
+    """perf stat -x, lines 'value,unit,event,...' -> {event: value}; an
+    event perf could not count (<not supported>, <not counted>) is None.
+    task-clock is in ms."""
+    ev = {}
     for line in out.splitlines():
         f = line.split(",")
-        if len(f) > 2 and "raw_syscalls:sys_enter" in line:
+        if len(f) > 2 and f[2]:
             try:
-                return int(f[0])
+                ev[f[2]] = float(f[0])
             except ValueError:
-                return None
-    return None
+                ev[f[2]] = None
+    return ev
+
+
+def parse_stat_count(out):
+    v = parse_stat(out).get("raw_syscalls:sys_enter")
+    return int(v) if v is not None else None
 
 
 def parse_trace_summary(out):
@@ -568,8 +600,11 @@ def copies_per_byte(cli_out, srv_out):
             "retransmit_packets": c.get(("transport", "retransmit_packets"), 0)}
 
 
-def account(bench, kind, secs=5):
-    """One bandwidth run with a `secs`-second measurement window in its middle."""
+def account(bench, kind, secs=4):
+    """One bandwidth run of 64 KiB messages with a `secs`-second measurement
+    window in its middle: system calls, context switches, CPU time of both
+    processes; task-clock (and cycles where counted) per delivered byte;
+    rocemu's copies per delivered byte from its counters."""
     res = {"kind": kind, "window_s": secs, "load": loadavg()}
     env = None
     if kind == "rocemu":
@@ -643,8 +678,12 @@ def account(bench, kind, secs=5):
             d["bytes"] = moved
             d["messages"] = moved / msg if moved else 0
             d["threads"] = a.get("threads")
-            sc = parse_stat_count(w[side][0].output())
+            st = parse_stat(w[side][0].output())
+            sc = st.get("raw_syscalls:sys_enter")
+            sc = int(sc) if sc is not None else None
             d["syscalls"] = sc
+            d["task_clock_ms"] = st.get("task-clock")
+            d["cycles"] = st.get("cycles")
             d["syscall_names"] = parse_trace_summary(w[side][1].output())
             m = d["messages"] or float("nan")
             gb = moved / 1e9 if moved else float("nan")
@@ -655,6 +694,17 @@ def account(bench, kind, secs=5):
             d["sys_s_per_GB"] = d["stime"] / gb
             d["window_s"] = round(dt, 2)
             res[side] = d
+        # CPU per delivered byte, both processes over perf's window (secs):
+        # delivered at the rate the receiver saw over the /proc window
+        rx = res.get("server") or {}
+        if all("task_clock_ms" in (res.get(x) or {}) for x in ("server", "client")) and rx.get("bytes"):
+            in_window = rx["bytes"] / rx["window_s"] * secs
+            tc = [res[x]["task_clock_ms"] for x in ("server", "client")]
+            cy = [res[x].get("cycles") for x in ("server", "client")]
+            res["cpu"] = {"delivered_bytes": in_window,
+                          "task_ns_per_byte": sum(tc) * 1e6 / in_window if None not in tc else None,
+                          "cycles_per_byte": sum(cy) / in_window if None not in cy else None,
+                          "cycles_counted": None not in cy}
     finally:
         if c:
             c.kill()
@@ -773,15 +823,25 @@ def machine():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--reps", type=int,
+                    help="interleaved repetitions of every measure, 5 by default (2 with --quick)")
     ap.add_argument("--out")
-    ap.add_argument("--quick", action="store_true", help="fewer sizes (smoke test)")
-    ap.add_argument("--only", default="", help="comma list: lat,bw,qps,base,pmd,acct,prof,host")
-    ap.add_argument("--host-reps", type=int, default=5,
-                    help="repetitions of the host part (issue 16), 5 by default")
+    ap.add_argument("--quick", action="store_true",
+                    help="fewer sizes and steps: a check of the pipeline, marked as not a real run")
+    ap.add_argument("--only", default="",
+                    help="comma list: lat,bw,qps,base,pmd,acct,prof,host (default: all but host)")
+    ap.add_argument("--host-reps", type=int,
+                    help="repetitions of the host part (issue 16), 5 by default (1 with --quick)")
     a = ap.parse_args()
-    only = set(a.only.split(",")) if a.only else {"lat", "bw", "qps", "base", "pmd", "acct", "prof",
-                                                  "host"}
+    if a.reps is None:
+        a.reps = 2 if a.quick else 5
+    if a.host_reps is None:
+        a.host_reps = 1 if a.quick else 5
+    # the host part (issue 16) is not in the default run: five repetitions of
+    # everything else take most of the 20 minutes a run may take. It runs
+    # alone (--only host, BENCH_ONLY=host make bench) and its section of
+    # docs/PERFORMANCE.md is carried over from its own last run.
+    only = set(a.only.split(",")) if a.only else {"lat", "bw", "qps", "base", "pmd", "acct", "prof"}
     b = Bench(a.build, a.quick)
     if not os.access(b.rocemu, os.X_OK):
         sys.exit("no %s: build first" % b.rocemu)
@@ -791,8 +851,8 @@ def main():
     os.makedirs(os.path.dirname(out), exist_ok=True)
 
     wsizes = [64, 1024, 4096, 65536, 1048576] if not a.quick else [64, 65536]
-    ssizes = [64, 4096, 65536, 1048576] if not a.quick else [65536]
-    qps = [4, 16, 64, 256, 1024] if not a.quick else [1024]
+    ssizes = [4096, 65536, 1048576] if not a.quick else [65536]
+    qps = [16, 64, 256, 1024] if not a.quick else [1024]
     bsizes = [64, 256, 1024, 4096, 16384, 65536, 262144, 1048576]
     D = "2"
     data = {"meta": {"started": datetime.datetime.utcnow().isoformat() + "Z", "reps": a.reps,
@@ -800,6 +860,8 @@ def main():
                      "build": b.build},
             "runs": [], "accounting": [], "profile": []}
     data["meta"]["only"] = sorted(only)
+    data["meta"]["quick"] = a.quick
+    data["meta"]["cycles_counted"] = bool(shutil.which("perf")) and cycles_counted()
     if "host" in only:
         data["meta"]["host_reps"] = a.host_reps
 
@@ -816,7 +878,7 @@ def main():
         data["runs"].append(r)
         short = {k: r[k] for k in r if k in ("t_typical", "bw_Bps", "msgrate_mpps", "lat_us",
                                              "lat_p50_us", "msg_per_s", "rx_pps", "bw", "lat",
-                                             "host_pps", "error")}
+                                             "host_pps", "cpu", "error")}
         print("[%6.0fs] rep %d %-22s %8s %s" % (time.time() - tstart, rep, test, size, short),
               flush=True)
         save()
@@ -873,14 +935,16 @@ def main():
         if "lat" in only:
             steps += [("write_lat", 2, lambda: b.perftest("ib_write_lat", ["-s", "2", "-n", "3000"], timeout=120)),
                       ("read_lat", 2, lambda: b.perftest("ib_read_lat", ["-s", "2", "-n", "20000"]))]
-            for s in ([2, 1024, 65536] if not a.quick else [2]):
+            for s in ([2, 65536] if not a.quick else [2]):
                 steps.append(("send_lat", s, lambda s=s: b.perftest(
                     "ib_send_lat", ["-s", str(s), "-n", "20000" if s < 65536 else "5000"])))
         if "base" in only:
+            # each at 2 bytes, as ib_*_lat -s 2, where the tool can: sockperf's
+            # smallest message is 14 bytes (its header)
             steps += [("qperf_tcp_lat", 2, qperf_lat),
-                      ("sockperf_pp", 64, lambda: sp("pp", 64, 3)),
-                      ("ucx_tag_lat", 8, lambda: ucx("tag_lat", 8, 50000)),
-                      ("fi_pingpong", 64, lambda: fab(64, 20000))]
+                      ("sockperf_pp", 14, lambda: sp("pp", 14, 3)),
+                      ("ucx_tag_lat", 2, lambda: ucx("tag_lat", 2, 50000)),
+                      ("fi_pingpong", 2, lambda: fab(2, 20000))]
         if "bw" in only:
             for s in wsizes:
                 steps.append(("write_bw", s, lambda s=s: b.perftest("ib_write_bw", ["-s", str(s), "-D", D])))
@@ -906,6 +970,11 @@ def main():
                     "ib_write_bw", ["-s", "65536", "-q", str(q), "-D", dq], timeout=120)))
         if "pmd" in only:
             steps.append(("memif_testpmd", 64, b.testpmd))
+        if "acct" in only:
+            # CPU per delivered byte, copies per byte, system calls: TCP and
+            # rocemu in every repetition, among the others
+            for kind in ("tcp", "rocemu"):
+                steps.append(("acct_" + kind, 65536, lambda kind=kind: account(b, kind)))
         # interleave: odd repetitions run the list backwards
         if rep % 2:
             steps.reverse()
@@ -937,17 +1006,6 @@ def main():
             for test, size, fn in steps:
                 record(test, rep, size, fn)
 
-    if "acct" in only:
-        for kind in ("tcp", "rocemu"):
-            try:
-                r = account(b, kind)
-            except Exception as e:
-                r = {"kind": kind, "error": "%s: %s" % (type(e).__name__, e)}
-            data["accounting"].append(r)
-            print("accounting", kind, {s: {k: r.get(s, {}).get(k) for k in
-                  ("syscalls_per_msg", "vol_per_msg", "invol_per_msg", "user_s_per_GB",
-                   "sys_s_per_GB")} for s in ("server", "client")}, r.get("error", ""), flush=True)
-            save()
     if "prof" in only and shutil.which("perf"):
         for size in (65536, 64):
             try:

@@ -9,20 +9,22 @@
 #    python3-matplotlib; DPDK's testpmd comes with dpdk);
 # 2. builds rocemu and its libibverbs in BUILD_DIR;
 # 3. runs bench/perf_bench.py (perftest over rocemu on memif, the loopback
-#    baselines, the raw memif link, system-call/CPU accounting, a perf
-#    profile, and the rocemu host's part: process to process through a host
-#    against the direct memif pair, its forwarding rate against the raw
-#    link), every command under a deadline, failures recorded not fatal;
+#    baselines, the raw memif link, system-call/CPU accounting with perf
+#    stat, a perf profile; 5 interleaved repetitions; the rocemu host's part
+#    only with BENCH_ONLY=host, below), every command under a deadline,
+#    failures recorded not fatal;
 # 4. writes bench/results/bench-<UTC time>.json;
 # 5. runs the codec micro-benchmarks (bench/wire_bench), then writes
 #    docs/PERFORMANCE.md, docs/tcp-vs-rdma{,.zh}.md and docs/img/perf-*.svg
 #    from the JSON (bench/perf_report.py).
 #
-# Environment: REPS (default 3), HOST_REPS (the host part's, default 5),
+# Environment: REPS (default 5), HOST_REPS (the host part's, default 5),
 # BENCH_ONLY (comma list for perf_bench.py --only; BENCH_ONLY=host runs the
 # host part alone, writes bench/results/host-<time>.json and replaces only
-# the host section of docs/PERFORMANCE.md), BENCH_QUICK=1 (fewer sizes),
-# NO_DOC=1 (JSON only), NO_INSTALL=1 (never apt-get).
+# the host section of docs/PERFORMANCE.md), BENCH_QUICK=1 (a check of the
+# pipeline: fewer sizes, 2 repetitions; its report, marked as not a real
+# run, goes to bench/results/quick/, never to docs/), NO_DOC=1 (JSON only),
+# NO_INSTALL=1 (never apt-get).
 set -eu
 build=${1:-build}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -67,8 +69,15 @@ json="$here/bench/results/bench-$stamp.json"
 # its section of docs/PERFORMANCE.md
 host_only=0
 [ "${BENCH_ONLY:-}" = host ] && host_only=1 && json="$here/bench/results/host-$stamp.json"
-mkdir -p "$here/bench/results"
-set -- --reps "${REPS:-3}" --out "$json"
+# a quick run's report never replaces the committed one
+docs="$here/docs"
+if [ "${BENCH_QUICK:-0}" = 1 ]; then
+	docs="$here/bench/results/quick"
+	json="$docs/$(basename "$json")"
+fi
+mkdir -p "$here/bench/results" "$docs"
+set -- --out "$json"
+[ -n "${REPS:-}" ] && set -- "$@" --reps "$REPS"
 [ -n "${BENCH_ONLY:-}" ] && set -- "$@" --only "$BENCH_ONLY"
 [ -n "${HOST_REPS:-}" ] && set -- "$@" --host-reps "$HOST_REPS"
 [ "${BENCH_QUICK:-0}" = 1 ] && set -- "$@" --quick
@@ -77,20 +86,20 @@ set -- --reps "${REPS:-3}" --out "$json"
 trap 'echo "run-bench: interrupted" >&2; exit 130' INT TERM
 "$py" "$here/bench/perf_bench.py" "$build" "$@"
 if [ $host_only = 1 ]; then
-	[ "${NO_DOC:-0}" = 1 ] || "$py" "$here/bench/perf_report.py" "$json" --doc "$here/docs/PERFORMANCE.md"
+	[ "${NO_DOC:-0}" = 1 ] || "$py" "$here/bench/perf_report.py" "$json" --doc "$docs/PERFORMANCE.md"
 	echo "run-bench: $json"
 	exit 0
 fi
-cp "$json" "$here/bench/results/latest.json"
+[ "${BENCH_QUICK:-0}" = 1 ] || cp "$json" "$here/bench/results/latest.json"
 
 # ---- 5. codec micro-benchmarks (their output goes into the report too)
-wire="$here/bench/results/wire_bench-$stamp.txt"
+wire="$(dirname "$json")/wire_bench-$stamp.txt"
 if ninja -C "$build" bench/wire_bench >/dev/null 2>&1; then
 	timeout 300 "$build/bench/wire_bench" >"$wire" 2>&1 || echo "run-bench: wire_bench failed" >&2
 	cat "$wire"
 fi
 if [ "${NO_DOC:-0}" != 1 ]; then
-	"$py" "$here/bench/perf_report.py" "$json" --doc "$here/docs/PERFORMANCE.md" --img "$here/docs/img" \
+	"$py" "$here/bench/perf_report.py" "$json" --doc "$docs/PERFORMANCE.md" --img "$docs/img" \
 		--wire "$wire"
 fi
 echo "run-bench: $json"
