@@ -16,6 +16,8 @@ import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import bench_stats as bs  # noqa: E402
 
 # key metric of each test: (field, unit label, scale, higher is better)
 LAT_TESTS = {
@@ -37,6 +39,10 @@ BW_TESTS = {
     "fi_pingpong_bw": "fi_pingpong -p tcp (ping-pong)",
 }
 TCP_BW = ["qperf_tcp_bw", "sockperf_tp", "ucx_tag_bw", "fi_pingpong_bw"]
+# the field every baseline is judged by
+BASE_FIELD = dict({t: LAT_TESTS[t][0] for t in TCP_LAT}, **{t: "bw_Bps" for t in TCP_BW},
+                  memif_testpmd="rx_pps", write_bw="bw_Bps")
+BASE_FIELD["qperf_tcp_bw"] = None  # series() reads its bw_by_size
 
 
 def med(xs):
@@ -92,6 +98,36 @@ class Data:
                 out[r["rep"]] = v
         return out
 
+    def by_size(self, test, field):
+        """{size: [value per repetition]} of one test."""
+        out = {}
+        for s in self.sizes(test):
+            v = list(self.series(test, field, s).values())
+            if v:
+                out[s] = v
+        return out
+
+    def nearest_size(self, test, want):
+        """The size of test's closest (by ratio) to want: a tool that cannot
+        send 2 bytes is compared at its smallest message."""
+        sizes = list(self.by_size(test, BASE_FIELD[test]))
+        if not sizes:
+            return None
+        return min(sizes, key=lambda s: abs(math.log(s / want)))
+
+    def acct(self, kind):
+        """The accounting runs of kind (tcp, rocemu) merged: every number is
+        the median over the repetitions; None when none succeeded. Runs of
+        old JSON files (one "accounting" entry per kind) count as one."""
+        rs = [r for r in self.runs if r["test"] == "acct_" + kind and r.get("ok")]
+        rs += [a for a in self.d.get("accounting", []) if a.get("kind") == kind and not a.get("error")]
+        if not rs:
+            return None
+        m = merge_median(rs)
+        m["reps"] = len(rs)
+        m["all"] = rs
+        return m
+
     def failures(self):
         return [r for r in self.runs if not r.get("ok")]
 
@@ -108,6 +144,27 @@ class Data:
         return sorted({int(r["size"]) for r in self.runs if r["test"] == test})
 
 
+def merge_median(ds):
+    """Dicts of the same shape -> one dict whose numbers are the medians of
+    theirs (recursively); other values are taken from the first."""
+    out = {}
+    keys = []
+    for d in ds:
+        keys += [k for k in d if k not in keys]
+    for k in keys:
+        vs = [d[k] for d in ds if k in d and d[k] is not None]
+        if not vs:
+            out[k] = None
+        elif all(isinstance(v, dict) for v in vs):
+            out[k] = merge_median(vs)
+        elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vs):
+            nums = [v for v in vs if not (isinstance(v, float) and math.isnan(v))]
+            out[k] = statistics.median(nums) if nums else float("nan")
+        else:
+            out[k] = vs[0]
+    return out
+
+
 def failures_table(title, fails):
     """The failed runs fails as a table under title, as lines; none when nothing failed."""
     if not fails:
@@ -116,6 +173,15 @@ def failures_table(title, fails):
             + ["| %s | %s | %s | %s |" % (r["test"], r["size"], r["rep"], r.get("error", "")[:120])
                for r in fails]
             + [""])
+
+
+def mratio(num, den, per_rep, fmt):
+    """The ratio of two {rep: value} series' medians, then the range of the
+    per-repetition ratios (per_rep) as a check of how steady it is."""
+    r = bs.ratio(list(num.values()), list(den.values()))
+    if r is None:
+        return "no pair"
+    return "%s (per repetition %s-%s)" % (fmt(r), fmt(min(per_rep)), fmt(max(per_rep))) if per_rep else fmt(r)
 
 
 def ratio_stats(num, dens, best=min):
@@ -304,8 +370,8 @@ def host_section(data, with_failures):
     t1 = max(r["t"] + r.get("dur_s", r.get("wall_s", 0)) for r in runs)
     reps = len({r["rep"] for r in runs})
     A("From `%s` (run started %s; this part %.0f s, %d repetition(s) interleaved, the order reversed on "
-      "every other one; load average (1 min) %s). Medians [min-max]; every ratio is taken per "
-      "repetition between numbers of that repetition, then its median [min-max] is given. Server "
+      "every other one; load average (1 min) %s). Medians [min-max]; every ratio is the ratio of the "
+      "medians, followed by the range of the ratios taken within each repetition. Server "
       "pinned to CPU %s, client to CPU %s; `rocemu host` is not pinned (its forwarding thread "
       "takes whichever CPU is free, so on 2 CPUs it competes with both sides). Design, tests and "
       "what is not met: `docs/host.md`.\n" % (
@@ -326,18 +392,19 @@ def host_section(data, with_failures):
     for mo, label in HOST_MODES:
         rb = ratio_stats(bw[mo], [bw["direct"]]) if mo != "direct" else None
         rl = ratio_stats(lat[mo], [lat["direct"]]) if mo != "direct" else None
-        ratios[mo] = (rb, rl)
+        ratios[mo] = (bs.ratio(list(bw[mo].values()), list(bw["direct"].values())),
+                      bs.ratio(list(lat[mo].values()), list(lat["direct"].values())))
         A("| %s | %s | %s | %s | %s |" % (
             label, spread(list(bw[mo].values()), fbw),
-            spread(rb, lambda x: "%.2fx" % x) if rb else ("1" if mo == "direct" else "no pair"),
+            mratio(bw[mo], bw["direct"], rb, lambda x: "%.2fx" % x) if mo != "direct" else "1",
             spread(list(lat[mo].values()), fus),
-            spread(rl, lambda x: "%.2fx" % x) if rl else ("1" if mo == "direct" else "no pair")))
+            mratio(lat[mo], lat["direct"], rl, lambda x: "%.2fx" % x) if mo != "direct" else "1"))
     rb, rl = ratios["host"]
     A("")
     A("Targets on the default path (a host without capture): `ib_write_bw` >= 0.8x: %s; "
       "`ib_send_lat` <= 1.5x: %s.\n" % (
-          ("**%s** (median %.2fx)" % ("met" if med(rb) >= 0.8 else "not met", med(rb))) if rb else "not measured",
-          ("**%s** (median %.2fx)" % ("met" if med(rl) <= 1.5 else "not met", med(rl))) if rl else "not measured"))
+          ("**%s** (%.2fx)" % ("met" if rb >= 0.8 else "not met", rb)) if rb else "not measured",
+          ("**%s** (%.2fx)" % ("met" if rl <= 1.5 else "not met", rl)) if rl else "not measured"))
 
     # forwarding rate
     A("### The host's forwarding rate (64-byte frames)\n")
@@ -360,8 +427,8 @@ def host_section(data, with_failures):
         A("| %s | %s | %s | %s | %s |" % (
             label, spread(list(msg[mo].values()), mfmt),
             spread(list(hpps[mo].values()), mfmt) if hpps[mo] else "-",
-            spread(rr, lambda x: "%.3f" % x) if rr else "-",
-            spread(rd, lambda x: "%.2fx" % x) if rd else ("1" if mo == "direct" else "no pair")))
+            mratio(hpps[mo], raw, rr, lambda x: "%.3f" % x) if rr else "-",
+            mratio(msg[mo], msg["direct"], rd, lambda x: "%.2fx" % x) if mo != "direct" else "1"))
     A("| raw memif link (testpmd txonly -> rxonly) | | %s (Rx-pps) | 1 | |" % (
         spread(list(raw.values()), mfmt) if raw else "failed"))
     A("")
@@ -381,6 +448,13 @@ def host_section(data, with_failures):
     return "\n".join(L) + "\n"
 
 
+def old_host_section(doc):
+    """The host section of an existing document, "" when it has none."""
+    text = open(doc).read() if os.path.exists(doc) else ""
+    b, e = text.find(HOST_BEGIN), text.find(HOST_END)
+    return text[b:e + len(HOST_END)] + "\n" if b >= 0 and e > b else ""
+
+
 def replace_host_section(doc, section):
     """The document with its host section replaced (appended if it has none)."""
     text = open(doc).read() if os.path.exists(doc) else "# rocemu performance\n"
@@ -391,8 +465,199 @@ def replace_host_section(doc, section):
 
 
 # --------------------------------------------------------------------------
+# baselines: checked, then the best trustworthy one at a size (issue 17)
 
-def render(data, imgs, doc_dir):
+def baseline(data, test, want):
+    """One baseline's candidate at the size nearest to want: its name (with
+    the size when it is not want), its values there, and why it is suspect."""
+    field = BASE_FIELD[test]
+    bsz = data.by_size(test, field)
+    s = data.nearest_size(test, want)
+    label = (LAT_TESTS.get(test) or (None, BW_TESTS.get(test, test)))[1]
+    if s is not None and s != want:
+        label += " at %s" % fsize(s)
+    return {"name": label, "test": test, "size": s, "values": bsz.get(s, []) if s else [],
+            "suspect": bs.suspect_reasons(bsz, s, fsize) if s else []}
+
+
+def tcp_best(data, kind, want):
+    """(chosen, best, note, candidates) among the four TCP tools at want
+    bytes: kind 'lat' (lowest wins) or 'bw' (highest wins)."""
+    tests = TCP_LAT if kind == "lat" else TCP_BW
+    cands = [baseline(data, t, want) for t in tests]
+    chosen, best, note = bs.choose_baseline(cands, higher_is_better=(kind == "bw"))
+    return chosen, best, note, cands
+
+
+def ftimes(x):
+    return "%.2f" % x if x is not None else "?"
+
+
+def cpu_metric(data):
+    """('cycles_per_byte', 'CPU cycles') where the VM counts cycles, else
+    ('task_ns_per_byte', 'task-clock ns')."""
+    if data.d["meta"].get("cycles_counted"):
+        return "cycles_per_byte", "CPU cycles"
+    return "task_ns_per_byte", "task-clock ns"
+
+
+def acct_series(data, kind, *path):
+    """One number of the accounting runs of kind, per repetition."""
+    out = []
+    for r in data.acct(kind)["all"] if data.acct(kind) else []:
+        x = r
+        for k in path:
+            x = (x or {}).get(k)
+        if isinstance(x, (int, float)) and not (isinstance(x, float) and math.isnan(x)):
+            out.append(x)
+    return out
+
+
+def targets17(data):
+    """Issue 17's target table: each row the rocemu figure, the baseline
+    used with its spread, the ratio of the medians, the target, and met or
+    the distance; below it, the baselines passed over and why."""
+    L = []
+    A = L.append
+    notes = []
+    res = {}
+    A("| measure | rocemu, median [min-max] | baseline used, median [min-max] ±half-spread | ratio of medians | target | result |")
+    A("|---|---|---|---|---|---|")
+
+    def row(key, measure, num, fmt, base, bfmt, target, higher, r=None, tlabel=None):
+        r = bs.ratio(num, base["values"]) if r is None and base else r
+        res[key] = r
+        bcell = "%s: %s" % (base["name"], bs.fmt_summary(base["values"], bfmt)) if base else "-"
+        if base and base.get("suspect"):
+            bcell += " (suspect)"
+        A("| %s | %s | %s | %s | %s %s | %s |" % (
+            measure, bs.fmt_summary(num, fmt, spread=False), bcell,
+            "**%s**" % ftimes(r) if r is not None else "no pair",
+            ">=" if higher else "<=", tlabel or target, bs.verdict(r, target, higher)))
+
+    # copies per delivered byte: an absolute figure (TCP: 2 by construction)
+    cp = acct_series(data, "rocemu", "copies", "total")
+    res["copies"] = bs.median(cp)
+    A("| copies per delivered byte on memif (ROCEMU_STATS counters) | %s | (TCP over loopback: 2, by construction) | - | <= 2.0 | %s |" % (
+        bs.fmt_summary(cp, "%.2f".__mod__, spread=False), bs.verdict(bs.median(cp), 2.0, False)))
+
+    wb = list(data.series("write_bw", "bw_Bps", 65536).values())
+    ch, best, note, cands = tcp_best(data, "bw", 65536)
+    res["bw_base"] = ch
+    row("bw", "`ib_write_bw -s 65536` / best TCP at 64 KiB", wb, fbw, ch, fbw, 1.5, True)
+    if note:
+        notes.append("64 KiB bandwidth: " + note + ".")
+
+    w64 = [v * 1e6 for v in data.series("write_bw", "msgrate_mpps", 64).values()]
+    pmd = {"name": "raw memif link, testpmd 64 B (pps)", "test": "memif_testpmd", "size": 64,
+           "values": list(data.series("memif_testpmd", "rx_pps", 64).values())}
+    pmd["suspect"] = bs.suspect_reasons({64: pmd["values"]}, 64, fsize) if pmd["values"] else []
+    if pmd["suspect"]:
+        notes.append("raw memif link: suspect (%s), used anyway: it is the only baseline of its kind." %
+                     "; ".join(pmd["suspect"]))
+    mfmt = lambda x: "%.3f M" % (x / 1e6)
+    row("rate", "`ib_write_bw -s 64` message rate / raw memif 64 B pps", w64, mfmt, pmd, mfmt, 0.5, True)
+
+    lch, lbest, lnote, lcands = tcp_best(data, "lat", 2)
+    res["lat_base"] = lch
+    for key, test in (("send_lat", "send_lat"), ("write_lat", "write_lat")):
+        v = list(data.series(test, "t_typical", 2).values())
+        row(key, "`ib_%s -s 2` / best TCP latency" % test, v, fus, lch, fus,
+            0.2 if key == "send_lat" else 1.0, False)
+    if lnote:
+        notes.append("2-byte latency: " + lnote + ".")
+
+    field, unit = cpu_metric(data)
+    rc = acct_series(data, "rocemu", "cpu", field)
+    tc = acct_series(data, "tcp", "cpu", field)
+    tb = {"name": "TCP, qperf tcp_bw -m 64K", "values": tc, "suspect": []}
+    row("cpu", "%s per delivered byte at 64 KiB (both processes, `perf stat`) / TCP's" % unit,
+        rc, "%.3f".__mod__, tb, "%.3f".__mod__, 0.5, False)
+
+    q1 = data.series("write_bw", "bw_Bps", 65536)
+    q1024 = data.series("write_bw_qps", "bw_Bps", 1024)
+    per_rep = [q1024[k] / q1[k] for k in q1024 if k in q1 and q1[k]]
+    worst = min(per_rep) if per_rep else None
+    res["qps_worst"] = worst
+    A("| 1024 QPs / 1 QP bandwidth (64 KiB), worst repetition | %s | 1 QP: %s | **%s** worst (median %s) | >= 0.70 | %s |" % (
+        bs.fmt_summary(list(q1024.values()), fbw, spread=False), bs.fmt_summary(list(q1.values()), fbw),
+        ftimes(worst), ftimes(bs.median(per_rep)), bs.verdict(worst, 0.7, True)))
+    A("")
+    A("Ratios are of medians (rocemu's median over the baseline's median, every figure from the "
+      "same interleaved repetitions). ±half-spread is (max - min) / 2 over the median: how far the "
+      "baseline's repetitions wander. *N x short* is the factor the ratio must still improve by. "
+      "The CPU row uses %s because %s. Its TCP side is qperf's, the one TCP tool run under "
+      "`perf stat`. The 1024-QP row pairs each repetition's 1024-QP run with the 1-QP run of the same "
+      "repetition.\n" % (unit, "this machine counts CPU cycles" if field == "cycles_per_byte" else
+                         "this VM exposes no cycles counter (`perf stat -e cycles` says "
+                         "`<not supported>`); it is CPU time in ns, not cycles"))
+    if notes:
+        A("Baselines passed over:\n")
+        for n in notes:
+            A("- " + n)
+        A("")
+    return L, res
+
+
+def cpu_section(data):
+    """CPU per delivered byte, rocemu against TCP, from the accounting runs."""
+    field, unit = cpu_metric(data)
+    L = ["### CPU per delivered byte (64 KiB messages)\n"]
+    A = L.append
+    A("`perf stat -p PID` on both processes of each pair over the window above (every thread: for "
+      "rocemu the application's and the progress thread; for TCP the kernel's work in the system "
+      "calls, counted to the process that made them, but not softirq work run elsewhere). "
+      "Delivered bytes: what the receiver got in the window. %s\n" % (
+          "Cycles are counted on this machine." if field == "cycles_per_byte" else
+          "**This VM exposes no cycles counter** (`perf stat -e cycles` reports `<not supported>`), "
+          "so the figure is **task-clock ns per byte** (CPU time, not cycles)."))
+    A("| pair | %s per delivered byte, median [min-max] | delivered in the window (MB, median) |" % unit)
+    A("|---|---|---|")
+    vals = {}
+    for kind, label in (("tcp", "TCP (qperf tcp_bw -m 64K), both processes"),
+                        ("rocemu", "rocemu (ib_write_bw -s 65536), both processes")):
+        v = acct_series(data, kind, "cpu", field)
+        vals[kind] = v
+        db = acct_series(data, kind, "cpu", "delivered_bytes")
+        A("| %s | %s | %s |" % (label, bs.fmt_summary(v, "%.3f".__mod__),
+                                 "%.0f" % (bs.median(db) / 1e6) if db else "?"))
+    r = bs.ratio(vals["rocemu"], vals["tcp"])
+    A("\nrocemu / TCP: **%s** (target <= 0.5: %s). rocemu busy-polls: its progress threads and "
+      "perftest's spinning count as CPU time whether data moves or not, so on this machine both "
+      "processes use their whole CPU, and the figure falls only as the bandwidth rises.\n" % (
+          ftimes(r), bs.verdict(r, 0.5, False)))
+    return "\n".join(L)
+
+
+def baseline_checks(data):
+    """Every TCP baseline at every size: its median, spread, and whether it
+    is suspect (non-monotonic in size, or a repetition far from the others)."""
+    L = ["| baseline | size | median [min-max] ±half-spread | check |", "|---|---|---|---|"]
+    for tests, fmt in ((TCP_LAT, fus), (TCP_BW, fbw)):
+        for t in tests:
+            bsz = data.by_size(t, BASE_FIELD[t])
+            for size in sorted(bsz):
+                why = bs.suspect_reasons(bsz, size, fsize)
+                L.append("| %s | %s | %s | %s |" % (
+                    (LAT_TESTS.get(t) or (None, BW_TESTS.get(t)))[1] + (" (µs)" if t in TCP_LAT else " (MB/s)"),
+                    fsize(size), bs.fmt_summary(bsz[size], fmt),
+                    "**suspect**: " + "; ".join(why) if why else "ok"))
+    return L
+
+
+# --------------------------------------------------------------------------
+
+def run_time(meta):
+    """How long the run took, from its JSON's start and finish."""
+    import datetime
+    try:
+        t = [datetime.datetime.fromisoformat(meta[k].rstrip("Z")) for k in ("started", "finished")]
+    except (KeyError, ValueError):
+        return "?"
+    return "%.0f min" % ((t[1] - t[0]).total_seconds() / 60)
+
+
+def render(data, imgs, doc_path):
     d = data.d
     m = d["meta"]
     mc = m.get("machine", {})
@@ -400,12 +665,16 @@ def render(data, imgs, doc_dir):
     A = L.append
     A("# rocemu performance\n")
     A("<!-- generated by bench/perf_report.py from %s; rerun `make bench` -->\n" %
-      os.path.relpath(data.path, os.path.dirname(doc_dir)))
-    A("All numbers below come from **one** `make bench` run (started %s, finished %s), "
+      os.path.relpath(data.path, os.path.dirname(doc_path)))
+    if m.get("quick"):
+        A("> **NOT A REAL RUN: `--quick`** (fewer sizes and repetitions, to check the pipeline). "
+          "Its numbers are not results; the committed report comes from a full `make bench`.\n")
+    A("All numbers below come from **one** `make bench` run (started %s, finished %s: %s), "
       "so every ratio compares numbers taken minutes apart on the same machine under the same "
-      "background load. Medians over %d repetitions, [min-max] in brackets.\n" % (
+      "background load. Medians over %d interleaved repetitions, [min-max] in brackets; every ratio "
+      "is a ratio of medians, with the baseline's spread beside it.\n" % (
           m.get("started", "?")[:19].replace("T", " "), m.get("finished", "?")[:19].replace("T", " "),
-          data.reps))
+          run_time(m), data.reps))
     A("## Machine and method\n")
     A("- CPU: %s, %s CPUs; kernel %s; free 2 MiB hugepages: %s (rocemu then runs with `--no-huge`)." % (
         mc.get("cpu"), mc.get("cpus"), mc.get("kernel"), mc.get("hugepages_free")))
@@ -418,9 +687,12 @@ def render(data, imgs, doc_dir):
       "and the client with `memif:client:`, `--ip 10.91.0.2/24` and the server address. `-x 1` selects GID 1 "
       "(the IPv4-mapped RoCE v2 GID), `-F` silences perftest's CPU-frequency warning. Bandwidth tests run "
       "for `-D 2` seconds; latency tests 20000 iterations (3000 for ib_write_lat, 5000 at 64 KiB).")
-    A("- Baselines on loopback (127.0.0.1), same pinning: qperf `tcp_lat` (msg_size 2 B..64 KiB) and "
-      "`tcp_bw` (64 B..1 MiB), sockperf `pp --tcp -m 64` and `tp --tcp`, UCX `ucx_perftest` tag_lat/tag_bw with "
-      "`UCX_TLS=tcp UCX_NET_DEVICES=lo`, libfabric `fi_pingpong -p tcp -e msg`; the raw memif link with "
+    A("- Baselines on loopback (127.0.0.1), same pinning, each at the size of the rocemu figure it is "
+      "compared with where the tool can send it: qperf `tcp_lat` (msg_size 2 B..64 KiB) and "
+      "`tcp_bw` (64 B..1 MiB), sockperf `pp --tcp` (14 B, its smallest message) and `tp --tcp` (65000 B, "
+      "its largest), UCX `ucx_perftest` tag_lat (2 B)/tag_bw with "
+      "`UCX_TLS=tcp UCX_NET_DEVICES=lo`, libfabric `fi_pingpong -p tcp -e msg` (2 B, and 64 KiB and 1 MiB "
+      "as bandwidth); the raw memif link with "
       "`dpdk-testpmd` (server txonly -> client rxonly, 64 B frames, `--no-huge -m 512`, Rx-pps over 6 s).")
     A("- Latencies are one-way (half the round trip), as every tool reports them. Bandwidths are in "
       "MB/s = 10^6 B/s, computed from each tool's message rate x message size (perftest's MB is 2^20).")
@@ -428,75 +700,34 @@ def render(data, imgs, doc_dir):
       "the machine does not hit one tool only. The load average (1 min) was %s during the run.\n" % (
           spread([r["load"][0] for r in data.runs if r.get("load")], lambda x: "%.1f" % x)))
 
-    # ---- targets
-    A("## Targets (issue 9)\n")
-    A("| target | measured (same run) | met? |\n|---|---|---|")
-    wl = data.series("write_lat", "t_typical", 2)
-    tcpl = [data.series(t, LAT_TESTS[t][0], None if t != "qperf_tcp_lat" else 2) for t in TCP_LAT]
-    rs = ratio_stats(wl, tcpl)
-    best_name = None
-    bests = {t: med(list(s.values())) for t, s in zip(TCP_LAT, tcpl) if s}
-    if bests:
-        best_name = min(bests, key=bests.get)
-    if rs:
-        A("| `ib_write_lat -s 2` t_typical <= 0.25 x best TCP latency | %s us vs %s %s us: ratio **%s** | %s |" % (
-            fus(med(list(wl.values()))), LAT_TESTS[best_name][1], fus(bests[best_name]),
-            spread(rs, lambda x: "%.2f" % x), "yes" if med(rs) <= 0.25 else "no: %.0fx the allowed latency" % (med(rs) / 0.25)))
-    else:
-        A("| `ib_write_lat -s 2` <= 0.25 x best TCP | no complete pair | no |")
-    sl = data.series("send_lat", "t_typical", 2)
-    rs2 = ratio_stats(sl, tcpl)
-    if rs2:
-        A("| (for reference) `ib_send_lat -s 2` vs the same | %s us: ratio %s | %s |" % (
-            fus(med(list(sl.values()))), spread(rs2, lambda x: "%.2f" % x),
-            "would be met" if med(rs2) <= 0.25 else "would not: %.1fx the allowed latency" % (med(rs2) / 0.25)))
+    # ---- targets (issue 17), then issue 9's one target that 17 does not repeat
+    A("## Targets (issue 17)\n")
+    tl, _ = targets17(data)
+    L.extend(tl)
+    acc = {k: data.acct(k) for k in ("tcp", "rocemu")}
+    ra = acc.get("rocemu") or {}
+    A("Issue 9's system-call target, from the same accounting runs (median per 64 KiB WRITE over "
+      "%d repetitions): client %s, server %s system calls; zero per message: %s.\n" % (
+          ra.get("reps", 0),
+          "%.3f" % ra["client"]["syscalls_per_msg"] if (ra.get("client") or {}).get("syscalls_per_msg") is not None else "?",
+          "%.3f" % ra["server"]["syscalls_per_msg"] if (ra.get("server") or {}).get("syscalls_per_msg") is not None else "?",
+          "yes" if ra.get("client") and ra.get("server") and
+          max(ra["client"].get("syscalls_per_msg") or 1, ra["server"].get("syscalls_per_msg") or 1) < 0.001 else "no"))
+    A("### The baselines, checked\n")
+    A("A baseline is **suspect** when its median at a larger message size lies below every "
+      "repetition at a smaller size (bandwidth or latency falling as messages grow: beyond its "
+      "spread, so not noise), or when one of its repetitions is more than %.1fx off the median of "
+      "the others. A suspect baseline is never a denominator above while a clean one is measured; "
+      "the target table names the one used instead.\n" % bs.OUTLIER_FACTOR)
+    L.extend(baseline_checks(data))
+    A("")
     wb = data.series("write_bw", "bw_Bps", 65536)
-    qb = data.series("qperf_tcp_bw", None, 65536)
-    r1 = ratio_stats(wb, [qb])
-    tcpb = [data.series("qperf_tcp_bw", None, 65536), data.series("sockperf_tp", "bw_Bps", 65000),
-            data.series("ucx_tag_bw", "bw_Bps", 65536), data.series("fi_pingpong_bw", "bw_Bps", 65536)]
-    r2 = ratio_stats(wb, tcpb, best=max)
-    if r1:
-        A("| `ib_write_bw -s 65536` >= 1.5 x qperf tcp_bw (64 KiB) | %s vs %s MB/s: ratio **%s** | %s |" % (
-            fbw(med(list(wb.values()))), fbw(med(list(qb.values()))), spread(r1, lambda x: "%.2f" % x),
-            "yes" if med(r1) >= 1.5 else "no (%.1fx short)" % (1.5 / med(r1))))
-    else:
-        A("| `ib_write_bw -s 65536` >= 1.5 x qperf tcp_bw | no complete pair | no |")
-    if r2:
-        A("| `ib_write_bw -s 65536` >= best TCP baseline at 64 KiB | ratio to the best of qperf, sockperf (65000 B), UCX, fi_pingpong: **%s** | %s |" % (
-            spread(r2, lambda x: "%.2f" % x), "yes" if med(r2) >= 1 else "no (%.1fx short)" % (1 / med(r2))))
-    w64 = data.series("write_bw", "msgrate_mpps", 64)
     pmd = data.series("memif_testpmd", "rx_pps", 64)
-    r3 = ratio_stats({k: v * 1e6 for k, v in w64.items()}, [pmd])
-    if r3:
-        A("| `ib_write_bw -s 64` rate >= 0.4 x raw memif 64 B rate | %s Mpps vs %s Mpps: ratio **%s** | %s |" % (
-            "%.3f" % med(list(w64.values())), "%.2f" % (med(list(pmd.values())) / 1e6),
-            spread(r3, lambda x: "%.3f" % x), "yes" if med(r3) >= 0.4 else "no (%.0fx short)" % (0.4 / med(r3))))
-    else:
-        A("| `ib_write_bw -s 64` >= 0.4 x memif | no complete pair | no |")
-    acc = {a["kind"]: a for a in d.get("accounting", [])}
-    ra = acc.get("rocemu", {})
-    if ra.get("client") and ra["client"].get("syscalls_per_msg") is not None:
-        A("| zero system calls per message (rocemu data path) | %.3f (client) and %.3f (server) per 64 KiB WRITE | %s |" % (
-            ra["client"]["syscalls_per_msg"], ra["server"].get("syscalls_per_msg") or float("nan"),
-            "yes" if max(ra["client"]["syscalls_per_msg"], ra["server"].get("syscalls_per_msg") or 0) < 0.001 else "no"))
-    else:
-        A("| zero system calls per message | accounting failed | ? |")
     q1 = wb
     qrows = []
     for q in data.sizes("write_bw_qps"):
         s = data.series("write_bw_qps", "bw_Bps", q)
-        qrows.append((q, s, ratio_stats(s, [q1], best=max)))
-    q1024 = [r for r in qrows if r[0] == 1024]
-    if q1024 and q1024[0][2]:
-        rr = q1024[0][2]
-        A("| 1024 QPs >= 80%% of single-QP bandwidth | %s MB/s: **%s** of 1 QP | %s |" % (
-            fbw(med(list(q1024[0][1].values()))), spread(rr, lambda x: "%.0f%%" % (100 * x)),
-            "yes" if med(rr) >= 0.8 else "no"))
-    else:
-        err = [r.get("error") for r in data.runs if r["test"] == "write_bw_qps" and r["size"] == 1024]
-        A("| 1024 QPs >= 80%% of single-QP bandwidth | failed: %s | no |" % ("; ".join(sorted(set(e for e in err if e))) or "no result"))
-    A("")
+        qrows.append((q, s, [s[k] / q1[k] for k in s if q1.get(k)]))
 
     # ---- latency table
     A("## Latency (one-way, µs)\n")
@@ -540,14 +771,18 @@ def render(data, imgs, doc_dir):
         A("")
 
     # ---- accounting
-    A("## What a message costs: system calls, context switches, CPU (5-second window)\n")
+    nacc = max([(acc.get(k) or {}).get("reps", 0) for k in acc] or [0])
+    win = ((acc.get("rocemu") or acc.get("tcp") or {}).get("window_s")) or 5
+    A("## What a message costs: system calls, context switches, CPU (%.0f-second window)\n" % win)
     A("A bandwidth run of 64 KiB messages on each side (rocemu: `ib_write_bw -s 65536`; TCP: "
-      "`qperf -m 64K tcp_bw`), measured over a 5 s window in the middle of the run: system calls with "
-      "`perf stat -e raw_syscalls:sys_enter -p PID` (every thread) and their names with `perf trace -s`; "
-      "context switches summed over `/proc/PID/task/*/status`; CPU time from `/proc/PID/stat` (all threads). "
-      "Bytes: TCP from `/proc/PID/io` (wchar/rchar, exact); rocemu from perftest's rate x the window "
-      "(perftest reports no byte count mid-run). A *message* is one 64 KiB `write()` for TCP and one 64 KiB "
-      "RDMA WRITE for rocemu. rocemu's CPU time includes its busy-polling: it spins whether or not data moves.\n")
+      "`qperf -m 64K tcp_bw`) in every repetition (%d), measured over a %.0f s window in the middle of "
+      "the run; each figure below is the median over the repetitions. System calls and CPU time with "
+      "`perf stat -e raw_syscalls:sys_enter,task-clock[,cycles] -p PID` (every thread) and their names "
+      "with `perf trace -s`; context switches summed over `/proc/PID/task/*/status`; user and system "
+      "time from `/proc/PID/stat` (all threads). Bytes: TCP from `/proc/PID/io` (wchar/rchar, exact); "
+      "rocemu from perftest's rate x the window (perftest reports no byte count mid-run). A *message* is "
+      "one 64 KiB `write()` for TCP and one 64 KiB RDMA WRITE for rocemu. rocemu's CPU time includes its "
+      "busy-polling: it spins whether or not data moves.\n" % (nacc, win))
     A("| | side | msgs in window | syscalls/msg | voluntary cs/msg | involuntary cs/msg | user s/GB | system s/GB | syscalls seen (count) |")
     A("|---|---|---|---|---|---|---|---|---|")
     for kind, label in (("tcp", "TCP (qperf tcp_bw)"), ("rocemu", "rocemu (ib_write_bw)")):
@@ -579,8 +814,8 @@ def render(data, imgs, doc_dir):
     cp = (acc.get("rocemu") or {}).get("copies")
     if cp:
         p = cp["parts"]
-        A("\n**Measured: %.2f bytes copied per byte delivered** (rocemu's own counters, `ROCEMU_STATS=1`, "
-          "both processes, the whole accounting run: %.1f MB placed in the server's memory): "
+        A("\n**Measured: %.2f bytes copied per byte delivered** (median of the accounting runs; rocemu's own "
+          "counters, `ROCEMU_STATS=1`, both processes, the whole run: %.1f MB placed in the server's memory): "
           "application -> frame %.2f, memif PMD tx %.2f, memif PMD rx %.2f, frame -> application %.2f "
           "(frame bytes include headers and ACKs; %d packets were retransmitted). The PMD's copies are "
           "counted as the port's frame bytes because DPDK's memif copies every frame once on each side in "
@@ -594,6 +829,8 @@ def render(data, imgs, doc_dir):
       "The copies are what an emulated NIC costs: on hardware, copies 1-4 are the NIC's DMA reads and "
       "writes and cost the CPU nothing. DPDK's memif zero-copy (`zero-copy=yes`, client only) removes "
       "one of copies 2 and 3, not both: the server's PMD always copies; see the recommendations.\n")
+
+    A(cpu_section(data))
 
     # ---- profile
     A("## Where the time goes (perf profile of `ib_write_bw`)\n")
@@ -611,6 +848,10 @@ def render(data, imgs, doc_dir):
             A(fill(f.read(), values(data)))
 
     hs = host_section(data, with_failures=False)
+    if not hs:
+        # a run without the host part keeps the section of the host part's
+        # own last run (BENCH_ONLY=host make bench), which names its JSON
+        hs = old_host_section(doc_path)
     if hs:
         A(hs)
 
@@ -623,9 +864,11 @@ def render(data, imgs, doc_dir):
     for line in failures_table("## Failures recorded in this run\n", data.failures()):
         A(line)
     A("## Rerun\n")
-    A("```\nmake bench                 # or: scripts/run-bench.sh build\nREPS=5 make bench          # more repetitions\n"
+    A("```\nmake bench                 # or: scripts/run-bench.sh build (%d repetitions; this run: %s)\n"
+      "REPS=7 make bench          # more repetitions\n"
+      "BENCH_QUICK=1 make bench   # a check of the pipeline: report in bench/results/quick/, not here\n"
       "BENCH_ONLY=lat,base make bench   # a subset: lat,bw,qps,base,pmd,acct,prof,host\n"
-      "BENCH_ONLY=host make bench       # the host part alone: replaces its section here\n```\n")
+      "BENCH_ONLY=host make bench       # the host part alone: replaces its section here\n```\n" % (data.reps, run_time(m)))
     A("Raw results: `bench/results/` (one JSON per run; `latest.json` is the last one).")
     return "\n".join(L) + "\n"
 
@@ -644,12 +887,13 @@ def values(data):
         lat[t] = mv(t, "t_typical", 2)
     for t, x in lat.items():
         v[t] = fus(x) if x is not None else "?"
-    tcp = {t: lat[t] for t in TCP_LAT if lat[t] is not None}
-    if tcp:
-        b = min(tcp, key=tcp.get)
-        v["tcp_lat_best"], v["tcp_lat_best_name"] = fus(tcp[b]), LAT_TESTS[b][1]
+    # the best trustworthy TCP latency at 2 bytes, as in the target table
+    lch = tcp_best(data, "lat", 2)[0]
+    if lch:
+        b = med(lch["values"])
+        v["tcp_lat_best"], v["tcp_lat_best_name"] = fus(b), lch["name"]
         for t in ("write_lat", "send_lat", "read_lat"):
-            v[t + "_ratio"] = "%.2f" % (lat[t] / tcp[b]) if lat[t] else "?"
+            v[t + "_ratio"] = "%.2f" % (lat[t] / b) if lat[t] else "?"
     wl = list(data.series("write_lat", "p99", 2).values())
     v["write_lat_p99"] = fus(med(wl)) if wl else "?"
     v["write_lat_min"] = fus(med(list(data.series("write_lat", "t_min", 2).values()) or [float("nan")]))
@@ -660,6 +904,11 @@ def values(data):
         v[k + "_64k"] = fbw(x) if x else "?"
     if bw["write_bw"] and bw["qperf_tcp_bw"]:
         v["write_bw_qperf_ratio"] = "%.2f" % (bw["write_bw"] / bw["qperf_tcp_bw"])
+    bch = tcp_best(data, "bw", 65536)[0]
+    if bch:
+        v["tcp_bw_best_64k"], v["tcp_bw_best_name"] = fbw(med(bch["values"])), bch["name"]
+        if bw["write_bw"]:
+            v["write_bw_tcp_ratio"] = "%.2f" % (bw["write_bw"] / med(bch["values"]))
     w1m = mv("write_bw", "bw_Bps", 1048576)
     v["write_bw_1m"] = fbw(w1m) if w1m else "?"
     w64 = mv("write_bw", "msgrate_mpps", 64)
@@ -667,8 +916,14 @@ def values(data):
     v["write_bw_64_mpps"] = "%.3f" % w64 if w64 else "?"
     v["memif_mpps"] = "%.2f" % (pmd / 1e6) if pmd else "?"
     v["write64_memif_ratio"] = "%.3f" % (w64 * 1e6 / pmd) if w64 and pmd else "?"
-    acc = {a["kind"]: a for a in d.get("accounting", [])}
+    acc = {k: data.acct(k) for k in ("tcp", "rocemu")}
     cp = (acc.get("rocemu") or {}).get("copies")
+    field, unit = cpu_metric(data)
+    cpu = {k: bs.median(acct_series(data, k, "cpu", field)) for k in ("tcp", "rocemu")}
+    v["cpu_unit"] = unit
+    for k in cpu:
+        v["cpu_per_byte_" + k] = "%.3f" % cpu[k] if cpu[k] is not None else "?"
+    v["cpu_per_byte_ratio"] = "%.2f" % (cpu["rocemu"] / cpu["tcp"]) if cpu["rocemu"] and cpu["tcp"] else "?"
     v["copies_per_byte"] = "%.2f" % cp["total"] if cp else "4 (by the code path)"
     for kind in ("tcp", "rocemu"):
         for side in ("client", "server"):
