@@ -9,6 +9,7 @@ sys.path.insert(0, os.path.join(os.environ.get("ROCEMU_SOURCE_DIR",
                                                os.path.join(os.path.dirname(__file__), "..", "..")),
                                 "bench"))
 import bench_stats as bs  # noqa: E402
+import perf_report as pr  # noqa: E402
 
 
 class Summary(unittest.TestCase):
@@ -107,6 +108,40 @@ class Verdict(unittest.TestCase):
         self.assertEqual(bs.verdict(3.0, 1.0, False), "not met: 3.0x short")
         self.assertEqual(bs.verdict(None, 1.0, False), "not measured")
         self.assertIn("not met", bs.verdict(0.0, 1.0, True))
+
+
+class Report(unittest.TestCase):
+    """perf_report's target table on a made-up run: the best TCP bandwidth
+    falls with size, so the next best one is the denominator, and says so."""
+
+    def run_data(self):
+        runs = []
+
+        def add(test, size, rep, **kv):
+            runs.append(dict(test=test, size=size, rep=rep, ok=True, **kv))
+        for rep in range(5):
+            add("write_bw", 65536, rep, bw_Bps=3000e6 + rep * 10e6)
+            # qperf: the best at 64 KiB, but below every 16 KiB repetition
+            add("qperf_tcp_bw", "64-1M", rep,
+                bw_by_size={"16384": 9000e6 + rep * 1e6, "65536": 5000e6 + rep * 1e6})
+            add("sockperf_tp", 4096, rep, bw_Bps=1000e6)
+            add("sockperf_tp", 65000, rep, bw_Bps=2000e6 + rep * 1e6)
+            add("ucx_tag_lat", 2, rep, lat_p50_us=8.0)
+            add("send_lat", 2, rep, t_typical=4.0)
+        return pr.Data({"meta": {"reps": 5}, "runs": runs})
+
+    def test_suspect_best_is_passed_over(self):
+        lines, res = pr.targets17(self.run_data())
+        self.assertEqual(res["bw_base"]["test"], "sockperf_tp")
+        self.assertAlmostEqual(res["bw"], 3020e6 / 2002e6)
+        text = "\n".join(lines)
+        self.assertIn("qperf tcp_bw is better but suspect", text)
+        self.assertAlmostEqual(res["send_lat"], 0.5)
+        self.assertIn("not met: 2.5x short", text)
+
+    def test_merge_median(self):
+        m = pr.merge_median([{"a": 1, "b": {"c": 10}}, {"a": 3, "b": {"c": 30}}, {"a": 2, "b": {}}])
+        self.assertEqual((m["a"], m["b"]["c"]), (2, 20))
 
 
 if __name__ == "__main__":
