@@ -570,7 +570,11 @@ def targets17(data):
     field, unit = cpu_metric(data)
     rc = acct_series(data, "rocemu", "cpu", field)
     tc = acct_series(data, "tcp", "cpu", field)
-    tb = {"name": "TCP, qperf tcp_bw -m 64K", "values": tc, "suspect": []}
+    tb = {"name": "TCP, qperf tcp_bw -m 64K", "values": tc,
+          "suspect": bs.suspect_reasons({65536: tc}, 65536, fsize) if tc else []}
+    if tb["suspect"]:
+        notes.append("TCP's CPU per byte: suspect (%s), used anyway: qperf is the one TCP tool "
+                     "measured under perf stat." % "; ".join(tb["suspect"]))
     row("cpu", "%s per delivered byte at 64 KiB (both processes, `perf stat`) / TCP's" % unit,
         rc, "%.3f".__mod__, tb, "%.3f".__mod__, 0.5, False)
 
