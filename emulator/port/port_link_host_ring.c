@@ -218,8 +218,7 @@ static void count_direct_in(struct host_link *l, const uint8_t *f, uint32_t len)
 	uint32_t dqpn;
 	uint64_t e;
 
-	rocemu_host_count(&r->direct_in_frames, 1);
-	rocemu_host_count(&r->direct_in_bytes, len);
+	rocemu_host_tally_add(&r->direct_in, len);
 	if (!frame_dqpn(f, len, &dqpn))
 		return;
 	e = atomic_load_explicit(&l->page->qpn_owner[dqpn & 0xFFFF], memory_order_acquire);
@@ -227,12 +226,11 @@ static void count_direct_in(struct host_link *l, const uint8_t *f, uint32_t len)
 		return; /* not a QP of ours (any more): the port drops it, counted */
 	c = &l->direct_qp[dqpn & (ROCEMU_HOST_DIRECT_QP_SLOTS - 1)];
 	if (atomic_load_explicit(&c->qpn, memory_order_relaxed) != dqpn) {
-		atomic_store_explicit(&c->frames, 0, memory_order_relaxed);
-		atomic_store_explicit(&c->bytes, 0, memory_order_relaxed);
+		atomic_store_explicit(&c->in.frames, 0, memory_order_relaxed);
+		atomic_store_explicit(&c->in.bytes, 0, memory_order_relaxed);
 		atomic_store_explicit(&c->qpn, dqpn, memory_order_release);
 	}
-	rocemu_host_count(&c->frames, 1);
-	rocemu_host_count(&c->bytes, len);
+	rocemu_host_tally_add(&c->in, len);
 }
 
 /* Put one frame in ring r of n_slots: false when it is full. */
@@ -297,8 +295,7 @@ uint16_t host_link_tx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, ui
 				rung[n_rung++] = pr;
 			}
 			port_count(port, PC_TX_DIRECT_FRAMES);
-			rocemu_host_count(&l->region->direct_out_frames, 1);
-			rocemu_host_count(&l->region->direct_out_bytes, m->pkt_len);
+			rocemu_host_tally_add(&l->region->direct_out, m->pkt_len);
 		} else {
 			if (host_full || !ring_put(l, l->up, ROCEMU_HOST_RING_SLOTS, m)) {
 				host_full = true;

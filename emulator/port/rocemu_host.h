@@ -73,14 +73,20 @@ struct rocemu_host_slot {
 	uint8_t frame[];
 };
 
+/** Frames and their bytes that passed one way, counted by the one thread
+ * that writes them (rocemu_host_tally_add), read by `rocemu stat`. */
+struct rocemu_host_tally {
+	_Atomic uint64_t frames;
+	_Atomic uint64_t bytes;
+};
+
 /** Frames one of a process's QPs took from direct rings (written by the
  * process, read by the host for `rocemu stat`): slot = the QPN's low 16
  * bits; counts belong to `qpn` only (a new QP in the slot starts at 0). */
 struct rocemu_host_direct_qp {
 	_Atomic uint32_t qpn;
 	uint32_t reserved;
-	_Atomic uint64_t frames;
-	_Atomic uint64_t bytes;
+	struct rocemu_host_tally in;
 };
 
 #define ROCEMU_HOST_DIRECT_QP_SLOTS (1u << 16)
@@ -124,12 +130,10 @@ struct rocemu_host_region {
 	uint64_t direct_qp_offset;	/* of rocemu_host_direct_qp[ROCEMU_HOST_DIRECT_QP_SLOTS] */
 	/* set by the host when it stops serving this process (host shutdown) */
 	_Alignas(64) _Atomic uint32_t host_gone;
-	/* frames and bytes the process wrote into other processes' direct
-	 * rings, and took from its own (written by the process) */
-	_Alignas(64) _Atomic uint64_t direct_out_frames;
-	_Atomic uint64_t direct_out_bytes;
-	_Atomic uint64_t direct_in_frames;
-	_Atomic uint64_t direct_in_bytes;
+	/* what the process wrote into other processes' direct rings, and took
+	 * from its own (written by the process) */
+	_Alignas(64) struct rocemu_host_tally direct_out;
+	struct rocemu_host_tally direct_in;
 };
 
 #define ROCEMU_HOST_REGION_MAGIC 0x52434d48u /* "RCMH" */
@@ -335,6 +339,21 @@ static inline void rocemu_host_count(_Atomic uint64_t *c, uint64_t n)
 {
 	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
 			      memory_order_relaxed);
+}
+
+/** Count one frame of len bytes (one writer, as rocemu_host_count). */
+static inline void rocemu_host_tally_add(struct rocemu_host_tally *t, uint64_t len)
+{
+	rocemu_host_count(&t->frames, 1);
+	rocemu_host_count(&t->bytes, len);
+}
+
+/** Read a tally (any process). */
+static inline void rocemu_host_tally_read(const struct rocemu_host_tally *t,
+					  unsigned long long *frames, unsigned long long *bytes)
+{
+	*frames = atomic_load_explicit(&t->frames, memory_order_relaxed);
+	*bytes = atomic_load_explicit(&t->bytes, memory_order_relaxed);
 }
 
 /** The direct-ring counts of a private region. */

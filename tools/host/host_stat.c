@@ -103,8 +103,7 @@ static void direct_qp(const struct host_proc *p, uint32_t qpn, unsigned long lon
 	*frames = *bytes = 0;
 	if (atomic_load_explicit(&c->qpn, memory_order_acquire) != qpn)
 		return;
-	*frames = atomic_load_explicit(&c->frames, memory_order_relaxed);
-	*bytes = atomic_load_explicit(&c->bytes, memory_order_relaxed);
+	rocemu_host_tally_read(&c->in, frames, bytes);
 }
 
 static void put_qps(struct out *o, struct host *h, const struct host_proc *p, bool json)
@@ -146,13 +145,12 @@ static void put_proc(struct out *o, struct host *h, const struct host_proc *p, u
 		     bool json)
 {
 	const struct rocemu_host_region *r = p->region;
-	unsigned long long d[4] = {
-	    atomic_load_explicit(&r->direct_out_frames, memory_order_relaxed),
-	    atomic_load_explicit(&r->direct_out_bytes, memory_order_relaxed),
-	    atomic_load_explicit(&r->direct_in_frames, memory_order_relaxed),
-	    atomic_load_explicit(&r->direct_in_bytes, memory_order_relaxed)};
+	unsigned long long d[4];
 	char comm[80];
 	double age = (double)(now - p->attached_ns) / 1e9;
+
+	rocemu_host_tally_read(&r->direct_out, &d[0], &d[1]);
+	rocemu_host_tally_read(&r->direct_in, &d[2], &d[3]);
 
 	if (json) {
 		put(o,
