@@ -2067,13 +2067,53 @@ static bool answers_for_port(const struct cma_device *d)
 	return false;
 }
 
-/* The GID index of d that is the request's destination (its IP). */
+/* A request nobody listens for: true when this process rejects it (12.6.7),
+ * false when it stays silent (see local_peer); counted either way. */
+static bool reject_unlistened(const struct cma_device *d, const union ibv_gid *src)
+{
+	if (!answers_for_port(d) && !local_peer(d, src)) {
+		CMA_COUNT(drop_no_listener);
+		return false;
+	}
+	CMA_COUNT(rej_no_listener);
+	return true;
+}
+
+/* The GID index of d to answer from: the request's destination gid (its
+ * IP), else (not ours, or NULL: not known) the first IP GID. */
 static int local_gid_index(struct cma_device *d, const uint8_t *gid)
 {
-	for (int i = 0; i < d->gid_len; i++)
+	for (int i = 0; gid && i < d->gid_len; i++)
 		if (!memcmp(d->gids[i].raw, gid, 16))
 			return i;
-	return -1;
+	return 1 < d->gid_len ? 1 : 0;
+}
+
+/*
+ * The listener of a REQ (ud false) or a SIDR REQ (ud true), or NULL: nobody
+ * listens on its service ID and addresses, or the one who does takes the
+ * other kind (a UD port space takes SIDR, the others REQ). h gets the
+ * request's CMA header; *hdr_ok says whether it had one.
+ */
+static struct cma_id *request_listener(struct cma_device *d, uint64_t service_id,
+				       const uint8_t *pdata, bool ud, struct cma_hdr *h,
+				       bool *hdr_ok)
+{
+	struct cma_id *l = NULL;
+	uint16_t ps, port;
+
+	*hdr_ok = cma_hdr_get(pdata, h) == 0;
+	if (cma_service_parse(service_id, &ps, &port) == 0) {
+		if (*hdr_ok)
+			l = find_listener(d, ps, port, h);
+		else
+			CMA_COUNT(bad_cma_hdr); /* no IP addresses: no rdma_cm listener matches */
+	}
+	if (l && (l->id.qp_type == IBV_QPT_UD) != ud) {
+		CMA_COUNT(wrong_service); /* a REQ for a UD port space is SIDR's, and the reverse */
+		l = NULL;
+	}
+	return l;
 }
 
 static struct cma_id *new_passive_id(struct cma_id *l, struct cma_device *d, int sgid_index,
@@ -2126,15 +2166,19 @@ static bool req_transport_fits(const struct cm_req *r, enum ibv_qp_type t)
 	return r->transport != CM_TRANSPORT_EXT || r->ext_transport == CM_EXT_TRANSPORT_XRC;
 }
 
-/* Requests the listener l has handed out that are not answered yet. */
-static unsigned pending_requests(const struct cma_id *l)
+/* The listener l holds as many unanswered requests as it may: a new one is
+ * dropped, counted (the peer retries; a forged flood stays bounded). */
+static bool backlog_full(const struct cma_id *l)
 {
 	unsigned n = 0;
 
 	for (const struct cma_id *c = ids; c; c = c->next)
 		if (c->listener == l && c->state == CMA_REQ_RCVD)
 			n++;
-	return n;
+	if (n < listen_backlog(l))
+		return false;
+	CMA_COUNT(drop_backlog);
+	return true;
 }
 
 /* A message naming one of our ids must come from that id's peer: a host that
@@ -2161,7 +2205,7 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 {
 	struct cm_req r;
 	struct cma_hdr h;
-	uint16_t ps, port;
+	bool hdr_ok;
 
 	cm_mad_get_req(mad, &r);
 	/* The peer is the GRH's source, not the REQ's primary local GID (on RoCE
@@ -2179,19 +2223,7 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 		return;
 	}
 	int idx = local_gid_index(d, r.remote_gid);
-	if (idx < 0)
-		idx = 1 < d->gid_len ? 1 : 0;
-	struct cma_id *l = NULL;
-	if (cma_service_parse(r.service_id, &ps, &port) == 0) {
-		if (cma_hdr_get(r.pdata, &h) == 0)
-			l = find_listener(d, ps, port, &h);
-		else
-			CMA_COUNT(bad_cma_hdr); /* no IP addresses: no rdma_cm listener matches */
-	}
-	if (l && l->id.qp_type == IBV_QPT_UD) {
-		CMA_COUNT(wrong_service); /* a connection REQ for a UD port space: SIDR's */
-		l = NULL;
-	}
+	struct cma_id *l = request_listener(d, r.service_id, r.pdata, false, &h, &hdr_ok);
 	if (l && !req_transport_fits(&r, l->id.qp_type)) {
 		/* 12.6.5: a UC REQ for an RC listener (or the reverse, or XRC with
 		 * either) would connect QPs of different types: REJ "invalid
@@ -2202,20 +2234,14 @@ static void handle_req(struct cma_device *d, const union ibv_gid *src, uint64_t 
 		return;
 	}
 	if (!l) {
-		/* 12.6.7: no one listens on this service ID. */
-		if (!answers_for_port(d) && !local_peer(d, src)) {
-			CMA_COUNT(drop_no_listener);
-			return;
-		}
-		CMA_COUNT(rej_no_listener);
-		send_rej(d, idx, src, r.traffic_class, r.sl, tid, random32(), r.local_comm_id,
-			 CM_REJ_MSG_REQ, CM_REJ_INVALID_SERVICE_ID, NULL, 0);
+		if (reject_unlistened(d, src))
+			send_rej(d, idx, src, r.traffic_class, r.sl, tid, random32(),
+				 r.local_comm_id, CM_REJ_MSG_REQ, CM_REJ_INVALID_SERVICE_ID, NULL,
+				 0);
 		return;
 	}
-	if (pending_requests(l) >= listen_backlog(l)) {
-		CMA_COUNT(drop_backlog); /* the peer retries; a forged flood stays bounded */
+	if (backlog_full(l))
 		return;
-	}
 	struct cma_id *c = new_passive_id(l, d, idx, &remote, &h, r.local_comm_id, tid);
 	if (!c)
 		return;
@@ -2415,7 +2441,7 @@ static void handle_dreq(struct cma_device *d, const union ibv_gid *src, uint64_t
 		/* Unknown or already gone (or not the peer's): answer anyway so the
 		 * sender stops (12.9.8), and leave our connection alone. */
 		CMA_COUNT(drep_stale);
-		cma_gsi_send(d, 1 < d->gid_len ? 1 : 0, src, 0, 0, out);
+		cma_gsi_send(d, local_gid_index(d, NULL), src, 0, 0, out);
 		return;
 	}
 	send_mad(c, out);
@@ -2455,7 +2481,7 @@ static void handle_sidr_req(struct cma_device *d, const union ibv_gid *src, uint
 {
 	struct cm_sidr_req r;
 	struct cma_hdr h;
-	uint16_t ps, port;
+	bool hdr_ok;
 
 	cm_mad_get_sidr_req(mad, &r);
 	struct cma_id *dup = find_duplicate(r.request_id, src);
@@ -2465,31 +2491,11 @@ static void handle_sidr_req(struct cma_device *d, const union ibv_gid *src, uint
 			send_mad(dup, dup->answer);
 		return;
 	}
-	struct cma_id *l = NULL;
-	bool hdr_ok = cma_hdr_get(r.pdata, &h) == 0;
-	if (cma_service_parse(r.service_id, &ps, &port) == 0) {
-		if (hdr_ok)
-			l = find_listener(d, ps, port, &h);
-		else
-			CMA_COUNT(bad_cma_hdr);
-	}
-	if (l && l->id.qp_type != IBV_QPT_UD) {
-		CMA_COUNT(wrong_service); /* SIDR for a connected port space: REQ's */
-		l = NULL;
-	}
-	int idx = hdr_ok ? local_gid_index(d, h.dst) : -1;
-	if (idx < 0)
-		idx = 1 < d->gid_len ? 1 : 0;
-	if (l && pending_requests(l) >= listen_backlog(l)) {
-		CMA_COUNT(drop_backlog);
-		return;
-	}
+	struct cma_id *l = request_listener(d, r.service_id, r.pdata, true, &h, &hdr_ok);
+	int idx = local_gid_index(d, hdr_ok ? h.dst : NULL);
 	if (!l) {
-		if (!answers_for_port(d) && !local_peer(d, src)) {
-			CMA_COUNT(drop_no_listener);
+		if (!reject_unlistened(d, src))
 			return;
-		}
-		CMA_COUNT(rej_no_listener);
 		struct cm_sidr_rep rep = {.request_id = r.request_id,
 					  .status = CM_SIDR_UNSUPPORTED,
 					  .service_id = r.service_id};
@@ -2498,6 +2504,8 @@ static void handle_sidr_req(struct cma_device *d, const union ibv_gid *src, uint
 		cma_gsi_send(d, idx, src, 0, 0, out);
 		return;
 	}
+	if (backlog_full(l))
+		return;
 	struct cma_id *c = new_passive_id(l, d, idx, src, &h, r.request_id, tid);
 	if (!c)
 		return;
