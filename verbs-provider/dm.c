@@ -71,37 +71,25 @@ int rocemu_op_free_dm(struct ibv_dm *dm)
 	return 0;
 }
 
+/* The wrapper is pd_mr.c's, for both kinds of region (rocemu_reg_mr). */
 struct ibv_mr *rocemu_op_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t offset,
 				   size_t length, unsigned int access)
 {
-	struct rocemu_vmr *m;
-	int rc;
-
-	if (!pd || !dm || dm->context != pd->context) {
+	if (!dm) {
 		errno = EINVAL;
 		return NULL;
 	}
-	m = calloc(1, sizeof(*m));
-	if (!m) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	rc = rocemu_dm_reg_mr(to_vpd(pd)->epd, ((struct rocemu_vdm *)dm)->edm, offset, length,
-			      access, &m->emr);
-	if (rc < 0) {
-		free(m);
-		return rocemu_null_errno(rc);
-	}
-	m->dm = dm;
-	m->mr.context = pd->context;
-	m->mr.pd = pd;
-	rocemu_mr_sync(m);
-	return &m->mr;
+	return rocemu_reg_mr(pd, dm, offset, length, 0, access);
+}
+
+int rocemu_dm_mr_reg(struct rocemu_vmr *m, struct rocemu_pd *epd, uint64_t offset, size_t length,
+		     unsigned access)
+{
+	return rocemu_dm_reg_mr(epd, ((struct rocemu_vdm *)m->dm)->edm, offset, length, access,
+				&m->emr);
 }
 
 int rocemu_dm_mr_dereg(struct rocemu_vmr *m)
 {
-	int rc = rocemu_dm_dereg_mr(((struct rocemu_vdm *)m->dm)->edm, m->emr);
-
-	return rc < 0 ? -rc : 0;
+	return rocemu_dm_dereg_mr(((struct rocemu_vdm *)m->dm)->edm, m->emr);
 }

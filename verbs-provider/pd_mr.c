@@ -71,10 +71,10 @@ void rocemu_mr_sync(struct rocemu_vmr *m)
 	m->mr.rkey = info.rkey;
 }
 
-struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
-				unsigned int access)
+struct ibv_mr *rocemu_reg_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t addr, size_t length,
+			     uint64_t iova, unsigned access)
 {
-	if (!pd) {
+	if (!pd || (dm && dm->context != pd->context)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -83,9 +83,13 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, ui
 		errno = ENOMEM;
 		return NULL;
 	}
-	/* IBV_ACCESS_OPTIONAL_RANGE bits are hints a device may ignore (ibv_reg_mr(3)). */
-	int rc = rocemu_mr_reg(((struct rocemu_vpd *)pd)->epd, addr, length, iova,
-			       access & ~(unsigned)IBV_ACCESS_OPTIONAL_RANGE, &m->emr);
+	int rc;
+	m->dm = dm;
+	if (dm)
+		rc = rocemu_dm_mr_reg(m, to_vpd(pd)->epd, addr, length, access);
+	else /* IBV_ACCESS_OPTIONAL_RANGE bits are hints a device may ignore (ibv_reg_mr(3)). */
+		rc = rocemu_mr_reg(to_vpd(pd)->epd, (void *)(uintptr_t)addr, length, iova,
+				   access & ~(unsigned)IBV_ACCESS_OPTIONAL_RANGE, &m->emr);
 	if (rc < 0) {
 		free(m);
 		return rocemu_null_errno(rc);
@@ -94,6 +98,12 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, ui
 	m->mr.pd = pd;
 	rocemu_mr_sync(m);
 	return &m->mr;
+}
+
+struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+				unsigned int access)
+{
+	return rocemu_reg_mr(pd, NULL, (uint64_t)(uintptr_t)addr, length, iova, access);
 }
 ROCEMU_PUBLIC(ibv_reg_mr_iova2)
 
@@ -160,7 +170,7 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 	if (!mr)
 		return EINVAL;
 	struct rocemu_vmr *m = (struct rocemu_vmr *)mr;
-	int rc = m->dm ? -rocemu_dm_mr_dereg(m) : rocemu_mr_dereg(m->emr);
+	int rc = m->dm ? rocemu_dm_mr_dereg(m) : rocemu_mr_dereg(m->emr);
 	if (rc < 0)
 		return -rc;
 	free(m);

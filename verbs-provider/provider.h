@@ -277,8 +277,19 @@ struct ibv_dm *rocemu_op_alloc_dm(struct ibv_context *ctx, struct ibv_alloc_dm_a
 int rocemu_op_free_dm(struct ibv_dm *dm);
 struct ibv_mr *rocemu_op_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t offset,
 				   size_t length, unsigned int access);
-/** ibv_dereg_mr of a region on device memory: 0 or an errno. */
+/** m (m->dm set) registered on device memory, from offset, on the engine's
+ * PD epd / deregistered: 0 or a negative errno. */
+int rocemu_dm_mr_reg(struct rocemu_vmr *m, struct rocemu_pd *epd, uint64_t offset, size_t length,
+		     unsigned access);
 int rocemu_dm_mr_dereg(struct rocemu_vmr *m);
+/**
+ * ibv_reg_mr and ibv_reg_dm_mr: an MR on pd over application memory (dm
+ * NULL: addr, which peers address as iova) or over device memory dm (from
+ * offset addr, zero-based). NULL with errno on failure. ibv_dereg_mr undoes
+ * both.
+ */
+struct ibv_mr *rocemu_reg_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t addr, size_t length,
+			     uint64_t iova, unsigned access);
 /** ibv_mr's addr, length and keys from the engine (addr NULL for a device memory region). */
 void rocemu_mr_sync(struct rocemu_vmr *m);
 int rocemu_op_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
