@@ -148,6 +148,29 @@ static inline struct ibv_wc tu_poll_one(struct ibv_cq *cq)
 	return wc;
 }
 
+/* One signalled RDMA op (WRITE, READ) of len bytes at local (lkey) to
+ * raddr/rkey through qp, its completion taken from cq: its status. */
+static inline enum ibv_wc_status tu_rdma(struct ibv_qp *qp, struct ibv_cq *cq, void *local,
+					 uint32_t lkey, enum ibv_wr_opcode op, uint32_t len,
+					 uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)local, .length = len, .lkey = lkey};
+	struct ibv_send_wr wr = {.wr_id = 0x77,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	struct ibv_wc wc;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	assert_int_equal(ibv_post_send(qp, &wr, &bad), 0);
+	wc = tu_poll_any(cq);
+	assert_int_equal(wc.wr_id, 0x77);
+	return wc.status;
+}
+
 /* One end of a verbs test: a device context with a PD, a completion channel,
  * an extended CQ (completion timestamps), one QP of the given type (extended:
  * ibv_wr_* SEND, SEND with immediate, RDMA WRITE), a TU_BUF-byte buffer

@@ -1163,21 +1163,7 @@ static uint32_t mw_bind_type2(struct mw_pair *p, struct ibv_mw *mw, uint64_t add
 static enum ibv_wc_status mw_rdma(struct host *a, struct ibv_qp *qp, enum ibv_wr_opcode op,
 				  uint32_t off, uint32_t len, uint64_t raddr, uint32_t rkey)
 {
-	struct ibv_sge sge = {.addr = (uintptr_t)a->buf + off, .length = len, .lkey = a->mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = 0x77,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = op,
-				 .send_flags = IBV_SEND_SIGNALED},
-			   *bad;
-	struct ibv_wc wc;
-
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	assert_int_equal(ibv_post_send(qp, &wr, &bad), 0);
-	wc = tu_poll_any(a->cq);
-	assert_int_equal(wc.wr_id, 0x77);
-	return wc.status;
+	return tu_rdma(qp, a->cq, a->buf + off, a->mr->lkey, op, len, raddr, rkey);
 }
 
 /* SEND with Invalidate of rkey from qa to qb: the sender's status, and

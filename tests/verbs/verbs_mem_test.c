@@ -58,17 +58,27 @@ static void join(struct ibv_qp *qa, const struct tu_side *a, struct ibv_qp *qb,
 		    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 }
 
-static void pair_open(struct pair *p)
+/* The fixture of the tests on a pair: *state is the pair, joined. */
+static int pair_setup(void **state)
 {
+	struct pair *p = calloc(1, sizeof(*p));
+
+	assert_non_null(p);
 	tu_side_open(&p->a, devs[0], IBV_QPT_RC);
 	tu_side_open(&p->b, devs[1], IBV_QPT_RC);
 	join(p->a.qp, &p->a, p->b.qp, &p->b);
+	*state = p;
+	return 0;
 }
 
-static void pair_close(struct pair *p)
+static int pair_teardown(void **state)
 {
+	struct pair *p = *state;
+
 	tu_side_close(&p->a);
 	tu_side_close(&p->b);
+	free(p);
+	return 0;
 }
 
 /* After an error moved both QPs to ERR: RESET and joined again. */
@@ -95,21 +105,7 @@ static void drain(struct ibv_cq *cq)
 static enum ibv_wc_status rdma(struct tu_side *a, struct ibv_qp *qp, enum ibv_wr_opcode op,
 			       uint32_t off, uint32_t len, uint64_t raddr, uint32_t rkey)
 {
-	struct ibv_sge sge = {.addr = (uintptr_t)a->buf + off, .length = len, .lkey = a->mr->lkey};
-	struct ibv_send_wr wr = {.wr_id = 0x77,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = op,
-				 .send_flags = IBV_SEND_SIGNALED},
-			   *bad;
-	struct ibv_wc wc;
-
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	assert_int_equal(ibv_post_send(qp, &wr, &bad), 0);
-	wc = tu_poll_any(ibv_cq_ex_to_cq(a->cq));
-	assert_int_equal(wc.wr_id, 0x77);
-	return wc.status;
+	return tu_rdma(qp, ibv_cq_ex_to_cq(a->cq), a->buf + off, a->mr->lkey, op, len, raddr, rkey);
 }
 
 /* a WRITEs len bytes of pattern seed to raddr/rkey, READs them back into
@@ -165,13 +161,11 @@ static void assert_view(const struct ibv_mr *mr, struct mr_view v)
  */
 static void rereg_input_errors(void **state)
 {
-	struct pair p;
-	(void)state;
+	struct pair *p = *state;
 
-	pair_open(&p);
-	struct ibv_mr *mr = p.b.mr;
+	struct ibv_mr *mr = p->b.mr;
 	struct mr_view v = view(mr);
-	struct ibv_pd *other = ibv_alloc_pd(p.a.ctx);
+	struct ibv_pd *other = ibv_alloc_pd(p->a.ctx);
 	assert_non_null(other);
 	struct {
 		struct ibv_mr *mr;
@@ -185,8 +179,8 @@ static void rereg_input_errors(void **state)
 	    {mr, IBV_REREG_MR_FLAGS_SUPPORTED + 1, NULL, NULL, 0, 0},
 	    {mr, IBV_REREG_MR_CHANGE_ACCESS | 0x100, NULL, NULL, 0, MR_RW},
 	    {mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, NULL, 4096, 0},
-	    {mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, p.b.buf, 0, 0},
-	    {mr, IBV_REREG_MR_CHANGE_PD, p.b.pd, NULL, 0, MR_RW},
+	    {mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, p->b.buf, 0, 0},
+	    {mr, IBV_REREG_MR_CHANGE_PD, p->b.pd, NULL, 0, MR_RW},
 	    {mr, IBV_REREG_MR_CHANGE_PD, NULL, NULL, 0, 0},
 	    {mr, IBV_REREG_MR_CHANGE_PD, other, NULL, 0, 0},
 	};
@@ -198,10 +192,9 @@ static void rereg_input_errors(void **state)
 		assert_int_equal(errno, EINVAL);
 		assert_view(mr, v);
 	}
-	assert_int_equal(write_read(&p, p.a.qp, (uintptr_t)p.b.buf, mr->rkey, 256, 1),
+	assert_int_equal(write_read(p, p->a.qp, (uintptr_t)p->b.buf, mr->rkey, 256, 1),
 			 IBV_WC_SUCCESS);
 	assert_int_equal(ibv_dealloc_pd(other), 0);
-	pair_close(&p);
 }
 
 /*
@@ -213,11 +206,9 @@ static void rereg_input_errors(void **state)
  */
 static void rereg_device_errors(void **state)
 {
-	struct pair p;
-	(void)state;
+	struct pair *p = *state;
 
-	pair_open(&p);
-	struct ibv_mr *mr = p.b.mr;
+	struct ibv_mr *mr = p->b.mr;
 	struct mr_view v = view(mr);
 	long page = sysconf(_SC_PAGESIZE);
 	void *gone =
@@ -244,16 +235,16 @@ static void rereg_device_errors(void **state)
 	assert_int_equal(
 	    ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, MR_RW | IBV_ACCESS_MW_BIND),
 	    0);
-	struct ibv_mw *mw = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_1);
+	struct ibv_mw *mw = ibv_alloc_mw(p->b.pd, IBV_MW_TYPE_1);
 	assert_non_null(mw);
 	struct ibv_mw_bind bind = {.wr_id = 5,
 				   .send_flags = IBV_SEND_SIGNALED,
 				   .bind_info = {.mr = mr,
-						 .addr = (uintptr_t)p.b.buf,
+						 .addr = (uintptr_t)p->b.buf,
 						 .length = 64,
 						 .mw_access_flags = IBV_ACCESS_REMOTE_READ}};
-	assert_int_equal(ibv_bind_mw(p.b.qp, mw, &bind), 0);
-	assert_int_equal(tu_side_poll(&p.b).opcode, IBV_WC_BIND_MW);
+	assert_int_equal(ibv_bind_mw(p->b.qp, mw, &bind), 0);
+	assert_int_equal(tu_side_poll(&p->b).opcode, IBV_WC_BIND_MW);
 	errno = 0;
 	assert_int_equal(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, MR_RW),
 			 IBV_REREG_MR_ERR_CMD);
@@ -262,9 +253,8 @@ static void rereg_device_errors(void **state)
 	assert_int_equal(ibv_dealloc_mw(mw), 0);
 	assert_int_equal(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, MR_RW), 0);
 	assert_view(mr, v);
-	assert_int_equal(write_read(&p, p.a.qp, (uintptr_t)p.b.buf, mr->rkey, 512, 2),
+	assert_int_equal(write_read(p, p->a.qp, (uintptr_t)p->b.buf, mr->rkey, 512, 2),
 			 IBV_WC_SUCCESS);
-	pair_close(&p);
 }
 
 /*
@@ -276,34 +266,31 @@ static void rereg_device_errors(void **state)
  */
 static void rereg_access_keeps_keys(void **state)
 {
-	struct pair p;
-	(void)state;
+	struct pair *p = *state;
 
-	pair_open(&p);
-	struct ibv_mr *mr = p.b.mr;
+	struct ibv_mr *mr = p->b.mr;
 	struct mr_view v = view(mr);
-	uint64_t raddr = (uintptr_t)p.b.buf;
+	uint64_t raddr = (uintptr_t)p->b.buf;
 
-	assert_int_equal(write_read(&p, p.a.qp, raddr, v.rkey, 300, 3), IBV_WC_SUCCESS);
+	assert_int_equal(write_read(p, p->a.qp, raddr, v.rkey, 300, 3), IBV_WC_SUCCESS);
 	assert_int_equal(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
 				      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ),
 			 0);
 	assert_view(mr, v);
-	memset(p.b.buf, 0xC3, 300);
-	assert_int_equal(rdma(&p.a, p.a.qp, IBV_WR_RDMA_WRITE, 0, 300, raddr, v.rkey),
+	memset(p->b.buf, 0xC3, 300);
+	assert_int_equal(rdma(&p->a, p->a.qp, IBV_WR_RDMA_WRITE, 0, 300, raddr, v.rkey),
 			 IBV_WC_REM_ACCESS_ERR);
 	for (int i = 0; i < 300; i++)
-		assert_int_equal(p.b.buf[i], 0xC3);
-	drain(ibv_cq_ex_to_cq(p.b.cq));
-	rejoin(&p);
+		assert_int_equal(p->b.buf[i], 0xC3);
+	drain(ibv_cq_ex_to_cq(p->b.cq));
+	rejoin(p);
 	/* READ is still granted */
-	assert_int_equal(rdma(&p.a, p.a.qp, IBV_WR_RDMA_READ, 0, 300, raddr, v.rkey),
+	assert_int_equal(rdma(&p->a, p->a.qp, IBV_WR_RDMA_READ, 0, 300, raddr, v.rkey),
 			 IBV_WC_SUCCESS);
-	assert_int_equal(p.a.buf[299], 0xC3);
+	assert_int_equal(p->a.buf[299], 0xC3);
 	assert_int_equal(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, MR_RW), 0);
 	assert_view(mr, v);
-	assert_int_equal(write_read(&p, p.a.qp, raddr, v.rkey, 300, 4), IBV_WC_SUCCESS);
-	pair_close(&p);
+	assert_int_equal(write_read(p, p->a.qp, raddr, v.rkey, 300, 4), IBV_WC_SUCCESS);
 }
 
 /* A second RC QP pair, b's end in PD pd. */
@@ -332,30 +319,28 @@ static void extra_qps(struct pair *p, struct ibv_pd *pd, struct ibv_qp **qa, str
  */
 static void rereg_pd_keeps_keys(void **state)
 {
-	struct pair p;
 	struct ibv_qp *qa2, *qb2;
-	(void)state;
+	struct pair *p = *state;
 
-	pair_open(&p);
-	struct ibv_mr *mr = p.b.mr;
+	struct ibv_mr *mr = p->b.mr;
 	struct mr_view v = view(mr);
-	struct ibv_pd *pd2 = ibv_alloc_pd(p.b.ctx);
-	uint64_t raddr = (uintptr_t)p.b.buf + 1024;
+	struct ibv_pd *pd2 = ibv_alloc_pd(p->b.ctx);
+	uint64_t raddr = (uintptr_t)p->b.buf + 1024;
 	assert_non_null(pd2);
-	extra_qps(&p, pd2, &qa2, &qb2);
+	extra_qps(p, pd2, &qa2, &qb2);
 
 	assert_int_equal(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0), 0);
 	assert_ptr_equal(mr->pd, pd2);
 	assert_int_equal(mr->lkey, v.lkey);
 	assert_int_equal(mr->rkey, v.rkey);
 	assert_int_equal(ibv_dealloc_pd(pd2), EBUSY);
-	assert_int_equal(write_read(&p, qa2, raddr, v.rkey, 700, 5), IBV_WC_SUCCESS);
-	assert_int_equal(rdma(&p.a, p.a.qp, IBV_WR_RDMA_WRITE, 0, 8, raddr, v.rkey),
+	assert_int_equal(write_read(p, qa2, raddr, v.rkey, 700, 5), IBV_WC_SUCCESS);
+	assert_int_equal(rdma(&p->a, p->a.qp, IBV_WR_RDMA_WRITE, 0, 8, raddr, v.rkey),
 			 IBV_WC_REM_ACCESS_ERR);
-	drain(ibv_cq_ex_to_cq(p.b.cq));
-	rejoin(&p);
+	drain(ibv_cq_ex_to_cq(p->b.cq));
+	rejoin(p);
 	/* b's own WRITE from its region through its QP of the old PD */
-	struct tu_side *b = &p.b;
+	struct tu_side *b = &p->b;
 	struct ibv_sge sge = {.addr = (uintptr_t)b->buf, .length = 8, .lkey = mr->lkey};
 	struct ibv_send_wr wr = {.wr_id = 0x88,
 				 .sg_list = &sge,
@@ -363,24 +348,23 @@ static void rereg_pd_keeps_keys(void **state)
 				 .opcode = IBV_WR_RDMA_WRITE,
 				 .send_flags = IBV_SEND_SIGNALED},
 			   *bad;
-	wr.wr.rdma.remote_addr = (uintptr_t)p.a.buf;
-	wr.wr.rdma.rkey = p.a.mr->rkey;
+	wr.wr.rdma.remote_addr = (uintptr_t)p->a.buf;
+	wr.wr.rdma.rkey = p->a.mr->rkey;
 	assert_int_equal(ibv_post_send(b->qp, &wr, &bad), 0);
 	assert_int_equal(tu_poll_any(ibv_cq_ex_to_cq(b->cq)).status, IBV_WC_LOC_PROT_ERR);
-	drain(ibv_cq_ex_to_cq(p.a.cq));
-	rejoin(&p);
+	drain(ibv_cq_ex_to_cq(p->a.cq));
+	rejoin(p);
 
-	assert_int_equal(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, p.b.pd, NULL, 0, 0), 0);
+	assert_int_equal(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, p->b.pd, NULL, 0, 0), 0);
 	assert_view(mr, v);
-	assert_int_equal(write_read(&p, p.a.qp, raddr, v.rkey, 700, 6), IBV_WC_SUCCESS);
-	assert_int_equal(rdma(&p.a, qa2, IBV_WR_RDMA_WRITE, 0, 8, raddr, v.rkey),
+	assert_int_equal(write_read(p, p->a.qp, raddr, v.rkey, 700, 6), IBV_WC_SUCCESS);
+	assert_int_equal(rdma(&p->a, qa2, IBV_WR_RDMA_WRITE, 0, 8, raddr, v.rkey),
 			 IBV_WC_REM_ACCESS_ERR);
 	assert_int_equal(ibv_destroy_qp(qa2), 0);
 	assert_int_equal(ibv_destroy_qp(qb2), 0);
-	drain(ibv_cq_ex_to_cq(p.a.cq));
-	drain(ibv_cq_ex_to_cq(p.b.cq));
+	drain(ibv_cq_ex_to_cq(p->a.cq));
+	drain(ibv_cq_ex_to_cq(p->b.cq));
 	assert_int_equal(ibv_dealloc_pd(pd2), 0);
-	pair_close(&p);
 }
 
 /*
@@ -392,70 +376,68 @@ static void rereg_pd_keeps_keys(void **state)
  */
 static void rereg_translation_new_keys(void **state)
 {
-	struct pair p;
 	struct ibv_qp *qa2, *qb2;
-	(void)state;
+	struct pair *p = *state;
 
-	pair_open(&p);
-	struct ibv_mr *mr = p.b.mr;
+	struct ibv_mr *mr = p->b.mr;
 	struct mr_view v = view(mr);
 	uint8_t *nbuf = aligned_alloc(4096, 8192);
 	assert_non_null(nbuf);
 	memset(nbuf, 0, 8192);
-	memset(p.b.buf, 0x5A, 8192);
+	memset(p->b.buf, 0x5A, 8192);
 
 	assert_int_equal(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, nbuf, 8192, 0), 0);
 	assert_ptr_equal(mr->addr, nbuf);
 	assert_int_equal(mr->length, 8192);
 	assert_ptr_equal(mr->pd, v.pd);
 	assert_int_not_equal(mr->rkey, v.rkey);
-	assert_int_equal(rdma(&p.a, p.a.qp, IBV_WR_RDMA_WRITE, 0, 64, (uintptr_t)p.b.buf, v.rkey),
-			 IBV_WC_REM_ACCESS_ERR);
-	drain(ibv_cq_ex_to_cq(p.b.cq));
-	rejoin(&p);
+	assert_int_equal(
+	    rdma(&p->a, p->a.qp, IBV_WR_RDMA_WRITE, 0, 64, (uintptr_t)p->b.buf, v.rkey),
+	    IBV_WC_REM_ACCESS_ERR);
+	drain(ibv_cq_ex_to_cq(p->b.cq));
+	rejoin(p);
 	/* the old address with the new key is outside the region */
 	assert_int_equal(
-	    rdma(&p.a, p.a.qp, IBV_WR_RDMA_WRITE, 0, 64, (uintptr_t)p.b.buf + 8192, mr->rkey),
+	    rdma(&p->a, p->a.qp, IBV_WR_RDMA_WRITE, 0, 64, (uintptr_t)p->b.buf + 8192, mr->rkey),
 	    IBV_WC_REM_ACCESS_ERR);
-	drain(ibv_cq_ex_to_cq(p.b.cq));
-	rejoin(&p);
+	drain(ibv_cq_ex_to_cq(p->b.cq));
+	rejoin(p);
 	for (int i = 0; i < 8192; i++)
-		assert_int_equal(p.b.buf[i], 0x5A);
+		assert_int_equal(p->b.buf[i], 0x5A);
 	for (int i = 0; i < 8192; i++)
 		assert_int_equal(nbuf[i], 0);
-	assert_int_equal(write_read(&p, p.a.qp, (uintptr_t)nbuf + 4000, mr->rkey, 4000, 7),
+	assert_int_equal(write_read(p, p->a.qp, (uintptr_t)nbuf + 4000, mr->rkey, 4000, 7),
 			 IBV_WC_SUCCESS);
-	assert_memory_equal(nbuf + 4000, p.a.buf, 4000);
+	assert_memory_equal(nbuf + 4000, p->a.buf, 4000);
 	for (int i = 0; i < 8192; i++)
-		assert_int_equal(p.b.buf[i], 0x5A);
+		assert_int_equal(p->b.buf[i], 0x5A);
 
 	/* All three: the first buffer again, PD pd2, remote read only. */
-	struct ibv_pd *pd2 = ibv_alloc_pd(p.b.ctx);
+	struct ibv_pd *pd2 = ibv_alloc_pd(p->b.ctx);
 	assert_non_null(pd2);
-	extra_qps(&p, pd2, &qa2, &qb2);
+	extra_qps(p, pd2, &qa2, &qb2);
 	uint32_t k1 = mr->rkey;
-	assert_int_equal(ibv_rereg_mr(mr, REREG_ALL, pd2, p.b.buf, 4096,
+	assert_int_equal(ibv_rereg_mr(mr, REREG_ALL, pd2, p->b.buf, 4096,
 				      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ),
 			 0);
-	assert_ptr_equal(mr->addr, p.b.buf);
+	assert_ptr_equal(mr->addr, p->b.buf);
 	assert_int_equal(mr->length, 4096);
 	assert_ptr_equal(mr->pd, pd2);
 	assert_int_not_equal(mr->rkey, k1);
-	assert_int_equal(rdma(&p.a, qa2, IBV_WR_RDMA_READ, 0, 4096, (uintptr_t)p.b.buf, mr->rkey),
+	assert_int_equal(rdma(&p->a, qa2, IBV_WR_RDMA_READ, 0, 4096, (uintptr_t)p->b.buf, mr->rkey),
 			 IBV_WC_SUCCESS);
-	assert_int_equal(p.a.buf[4095], 0x5A);
-	assert_int_equal(rdma(&p.a, qa2, IBV_WR_RDMA_WRITE, 0, 8, (uintptr_t)p.b.buf, mr->rkey),
+	assert_int_equal(p->a.buf[4095], 0x5A);
+	assert_int_equal(rdma(&p->a, qa2, IBV_WR_RDMA_WRITE, 0, 8, (uintptr_t)p->b.buf, mr->rkey),
 			 IBV_WC_REM_ACCESS_ERR);
-	assert_int_equal(p.b.buf[0], 0x5A);
+	assert_int_equal(p->b.buf[0], 0x5A);
 	assert_int_equal(ibv_destroy_qp(qa2), 0);
 	assert_int_equal(ibv_destroy_qp(qb2), 0);
-	drain(ibv_cq_ex_to_cq(p.a.cq));
-	drain(ibv_cq_ex_to_cq(p.b.cq));
+	drain(ibv_cq_ex_to_cq(p->a.cq));
+	drain(ibv_cq_ex_to_cq(p->b.cq));
 	/* back as tu_side_close expects it */
-	assert_int_equal(ibv_rereg_mr(mr, REREG_ALL, p.b.pd, p.b.buf, TU_BUF, MR_RW), 0);
+	assert_int_equal(ibv_rereg_mr(mr, REREG_ALL, p->b.pd, p->b.buf, TU_BUF, MR_RW), 0);
 	assert_int_equal(ibv_dealloc_pd(pd2), 0);
 	free(nbuf);
-	pair_close(&p);
 }
 
 /*
@@ -467,45 +449,43 @@ static void rereg_translation_new_keys(void **state)
  */
 static void rereg_translation_in_flight(void **state)
 {
-	struct pair p;
-	(void)state;
+	struct pair *p = *state;
 
-	pair_open(&p);
-	struct ibv_mr *mr = p.b.mr;
+	struct ibv_mr *mr = p->b.mr;
 	uint32_t len = TU_BUF / 2;
 	uint8_t *nbuf = aligned_alloc(4096, TU_BUF);
 	assert_non_null(nbuf);
 	for (int round = 0; round < 16; round++) {
 		bool read = round >= 8;
 		struct ibv_sge sge = {
-		    .addr = (uintptr_t)p.a.buf, .length = len, .lkey = p.a.mr->lkey};
+		    .addr = (uintptr_t)p->a.buf, .length = len, .lkey = p->a.mr->lkey};
 		struct ibv_send_wr wr = {.wr_id = 0x99,
 					 .sg_list = &sge,
 					 .num_sge = 1,
 					 .opcode = read ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
 					 .send_flags = IBV_SEND_SIGNALED},
 				   *bad;
-		uint8_t *from = round % 2 ? nbuf : p.b.buf, *to = round % 2 ? p.b.buf : nbuf;
+		uint8_t *from = round % 2 ? nbuf : p->b.buf, *to = round % 2 ? p->b.buf : nbuf;
 		uint8_t fill = (uint8_t)(0x11 + round);
 
-		memset(read ? from : p.a.buf, fill, len);
+		memset(read ? from : p->a.buf, fill, len);
 		if (read)
-			memset(p.a.buf, 0, len);
+			memset(p->a.buf, 0, len);
 		memset(to, 0x77, TU_BUF);
 		wr.wr.rdma.remote_addr = (uintptr_t)from;
 		wr.wr.rdma.rkey = mr->rkey;
-		assert_int_equal(ibv_post_send(p.a.qp, &wr, &bad), 0);
+		assert_int_equal(ibv_post_send(p->a.qp, &wr, &bad), 0);
 		/* later rounds move sooner: some land before, some in the middle */
 		usleep((useconds_t)(round % 8 * 300));
 		assert_int_equal(
 		    ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, to, TU_BUF, 0), 0);
 		memset(from, 0xEE, TU_BUF);
-		struct ibv_wc wc = tu_poll_any(ibv_cq_ex_to_cq(p.a.cq));
+		struct ibv_wc wc = tu_poll_any(ibv_cq_ex_to_cq(p->a.cq));
 		assert_int_equal(wc.wr_id, 0x99);
 		if (wc.status != IBV_WC_SUCCESS) {
 			assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
-			drain(ibv_cq_ex_to_cq(p.b.cq));
-			rejoin(&p);
+			drain(ibv_cq_ex_to_cq(p->b.cq));
+			rejoin(p);
 		}
 		for (uint32_t i = 0; i < TU_BUF; i++) {
 			assert_int_equal(from[i], 0xEE);
@@ -514,14 +494,13 @@ static void rereg_translation_in_flight(void **state)
 		/* a READ that completed read the old memory only, all of it before
 		 * the move (what was left after it would have failed) */
 		for (uint32_t i = 0; read && wc.status == IBV_WC_SUCCESS && i < len; i++)
-			assert_int_equal(p.a.buf[i], fill);
+			assert_int_equal(p->a.buf[i], fill);
 	}
 	assert_int_equal(
-	    ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, p.b.buf, TU_BUF, 0), 0);
-	assert_int_equal(write_read(&p, p.a.qp, (uintptr_t)p.b.buf, mr->rkey, 2048, 8),
+	    ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, p->b.buf, TU_BUF, 0), 0);
+	assert_int_equal(write_read(p, p->a.qp, (uintptr_t)p->b.buf, mr->rkey, 2048, 8),
 			 IBV_WC_SUCCESS);
 	free(nbuf);
-	pair_close(&p);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -685,11 +664,9 @@ static void odp_every_qp_type(void **state)
 {
 	enum ibv_qp_type types[] = {IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD};
 	struct ibv_device_attr_ex x;
-	struct pair p;
-	(void)state;
+	struct pair *p = *state;
 
-	pair_open(&p);
-	assert_int_equal(ibv_query_device_ex(p.a.ctx, NULL, &x), 0);
+	assert_int_equal(ibv_query_device_ex(p->a.ctx, NULL, &x), 0);
 	assert_true(x.odp_caps.general_caps & IBV_ODP_SUPPORT);
 	uint32_t all = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
 		       IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
@@ -701,20 +678,20 @@ static void odp_every_qp_type(void **state)
 
 	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
 		uint8_t *ba = fresh(ODP_LEN), *bb = fresh(ODP_LEN);
-		struct ibv_mr *ma = reg(p.a.pd, ba, ODP_LEN, ODP_ACCESS);
-		struct ibv_mr *mb = reg(p.b.pd, bb, ODP_LEN, ODP_ACCESS);
-		struct ibv_qp *qa = make_qp(&p.a, types[t], NULL),
-			      *qb = make_qp(&p.b, types[t], NULL);
+		struct ibv_mr *ma = reg(p->a.pd, ba, ODP_LEN, ODP_ACCESS);
+		struct ibv_mr *mb = reg(p->b.pd, bb, ODP_LEN, ODP_ACCESS);
+		struct ibv_qp *qa = make_qp(&p->a, types[t], NULL),
+			      *qb = make_qp(&p->b, types[t], NULL);
 		uint32_t caps = odp_caps_of(&x, types[t]);
 
-		odp_connect(&p, types[t], qa, qb);
+		odp_connect(p, types[t], qa, qb);
 		assert_true(caps & IBV_ODP_SUPPORT_SEND && caps & IBV_ODP_SUPPORT_RECV);
-		odp_send(&p, types[t], qa, qb, NULL, ma, mb, 0,
-			 types[t] == IBV_QPT_UD ? 1000 : 3000, (uint8_t)(0x30 + t));
+		odp_send(p, types[t], qa, qb, NULL, ma, mb, 0, types[t] == IBV_QPT_UD ? 1000 : 3000,
+			 (uint8_t)(0x30 + t));
 		if (caps & IBV_ODP_SUPPORT_WRITE) {
 			for (uint32_t i = 0; i < 5000; i++)
 				ba[8192 + i] = pat(i, 0x41);
-			assert_int_equal(odp_rdma(&p, qa, IBV_WR_RDMA_WRITE, ma, ba + 8192, mb,
+			assert_int_equal(odp_rdma(p, qa, IBV_WR_RDMA_WRITE, ma, ba + 8192, mb,
 						  (uintptr_t)bb + 12288 + 100, 5000),
 					 IBV_WC_SUCCESS);
 			if (types[t] == IBV_QPT_UC) /* no ACK: the data is there once b polls it */
@@ -726,14 +703,14 @@ static void odp_every_qp_type(void **state)
 		if (caps & IBV_ODP_SUPPORT_READ) {
 			for (uint32_t i = 0; i < 3000; i++)
 				bb[24576 + i] = pat(i, 0x52);
-			assert_int_equal(odp_rdma(&p, qa, IBV_WR_RDMA_READ, ma, ba + 32768, mb,
+			assert_int_equal(odp_rdma(p, qa, IBV_WR_RDMA_READ, ma, ba + 32768, mb,
 						  (uintptr_t)bb + 24576, 3000),
 					 IBV_WC_SUCCESS);
 			assert_memory_equal(ba + 32768, bb + 24576, 3000);
 		}
 		if (caps & IBV_ODP_SUPPORT_ATOMIC) {
 			uint64_t v;
-			assert_int_equal(odp_rdma(&p, qa, IBV_WR_ATOMIC_FETCH_AND_ADD, ma,
+			assert_int_equal(odp_rdma(p, qa, IBV_WR_ATOMIC_FETCH_AND_ADD, ma,
 						  ba + 40960, mb, (uintptr_t)bb + 49152, 8),
 					 IBV_WC_SUCCESS);
 			memcpy(&v, ba + 40960, 8);
@@ -751,14 +728,14 @@ static void odp_every_qp_type(void **state)
 
 	/* RC receives through an SRQ into an ODP region */
 	uint8_t *ba = fresh(ODP_LEN), *bb = fresh(ODP_LEN);
-	struct ibv_mr *ma = reg(p.a.pd, ba, ODP_LEN, ODP_ACCESS);
-	struct ibv_mr *mb = reg(p.b.pd, bb, ODP_LEN, ODP_ACCESS);
+	struct ibv_mr *ma = reg(p->a.pd, ba, ODP_LEN, ODP_ACCESS);
+	struct ibv_mr *mb = reg(p->b.pd, bb, ODP_LEN, ODP_ACCESS);
 	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 8, .max_sge = 1}};
-	struct ibv_srq *srq = ibv_create_srq(p.b.pd, &sa);
+	struct ibv_srq *srq = ibv_create_srq(p->b.pd, &sa);
 	assert_non_null(srq);
-	struct ibv_qp *qa = make_qp(&p.a, IBV_QPT_RC, NULL), *qb = make_qp(&p.b, IBV_QPT_RC, srq);
-	join(qa, &p.a, qb, &p.b);
-	odp_send(&p, IBV_QPT_RC, qa, qb, srq, ma, mb, 20000, 4000, 0x63);
+	struct ibv_qp *qa = make_qp(&p->a, IBV_QPT_RC, NULL), *qb = make_qp(&p->b, IBV_QPT_RC, srq);
+	join(qa, &p->a, qb, &p->b);
+	odp_send(p, IBV_QPT_RC, qa, qb, srq, ma, mb, 20000, 4000, 0x63);
 	assert_int_equal(ibv_destroy_qp(qa), 0);
 	assert_int_equal(ibv_destroy_qp(qb), 0);
 	assert_int_equal(ibv_destroy_srq(srq), 0);
@@ -766,7 +743,6 @@ static void odp_every_qp_type(void **state)
 	assert_int_equal(ibv_dereg_mr(mb), 0);
 	munmap(ba, ODP_LEN);
 	munmap(bb, ODP_LEN);
-	pair_close(&p);
 }
 
 /*
@@ -778,14 +754,12 @@ static void odp_every_qp_type(void **state)
 static void odp_implicit(void **state)
 {
 	struct ibv_device_attr_ex x;
-	struct pair p;
-	(void)state;
+	struct pair *p = *state;
 
-	pair_open(&p);
-	assert_int_equal(ibv_query_device_ex(p.a.ctx, NULL, &x), 0);
+	assert_int_equal(ibv_query_device_ex(p->a.ctx, NULL, &x), 0);
 	assert_true(x.odp_caps.general_caps & IBV_ODP_SUPPORT_IMPLICIT);
-	struct ibv_mr *ma = reg(p.a.pd, NULL, SIZE_MAX, ODP_ACCESS);
-	struct ibv_mr *mb = reg(p.b.pd, NULL, SIZE_MAX, ODP_ACCESS);
+	struct ibv_mr *ma = reg(p->a.pd, NULL, SIZE_MAX, ODP_ACCESS);
+	struct ibv_mr *mb = reg(p->b.pd, NULL, SIZE_MAX, ODP_ACCESS);
 	assert_null(ma->addr);
 	assert_int_equal(ma->length, SIZE_MAX);
 	uint8_t *ba = fresh(ODP_LEN), *bb = fresh(ODP_LEN);
@@ -794,23 +768,22 @@ static void odp_implicit(void **state)
 	for (uint32_t i = 0; i < 6000; i++)
 		ba[i] = pat(i, 0x71);
 	assert_int_equal(
-	    odp_rdma(&p, p.a.qp, IBV_WR_RDMA_WRITE, ma, ba, mb, (uintptr_t)bb + 777, 6000),
+	    odp_rdma(p, p->a.qp, IBV_WR_RDMA_WRITE, ma, ba, mb, (uintptr_t)bb + 777, 6000),
 	    IBV_WC_SUCCESS);
 	assert_memory_equal(bb + 777, ba, 6000);
 	assert_int_equal(
-	    odp_rdma(&p, p.a.qp, IBV_WR_RDMA_READ, ma, ba + 16384, mb, (uintptr_t)bb + 777, 6000),
+	    odp_rdma(p, p->a.qp, IBV_WR_RDMA_READ, ma, ba + 16384, mb, (uintptr_t)bb + 777, 6000),
 	    IBV_WC_SUCCESS);
 	assert_memory_equal(ba + 16384, ba, 6000);
 	/* a hole in b's address space */
 	assert_int_equal(munmap(bb + 8 * page, (size_t)page), 0);
 	assert_int_equal(
-	    odp_rdma(&p, p.a.qp, IBV_WR_RDMA_WRITE, ma, ba, mb, (uintptr_t)bb + 8 * page + 8, 8),
+	    odp_rdma(p, p->a.qp, IBV_WR_RDMA_WRITE, ma, ba, mb, (uintptr_t)bb + 8 * page + 8, 8),
 	    IBV_WC_REM_ACCESS_ERR);
 	assert_int_equal(ibv_dereg_mr(ma), 0);
 	assert_int_equal(ibv_dereg_mr(mb), 0);
 	munmap(ba, ODP_LEN);
 	munmap(bb, ODP_LEN);
-	pair_close(&p);
 }
 
 /*
@@ -986,34 +959,32 @@ static void dm_region_rules(void **state)
  */
 static void dm_remote_access(void **state)
 {
-	struct pair p;
 	uint8_t got[2048];
 	uint64_t word;
-	(void)state;
+	struct pair *p = *state;
 
-	pair_open(&p);
-	struct ibv_dm *dm = dm_alloc(p.b.ctx, 8192);
-	struct ibv_mr *mr = ibv_reg_dm_mr(p.b.pd, dm, 1024, 4096, DM_ACCESS);
+	struct ibv_dm *dm = dm_alloc(p->b.ctx, 8192);
+	struct ibv_mr *mr = ibv_reg_dm_mr(p->b.pd, dm, 1024, 4096, DM_ACCESS);
 	assert_non_null(mr);
 
 	for (uint32_t i = 0; i < 2000; i++)
-		p.a.buf[i] = pat(i, 0x19);
-	assert_int_equal(rdma(&p.a, p.a.qp, IBV_WR_RDMA_WRITE, 0, 2000, 100, mr->rkey),
+		p->a.buf[i] = pat(i, 0x19);
+	assert_int_equal(rdma(&p->a, p->a.qp, IBV_WR_RDMA_WRITE, 0, 2000, 100, mr->rkey),
 			 IBV_WC_SUCCESS);
 	assert_int_equal(ibv_memcpy_from_dm(got, dm, 1024 + 100, 2000), 0);
-	assert_memory_equal(got, p.a.buf, 2000);
-	assert_int_equal(rdma(&p.a, p.a.qp, IBV_WR_RDMA_READ, 4096, 1000, 600, mr->rkey),
+	assert_memory_equal(got, p->a.buf, 2000);
+	assert_int_equal(rdma(&p->a, p->a.qp, IBV_WR_RDMA_READ, 4096, 1000, 600, mr->rkey),
 			 IBV_WC_SUCCESS);
-	assert_memory_equal(p.a.buf + 4096, p.a.buf + 500, 1000);
-	assert_int_equal(
-	    odp_rdma(&p, p.a.qp, IBV_WR_ATOMIC_FETCH_AND_ADD, p.a.mr, p.a.buf + 8192, mr, 4000, 8),
-	    IBV_WC_SUCCESS);
+	assert_memory_equal(p->a.buf + 4096, p->a.buf + 500, 1000);
+	assert_int_equal(odp_rdma(p, p->a.qp, IBV_WR_ATOMIC_FETCH_AND_ADD, p->a.mr, p->a.buf + 8192,
+				  mr, 4000, 8),
+			 IBV_WC_SUCCESS);
 	assert_int_equal(ibv_memcpy_from_dm(&word, dm, 1024 + 4000, 8), 0);
 	assert_int_equal(word, 5);
 
 	/* b SENDs 1000 bytes from its device memory */
 	struct ibv_sge rs = {
-	    .addr = (uintptr_t)p.a.buf + 16384, .length = 2048, .lkey = p.a.mr->lkey};
+	    .addr = (uintptr_t)p->a.buf + 16384, .length = 2048, .lkey = p->a.mr->lkey};
 	struct ibv_recv_wr rwr = {.wr_id = 0x31, .sg_list = &rs, .num_sge = 1}, *rbad;
 	struct ibv_sge ss = {.addr = 100, .length = 1000, .lkey = mr->lkey};
 	struct ibv_send_wr swr = {.wr_id = 0x32,
@@ -1022,18 +993,17 @@ static void dm_remote_access(void **state)
 				  .opcode = IBV_WR_SEND,
 				  .send_flags = IBV_SEND_SIGNALED},
 			   *sbad;
-	assert_int_equal(ibv_post_recv(p.a.qp, &rwr, &rbad), 0);
-	assert_int_equal(ibv_post_send(p.b.qp, &swr, &sbad), 0);
-	assert_int_equal(tu_poll_one(cq_of(&p.b)).wr_id, 0x32);
-	assert_int_equal(tu_poll_one(cq_of(&p.a)).byte_len, 1000);
-	assert_memory_equal(p.a.buf + 16384, p.a.buf, 1000);
+	assert_int_equal(ibv_post_recv(p->a.qp, &rwr, &rbad), 0);
+	assert_int_equal(ibv_post_send(p->b.qp, &swr, &sbad), 0);
+	assert_int_equal(tu_poll_one(cq_of(&p->b)).wr_id, 0x32);
+	assert_int_equal(tu_poll_one(cq_of(&p->a)).byte_len, 1000);
+	assert_memory_equal(p->a.buf + 16384, p->a.buf, 1000);
 
-	assert_int_equal(rdma(&p.a, p.a.qp, IBV_WR_RDMA_WRITE, 0, 8, 4092, mr->rkey),
+	assert_int_equal(rdma(&p->a, p->a.qp, IBV_WR_RDMA_WRITE, 0, 8, 4092, mr->rkey),
 			 IBV_WC_REM_ACCESS_ERR);
 	assert_int_equal(ibv_dereg_mr(mr), 0);
 	assert_int_equal(ibv_free_dm(dm), 0);
-	drain(cq_of(&p.b));
-	pair_close(&p);
+	drain(cq_of(&p->b));
 }
 
 int main(void)
@@ -1047,18 +1017,18 @@ int main(void)
 	if (!devs)
 		return 1;
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(rereg_input_errors),
-	    cmocka_unit_test(rereg_device_errors),
-	    cmocka_unit_test(rereg_access_keeps_keys),
-	    cmocka_unit_test(rereg_pd_keeps_keys),
-	    cmocka_unit_test(rereg_translation_new_keys),
-	    cmocka_unit_test(rereg_translation_in_flight),
-	    cmocka_unit_test(odp_every_qp_type),
-	    cmocka_unit_test(odp_implicit),
+	    cmocka_unit_test_setup_teardown(rereg_input_errors, pair_setup, pair_teardown),
+	    cmocka_unit_test_setup_teardown(rereg_device_errors, pair_setup, pair_teardown),
+	    cmocka_unit_test_setup_teardown(rereg_access_keeps_keys, pair_setup, pair_teardown),
+	    cmocka_unit_test_setup_teardown(rereg_pd_keeps_keys, pair_setup, pair_teardown),
+	    cmocka_unit_test_setup_teardown(rereg_translation_new_keys, pair_setup, pair_teardown),
+	    cmocka_unit_test_setup_teardown(rereg_translation_in_flight, pair_setup, pair_teardown),
+	    cmocka_unit_test_setup_teardown(odp_every_qp_type, pair_setup, pair_teardown),
+	    cmocka_unit_test_setup_teardown(odp_implicit, pair_setup, pair_teardown),
 	    cmocka_unit_test(odp_advise_mr),
 	    cmocka_unit_test(dm_alloc_and_copy),
 	    cmocka_unit_test(dm_region_rules),
-	    cmocka_unit_test(dm_remote_access),
+	    cmocka_unit_test_setup_teardown(dm_remote_access, pair_setup, pair_teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	ibv_free_device_list(devs);
