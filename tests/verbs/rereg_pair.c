@@ -35,6 +35,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "pair_util.h"
+
 #define NSTEP	 9
 #define BUF_LEN	 16384
 #define XFER_LEN 5000 /* 5 packets at MTU 1024 */
@@ -64,54 +66,12 @@ static int die(const char *what)
 	return 1;
 }
 
-static int move(int fd, void *p, size_t n, bool out)
-{
-	for (ssize_t r; n; p = (char *)p + r, n -= (size_t)r) {
-		r = out ? write(fd, p, n) : read(fd, p, n);
-		if (r <= 0)
-			return -1;
-	}
-	return 0;
-}
-
-static int control(const char *server)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	int fd, one = 1;
-
-	if (server) {
-		if (inet_pton(AF_INET, server, &a.sin_addr) != 1)
-			return -1;
-		for (int i = 0; i < 600; i++) { /* until the server listens */
-			fd = socket(AF_INET, SOCK_STREAM, 0);
-			if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
-				return fd;
-			close(fd);
-			usleep(100000);
-		}
-		return -1;
-	}
-	int s = socket(AF_INET, SOCK_STREAM, 0);
-	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(s, (struct sockaddr *)&a, sizeof(a)) || listen(s, 1))
-		return -1;
-	fd = accept(s, NULL, NULL);
-	close(s);
-	return fd;
-}
-
 /* INIT (remote read and write), RTR to dqpn at gid, RTS. */
 static int connect_qp(struct ibv_qp *qp, const uint8_t *gid, uint32_t dqpn)
 {
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
-				.port_num = 1,
-				.qp_access_flags =
-				    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
-
-	if (ibv_modify_qp(qp, &a,
-			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+	if (pu_qp_init(qp))
 		return -1;
-	a = (struct ibv_qp_attr){
+	struct ibv_qp_attr a = {
 	    .qp_state = IBV_QPS_RTR,
 	    .path_mtu = IBV_MTU_1024,
 	    .dest_qp_num = dqpn,
@@ -186,14 +146,16 @@ static int meet(struct host *h, int fd, bool server)
 {
 	struct hello peer;
 
-	if (server ? move(fd, &h->me, sizeof(h->me), true) || move(fd, &peer, sizeof(peer), false)
-		   : move(fd, &peer, sizeof(peer), false) || move(fd, &h->me, sizeof(h->me), true))
+	if (server ? pu_move(fd, &h->me, sizeof(h->me), true) ||
+			 pu_move(fd, &peer, sizeof(peer), false)
+		   : pu_move(fd, &peer, sizeof(peer), false) ||
+			 pu_move(fd, &h->me, sizeof(h->me), true))
 		return -1;
 	for (int i = 0; i < NSTEP; i++)
 		if (connect_qp(h->qp[i], peer.gid, peer.qpn[i]))
 			return -1;
 	uint8_t ready = 1;
-	return move(fd, &ready, 1, true) || move(fd, &ready, 1, false) ? -1 : 0;
+	return pu_move(fd, &ready, 1, true) || pu_move(fd, &ready, 1, false) ? -1 : 0;
 }
 
 static uint8_t pattern(int step, uint32_t i)
@@ -311,7 +273,8 @@ static int server(int fd)
 		}
 		struct step st = {
 		    .qp = s, .must_work = must_work, .rkey = key, .len = XFER_LEN, .addr = addr};
-		if (move(fd, &st, sizeof(st), true) || move(fd, &status, sizeof(status), false))
+		if (pu_move(fd, &st, sizeof(st), true) ||
+		    pu_move(fd, &status, sizeof(status), false))
 			return die("control");
 		if ((status == IBV_WC_SUCCESS) != must_work ||
 		    (!must_work && status != IBV_WC_REM_ACCESS_ERR)) {
@@ -325,7 +288,7 @@ static int server(int fd)
 		       must_work ? "WRITE and READ back worked" : "remote access error", key);
 	}
 	struct step done = {.qp = -1};
-	if (move(fd, &done, sizeof(done), true))
+	if (pu_move(fd, &done, sizeof(done), true))
 		return die("control");
 	if (ibv_dereg_mr(mr))
 		return die("ibv_dereg_mr");
@@ -348,7 +311,7 @@ static int client(int fd)
 	mr = ibv_reg_mr(h.pd[0], buf, 2 * XFER_LEN, MR_RW);
 	if (!mr || meet(&h, fd, false))
 		return die("region or connection");
-	while (move(fd, &st, sizeof(st), false) == 0 && st.qp >= 0 && st.qp < NSTEP) {
+	while (pu_move(fd, &st, sizeof(st), false) == 0 && st.qp >= 0 && st.qp < NSTEP) {
 		struct ibv_sge sge = {(uintptr_t)buf, st.len, mr->lkey};
 		struct ibv_send_wr wr = {.sg_list = &sge,
 					 .num_sge = 1,
@@ -383,7 +346,7 @@ static int client(int fd)
 		}
 		int32_t status = (int32_t)wc.status;
 		printf("step %d: %s\n", st.qp, ibv_wc_status_str(wc.status));
-		if (move(fd, &status, sizeof(status), true))
+		if (pu_move(fd, &status, sizeof(status), true))
 			return die("control");
 		/* a failed QP flushes nothing more: it had one WR */
 	}
@@ -399,28 +362,14 @@ static int client(int fd)
 
 int main(int argc, char **argv)
 {
-	int c, fd, rc;
+	int c, rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((c = getopt(argc, argv, "p:g:l:")) != -1) {
-		switch (c) {
-		case 'p':
-			port = atoi(optarg);
-			break;
-		case 'g':
-			gid_index = atoi(optarg);
-			break;
-		case 'l':
-			break; /* one session: what pair_check.sh asks of every checker */
-		default:
+	while ((c = getopt(argc, argv, "p:g:l:")) != -1)
+		if (!pu_option(c, optarg, &port, &gid_index)) {
 			fprintf(stderr, "usage: %s [-p PORT] [-g GID] [SERVER]\n", argv[0]);
 			return 2;
 		}
-	}
-	fd = control(optind < argc ? argv[optind] : NULL);
-	if (fd < 0)
-		return die("TCP");
-	rc = optind < argc ? client(fd) : server(fd);
-	close(fd);
-	return rc;
+	rc = pu_run(optind < argc ? argv[optind] : NULL, port, client, server);
+	return rc < 0 ? die("TCP") : rc;
 }

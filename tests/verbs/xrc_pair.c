@@ -36,6 +36,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "pair_util.h"
+
 #define NQP	 2
 #define MSG_MAX	 3000 /* 3 packets at MTU 1024 */
 #define WIN_LEN	 256
@@ -55,47 +57,6 @@ static int die(const char *what)
 {
 	fprintf(stderr, "xrc_pair: FAIL: %s (%s)\n", what, strerror(errno));
 	return 1;
-}
-
-static int xfer(int fd, void *p, size_t n, bool out)
-{
-	while (n) {
-		ssize_t r = out ? write(fd, p, n) : read(fd, p, n);
-
-		if (r <= 0)
-			return -1;
-		p = (char *)p + r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
-static int tcp_connect(const char *server)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	int fd;
-
-	if (!server) {
-		int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-
-		a.sin_addr.s_addr = htonl(INADDR_ANY);
-		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(s, (struct sockaddr *)&a, sizeof(a)) || listen(s, 1))
-			return -1;
-		fd = accept(s, NULL, NULL);
-		close(s);
-		return fd;
-	}
-	if (inet_pton(AF_INET, server, &a.sin_addr) != 1)
-		return -1;
-	for (int i = 0; i < 600; i++) { /* the server may not listen yet */
-		fd = socket(AF_INET, SOCK_STREAM, 0);
-		if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
-			return fd;
-		close(fd);
-		usleep(100000);
-	}
-	return -1;
 }
 
 static uint8_t pattern(int q, int m, int i)
@@ -124,15 +85,10 @@ static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
 
 static int modify(struct ibv_qp *qp, const struct info *peer, int i, bool target)
 {
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
-				.port_num = 1,
-				.qp_access_flags =
-				    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
+	struct ibv_qp_attr a = {0};
 
-	if (ibv_modify_qp(qp, &a,
-			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+	if (pu_qp_init(qp))
 		return -1;
-	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = IBV_MTU_1024;
 	a.dest_qp_num = peer->qpn[i];
@@ -266,11 +222,11 @@ static int server(int fd)
 	}
 	d.me.rkey = d.mr->rkey;
 	d.me.win = (uintptr_t)d.buf;
-	if (xfer(fd, &d.me, sizeof(d.me), true) || xfer(fd, &peer, sizeof(peer), false))
+	if (pu_move(fd, &d.me, sizeof(d.me), true) || pu_move(fd, &peer, sizeof(peer), false))
 		return die("exchange");
 	if (modify(qp[0], &peer, 0, true) || modify(opened, &peer, 1, true))
 		return die("target QPs to RTS");
-	if (xfer(fd, &d.me, 1, true)) /* ready */
+	if (pu_move(fd, &d.me, 1, true)) /* ready */
 		return die("exchange");
 	for (size_t k = 0; k < slots; k++) {
 		if (poll_one(srq_cq, &wc) < 0)
@@ -302,7 +258,7 @@ static int server(int fd)
 	if (ibv_poll_cq(d.cq, 1, &wc) != 0) /* the PD's own CQ: nothing */
 		return die("a completion outside the SRQ's CQ");
 	uint8_t done;
-	if (xfer(fd, &done, 1, false)) /* the client WROTE and READ back */
+	if (pu_move(fd, &done, 1, false)) /* the client WROTE and READ back */
 		return die("exchange");
 	for (int i = 0; i < WIN_LEN; i++)
 		if (d.buf[i] != (uint8_t)(i ^ 0x5A))
@@ -341,12 +297,12 @@ static int client(int fd)
 			return die("XRC_SEND QP");
 		d.me.qpn[i] = qp[i]->qp_num;
 	}
-	if (xfer(fd, &peer, sizeof(peer), false) || xfer(fd, &d.me, sizeof(d.me), true))
+	if (pu_move(fd, &peer, sizeof(peer), false) || pu_move(fd, &d.me, sizeof(d.me), true))
 		return die("exchange");
 	for (int i = 0; i < NQP; i++)
 		if (modify(qp[i], &peer, i, false))
 			return die("initiator QPs to RTS");
-	if (xfer(fd, &ready, 1, false))
+	if (pu_move(fd, &ready, 1, false))
 		return die("exchange");
 	struct ibv_qp_ex *qx = ibv_qp_to_qp_ex(qp[1]);
 	if (!qx)
@@ -411,7 +367,7 @@ static int client(int fd)
 	if (ibv_post_send(qp[0], &rd, &bad) || poll_one(d.cq, &wc) < 0 ||
 	    wc.status != IBV_WC_SUCCESS || memcmp(r, w, WIN_LEN))
 		return die("RDMA READ back");
-	if (xfer(fd, &ready, 1, true))
+	if (pu_move(fd, &ready, 1, true))
 		return die("exchange");
 	for (int i = 0; i < NQP; i++)
 		if (ibv_destroy_qp(qp[i]))
@@ -422,33 +378,19 @@ static int client(int fd)
 
 int main(int argc, char **argv)
 {
-	int c, fd, rc;
+	int c, rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	while ((c = getopt(argc, argv, "p:g:n:l:")) != -1) {
-		switch (c) {
-		case 'p':
-			port = atoi(optarg);
-			break;
-		case 'g':
-			gid_index = atoi(optarg);
-			break;
-		case 'n':
+		if (c == 'n') {
 			nmsg = atoi(optarg);
-			break;
-		case 'l':
-			break; /* one session: what pair_check.sh asks of every checker */
-		default:
+		} else if (!pu_option(c, optarg, &port, &gid_index)) {
 			fprintf(stderr, "usage: %s [-p PORT] [-g GID] [-n N] [SERVER]\n", argv[0]);
 			return 2;
 		}
 	}
 	if (nmsg < 1 || nmsg > 256)
 		return 2;
-	fd = tcp_connect(optind < argc ? argv[optind] : NULL);
-	if (fd < 0)
-		return die("TCP");
-	rc = optind < argc ? client(fd) : server(fd);
-	close(fd);
-	return rc;
+	rc = pu_run(optind < argc ? argv[optind] : NULL, port, client, server);
+	return rc < 0 ? die("TCP") : rc;
 }
