@@ -350,8 +350,18 @@ int rocemu_engine_fill_path(struct rocemu_engine *e, const struct rocemu_path *p
 struct rte_mbuf *rocemu_engine_pkt_alloc(struct rocemu_engine *e, const struct roce_pkt *pkt,
 					 uint8_t **payload)
 {
-	struct rte_mbuf *m = rocemu_port_alloc_mbuf(e->port);
+	struct rte_mbuf *m;
 
+	/* The device takes no more frames now (its ring is full: the peer is
+	 * slow to drain it): a frame built now would be dropped at the port and
+	 * recovered only by the peer's NAK or, for the last packets of a
+	 * window, the retransmit timer. Every sender treats this like a
+	 * missing mbuf: blocked, tried again in a later pass. */
+	if (unlikely(rocemu_port_tx_room(e->port) == 0)) {
+		ENGINE_COUNT(e, tx_credit_waits);
+		return NULL;
+	}
+	m = rocemu_port_alloc_mbuf(e->port);
 	if (!m) {
 		ENGINE_COUNT(e, tx_no_mbuf);
 		return NULL;
