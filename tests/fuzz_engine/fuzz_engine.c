@@ -74,7 +74,7 @@
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-void fuzz_engine_report(FILE *out);
+void fuzz_replay_report(FILE *out);
 
 /* Memory between canaries: PROT_NONE | 2 KiB canary | len | 6 KiB canary | PROT_NONE. */
 struct guarded {
@@ -692,7 +692,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 /* The engine's non-zero counters: shows how deep the inputs went. */
-void fuzz_engine_report(FILE *out)
+void fuzz_replay_report(FILE *out)
 {
 	struct rocemu_counter c[256];
 	unsigned n = rocemu_engine_counters(F.ep.e, c, 256);

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Runs fuzz_port's target (fuzz_port.c) over files without libFuzzer (any compiler):
- * the committed corpus and every crash turned regression are replayed by
- * the test suite this way. usage: fuzz_port_replay FILE|DIR...
+ * Runs a fuzz target (linked with this file) over files without libFuzzer,
+ * with any compiler: the committed corpus and every crash turned regression
+ * of each target are replayed by the test suites this way. One driver for
+ * every target (engine, port, CM, CM on an engine, rsockets).
+ * usage: TARGET_replay FILE|DIR...
+ *
+ * A target may define LLVMFuzzerInitialize (run once, first) and
+ * fuzz_replay_report (what the inputs reached, printed after the last).
  */
 #include <dirent.h>
 #include <stdint.h>
@@ -11,8 +16,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+__attribute__((weak)) int LLVMFuzzerInitialize(int *argc, char ***argv);
+__attribute__((weak)) void fuzz_replay_report(FILE *out);
 
 static unsigned replayed;
 
@@ -24,7 +30,7 @@ static int replay_file(const char *path)
 
 	if (!f) {
 		perror(path);
-		return -1;
+		return 1;
 	}
 	n = fread(buf, 1, sizeof(buf), f);
 	fclose(f);
@@ -37,7 +43,8 @@ int main(int argc, char **argv)
 {
 	int rc = 0;
 
-	LLVMFuzzerInitialize(&argc, &argv);
+	if (LLVMFuzzerInitialize)
+		LLVMFuzzerInitialize(&argc, &argv);
 	for (int i = 1; i < argc; i++) {
 		struct stat st;
 		DIR *d;
@@ -52,7 +59,11 @@ int main(int argc, char **argv)
 			continue;
 		}
 		d = opendir(argv[i]);
-		while (d && (de = readdir(d)) != NULL) {
+		if (!d) {
+			perror(argv[i]);
+			return 1;
+		}
+		while ((de = readdir(d)) != NULL) {
 			char path[4096];
 
 			if (de->d_name[0] == '.')
@@ -60,16 +71,16 @@ int main(int argc, char **argv)
 			snprintf(path, sizeof(path), "%s/%s", argv[i], de->d_name);
 			rc |= replay_file(path);
 		}
-		if (d)
-			closedir(d);
+		closedir(d);
 	}
-
-	/* a corpus that went missing or empty must not pass as "nothing crashed" */
+	if (fuzz_replay_report)
+		fuzz_replay_report(stdout);
+	/* a corpus that went missing must not pass as "nothing crashed" */
 	if (replayed == 0) {
 		printf("FAIL: no input to replay (the corpus is empty or missing)\n");
 		return 1;
 	}
-	printf("replayed %u inputs, no crash, the neighbour cache held only plausible entries\n",
+	printf("replayed %u inputs, no crash (nor a violation of the target's own checks)\n",
 	       replayed);
 	return rc ? 1 : 0;
 }
