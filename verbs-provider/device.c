@@ -372,42 +372,44 @@ static void fill_ops(struct rocemu_vcontext *c)
 	v->modify_qp_rate_limit = rocemu_op_modify_qp_rate_limit;
 }
 
-struct ibv_context *ibv_open_device(struct ibv_device *device)
+/* A new context on d: on the command file f (a reference the context takes
+ * over, also on failure) through cmd_fd, which the context closes; or on a
+ * new file of its own when f is NULL. */
+struct ibv_context *rocemu_context_new(struct rocemu_vdevice *d, struct rocemu_vfile *f, int cmd_fd)
 {
-	struct rocemu_vdevice *d = device ? to_vdev(device) : NULL;
-
-	if (!d) {
-		errno = ENODEV;
-		return NULL;
-	}
 	struct rocemu_vcontext *c = calloc(1, sizeof(*c));
 	if (!c) {
+		if (f)
+			rocemu_vfile_put(f);
 		errno = ENOMEM;
 		return NULL;
 	}
+	bool own = !f;
+	int rc = 0;
 	int async_fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
 	if (async_fd < 0) {
-		int e = errno;
-		free(c);
-		errno = e;
-		return NULL;
+		rc = -errno;
+		goto fail;
 	}
-	int rc = engine_acquire(d);
-	if (rc < 0) {
-		close(async_fd);
-		free(c);
-		errno = -rc;
-		return NULL;
+	if (own) {
+		rc = rocemu_vfile_open(d, &f, &cmd_fd);
+		if (rc < 0)
+			goto fail_async;
 	}
+	rc = engine_acquire(d);
+	if (rc < 0)
+		goto fail_file;
 	c->cm_hooks = &rocemu_cm_hooks_impl;
 	c->dev = d;
 	c->engine = d->engine;
 	c->port = rocemu_engine_port(d->engine);
+	c->file = f;
+	c->fork_gen = rocemu_fork_gen;
 	pthread_mutex_init(&c->ev_lock, NULL);
 
 	struct ibv_context *ctx = &c->vctx.context;
-	ctx->device = device;
-	ctx->cmd_fd = -1;
+	ctx->device = &d->ibdev;
+	ctx->cmd_fd = cmd_fd;
 	ctx->async_fd = async_fd;
 	ctx->num_comp_vectors = 1;
 	pthread_mutex_init(&ctx->mutex, NULL);
@@ -420,6 +422,33 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	d->contexts = c;
 	pthread_mutex_unlock(&rocemu_ctx_list_lock);
 	return ctx;
+
+fail_file:
+	rocemu_vfile_put(f);
+	if (own)
+		close(cmd_fd);
+fail_async:
+	close(async_fd);
+	free(c);
+	errno = -rc;
+	return NULL;
+fail:
+	if (!own)
+		rocemu_vfile_put(f);
+	free(c);
+	errno = -rc;
+	return NULL;
+}
+
+struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct rocemu_vdevice *d = device ? to_vdev(device) : NULL;
+
+	if (!d) {
+		errno = ENODEV;
+		return NULL;
+	}
+	return rocemu_context_new(d, NULL, -1);
 }
 ROCEMU_PUBLIC(ibv_open_device)
 
@@ -446,6 +475,8 @@ int ibv_close_device(struct ibv_context *ctx)
 		free(e);
 	}
 	close(ctx->async_fd);
+	rocemu_vfile_put(c->file);
+	close(ctx->cmd_fd);
 	pthread_mutex_destroy(&c->ev_lock);
 	pthread_mutex_destroy(&ctx->mutex);
 	free(c);

@@ -5,7 +5,6 @@
  * (ibv_reg_dm_mr) is zero-based: ibv_mr.addr is NULL and work requests
  * address it from 0, locally and remotely.
  */
-#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "provider.h"
@@ -32,7 +31,6 @@ static int dm_copy_from(void *host, struct ibv_dm *dm, uint64_t offset, size_t l
 
 struct ibv_dm *rocemu_op_alloc_dm(struct ibv_context *ctx, struct ibv_alloc_dm_attr *attr)
 {
-	static atomic_uint handles;
 	struct rocemu_vdm *d;
 	int rc;
 
@@ -46,6 +44,12 @@ struct ibv_dm *rocemu_op_alloc_dm(struct ibv_context *ctx, struct ibv_alloc_dm_a
 		return NULL;
 	}
 	rc = rocemu_dm_alloc(to_vctx(ctx)->engine, attr->length, attr->log_align_req, &d->edm);
+	if (rc == 0) {
+		rc = rocemu_handle_add(to_vctx(ctx)->file, ROCEMU_VOBJ_DM, d->edm, NULL,
+				       &d->dm.handle);
+		if (rc < 0)
+			rocemu_dm_free(d->edm);
+	}
 	if (rc < 0) {
 		free(d);
 		return rocemu_null_errno(rc);
@@ -53,8 +57,13 @@ struct ibv_dm *rocemu_op_alloc_dm(struct ibv_context *ctx, struct ibv_alloc_dm_a
 	d->dm.context = ctx;
 	d->dm.memcpy_to_dm = dm_copy_to;
 	d->dm.memcpy_from_dm = dm_copy_from;
-	d->dm.handle = atomic_fetch_add(&handles, 1) + 1;
 	return &d->dm;
+}
+
+static int dm_destroy(void *edm, void *aux)
+{
+	(void)aux;
+	return rocemu_dm_free(edm);
 }
 
 int rocemu_op_free_dm(struct ibv_dm *dm)
@@ -64,12 +73,49 @@ int rocemu_op_free_dm(struct ibv_dm *dm)
 
 	if (!dm)
 		return EINVAL;
-	rc = rocemu_dm_free(d->edm);
+	/* through any of its wrappers, once (import.c) */
+	rc = rocemu_handle_destroy(to_vctx(dm->context)->file, ROCEMU_VOBJ_DM, dm->handle, d->edm,
+				   dm_destroy);
 	if (rc < 0)
 		return -rc;
 	free(d);
 	return 0;
 }
+
+/* ibv_import_dm(3): another wrapper of the device memory handle names. */
+struct ibv_dm *ibv_import_dm(struct ibv_context *ctx, uint32_t dm_handle)
+{
+	struct rocemu_vdm *d;
+	void *edm;
+	int rc;
+
+	if (!ctx) {
+		errno = EINVAL;
+		return NULL;
+	}
+	rc = rocemu_handle_get(to_vctx(ctx)->file, ROCEMU_VOBJ_DM, dm_handle, &edm, NULL);
+	if (rc < 0)
+		return rocemu_null_errno(rc);
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	d->edm = edm;
+	d->dm.context = ctx;
+	d->dm.memcpy_to_dm = dm_copy_to;
+	d->dm.memcpy_from_dm = dm_copy_from;
+	d->dm.handle = dm_handle;
+	return &d->dm;
+}
+ROCEMU_PUBLIC(ibv_import_dm)
+
+/* The wrapper only: the device memory stays. */
+void ibv_unimport_dm(struct ibv_dm *dm)
+{
+	free(dm);
+}
+ROCEMU_PUBLIC(ibv_unimport_dm)
 
 /* The wrapper is pd_mr.c's, for both kinds of region (rocemu_reg_mr). */
 struct ibv_mr *rocemu_op_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t offset,
@@ -82,14 +128,9 @@ struct ibv_mr *rocemu_op_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_
 	return rocemu_reg_mr(pd, dm, offset, length, 0, access);
 }
 
-int rocemu_dm_mr_reg(struct rocemu_vmr *m, struct rocemu_pd *epd, uint64_t offset, size_t length,
-		     unsigned access)
+int rocemu_dm_mr_reg(struct rocemu_vmr *m, struct ibv_dm *dm, struct rocemu_pd *epd,
+		     uint64_t offset, size_t length, unsigned access)
 {
-	return rocemu_dm_reg_mr(epd, ((struct rocemu_vdm *)m->dm)->edm, offset, length, access,
-				&m->emr);
-}
-
-int rocemu_dm_mr_dereg(struct rocemu_vmr *m)
-{
-	return rocemu_dm_dereg_mr(((struct rocemu_vdm *)m->dm)->edm, m->emr);
+	m->edm = ((struct rocemu_vdm *)dm)->edm;
+	return rocemu_dm_reg_mr(epd, m->edm, offset, length, access, &m->emr);
 }

@@ -24,10 +24,22 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
 		free(p);
 		return rocemu_null_errno(rc);
 	}
+	rc = rocemu_handle_add(to_vctx(ctx)->file, ROCEMU_VOBJ_PD, p->epd, NULL, &p->pd.handle);
+	if (rc < 0) {
+		rocemu_pd_free(p->epd);
+		free(p);
+		return rocemu_null_errno(rc);
+	}
 	p->pd.context = ctx;
 	return &p->pd;
 }
 ROCEMU_PUBLIC(ibv_alloc_pd)
+
+static int pd_destroy(void *epd, void *aux)
+{
+	(void)aux;
+	return rocemu_pd_free(epd);
+}
 
 /* ibv_alloc_parent_domain(3): a parent domain is freed with ibv_dealloc_pd,
  * once nothing uses it; a PD cannot go while parent domains stand for it. */
@@ -52,7 +64,9 @@ int ibv_dealloc_pd(struct ibv_pd *pd)
 		free(p);
 		return 0;
 	}
-	int rc = rocemu_pd_free(p->epd);
+	/* through any of its wrappers, once (import.c) */
+	int rc = rocemu_handle_destroy(to_vctx(pd->context)->file, ROCEMU_VOBJ_PD, pd->handle,
+				       p->epd, pd_destroy);
 	if (rc < 0)
 		return -rc;
 	free(p);
@@ -65,10 +79,15 @@ void rocemu_mr_sync(struct rocemu_vmr *m)
 	struct rocemu_mr_info info;
 
 	rocemu_mr_info(m->emr, &info);
-	m->mr.addr = m->dm ? NULL : info.addr;
+	m->mr.addr = m->edm ? NULL : info.addr;
 	m->mr.length = info.length;
 	m->mr.lkey = info.lkey;
 	m->mr.rkey = info.rkey;
+}
+
+static int mr_destroy(void *emr, void *edm)
+{
+	return edm ? rocemu_dm_dereg_mr(edm, emr) : rocemu_mr_dereg(emr);
 }
 
 struct ibv_mr *rocemu_reg_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t addr, size_t length,
@@ -84,12 +103,17 @@ struct ibv_mr *rocemu_reg_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t addr
 		return NULL;
 	}
 	int rc;
-	m->dm = dm;
 	if (dm)
-		rc = rocemu_dm_mr_reg(m, to_vpd(pd)->epd, addr, length, access);
+		rc = rocemu_dm_mr_reg(m, dm, to_vpd(pd)->epd, addr, length, access);
 	else /* IBV_ACCESS_OPTIONAL_RANGE bits are hints a device may ignore (ibv_reg_mr(3)). */
 		rc = rocemu_mr_reg(to_vpd(pd)->epd, (void *)(uintptr_t)addr, length, iova,
 				   access & ~(unsigned)IBV_ACCESS_OPTIONAL_RANGE, &m->emr);
+	if (rc == 0) {
+		rc = rocemu_handle_add(to_vctx(pd->context)->file, ROCEMU_VOBJ_MR, m->emr, m->edm,
+				       &m->mr.handle);
+		if (rc < 0)
+			mr_destroy(m->emr, m->edm);
+	}
 	if (rc < 0) {
 		free(m);
 		return rocemu_null_errno(rc);
@@ -145,7 +169,7 @@ int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, si
 		errno = EINVAL;
 		return IBV_REREG_MR_ERR_INPUT;
 	}
-	if (m->dm) {
+	if (m->edm) {
 		errno = EINVAL;
 		return IBV_REREG_MR_ERR_CMD;
 	}
@@ -170,7 +194,9 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 	if (!mr)
 		return EINVAL;
 	struct rocemu_vmr *m = (struct rocemu_vmr *)mr;
-	int rc = m->dm ? rocemu_dm_mr_dereg(m) : rocemu_mr_dereg(m->emr);
+	/* through any of its wrappers, once (import.c) */
+	int rc = rocemu_handle_destroy(to_vctx(mr->context)->file, ROCEMU_VOBJ_MR, mr->handle,
+				       m->emr, mr_destroy);
 	if (rc < 0)
 		return -rc;
 	free(m);

@@ -79,6 +79,8 @@ struct rocemu_vcontext {
 	struct rocemu_vcontext *next; /**< in dev->contexts */
 	pthread_mutex_t ev_lock;      /**< guards the async event queue */
 	struct rocemu_async_event *ev_head, *ev_tail;
+	struct rocemu_vfile *file; /**< what cmd_fd stands for: its objects' handles (import.c) */
+	unsigned fork_gen;	   /**< rocemu_fork_gen when it was opened */
 };
 
 _Static_assert(offsetof(struct rocemu_vcontext, cm_hooks) == sizeof(struct verbs_context),
@@ -112,6 +114,49 @@ bool rocemu_vdevice_port_active(const struct rocemu_vdevice *d, struct rocemu_po
 void rocemu_sysfs_view_refresh(struct rocemu_vdevice *d);
 /** Device attributes the way ibv_query_device reports them. */
 void rocemu_fill_device_attr(struct rocemu_vcontext *c, struct ibv_device_attr *a);
+struct rocemu_vfile;
+/** A new context on d, on command file f through cmd_fd, or on a new file of
+ * its own when f is NULL (device.c); NULL and errno on failure. */
+struct ibv_context *rocemu_context_new(struct rocemu_vdevice *d, struct rocemu_vfile *f,
+				       int cmd_fd);
+
+/* ------------------------------------------------------------------------ */
+/* Command files and handles (import.c)                                       */
+
+/** What a handle names: the objects ibv_import_* can import. */
+enum rocemu_vobj_type {
+	ROCEMU_VOBJ_PD = 1,
+	ROCEMU_VOBJ_MR,
+	ROCEMU_VOBJ_DM,
+};
+
+/** A new command file for a context on d: *fd a memfd named after the device. */
+int rocemu_vfile_open(struct rocemu_vdevice *d, struct rocemu_vfile **out, int *fd);
+/** A context leaves its file; the last one frees it. */
+void rocemu_vfile_put(struct rocemu_vfile *f);
+/** True in a child forked after the file was opened (the parent's file). */
+bool rocemu_vfile_foreign(const struct rocemu_vfile *f);
+/** Name the engine object obj (and aux, for an MR its device memory) by a new handle. */
+int rocemu_handle_add(struct rocemu_vfile *f, enum rocemu_vobj_type type, void *obj, void *aux,
+		      uint32_t *handle);
+/** Forget a handle (its object failed to be made whole). */
+void rocemu_handle_drop(struct rocemu_vfile *f, uint32_t handle);
+/** The object a handle names: -ENOENT for none, -EINVAL for another type. */
+int rocemu_handle_get(struct rocemu_vfile *f, enum rocemu_vobj_type type, uint32_t handle,
+		      void **obj, void **aux);
+/**
+ * Destroy the object handle names with destroy(obj, aux) (0 or a negative
+ * errno) and forget the handle, under the file's lock: -EINVAL, nothing
+ * touched, when the handle no longer names obj (destroyed through another
+ * wrapper already).
+ */
+int rocemu_handle_destroy(struct rocemu_vfile *f, enum rocemu_vobj_type type, uint32_t handle,
+			  void *obj, int (*destroy)(void *obj, void *aux));
+
+/** Bumped in a child after fork() (import.c). */
+extern unsigned rocemu_fork_gen;
+/** Register the fork handler that bumps it (once). */
+void rocemu_fork_watch(void);
 
 /* ------------------------------------------------------------------------ */
 /* Objects                                                                    */
@@ -153,7 +198,7 @@ void rocemu_pd_unuse(struct ibv_pd *pd);
 struct rocemu_vmr {
 	struct ibv_mr mr;
 	struct rocemu_mr *emr;
-	struct ibv_dm *dm; /**< ibv_reg_dm_mr: the device memory it covers, else NULL */
+	struct rocemu_dm *edm; /**< ibv_reg_dm_mr: the device memory it covers, else NULL */
 };
 
 /** A memory window: ibv_mw's rkey is the provider's view (ibv_bind_mw moves it). */
@@ -277,11 +322,10 @@ struct ibv_dm *rocemu_op_alloc_dm(struct ibv_context *ctx, struct ibv_alloc_dm_a
 int rocemu_op_free_dm(struct ibv_dm *dm);
 struct ibv_mr *rocemu_op_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t offset,
 				   size_t length, unsigned int access);
-/** m (m->dm set) registered on device memory, from offset, on the engine's
- * PD epd / deregistered: 0 or a negative errno. */
-int rocemu_dm_mr_reg(struct rocemu_vmr *m, struct rocemu_pd *epd, uint64_t offset, size_t length,
-		     unsigned access);
-int rocemu_dm_mr_dereg(struct rocemu_vmr *m);
+/** m registered on device memory dm, from offset, on the engine's PD epd:
+ * 0 or a negative errno. */
+int rocemu_dm_mr_reg(struct rocemu_vmr *m, struct ibv_dm *dm, struct rocemu_pd *epd,
+		     uint64_t offset, size_t length, unsigned access);
 /**
  * ibv_reg_mr and ibv_reg_dm_mr: an MR on pd over application memory (dm
  * NULL: addr, which peers address as iova) or over device memory dm (from
