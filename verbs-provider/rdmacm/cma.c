@@ -377,6 +377,16 @@ static bool is_sync(const struct cma_id *c)
 	return c->id.channel && to_chan(c->id.channel)->sync;
 }
 
+/* A step the library completes at once (cma_lock held, released here): the
+ * id enters st and its event is posted; a synchronous id waits for it. */
+static int step_done(struct cma_id *c, enum cma_state st, enum rdma_cm_event_type ev)
+{
+	c->state = st;
+	event_post(c, ev, 0, NULL, 0);
+	pthread_mutex_unlock(&cma_lock);
+	return is_sync(c) ? sync_wait(c, ev) : 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Ids                                                                        */
 
@@ -605,6 +615,14 @@ static void arm_timer(struct cma_id *c)
 	c->timer = true;
 	c->retries = 0;
 	c->deadline_ns = cma_now_ns() + resp_timeout_ns();
+}
+
+/* The exchange the timer resends for is over (answered, or overtaken by
+ * another): no more resending, and the id is in state st. */
+static void settle(struct cma_id *c, enum cma_state st)
+{
+	c->timer = false;
+	c->state = st;
 }
 
 static void send_rej(struct cma_device *d, int sgid_index, const union ibv_gid *dgid,
@@ -937,10 +955,7 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct s
 	cma_sockaddr_to_gid(dst_addr, &c->remote_gid);
 	fill_route(c);
 	id->route.num_paths = 0; /* until rdma_resolve_route */
-	c->state = CMA_ADDR_RESOLVED;
-	event_post(c, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, 0);
-	pthread_mutex_unlock(&cma_lock);
-	return is_sync(c) ? sync_wait(c, RDMA_CM_EVENT_ADDR_RESOLVED) : 0;
+	return step_done(c, CMA_ADDR_RESOLVED, RDMA_CM_EVENT_ADDR_RESOLVED);
 }
 ROCEMU_PUBLIC(rdma_resolve_addr)
 
@@ -952,10 +967,7 @@ int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 		return -1;
 	/* The path is the pair of GIDs; the engine finds the MAC by ARP/ND. */
 	fill_route(c);
-	c->state = CMA_ROUTE_RESOLVED;
-	event_post(c, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, 0);
-	pthread_mutex_unlock(&cma_lock);
-	return is_sync(c) ? sync_wait(c, RDMA_CM_EVENT_ROUTE_RESOLVED) : 0;
+	return step_done(c, CMA_ROUTE_RESOLVED, RDMA_CM_EVENT_ROUTE_RESOLVED);
 }
 ROCEMU_PUBLIC(rdma_resolve_route)
 
@@ -1350,8 +1362,7 @@ int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 		return -1;
 	/* Traffic before the RTU: the connection is established (12.9.6). */
 	if (event == IBV_EVENT_COMM_EST && c->state == CMA_REP_SENT) {
-		c->timer = false;
-		c->state = CMA_ESTABLISHED;
+		settle(c, CMA_ESTABLISHED);
 		event_post(c, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
 	}
 	pthread_mutex_unlock(&cma_lock);
@@ -2399,8 +2410,7 @@ static void handle_rtu(const union ibv_gid *src, const uint8_t *mad)
 	struct cma_id *c = id_answered(src, &m, CMA_REP_SENT);
 	if (!c)
 		return;
-	c->timer = false;
-	c->state = CMA_ESTABLISHED;
+	settle(c, CMA_ESTABLISHED);
 	event_post(c, RDMA_CM_EVENT_ESTABLISHED, 0, m.pdata,
 		   CM_RTU_PDATA > 196 ? 196 : CM_RTU_PDATA);
 }
@@ -2420,8 +2430,7 @@ static void handle_rej(const union ibv_gid *src, const uint8_t *mad)
 		CMA_COUNT(drop_wrong_state);
 		return;
 	}
-	c->timer = false;
-	c->state = CMA_DISCONNECTED;
+	settle(c, CMA_DISCONNECTED);
 	qp_to_err(c);
 	event_post(c, RDMA_CM_EVENT_REJECTED, r.reason, r.pdata, CM_REJ_PDATA);
 }
@@ -2449,13 +2458,11 @@ static void handle_dreq(struct cma_device *d, const union ibv_gid *src, uint64_t
 	case CMA_ESTABLISHED:
 	case CMA_REP_SENT:
 	case CMA_REP_RCVD:
-		c->timer = false;
-		c->state = CMA_DISCONNECTED;
+		settle(c, CMA_DISCONNECTED);
 		post_peer_disconnect(c);
 		break;
 	case CMA_DREQ_SENT: /* both ended at once: ours is the program's own */
-		c->timer = false;
-		c->state = CMA_DISCONNECTED;
+		settle(c, CMA_DISCONNECTED);
 		event_post(c, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
 		break;
 	default:
@@ -2471,8 +2478,7 @@ static void handle_drep(const union ibv_gid *src, const uint8_t *mad)
 	struct cma_id *c = id_answered(src, &m, CMA_DREQ_SENT);
 	if (!c)
 		return;
-	c->timer = false;
-	c->state = CMA_DISCONNECTED;
+	settle(c, CMA_DISCONNECTED);
 	event_post(c, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
 }
 
