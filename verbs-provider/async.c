@@ -131,6 +131,8 @@ void rocemu_async_from_engine(void *arg, const struct rocemu_event *ev)
 
 int ibv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *event)
 {
+	if (rocemu_dead(ctx))
+		return rocemu_inherited_fail(ctx), -1;
 	uint64_t v;
 
 	if (!ctx || !event) {

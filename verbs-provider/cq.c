@@ -23,6 +23,8 @@
 
 struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *ctx)
 {
+	if (rocemu_dead(ctx))
+		return rocemu_inherited_null(ctx);
 	if (!ctx) {
 		errno = EINVAL;
 		return NULL;
@@ -47,6 +49,8 @@ ROCEMU_PUBLIC(ibv_create_comp_channel)
 
 int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
+	if (rocemu_dead(ROCEMU_CTX_OF(channel)))
+		return rocemu_inherited_fail(ROCEMU_CTX_OF(channel));
 	if (!channel)
 		return EINVAL;
 	struct rocemu_vchannel *ch = (struct rocemu_vchannel *)channel;
@@ -97,6 +101,8 @@ static void wait_readable(struct rocemu_vcontext *c, int fd)
 
 int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, void **cq_context)
 {
+	if (rocemu_dead(ROCEMU_CTX_OF(channel)))
+		return rocemu_inherited_fail(ROCEMU_CTX_OF(channel)), -1;
 	uint64_t v;
 
 	if (!channel || !cq_out || !cq_context) {
@@ -402,6 +408,8 @@ static struct rocemu_vcq *cq_create(struct ibv_context *ctx, int cqe, void *cq_c
 struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
 			     struct ibv_comp_channel *channel, int comp_vector)
 {
+	if (rocemu_dead(ctx))
+		return rocemu_inherited_null(ctx);
 	struct rocemu_vcq *cq = cq_create(ctx, cqe, cq_context, channel, comp_vector, 0, 0, NULL);
 	return cq ? (struct ibv_cq *)&cq->cqx : NULL;
 }
@@ -450,6 +458,8 @@ struct ibv_cq_ex *rocemu_op_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_
 
 int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
+	if (rocemu_dead(ROCEMU_CTX_OF(ibcq)))
+		return rocemu_inherited_fail(ROCEMU_CTX_OF(ibcq));
 	if (!ibcq || cqe < 1)
 		return EINVAL;
 	struct rocemu_vcq *cq = (struct rocemu_vcq *)ibcq;
@@ -463,6 +473,8 @@ ROCEMU_PUBLIC(ibv_resize_cq)
 
 int ibv_destroy_cq(struct ibv_cq *ibcq)
 {
+	if (rocemu_dead(ROCEMU_CTX_OF(ibcq)))
+		return rocemu_inherited_fail(ROCEMU_CTX_OF(ibcq));
 	if (!ibcq)
 		return EINVAL;
 	struct rocemu_vcq *cq = (struct rocemu_vcq *)ibcq;

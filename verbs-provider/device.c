@@ -466,9 +466,12 @@ int ibv_close_device(struct ibv_context *ctx)
 			break;
 		}
 	pthread_mutex_unlock(&rocemu_ctx_list_lock);
-	/* no event handler still sees c */
-	rocemu_engine_quiesce(c->engine);
-	engine_release(d);
+	/* no event handler still sees c; a child after fork() frees its copy
+	 * of a parent's context only: the engine is the parent's (fork.c) */
+	if (!rocemu_dead(ctx)) {
+		rocemu_engine_quiesce(c->engine);
+		engine_release(d);
+	}
 	while (c->ev_head) {
 		struct rocemu_async_event *e = c->ev_head;
 		c->ev_head = e->next;
@@ -532,6 +535,8 @@ void rocemu_fill_device_attr(struct rocemu_vcontext *c, struct ibv_device_attr *
 
 int ibv_query_device(struct ibv_context *ctx, struct ibv_device_attr *attr)
 {
+	if (rocemu_dead(ctx))
+		return rocemu_inherited_fail(ctx);
 	if (!ctx || !attr)
 		return EINVAL;
 	rocemu_fill_device_attr(to_vctx(ctx), attr);
@@ -666,6 +671,8 @@ int rocemu_op_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_
 /* The exported symbol is the old-layout entry point (struct before port_cap_flags2). */
 int ibv_query_port(struct ibv_context *ctx, uint8_t port, struct _compat_ibv_port_attr *attr)
 {
+	if (rocemu_dead(ctx))
+		return rocemu_inherited_fail(ctx);
 	return rocemu_op_query_port(ctx, port, (struct ibv_port_attr *)attr,
 				    offsetof(struct ibv_port_attr, port_cap_flags2));
 }
@@ -686,6 +693,8 @@ static int gid_at(struct rocemu_vcontext *c, uint32_t port, uint32_t index, uint
 
 int ibv_query_gid(struct ibv_context *ctx, uint8_t port, int index, union ibv_gid *gid)
 {
+	if (rocemu_dead(ctx))
+		return rocemu_inherited_fail(ctx), -1;
 	if (!ctx || !gid || index < 0) {
 		errno = EINVAL;
 		return -1;
@@ -728,6 +737,8 @@ static void fill_gid_entry(struct rocemu_vcontext *c, uint32_t index, const uint
 int _ibv_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_t index,
 		      struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size)
 {
+	if (rocemu_dead(ctx))
+		return rocemu_inherited_fail(ctx);
 	uint8_t gid[16];
 
 	if (!ctx || !entry || flags || entry_size < sizeof(*entry))
@@ -743,6 +754,8 @@ ROCEMU_PUBLIC(_ibv_query_gid_ex)
 ssize_t _ibv_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries,
 			     size_t max_entries, uint32_t flags, size_t entry_size)
 {
+	if (rocemu_dead(ctx))
+		return -rocemu_inherited_fail(ctx);
 	uint8_t gid[16];
 	size_t n = 0;
 

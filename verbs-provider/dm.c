@@ -85,6 +85,8 @@ int rocemu_op_free_dm(struct ibv_dm *dm)
 /* ibv_import_dm(3): another wrapper of the device memory handle names. */
 struct ibv_dm *ibv_import_dm(struct ibv_context *ctx, uint32_t dm_handle)
 {
+	if (rocemu_dead(ctx))
+		return rocemu_inherited_null(ctx);
 	struct rocemu_vdm *d;
 	void *edm;
 	int rc;

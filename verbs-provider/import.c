@@ -110,6 +110,11 @@ void rocemu_vfile_put(struct rocemu_vfile *f)
 	free(f);
 }
 
+pid_t rocemu_vfile_pid(const struct rocemu_vfile *f)
+{
+	return f->pid;
+}
+
 bool rocemu_vfile_foreign(const struct rocemu_vfile *f)
 {
 	return f->pid != getpid();
@@ -227,30 +232,6 @@ int rocemu_handle_destroy(struct rocemu_vfile *f, enum rocemu_vobj_type type, ui
 }
 
 /* ------------------------------------------------------------------------ */
-/* fork(): a child has no engine thread                                      */
-
-/* Bumped in a child after fork(); a context opened before it is its parent's
- * (rocemu_ctx_inherited). */
-unsigned rocemu_fork_gen;
-
-static void forked_child(void)
-{
-	rocemu_fork_gen++;
-}
-
-static void watch_fork(void)
-{
-	pthread_atfork(NULL, NULL, forked_child);
-}
-
-void rocemu_fork_watch(void)
-{
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-	pthread_once(&once, watch_fork);
-}
-
-/* ------------------------------------------------------------------------ */
 /* Import                                                                     */
 
 /* The file fd is on, with a reference taken; NULL and errno set when it is
@@ -273,7 +254,7 @@ static struct rocemu_vfile *file_of_fd(int fd)
 		fprintf(stderr,
 			"rocemu: ibv_import_device: fd %d is a context of the parent process "
 			"(inherited across fork()): its engine is not in this process; open the "
-			"device in this process instead\n",
+			"device in a new program (exec) instead\n",
 			fd);
 		errno = EIO;
 		return NULL;
@@ -327,6 +308,8 @@ ROCEMU_PUBLIC(ibv_import_device)
 
 struct ibv_pd *ibv_import_pd(struct ibv_context *ctx, uint32_t pd_handle)
 {
+	if (rocemu_dead(ctx))
+		return rocemu_inherited_null(ctx);
 	void *epd;
 
 	if (!ctx) {
@@ -359,6 +342,8 @@ ROCEMU_PUBLIC(ibv_unimport_pd)
 
 struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 {
+	if (rocemu_dead(ROCEMU_CTX_OF(pd)))
+		return rocemu_inherited_null(ROCEMU_CTX_OF(pd));
 	void *emr, *edm;
 
 	if (!pd) {

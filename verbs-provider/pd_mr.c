@@ -10,6 +10,8 @@
 
 struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
 {
+	if (rocemu_dead(ctx))
+		return rocemu_inherited_null(ctx);
 	if (!ctx) {
 		errno = EINVAL;
 		return NULL;
@@ -45,6 +47,8 @@ static int pd_destroy(void *epd, void *aux)
  * once nothing uses it; a PD cannot go while parent domains stand for it. */
 int ibv_dealloc_pd(struct ibv_pd *pd)
 {
+	if (rocemu_dead(ROCEMU_CTX_OF(pd)))
+		return rocemu_inherited_fail(ROCEMU_CTX_OF(pd));
 	if (!pd)
 		return EINVAL;
 	struct rocemu_vpd *p = (struct rocemu_vpd *)pd;
@@ -93,6 +97,8 @@ static int mr_destroy(void *emr, void *edm)
 struct ibv_mr *rocemu_reg_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t addr, size_t length,
 			     uint64_t iova, unsigned access)
 {
+	if (rocemu_dead(ROCEMU_CTX_OF(pd)))
+		return rocemu_inherited_null(ROCEMU_CTX_OF(pd));
 	if (!pd || (dm && dm->context != pd->context)) {
 		errno = EINVAL;
 		return NULL;
@@ -158,6 +164,8 @@ ROCEMU_PUBLIC(ibv_reg_mr_iova)
 int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length,
 		 int access)
 {
+	if (rocemu_dead(ROCEMU_CTX_OF(mr)))
+		return rocemu_inherited_fail(ROCEMU_CTX_OF(mr)), IBV_REREG_MR_ERR_CMD;
 	struct rocemu_vmr *m = (struct rocemu_vmr *)mr;
 	struct rocemu_pd *epd = NULL;
 	int rc;
@@ -191,6 +199,8 @@ ROCEMU_PUBLIC(ibv_rereg_mr)
 
 int ibv_dereg_mr(struct ibv_mr *mr)
 {
+	if (rocemu_dead(ROCEMU_CTX_OF(mr)))
+		return rocemu_inherited_fail(ROCEMU_CTX_OF(mr));
 	if (!mr)
 		return EINVAL;
 	struct rocemu_vmr *m = (struct rocemu_vmr *)mr;

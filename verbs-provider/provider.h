@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <infiniband/verbs.h>
 
@@ -153,10 +154,29 @@ int rocemu_handle_get(struct rocemu_vfile *f, enum rocemu_vobj_type type, uint32
 int rocemu_handle_destroy(struct rocemu_vfile *f, enum rocemu_vobj_type type, uint32_t handle,
 			  void *obj, int (*destroy)(void *obj, void *aux));
 
-/** Bumped in a child after fork() (import.c). */
+/** The pid of the process that opened f. */
+pid_t rocemu_vfile_pid(const struct rocemu_vfile *f);
+
+/* ------------------------------------------------------------------------ */
+/* A child after fork() (fork.c)                                              */
+
+/** Bumped in a child after fork(). */
 extern unsigned rocemu_fork_gen;
-/** Register the fork handler that bumps it (once). */
+/** Register the fork handlers (once, at the first context). */
 void rocemu_fork_watch(void);
+/** Say once why a verb on an inherited context fails; errno EIO; returns EIO. */
+int rocemu_inherited_fail(struct ibv_context *ctx);
+/** rocemu_inherited_fail, returning NULL. */
+void *rocemu_inherited_null(struct ibv_context *ctx);
+
+#define ROCEMU_CTX_OF(obj) ((obj) ? (obj)->context : NULL)
+
+/** True for a context of the parent process, in a child after fork(): its
+ * engine is the parent's, and every verb on it fails (EIO). */
+static inline bool rocemu_dead(struct ibv_context *ctx)
+{
+	return ctx && to_vctx(ctx)->fork_gen != rocemu_fork_gen;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Objects                                                                    */

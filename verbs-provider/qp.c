@@ -650,6 +650,8 @@ struct ibv_qp *rocemu_op_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_ini
 
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
+	if (rocemu_dead(ROCEMU_CTX_OF(pd)))
+		return rocemu_inherited_null(ROCEMU_CTX_OF(pd));
 	if (!pd || !attr) {
 		errno = EINVAL;
 		return NULL;
@@ -684,6 +686,8 @@ ROCEMU_PUBLIC(ibv_qp_to_qp_ex)
 
 int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 {
+	if (rocemu_dead(ROCEMU_CTX_OF(ibqp)))
+		return rocemu_inherited_fail(ROCEMU_CTX_OF(ibqp));
 	if (!ibqp || !attr)
 		return EINVAL;
 	int rc = rocemu_qp_modify(to_vqp(ibqp)->eqp, attr, mask);
@@ -710,6 +714,8 @@ int rocemu_op_modify_qp_rate_limit(struct ibv_qp *ibqp, struct ibv_qp_rate_limit
 int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 		 struct ibv_qp_init_attr *init)
 {
+	if (rocemu_dead(ROCEMU_CTX_OF(ibqp)))
+		return rocemu_inherited_fail(ROCEMU_CTX_OF(ibqp));
 	if (!ibqp || !attr || !init)
 		return EINVAL;
 	int rc = rocemu_qp_query(to_vqp(ibqp)->eqp, attr, mask, init);
@@ -727,6 +733,8 @@ ROCEMU_PUBLIC(ibv_query_qp)
 
 int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
+	if (rocemu_dead(ROCEMU_CTX_OF(ibqp)))
+		return rocemu_inherited_fail(ROCEMU_CTX_OF(ibqp));
 	if (!ibqp)
 		return EINVAL;
 	struct rocemu_vqp *qp = to_vqp(ibqp);

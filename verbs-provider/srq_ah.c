@@ -50,6 +50,8 @@ static struct ibv_srq *srq_create(struct ibv_pd *pd, void *srq_context, struct i
 
 struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init)
 {
+	if (rocemu_dead(ROCEMU_CTX_OF(pd)))
+		return rocemu_inherited_null(ROCEMU_CTX_OF(pd));
 	if (!init) {
 		errno = EINVAL;
 		return NULL;
@@ -86,6 +88,8 @@ struct ibv_srq *rocemu_op_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_
 
 int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
 {
+	if (rocemu_dead(ROCEMU_CTX_OF(srq)))
+		return rocemu_inherited_fail(ROCEMU_CTX_OF(srq));
 	if (!srq || !attr)
 		return EINVAL;
 	int rc = rocemu_srq_modify(((struct rocemu_vsrq *)srq)->esrq, attr, mask);
@@ -95,6 +99,8 @@ ROCEMU_PUBLIC(ibv_modify_srq)
 
 int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 {
+	if (rocemu_dead(ROCEMU_CTX_OF(srq)))
+		return rocemu_inherited_fail(ROCEMU_CTX_OF(srq));
 	if (!srq || !attr)
 		return EINVAL;
 	int rc = rocemu_srq_query(((struct rocemu_vsrq *)srq)->esrq, attr);
@@ -104,6 +110,8 @@ ROCEMU_PUBLIC(ibv_query_srq)
 
 int ibv_destroy_srq(struct ibv_srq *srq)
 {
+	if (rocemu_dead(ROCEMU_CTX_OF(srq)))
+		return rocemu_inherited_fail(ROCEMU_CTX_OF(srq));
 	if (!srq)
 		return EINVAL;
 	struct rocemu_vsrq *s = (struct rocemu_vsrq *)srq;
@@ -147,6 +155,8 @@ int rocemu_op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct 
 
 struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
+	if (rocemu_dead(ROCEMU_CTX_OF(pd)))
+		return rocemu_inherited_null(ROCEMU_CTX_OF(pd));
 	if (!pd || !attr) {
 		errno = EINVAL;
 		return NULL;
@@ -169,6 +179,8 @@ ROCEMU_PUBLIC(ibv_create_ah)
 
 int ibv_destroy_ah(struct ibv_ah *ah)
 {
+	if (rocemu_dead(ROCEMU_CTX_OF(ah)))
+		return rocemu_inherited_fail(ROCEMU_CTX_OF(ah));
 	if (!ah)
 		return EINVAL;
 	struct rocemu_vah *a = (struct rocemu_vah *)ah;
@@ -188,6 +200,8 @@ ROCEMU_PUBLIC(ibv_destroy_ah)
 int ibv_init_ah_from_wc(struct ibv_context *ctx, uint8_t port, struct ibv_wc *wc,
 			struct ibv_grh *grh, struct ibv_ah_attr *ah)
 {
+	if (rocemu_dead(ctx))
+		return rocemu_inherited_fail(ctx);
 	uint8_t sgid[16], dgid[16];
 
 	if (!ctx || !wc || !grh || !ah || port != 1)
@@ -240,6 +254,8 @@ ROCEMU_PUBLIC(ibv_init_ah_from_wc)
 struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh,
 				     uint8_t port)
 {
+	if (rocemu_dead(ROCEMU_CTX_OF(pd)))
+		return rocemu_inherited_null(ROCEMU_CTX_OF(pd));
 	struct ibv_ah_attr attr;
 
 	if (!pd) {
@@ -262,6 +278,8 @@ ROCEMU_PUBLIC(ibv_create_ah_from_wc)
  * address); the LID means nothing and is ignored, as Linux's RoCE drivers do. */
 int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
+	if (rocemu_dead(ROCEMU_CTX_OF(qp)))
+		return rocemu_inherited_fail(ROCEMU_CTX_OF(qp));
 	(void)lid;
 	if (!qp || !gid)
 		return EINVAL;
@@ -271,6 +289,8 @@ ROCEMU_PUBLIC(ibv_attach_mcast)
 
 int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
+	if (rocemu_dead(ROCEMU_CTX_OF(qp)))
+		return rocemu_inherited_fail(ROCEMU_CTX_OF(qp));
 	(void)lid;
 	if (!qp || !gid)
 		return EINVAL;
