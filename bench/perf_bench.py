@@ -107,6 +107,18 @@ def listening(port):
     return False
 
 
+def free_port(base, span, k):
+    """A TCP port in [base, base + span) that nothing listens on now,
+    starting at base + k % span: the bench shares the machine, and a server
+    of someone else's on our port would pass wait_listen() and leave our
+    server unable to listen."""
+    for i in range(span):
+        port = base + (k + i) % span
+        if not listening(port):
+            return port
+    return base + k % span
+
+
 def wait_listen(port, proc, timeout=30.0):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -224,7 +236,7 @@ class Bench:
         standalone process on the host's memif uplink). In the host modes
         the host's frame counters are sampled while the client runs."""
         k = self.uniq()
-        port = 18600 + k % 300
+        port = free_port(18600, 300, k)
         sock = os.path.join(self.tmp, "m%d.sock" % k)
         common = [prog, "-d", "rocemu0", "-x", "1", "-F", "-p", str(port)] + args
         hpid = None
@@ -278,14 +290,14 @@ class Bench:
 
     # ---- baselines
     def qperf(self, tests_args, timeout=90):
-        port = 19800 + self.uniq() % 100
+        port = free_port(19800, 100, self.uniq())
         out, _, c, s, err = pair(["qperf", "-lp", str(port)],
                                  ["qperf", "127.0.0.1", "-lp", str(port)] + tests_args,
                                  port, timeout, server_exits=False)
         return out, err
 
     def sockperf(self, mode, size, secs):
-        port = 11900 + self.uniq() % 90
+        port = free_port(11900, 90, self.uniq())
         out, _, c, s, err = pair(["sockperf", "sr", "--tcp", "-i", "127.0.0.1", "-p", str(port)],
                                  ["sockperf", mode, "--tcp", "-i", "127.0.0.1", "-p", str(port),
                                   "-t", str(secs), "-m", str(size)],
@@ -293,7 +305,7 @@ class Bench:
         return out, err
 
     def ucx(self, test, size, iters):
-        port = 13300 + self.uniq() % 90
+        port = free_port(13300, 90, self.uniq())
         env = dict(os.environ, UCX_TLS="tcp", UCX_NET_DEVICES="lo")
         out, _, c, s, err = pair(["ucx_perftest", "-p", str(port)],
                                  ["ucx_perftest", "127.0.0.1", "-p", str(port), "-t", test,
@@ -302,7 +314,7 @@ class Bench:
         return out, err
 
     def fabric(self, size, iters):
-        port = 47500 + self.uniq() % 90
+        port = free_port(47500, 90, self.uniq())
         args = ["fi_pingpong", "-p", "tcp", "-e", "msg", "-I", str(iters), "-S", str(size)]
         out, _, c, s, err = pair(args + ["-B", str(port)], args + ["-P", str(port), "127.0.0.1"],
                                  port, 90)
@@ -609,7 +621,7 @@ def account(bench, kind, secs=4):
     env = None
     if kind == "rocemu":
         k = bench.uniq()
-        port = 18600 + k % 300
+        port = free_port(18600, 300, k)
         sock = os.path.join(bench.tmp, "acct%d.sock" % k)
         common = ["ib_write_bw", "-d", "rocemu0", "-x", "1", "-F", "-p", str(port), "-s", "65536",
                   "-D", str(secs + 5)]
@@ -619,7 +631,7 @@ def account(bench, kind, secs=4):
         msg = 65536
         env = dict(os.environ, ROCEMU_STATS="1")  # counters at exit: bytes copied
     else:
-        port = 19900 + bench.uniq() % 50
+        port = free_port(19900, 50, bench.uniq())
         srv = ["qperf", "-lp", str(port)]
         cli = ["qperf", "127.0.0.1", "-lp", str(port), "-t", str(secs + 5), "-m", "64K", "tcp_bw"]
         name = "qperf"
@@ -718,7 +730,7 @@ def account(bench, kind, secs=4):
 def profile(bench, size, secs=4):
     """perf record (cpu-clock, call graphs) of both ib_write_bw processes."""
     k = bench.uniq()
-    port = 18600 + k % 300
+    port = free_port(18600, 300, k)
     sock = os.path.join(bench.tmp, "prof%d.sock" % k)
     common = ["ib_write_bw", "-d", "rocemu0", "-x", "1", "-F", "-p", str(port), "-s", str(size),
               "-D", str(secs + 5)]
