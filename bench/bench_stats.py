@@ -77,7 +77,7 @@ def falls(by_size):
     return out
 
 
-def suspect_reasons(by_size, size, fmt_size=str, factor=OUTLIER_FACTOR):
+def suspect_reasons(by_size, size, fmt_size=str, factor=OUTLIER_FACTOR, fmt_val="%.4g".__mod__):
     """Why the baseline at `size` is not to be trusted, as sentences; empty
     when it is: it falls with message size beyond its spread (involving
     `size`), or one of its repetitions at `size` is far from the others."""
@@ -90,7 +90,7 @@ def suspect_reasons(by_size, size, fmt_size=str, factor=OUTLIER_FACTOR):
     far = outliers(xs, factor)
     if far:
         why.append("%d of %d repetitions more than %.1fx off the others' median (%s)" % (
-            len(far), len(xs), factor, ", ".join("%.4g" % xs[i] for i in far)))
+            len(far), len(xs), factor, ", ".join(fmt_val(xs[i]) for i in far)))
     return why
 
 

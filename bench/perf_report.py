@@ -477,7 +477,7 @@ def baseline(data, test, want):
     if s is not None and s != want:
         label += " at %s" % fsize(s)
     return {"name": label, "test": test, "size": s, "values": bsz.get(s, []) if s else [],
-            "suspect": bs.suspect_reasons(bsz, s, fsize) if s else []}
+            "suspect": bs.suspect_reasons(bsz, s, fsize, fmt_val=BASE_FMT[test]) if s else []}
 
 
 def tcp_best(data, kind, want):
@@ -487,6 +487,12 @@ def tcp_best(data, kind, want):
     cands = [baseline(data, t, want) for t in tests]
     chosen, best, note = bs.choose_baseline(cands, higher_is_better=(kind == "bw"))
     return chosen, best, note, cands
+
+
+# how a baseline's values read in a sentence
+BASE_FMT = dict({t: (lambda x: fus(x) + " µs") for t in TCP_LAT},
+                **{t: (lambda x: fbw(x) + " MB/s") for t in TCP_BW},
+                memif_testpmd=lambda x: "%.2f Mpps" % (x / 1e6))
 
 
 def ftimes(x):
@@ -551,7 +557,8 @@ def targets17(data):
     w64 = [v * 1e6 for v in data.series("write_bw", "msgrate_mpps", 64).values()]
     pmd = {"name": "raw memif link, testpmd 64 B (pps)", "test": "memif_testpmd", "size": 64,
            "values": list(data.series("memif_testpmd", "rx_pps", 64).values())}
-    pmd["suspect"] = bs.suspect_reasons({64: pmd["values"]}, 64, fsize) if pmd["values"] else []
+    pmd["suspect"] = (bs.suspect_reasons({64: pmd["values"]}, 64, fsize, fmt_val=BASE_FMT["memif_testpmd"])
+                      if pmd["values"] else [])
     if pmd["suspect"]:
         notes.append("raw memif link: suspect (%s), used anyway: it is the only baseline of its kind." %
                      "; ".join(pmd["suspect"]))
@@ -615,20 +622,26 @@ def cpu_section(data):
           "Cycles are counted on this machine." if field == "cycles_per_byte" else
           "**This VM exposes no cycles counter** (`perf stat -e cycles` reports `<not supported>`), "
           "so the figure is **task-clock ns per byte** (CPU time, not cycles)."))
-    A("| pair | %s per delivered byte, median [min-max] | delivered in the window (MB, median) |" % unit)
-    A("|---|---|---|")
+    A("| pair | %s per delivered byte, median [min-max] | delivered in the window (MB, median) | CPUs busy, both processes (median) |" % unit)
+    A("|---|---|---|---|")
     vals = {}
     for kind, label in (("tcp", "TCP (qperf tcp_bw -m 64K), both processes"),
                         ("rocemu", "rocemu (ib_write_bw -s 65536), both processes")):
         v = acct_series(data, kind, "cpu", field)
         vals[kind] = v
         db = acct_series(data, kind, "cpu", "delivered_bytes")
-        A("| %s | %s | %s |" % (label, bs.fmt_summary(v, "%.3f".__mod__),
-                                 "%.0f" % (bs.median(db) / 1e6) if db else "?"))
+        # task-clock over the window: how much of the two CPUs the pair had
+        busy = [r["cpu"]["task_ns_per_byte"] * r["cpu"]["delivered_bytes"] / (r["window_s"] * 1e9)
+                for r in (data.acct(kind) or {}).get("all", [])
+                if (r.get("cpu") or {}).get("task_ns_per_byte") and r.get("window_s")]
+        A("| %s | %s | %s | %s |" % (label, bs.fmt_summary(v, "%.3f".__mod__),
+                                      "%.0f" % (bs.median(db) / 1e6) if db else "?",
+                                      "%.2f" % bs.median(busy) if busy else "?"))
     r = bs.ratio(vals["rocemu"], vals["tcp"])
     A("\nrocemu / TCP: **%s** (target <= 0.5: %s). rocemu busy-polls: its progress threads and "
-      "perftest's spinning count as CPU time whether data moves or not, so on this machine both "
-      "processes use their whole CPU, and the figure falls only as the bandwidth rises.\n" % (
+      "perftest's spinning count as CPU time whether data moves or not, so its figure falls only as "
+      "its bandwidth rises, and each process takes all of the CPU the scheduler gives it (the last "
+      "column: 2 is both CPUs, less when other work on the machine takes its share).\n" % (
           ftimes(r), bs.verdict(r, 0.5, False)))
     return "\n".join(L)
 
@@ -641,7 +654,7 @@ def baseline_checks(data):
         for t in tests:
             bsz = data.by_size(t, BASE_FIELD[t])
             for size in sorted(bsz):
-                why = bs.suspect_reasons(bsz, size, fsize)
+                why = bs.suspect_reasons(bsz, size, fsize, fmt_val=BASE_FMT[t])
                 L.append("| %s | %s | %s | %s |" % (
                     (LAT_TESTS.get(t) or (None, BW_TESTS.get(t)))[1] + (" (µs)" if t in TCP_LAT else " (MB/s)"),
                     fsize(size), bs.fmt_summary(bsz[size], fmt),
