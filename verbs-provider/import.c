@@ -267,11 +267,14 @@ static struct rocemu_vfile *file_of_fd(int fd)
 	n = readlink(path, target, sizeof(target) - 1);
 	target[n > 0 ? n : 0] = '\0';
 	if (!strncmp(target, "/memfd:rocemu-ctx:", 18)) {
+		char *deleted = strstr(target, " (deleted)");
+		if (deleted)
+			*deleted = '\0';
 		fprintf(stderr,
 			"rocemu: ibv_import_device: fd %d is a context of another process (%s): "
 			"each rocemu process has its own engine, so objects are shared only "
-			"between contexts of one process; import there, or give this process "
-			"its own context on the device (a host NIC, docs/host.md, connects them)\n",
+			"between contexts of one process; import there, or open the device in "
+			"this process (with a host NIC, docs/host.md, processes share one NIC)\n",
 			fd, target + 7);
 		errno = EOPNOTSUPP;
 		return NULL;

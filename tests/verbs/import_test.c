@@ -13,7 +13,9 @@
  *    closed;
  *  - every order of destroying, unimporting and closing: one destroy per
  *    object, through whichever wrapper, the other wrapper's destroy then
- *    EINVAL (no use after free: the ASan build runs this test).
+ *    EINVAL (no use after free: the ASan build runs this test);
+ *  - a context's fd passed by SCM_RIGHTS to another rocemu process (this
+ *    program again, exec'ed): EOPNOTSUPP there, and one line saying why.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <setjmp.h>
@@ -424,9 +428,90 @@ static void every_release_order(void **state)
 	free(buf);
 }
 
-int main(void)
+/* The other process: import the fd that comes on fd 3; 0 when it is
+ * refused with EOPNOTSUPP. */
+static int import_passed_fd(void)
+{
+	char byte;
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	struct msghdr msg = {.msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf)};
+	int fd;
+
+	if (recvmsg(3, &msg, 0) != 1 || !CMSG_FIRSTHDR(&msg))
+		return 2;
+	memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(fd));
+	errno = 0;
+	struct ibv_context *c = ibv_import_device(fd);
+	return !c && errno == EOPNOTSUPP ? 0 : 1;
+}
+
+static void import_in_another_process(void **state)
+{
+	(void)state;
+	struct ibv_context *c = ibv_open_device(devs[0]);
+	int sv[2], err[2];
+
+	assert_non_null(c);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(pipe2(err, O_CLOEXEC), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(sv[1], 3); /* dup2 clears close-on-exec */
+		dup2(err[1], 2);
+		char *args[] = {"import_test", "--import-passed-fd", NULL};
+		execv("/proc/self/exe", args);
+		_exit(12);
+	}
+	close(sv[1]);
+	close(err[1]);
+	char byte = 'x';
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	struct msghdr msg = {.msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf)};
+	struct cmsghdr *h = CMSG_FIRSTHDR(&msg);
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(h), &c->cmd_fd, sizeof(int));
+	assert_int_equal(sendmsg(sv[0], &msg, 0), 1);
+	char text[2048] = "";
+	ssize_t got = 0, r;
+	while ((r = read(err[0], text + got, sizeof(text) - 1 - (size_t)got)) > 0)
+		got += r;
+	text[got] = '\0';
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	close(sv[0]);
+	close(err[0]);
+	fprintf(stderr, "the other process said: %s", text);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_non_null(strstr(text, "is a context of another process"));
+	assert_ptr_equal(strchr(text, '\n'), text + got - 1); /* one line */
+	assert_int_equal(ibv_close_device(c), 0);
+}
+
+int main(int argc, char **argv)
 {
 	char path[] = "/tmp/rocemu-import-XXXXXX";
+
+	if (argc == 2 && !strcmp(argv[1], "--import-passed-fd"))
+		return import_passed_fd();
 
 	devs = tu_devices(path,
 			  "[rocemu0]\nport = ring:imp:a\nip = 10.79.7.1/24\n"
@@ -437,7 +522,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(cmd_fd_is_a_file),	   cmocka_unit_test(import_errors),
 	    cmocka_unit_test(import_same_objects), cmocka_unit_test(rdma_through_imported),
-	    cmocka_unit_test(every_release_order),
+	    cmocka_unit_test(every_release_order), cmocka_unit_test(import_in_another_process),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	ibv_free_device_list(devs);
