@@ -6,6 +6,7 @@
  * Every error is one line naming the option and the offending value.
  */
 #include <arpa/inet.h>
+#include <sched.h>
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -409,9 +410,68 @@ int rocemu_port_config_set(struct rocemu_port_config *cfg, const char *opt, cons
 					 "--ecn '%s': expected ect0, ect1 or off", val);
 		return 0;
 	}
+	if (!strcmp(opt, "progress-cpu")) {
+		if (parse_u64(val, CPU_SETSIZE - 1, &v))
+			return port_fail(err, errlen, -EINVAL,
+					 "--progress-cpu '%s': expected a CPU number 0..%d", val,
+					 CPU_SETSIZE - 1);
+		cfg->progress_cpu = (uint16_t)v;
+		cfg->progress_cpu_set = true;
+		return 0;
+	}
 	if (!strncmp(opt, "fault-", 6))
 		return set_fault(cfg, opt, val, err, errlen);
 	return port_fail(err, errlen, -ENOENT, "unknown option --%s", opt);
+}
+
+/* The calling thread's CPUs as a list ("0-1", "0,2"), for messages. */
+static void cpus_text(const cpu_set_t *set, char *buf, size_t len)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (int c = 0; c < CPU_SETSIZE && at < len; c++) {
+		int last = c;
+
+		if (!CPU_ISSET(c, set))
+			continue;
+		while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, set))
+			last++;
+		at += (size_t)snprintf(buf + at, len - at, last > c ? "%s%d-%d" : "%s%d",
+				       at ? "," : "", c, last);
+		c = last;
+	}
+}
+
+int port_progress_cpu(const struct rocemu_port_config *cfg, int *cpu, char *err, size_t errlen)
+{
+	const char *env = getenv("ROCEMU_PROGRESS_CPU");
+	const char *what = "--progress-cpu";
+	char cpus[256];
+	cpu_set_t set;
+	uint64_t v = cfg->progress_cpu;
+
+	*cpu = -1;
+	if (!cfg->progress_cpu_set) {
+		if (!env || !*env)
+			return 0;
+		what = "ROCEMU_PROGRESS_CPU";
+		if (parse_u64(env, CPU_SETSIZE - 1, &v))
+			return port_fail(err, errlen, -EINVAL,
+					 "ROCEMU_PROGRESS_CPU='%s': expected a CPU number 0..%d",
+					 env, CPU_SETSIZE - 1);
+	}
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return port_fail(err, errlen, -errno, "%s %u: cannot read the CPU mask: %s", what,
+				 (unsigned)v, strerror(errno));
+	if (!CPU_ISSET((int)v, &set)) {
+		cpus_text(&set, cpus, sizeof(cpus));
+		return port_fail(err, errlen, -EINVAL,
+				 "%s %u: CPU %u is not one this process may run on (%s)", what,
+				 (unsigned)v, (unsigned)v, cpus);
+	}
+	*cpu = (int)v;
+	return 0;
 }
 
 int rocemu_port_config_validate(const struct rocemu_port_config *cfg, char *err, size_t errlen)
@@ -431,5 +491,7 @@ int rocemu_port_config_validate(const struct rocemu_port_config *cfg, char *err,
 		return port_fail(err, errlen, -EINVAL, "--capture-filter needs --capture FILE");
 	if (cfg->vlan_untagged && !cfg->vlan)
 		return port_fail(err, errlen, -EINVAL, "--vlan-untagged needs --vlan ID");
-	return 0;
+	int cpu;
+
+	return port_progress_cpu(cfg, &cpu, err, errlen);
 }

@@ -158,6 +158,7 @@ static void release_device(struct rocemu_port *port)
 	if (port->doorbell_fd >= 0)
 		close(port->doorbell_fd);
 	port->wake_fd = port->udp_hold_fd = port->doorbell_fd = -1;
+	port->progress_cpu = -1;
 	port_capture_close(port);
 }
 
@@ -243,6 +244,7 @@ static struct rocemu_port *port_alloc(const struct rocemu_port_config *cfg,
 	port->link = link;
 	port->port_id = UINT16_MAX;
 	port->wake_fd = port->udp_hold_fd = port->doorbell_fd = -1;
+	port->progress_cpu = -1;
 	pthread_mutex_init(&port->lock, NULL);
 	return port;
 }
@@ -266,6 +268,9 @@ static int bring_up(struct rocemu_port *port, const char *arg, char *err, size_t
 	port->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (port->wake_fd < 0)
 		return port_fail(err, errlen, -errno, "eventfd: %s", strerror(errno));
+	rc = port_progress_cpu(&port->cfg, &port->progress_cpu, err, errlen);
+	if (rc)
+		return rc;
 	port_eal_register(port);
 	rc = rocemu_port_progress_thread_start(port);
 	if (rc) {

@@ -129,6 +129,7 @@ struct rocemu_port {
 	atomic_bool thread_stop;
 	atomic_bool thread_sleeping;
 	atomic_bool thread_quiet; /* no idle spinning (rocemu_port_progress_thread_quiet) */
+	int progress_cpu;	  /* the thread's own CPU, where it spins; -1 = none */
 	atomic_bool kicked;	  /* set by a kick (port_app.c), cleared by each pass */
 	atomic_uint_fast64_t last_app_poll_ns;
 	/* while thread_sleeping: when its sleep ends at the latest */
@@ -321,5 +322,9 @@ const char *port_gid_str(const uint8_t gid[16], char *buf, size_t len);
 /** Fill err (when non-NULL) with a one-line message and return rc (a negative errno). */
 int port_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The progress thread's CPU (`progress-cpu`, else ROCEMU_PROGRESS_CPU) in
+ * *cpu, -1 for none: 0, or -EINVAL (err says why) for a bad value or a CPU
+ * outside the calling thread's affinity mask. */
+int port_progress_cpu(const struct rocemu_port_config *cfg, int *cpu, char *err, size_t errlen);
 
 #endif

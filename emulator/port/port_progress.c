@@ -5,10 +5,12 @@
  * Any thread may run a pass under the engine try-lock. The progress thread
  * spins only while there is work and no application thread is polling;
  * otherwise it sleeps on an eventfd with a 1 ms timeout, so an idle port
- * costs little CPU yet answers within about a millisecond.
+ * costs little CPU yet answers within about a millisecond. Given a CPU of
+ * its own (progress-cpu), it is pinned there and spins without napping.
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
@@ -332,6 +334,12 @@ static void *progress_main(void *arg)
 				idle_sleep(port, false);
 			continue;
 		}
+		/* a CPU of its own (progress-cpu): never nap, so a frame is
+		 * placed as soon as it arrives, with no wake-up on either side */
+		if (port->progress_cpu >= 0) {
+			rte_pause();
+			continue;
+		}
 		if (!app_polling && now - last_work < SPIN_AFTER_WORK_NS) {
 			rte_pause();
 			continue;
@@ -344,6 +352,8 @@ static void *progress_main(void *arg)
 
 int rocemu_port_progress_thread_start(struct rocemu_port *port)
 {
+	pthread_attr_t attr;
+	cpu_set_t cpus;
 	sigset_t all, old;
 	int rc;
 
@@ -352,20 +362,39 @@ int rocemu_port_progress_thread_start(struct rocemu_port *port)
 	atomic_store(&port->thread_stop, false);
 	/* the thread inherits a mask with every signal blocked: signals keep
 	 * going to the program's own threads */
+	rc = pthread_attr_init(&attr);
+	if (rc)
+		return -rc;
+	if (port->progress_cpu >= 0) {
+		CPU_ZERO(&cpus);
+		CPU_SET(port->progress_cpu, &cpus);
+		rc = pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
+	}
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&port->thread, NULL, progress_main, port);
+	rc = rc ?: pthread_create(&port->thread, &attr, progress_main, port);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
 	if (rc)
 		return -rc;
 	pthread_setname_np(port->thread, "rocemu-progress");
 	port->thread_running = true;
+	if (port->progress_cpu >= 0)
+		port_notice(port,
+			    "progress thread on CPU %d, spinning there while the port is open "
+			    "(progress-cpu)",
+			    port->progress_cpu);
 	return 0;
 }
 
 void rocemu_port_progress_thread_quiet(struct rocemu_port *port, bool quiet)
 {
 	atomic_store(&port->thread_quiet, quiet);
+}
+
+int rocemu_port_progress_cpu(const struct rocemu_port *port)
+{
+	return port->progress_cpu;
 }
 
 void rocemu_port_progress_thread_stop(struct rocemu_port *port)

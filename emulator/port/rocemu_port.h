@@ -150,6 +150,14 @@ struct rocemu_port_config {
 	uint16_t vlan;
 	bool vlan_untagged; /**< with vlan: accept untagged frames as well */
 	/**
+	 * `progress-cpu N`: the progress thread pinned to CPU N, spinning there
+	 * (no naps) while the port is open, for machines with a CPU to spare.
+	 * Without the option, ROCEMU_PROGRESS_CPU=N when set at open. N must be
+	 * in the affinity mask of the thread that validates or opens the port.
+	 */
+	bool progress_cpu_set;
+	uint16_t progress_cpu;
+	/**
 	 * Optional: called with one line for the user while open waits (e.g.
 	 * "waiting for a memif server on SOCK"). The port prints nothing itself.
 	 */
@@ -163,9 +171,10 @@ void rocemu_port_config_init(struct rocemu_port_config *cfg);
 /**
  * Apply one option, as typed on a command line without the leading dashes
  * ("port", "mac", "ip", "mtu", "capture", "capture-filter",
- * "capture-rotate", "name", "ecn", "vlan", "vlan-untagged", "fault-*"). Used by `rocemu port`,
- * `rocemu run` and the config file so all three accept the same words. Returns 0, -ENOENT for an
- * unknown option, -EINVAL for a bad value; err gets a one-line message in both error cases.
+ * "capture-rotate", "name", "ecn", "vlan", "vlan-untagged", "progress-cpu", "fault-*"). Used by
+ * `rocemu port`, `rocemu run` and the config file so all three accept the same words. Returns 0,
+ * -ENOENT for an unknown option, -EINVAL for a bad value; err gets a one-line message in both error
+ * cases.
  */
 int rocemu_port_config_set(struct rocemu_port_config *cfg, const char *opt, const char *val,
 			   char *err, size_t errlen);
@@ -345,6 +354,9 @@ void rocemu_port_progress_thread_stop(struct rocemu_port *port);
  * on a bell of its own and cannot wait for the link's).
  */
 void rocemu_port_progress_thread_quiet(struct rocemu_port *port, bool quiet);
+/** The CPU the progress thread has to itself and spins on (`progress-cpu`,
+ * ROCEMU_PROGRESS_CPU), or -1. */
+int rocemu_port_progress_cpu(const struct rocemu_port *port);
 /**
  * Room in the transmit buffer for frames (engine lock held): when it is more
  * than half full, the buffered frames are first handed to the device. 0 =

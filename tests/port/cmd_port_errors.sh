@@ -38,6 +38,8 @@ expect_error "--port" --ip 10.0.0.1/24
 expect_error "--frobnicate" --port ring:e1:a --frobnicate 1
 expect_error "--count" --port ring:e1:a --ping 10.0.0.2 --count many
 expect_error "--capture-filter" --port ring:e1:a --capture-filter arp
+expect_error "--progress-cpu" --port ring:e1:a --progress-cpu 1023
+expect_error "--progress-cpu" --port ring:e1:a --progress-cpu one
 
 "$rocemu" port --help | grep -q -- "--capture-rotate" || { echo "FAIL: --help"; status=1; }
 

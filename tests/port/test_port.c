@@ -10,6 +10,7 @@
  * explicitly and the results do not depend on timing; where time must pass
  * (ARP timeouts, expiry) the test waits for the state, never asserts a time.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -165,6 +166,8 @@ static void test_config_errors(void **state)
 	    {"vlan", "4095"},
 	    {"vlan-untagged", "maybe"},
 	    {"ecn", "ce"},
+	    {"progress-cpu", "x"},
+	    {"progress-cpu", "99999"},
 	};
 	(void)state;
 
@@ -661,6 +664,122 @@ static void test_progress_thread_answers(void **state)
 	pair_open_threaded(&p);
 	ping_b_threaded(&p);
 	pair_close(&p);
+}
+
+static void note_line(void *arg, const char *line)
+{
+	snprintf(arg, 256, "%s", line);
+}
+
+/* A thread of ours named rocemu-progress whose only CPU is cpu and which
+ * makes no voluntary context switch (no nap, no blocking) while we sleep
+ * 100 ms: the spinning one. */
+static bool spinner_on(int cpu)
+{
+	char path[64], comm[32];
+	unsigned long before[64], after[64];
+	pid_t tids[64];
+	unsigned n = 0;
+	bool found = false;
+
+	for (int pass = 0; pass < 2; pass++) {
+		DIR *d = opendir("/proc/self/task");
+		struct dirent *e;
+
+		assert_non_null(d);
+		while ((e = readdir(d))) {
+			pid_t tid = atoi(e->d_name);
+			cpu_set_t set;
+			unsigned long vol = ~0ul;
+			FILE *f;
+
+			snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
+			if (tid <= 0 || !(f = fopen(path, "r")))
+				continue;
+			comm[0] = 0;
+			(void)!fgets(comm, sizeof(comm), f);
+			fclose(f);
+			if (strncmp(comm, "rocemu-progress", 15) ||
+			    sched_getaffinity(tid, sizeof(set), &set) || CPU_COUNT(&set) != 1 ||
+			    !CPU_ISSET(cpu, &set))
+				continue;
+			snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
+			if ((f = fopen(path, "r"))) {
+				char line[128];
+
+				while (fgets(line, sizeof(line), f))
+					sscanf(line, "voluntary_ctxt_switches: %lu", &vol);
+				fclose(f);
+			}
+			for (unsigned i = 0; pass == 1 && i < n; i++)
+				if (tids[i] == tid)
+					after[i] = vol;
+			if (pass == 0 && n < 64) {
+				tids[n] = tid;
+				before[n] = vol;
+				after[n++] = ~0ul;
+			}
+		}
+		closedir(d);
+		if (pass == 0)
+			ptu_sleep_ms(100);
+	}
+	for (unsigned i = 0; i < n; i++)
+		found |= after[i] != ~0ul && after[i] - before[i] <= 2;
+	return found;
+}
+
+/* progress-cpu: a CPU outside the mask is refused by name, from the option
+ * and from ROCEMU_PROGRESS_CPU; one inside gets a pinned thread that
+ * spins (never naps), says so once, works, and stops at close. */
+static void test_progress_cpu(void **state)
+{
+	struct rocemu_port_config cfg;
+	char err[256], cpu_text[16], notice[256] = "";
+	cpu_set_t mask;
+	int in = -1, out = -1;
+	struct pair p;
+	(void)state;
+
+	assert_int_equal(sched_getaffinity(0, sizeof(mask), &mask), 0);
+	for (int c = 0; c < CPU_SETSIZE && (in < 0 || out < 0); c++) {
+		if (CPU_ISSET(c, &mask) && in < 0)
+			in = c;
+		if (!CPU_ISSET(c, &mask) && out < 0)
+			out = c;
+	}
+	rocemu_port_config_init(&cfg);
+	set(&cfg, "port", "ring:pc:a");
+	snprintf(cpu_text, sizeof(cpu_text), "%d", out);
+	set(&cfg, "progress-cpu", cpu_text);
+	assert_int_equal(rocemu_port_config_validate(&cfg, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "--progress-cpu"));
+	assert_non_null(strstr(err, "not one this process may run on"));
+	assert_int_equal(rocemu_port_open(&cfg, &p.a, err, sizeof(err)), -EINVAL);
+	rocemu_port_config_init(&cfg);
+	set(&cfg, "port", "ring:pc:a");
+	setenv("ROCEMU_PROGRESS_CPU", "zz", 1);
+	assert_int_equal(rocemu_port_config_validate(&cfg, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "ROCEMU_PROGRESS_CPU"));
+	setenv("ROCEMU_PROGRESS_CPU", cpu_text, 1);
+	assert_int_equal(rocemu_port_config_validate(&cfg, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "ROCEMU_PROGRESS_CPU"));
+	unsetenv("ROCEMU_PROGRESS_CPU");
+
+	pair_config(&p, NULL, NULL);
+	snprintf(cpu_text, sizeof(cpu_text), "%d", in);
+	set(&p.ca, "progress-cpu", cpu_text);
+	p.ca.notice = note_line;
+	p.ca.notice_arg = notice;
+	assert_int_equal(rocemu_port_open(&p.ca, &p.a, err, sizeof(err)), 0);
+	assert_int_equal(rocemu_port_open(&p.cb, &p.b, err, sizeof(err)), 0);
+	assert_int_equal(rocemu_port_progress_cpu(p.a), in);
+	assert_int_equal(rocemu_port_progress_cpu(p.b), -1);
+	snprintf(cpu_text, sizeof(cpu_text), "CPU %d,", in);
+	assert_non_null(strstr(notice, cpu_text));
+	assert_true(spinner_on(in));
+	ping_b_threaded(&p);
+	pair_close(&p); /* returns: the spinning thread stopped */
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1476,6 +1595,7 @@ int main(void)
 	    cmocka_unit_test(test_roce_delivery_and_drops),
 	    cmocka_unit_test(test_ping),
 	    cmocka_unit_test(test_progress_thread_answers),
+	    cmocka_unit_test(test_progress_cpu),
 	    cmocka_unit_test(test_capture),
 	    cmocka_unit_test(test_capture_copy_stamp),
 	    cmocka_unit_test(test_capture_rotation),

@@ -135,6 +135,7 @@ struct host {
 	/* threads */
 	pthread_t fwd_thread, ctl_thread;
 	atomic_bool stop;
+	bool spin;		 /* --progress-cpu: the forwarding thread never sleeps */
 	atomic_uint lock_wanted; /* threads waiting in host_lock */
 	int ctl_listen_fd;
 	int ctl_wake_fd; /* eventfd: stop the control thread */

@@ -59,6 +59,8 @@ static void usage(FILE *f)
 	    "  --fault-*              fault injector on the uplink and the switch\n"
 	    "  --no-direct            no direct rings: every same-host frame through the host's\n"
 	    "                         thread (as with --capture or --fault-*; for benchmarks)\n"
+	    "  --progress-cpu N       the forwarding thread pinned to CPU N, spinning there\n"
+	    "                         (never sleeping), for a machine with a CPU to spare\n"
 	    "  --arp-timeout MS, --arp-retries N, --arp-expire MS   neighbour resolution\n"
 	    "  --qpn-quiet MS         a released QPN is not handed out again for MS (%u)\n"
 	    "  --allow-user USER      this user may attach too (repeatable; default: only the\n"

@@ -15,7 +15,9 @@
  * destination QPN.
  *
  * The thread spins while frames move and sleeps on the host bell when idle
- * (rocemu_host.h); processes ring it only while it sleeps.
+ * (rocemu_host.h); processes ring it only while it sleeps. With
+ * --progress-cpu it is pinned to that CPU and never sleeps, and the port's
+ * own progress thread is stopped.
  */
 #include <errno.h>
 #include <sched.h>
@@ -623,7 +625,7 @@ static void *fwd_main(void *arg)
 			last_work = now;
 			continue;
 		}
-		if (now - last_work < SPIN_AFTER_WORK_NS) {
+		if (now - last_work < SPIN_AFTER_WORK_NS || h->spin) {
 			rte_pause();
 			continue;
 		}
@@ -708,8 +710,26 @@ int host_switch_init(struct host *h, char *err, size_t errlen)
  */
 int host_switch_start(struct host *h)
 {
-	rocemu_port_progress_thread_quiet(h->port, true);
-	return -pthread_create(&h->fwd_thread, NULL, fwd_main, h);
+	int cpu = rocemu_port_progress_cpu(h->port);
+	pthread_attr_t attr;
+	cpu_set_t cpus;
+	int rc;
+
+	if (cpu < 0) {
+		rocemu_port_progress_thread_quiet(h->port, true);
+		return -pthread_create(&h->fwd_thread, NULL, fwd_main, h);
+	}
+	/* --progress-cpu: ours spins on that CPU and runs every pass; the
+	 * port's thread would only be rung awake beside it */
+	rocemu_port_progress_thread_stop(h->port);
+	h->spin = true;
+	CPU_ZERO(&cpus);
+	CPU_SET(cpu, &cpus);
+	rc = pthread_attr_init(&attr);
+	rc = rc ?: pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
+	rc = rc ?: pthread_create(&h->fwd_thread, &attr, fwd_main, h);
+	pthread_attr_destroy(&attr);
+	return -rc;
 }
 
 void host_switch_stop(struct host *h)

@@ -53,6 +53,7 @@ static void usage(FILE *f)
 	       "  --arp-timeout MS, --arp-retries N, --arp-expire MS   neighbour resolution\n"
 	       "  --memif-wait MS        memif client: wait this long for its server (10000;\n"
 	       "                         0: fail at once with ECONNREFUSED)\n"
+	       "  --progress-cpu N       the progress thread pinned to CPU N, spinning there\n"
 	       "  --fault-drop|dup|reorder|corrupt|delay [tx:|rx:]PPM, --fault-delay-us N,\n"
 	       "  --fault-drop-list tx:1,2,..|rx:..., --fault-seed N   fault injector\n"
 	       "  --ping ADDR            send echo requests to ADDR, then exit (0 = all answered)\n"

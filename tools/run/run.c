@@ -48,6 +48,8 @@ static void usage(FILE *f)
 	    "  --ecn ect0|ect1|off ECN bits of frames whose address vector sets none (ect0)\n"
 	    "  --vlan ID  --vlan-untagged accept|drop   an 802.1Q VLAN (PCP = the AV's SL)\n"
 	    "  --memif-wait MS    a memif client waits this long for its server (10000)\n"
+	    "  --progress-cpu N   rocemu's progress thread pinned to CPU N, spinning there\n"
+	    "                     (never napping); also ROCEMU_PROGRESS_CPU=N\n"
 	    "  --host NAME        the device is a context on the rocemu host NAME ('rocemu\n"
 	    "                     host'): its addresses, QPNs and capture are the host's\n"
 	    "  --fault-*          fault injection, see 'rocemu port --help'\n"
