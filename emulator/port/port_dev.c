@@ -37,6 +37,11 @@ uint32_t port_default_data_room(const struct rocemu_port *port)
 	return (room + 63) & ~63u;
 }
 
+/* mbufs each lcore keeps for itself (the thread that started EAL, and each
+ * progress thread, rte_thread_register'ed): alloc and free without touching
+ * the pool's shared ring. Other application threads have none. */
+#define PORT_POOL_CACHE 256
+
 static int create_pool(struct rocemu_port *port, char *err, size_t errlen)
 {
 	char name[RTE_MEMPOOL_NAMESIZE];
@@ -52,8 +57,9 @@ static int create_pool(struct rocemu_port *port, char *err, size_t errlen)
 		port->pool = port->link->pool_create(
 		    name, n, (uint16_t)(room + RTE_PKTMBUF_HEADROOM), (int)rte_socket_id());
 	else
-		port->pool = rte_pktmbuf_pool_create(
-		    name, n, 0, 0, (uint16_t)(room + RTE_PKTMBUF_HEADROOM), (int)rte_socket_id());
+		port->pool = rte_pktmbuf_pool_create(name, n, PORT_POOL_CACHE, 0,
+						     (uint16_t)(room + RTE_PKTMBUF_HEADROOM),
+						     (int)rte_socket_id());
 	if (!port->pool)
 		return port_fail(err, errlen, -ENOMEM,
 				 "cannot create a pool of %u mbufs of %u bytes: %s", n, room,

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 
 #include <rte_ethdev.h>
+#include <rte_lcore.h>
 #include <rte_pause.h>
 
 #include "port_link.h"
@@ -318,6 +319,10 @@ static void *progress_main(void *arg)
 {
 	struct rocemu_port *port = arg;
 	uint64_t last_work = rocemu_now_ns();
+	/* an lcore id of its own gives the thread its own mempool cache: the
+	 * mbufs it receives, frees and allocates (ACKs) stop going through
+	 * the pool's shared ring one by one. Without a free id, no cache. */
+	bool lcore = rte_thread_register() == 0 && rte_lcore_id() != LCORE_ID_ANY;
 
 	while (!atomic_load_explicit(&port->thread_stop, memory_order_relaxed)) {
 		unsigned work = rocemu_port_progress(port);
@@ -347,6 +352,8 @@ static void *progress_main(void *arg)
 		if (idle_sleep(port, app_polling))
 			last_work = rocemu_now_ns();
 	}
+	if (lcore)
+		rte_thread_unregister();
 	return NULL;
 }
 
