@@ -187,6 +187,9 @@ static void print_host(struct host *h)
 		rocemu_port_gid(h->port, i, gid);
 		printf("  gid[%u] %s\n", i, roce_gid_str(gid, text, sizeof(text)));
 	}
+	if (rocemu_port_progress_cpu(h->port) >= 0)
+		printf("  forwarding thread on CPU %d, spinning there (progress-cpu)\n",
+		       rocemu_port_progress_cpu(h->port));
 	printf("  attach: rocemu run --host %s -- PROGRAM   (or ROCEMU_HOST=%s)\n", h->name,
 	       h->name);
 	fflush(stdout);
