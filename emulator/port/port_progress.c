@@ -33,8 +33,13 @@
 #define DOORBELL_SLEEP_NS 20000000ull
 #define DOORBELL_GRACE_NS 20000000ull
 #define LINK_CHECK_NS	  100000000ull
-/* The sleep while an application polls, when frames ring a bell. */
-#define APP_POLL_BELL_SLEEP_NS 10000000ull
+/* The sleep while an application polls, when frames ring a bell. Not
+ * longer: a peer does not ring while our application was seen waiting in a
+ * polling loop (memif's app_waiting_tsc, fresh for 10 us), and one that then
+ * spins on its memory instead (ib_write_lat) sees such a frame only when
+ * this sleep ends. 10 ms here made 1 in 10 ib_write_lat messages wait for
+ * it. */
+#define APP_POLL_BELL_SLEEP_NS 1000000ull
 /* The shortest sleep: below it a timer is served by spinning instead. */
 #define MIN_SLEEP_NS 20000ull
 
