@@ -39,8 +39,10 @@ uint32_t port_default_data_room(const struct rocemu_port *port)
 
 /* mbufs each lcore keeps for itself (the thread that started EAL, and each
  * progress thread, rte_thread_register'ed): alloc and free without touching
- * the pool's shared ring. Other application threads have none. */
-#define PORT_POOL_CACHE 256
+ * the pool's shared ring. Other application threads have none. At most an
+ * eighth of the pool, so that a small pool (`mbufs 512`) is not held in the
+ * caches of threads that do not need it. */
+#define PORT_POOL_CACHE 256u
 
 static int create_pool(struct rocemu_port *port, char *err, size_t errlen)
 {
@@ -57,7 +59,7 @@ static int create_pool(struct rocemu_port *port, char *err, size_t errlen)
 		port->pool = port->link->pool_create(
 		    name, n, (uint16_t)(room + RTE_PKTMBUF_HEADROOM), (int)rte_socket_id());
 	else
-		port->pool = rte_pktmbuf_pool_create(name, n, PORT_POOL_CACHE, 0,
+		port->pool = rte_pktmbuf_pool_create(name, n, RTE_MIN(PORT_POOL_CACHE, n / 8), 0,
 						     (uint16_t)(room + RTE_PKTMBUF_HEADROOM),
 						     (int)rte_socket_id());
 	if (!port->pool)
