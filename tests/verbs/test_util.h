@@ -148,8 +148,11 @@ static inline struct ibv_wc tu_poll_one(struct ibv_cq *cq)
 	return wc;
 }
 
-/* One signalled RDMA op (WRITE, READ) of len bytes at local (lkey) to
- * raddr/rkey through qp, its completion taken from cq: its status. */
+/* One signalled RDMA op of len bytes at local (lkey) to raddr/rkey through
+ * qp, its completion taken from cq: its status. A WRITE or READ; or an
+ * atomic FETCH_AND_ADD (len 8) that adds TU_FETCH_ADD, the old value landing
+ * at local. */
+#define TU_FETCH_ADD 5
 static inline enum ibv_wc_status tu_rdma(struct ibv_qp *qp, struct ibv_cq *cq, void *local,
 					 uint32_t lkey, enum ibv_wr_opcode op, uint32_t len,
 					 uint64_t raddr, uint32_t rkey)
@@ -163,8 +166,14 @@ static inline enum ibv_wc_status tu_rdma(struct ibv_qp *qp, struct ibv_cq *cq, v
 			   *bad;
 	struct ibv_wc wc;
 
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr.wr.atomic.remote_addr = raddr;
+		wr.wr.atomic.rkey = rkey;
+		wr.wr.atomic.compare_add = TU_FETCH_ADD;
+	} else {
+		wr.wr.rdma.remote_addr = raddr;
+		wr.wr.rdma.rkey = rkey;
+	}
 	assert_int_equal(ibv_post_send(qp, &wr, &bad), 0);
 	wc = tu_poll_any(cq);
 	assert_int_equal(wc.wr_id, 0x77);

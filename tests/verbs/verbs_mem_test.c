@@ -81,6 +81,9 @@ static int pair_teardown(void **state)
 	return 0;
 }
 
+/* A test on a pair: its fixture. */
+#define PAIR_TEST(f) cmocka_unit_test_setup_teardown(f, pair_setup, pair_teardown)
+
 /* After an error moved both QPs to ERR: RESET and joined again. */
 static void rejoin(struct pair *p)
 {
@@ -622,27 +625,22 @@ static enum ibv_wc_status odp_rdma(struct pair *p, struct ibv_qp *qa, enum ibv_w
 				   struct ibv_mr *ma, void *laddr, struct ibv_mr *mb,
 				   uint64_t raddr, uint32_t len)
 {
-	struct ibv_sge sge = {.addr = (uintptr_t)laddr, .length = len, .lkey = ma->lkey};
-	struct ibv_send_wr wr = {.wr_id = 0x23,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = op,
-				 .send_flags = IBV_SEND_SIGNALED},
-			   *bad;
-	struct ibv_wc wc;
+	return tu_rdma(qa, cq_of(&p->a), laddr, ma->lkey, op, len, raddr, mb->rkey);
+}
 
-	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-		wr.wr.atomic.remote_addr = raddr;
-		wr.wr.atomic.rkey = mb->rkey;
-		wr.wr.atomic.compare_add = 5;
-	} else {
-		wr.wr.rdma.remote_addr = raddr;
-		wr.wr.rdma.rkey = mb->rkey;
-	}
-	assert_int_equal(ibv_post_send(qa, &wr, &bad), 0);
-	wc = tu_poll_any(cq_of(&p->a));
-	assert_int_equal(wc.wr_id, 0x23);
-	return wc.status;
+/* One round of odp_every_qp_type gone: its QPs, then its SRQ (if any), its
+ * regions and their memory. */
+static void odp_round_free(struct ibv_qp *qa, struct ibv_qp *qb, struct ibv_srq *srq,
+			   struct ibv_mr *ma, struct ibv_mr *mb, uint8_t *ba, uint8_t *bb)
+{
+	assert_int_equal(ibv_destroy_qp(qa), 0);
+	assert_int_equal(ibv_destroy_qp(qb), 0);
+	if (srq)
+		assert_int_equal(ibv_destroy_srq(srq), 0);
+	assert_int_equal(ibv_dereg_mr(ma), 0);
+	assert_int_equal(ibv_dereg_mr(mb), 0);
+	munmap(ba, ODP_LEN);
+	munmap(bb, ODP_LEN);
 }
 
 static uint32_t odp_caps_of(const struct ibv_device_attr_ex *x, enum ibv_qp_type type)
@@ -716,14 +714,9 @@ static void odp_every_qp_type(void **state)
 			memcpy(&v, ba + 40960, 8);
 			assert_int_equal(v, 0); /* the page was never touched */
 			memcpy(&v, bb + 49152, 8);
-			assert_int_equal(v, 5);
+			assert_int_equal(v, TU_FETCH_ADD);
 		}
-		assert_int_equal(ibv_destroy_qp(qa), 0);
-		assert_int_equal(ibv_destroy_qp(qb), 0);
-		assert_int_equal(ibv_dereg_mr(ma), 0);
-		assert_int_equal(ibv_dereg_mr(mb), 0);
-		munmap(ba, ODP_LEN);
-		munmap(bb, ODP_LEN);
+		odp_round_free(qa, qb, NULL, ma, mb, ba, bb);
 	}
 
 	/* RC receives through an SRQ into an ODP region */
@@ -736,13 +729,7 @@ static void odp_every_qp_type(void **state)
 	struct ibv_qp *qa = make_qp(&p->a, IBV_QPT_RC, NULL), *qb = make_qp(&p->b, IBV_QPT_RC, srq);
 	join(qa, &p->a, qb, &p->b);
 	odp_send(p, IBV_QPT_RC, qa, qb, srq, ma, mb, 20000, 4000, 0x63);
-	assert_int_equal(ibv_destroy_qp(qa), 0);
-	assert_int_equal(ibv_destroy_qp(qb), 0);
-	assert_int_equal(ibv_destroy_srq(srq), 0);
-	assert_int_equal(ibv_dereg_mr(ma), 0);
-	assert_int_equal(ibv_dereg_mr(mb), 0);
-	munmap(ba, ODP_LEN);
-	munmap(bb, ODP_LEN);
+	odp_round_free(qa, qb, srq, ma, mb, ba, bb);
 }
 
 /*
@@ -980,7 +967,7 @@ static void dm_remote_access(void **state)
 				  mr, 4000, 8),
 			 IBV_WC_SUCCESS);
 	assert_int_equal(ibv_memcpy_from_dm(&word, dm, 1024 + 4000, 8), 0);
-	assert_int_equal(word, 5);
+	assert_int_equal(word, TU_FETCH_ADD);
 
 	/* b SENDs 1000 bytes from its device memory */
 	struct ibv_sge rs = {
@@ -1017,18 +1004,12 @@ int main(void)
 	if (!devs)
 		return 1;
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(rereg_input_errors, pair_setup, pair_teardown),
-	    cmocka_unit_test_setup_teardown(rereg_device_errors, pair_setup, pair_teardown),
-	    cmocka_unit_test_setup_teardown(rereg_access_keeps_keys, pair_setup, pair_teardown),
-	    cmocka_unit_test_setup_teardown(rereg_pd_keeps_keys, pair_setup, pair_teardown),
-	    cmocka_unit_test_setup_teardown(rereg_translation_new_keys, pair_setup, pair_teardown),
-	    cmocka_unit_test_setup_teardown(rereg_translation_in_flight, pair_setup, pair_teardown),
-	    cmocka_unit_test_setup_teardown(odp_every_qp_type, pair_setup, pair_teardown),
-	    cmocka_unit_test_setup_teardown(odp_implicit, pair_setup, pair_teardown),
-	    cmocka_unit_test(odp_advise_mr),
-	    cmocka_unit_test(dm_alloc_and_copy),
-	    cmocka_unit_test(dm_region_rules),
-	    cmocka_unit_test_setup_teardown(dm_remote_access, pair_setup, pair_teardown),
+	    PAIR_TEST(rereg_input_errors),	   PAIR_TEST(rereg_device_errors),
+	    PAIR_TEST(rereg_access_keeps_keys),	   PAIR_TEST(rereg_pd_keeps_keys),
+	    PAIR_TEST(rereg_translation_new_keys), PAIR_TEST(rereg_translation_in_flight),
+	    PAIR_TEST(odp_every_qp_type),	   PAIR_TEST(odp_implicit),
+	    cmocka_unit_test(odp_advise_mr),	   cmocka_unit_test(dm_alloc_and_copy),
+	    cmocka_unit_test(dm_region_rules),	   PAIR_TEST(dm_remote_access),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	ibv_free_device_list(devs);
