@@ -240,20 +240,8 @@ static struct ibv_qp *qp_on(struct ibv_pd *pd, struct ibv_cq *cq)
 static void write_to(struct ibv_qp *qp, struct ibv_cq *cq, void *src, uint32_t lkey, uint32_t len,
 		     uint64_t raddr, uint32_t rkey)
 {
-	struct ibv_sge sge = {.addr = (uintptr_t)src, .length = len, .lkey = lkey};
-	struct ibv_send_wr wr = {.wr_id = 0x51,
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = IBV_WR_RDMA_WRITE,
-				 .send_flags = IBV_SEND_SIGNALED},
-			   *bad;
-
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	assert_int_equal(ibv_post_send(qp, &wr, &bad), 0);
-	struct ibv_wc wc = tu_poll_any(cq);
-	assert_int_equal(wc.wr_id, 0x51);
-	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(tu_rdma(qp, cq, src, lkey, IBV_WR_RDMA_WRITE, len, raddr, rkey),
+			 IBV_WC_SUCCESS);
 }
 
 /* a's peer b: b's region imported into a second context of b's, whose QP
