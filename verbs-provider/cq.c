@@ -223,6 +223,8 @@ static int cqx_pop(struct ibv_cq_ex *c)
 
 static int cqx_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 {
+	if (rocemu_dead(c->context)) /* the parent's CQ, in a child (fork.c) */
+		return rocemu_inherited_fail(c->context);
 	if (attr && attr->comp_mask)
 		return EINVAL;
 	return cqx_pop(c);

@@ -237,6 +237,10 @@ static int wr_complete(struct ibv_qp_ex *q)
 	struct rocemu_wr_batch *b = &qp->batch;
 	unsigned bad = 0;
 
+	if (rocemu_dead(q->qp_base.context)) { /* the parent's QP, in a child (fork.c) */
+		batch_reset(b);
+		return rocemu_inherited_fail(q->qp_base.context);
+	}
 	if (b->err) {
 		int e = b->err;
 		batch_reset(b);

@@ -61,6 +61,13 @@ static void child(struct tu_side *s)
 	CHECK(ibv_post_send(s->qp, &swr, &sbad) == EIO && sbad == &swr);
 	CHECK(ibv_post_recv(s->qp, &rwr, &rbad) == EIO && rbad == &rwr);
 	CHECK(ibv_req_notify_cq(ibv_cq_ex_to_cq(s->cq), 0) == EIO);
+	struct ibv_poll_cq_attr pca = {0};
+	CHECK(ibv_start_poll(s->cq, &pca) == EIO);
+	ibv_wr_start(s->qpx);
+	s->qpx->wr_id = 9;
+	ibv_wr_send(s->qpx);
+	ibv_wr_set_sge(s->qpx, s->mr->lkey, (uintptr_t)s->buf, 8);
+	CHECK(ibv_wr_complete(s->qpx) == EIO);
 	CHECK(ibv_query_device(s->ctx, &da) == EIO);
 	CHECK(ibv_query_port(s->ctx, 1, &pa) == EIO);
 	CHECK(ibv_query_gid(s->ctx, 1, 0, &gid) == -1 && errno == EIO);
