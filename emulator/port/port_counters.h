@@ -59,6 +59,8 @@
 	X(MEMIF_ILLEGAL_TRANSITIONS, memif_illegal_transitions)                                    \
 	X(MEMIF_BELL_PAGE_REMAPPED, memif_bell_page_remapped)                                      \
 	X(BELL_RUNG, bell_rung)                                                                    \
+	X(PMD_COPY_TX_BYTES, pmd_copy_tx_bytes) /* memif: bytes its PMD copied into the ring */    \
+	X(PMD_COPY_RX_BYTES, pmd_copy_rx_bytes) /* memif: bytes its PMD copied out of the ring */  \
 	X(HOST_DIRECT_RINGS, host_direct_rings)                                                    \
 	X(TX_DIRECT_FRAMES, tx_direct_frames)                                                      \
 	X(FAULT_TX_CORRUPTED, fault_tx_corrupted)                                                  \

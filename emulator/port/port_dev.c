@@ -104,17 +104,14 @@ bool port_has_device(const struct rocemu_port *port)
 	return port->port_id != UINT16_MAX || port->link->tx_burst != NULL;
 }
 
-/* One rx and one tx queue; the MTU where the link asks for it; start. A
- * link without an ethdev only starts itself. */
-static int start_device(struct rocemu_port *port, char *err, size_t errlen)
+/* One rx and one tx queue; the MTU where the link asks for it. */
+int port_dev_configure(struct rocemu_port *port, char *err, size_t errlen)
 {
 	struct rte_eth_dev_info info;
 	struct rte_eth_conf conf;
 	uint16_t nb_rxd = PORT_RX_DESC, nb_txd = PORT_TX_DESC, id = port->port_id;
 	int socket, rc;
 
-	if (id == UINT16_MAX) /* a link without an ethdev */
-		return port->link->start ? port->link->start(port, err, errlen) : 0;
 	socket = rte_eth_dev_socket_id(id);
 	if (socket < 0)
 		socket = (int)rte_socket_id();
@@ -140,9 +137,22 @@ static int start_device(struct rocemu_port *port, char *err, size_t errlen)
 			return port_fail(err, errlen, rc, "%s: cannot set MTU %u: %s",
 					 port->dev_name, port->eth_mtu, rte_strerror(-rc));
 	}
+	return 0;
+}
+
+/* Configure, then start. A link without an ethdev only starts itself. */
+static int start_device(struct rocemu_port *port, char *err, size_t errlen)
+{
+	int rc;
+
+	if (port->port_id == UINT16_MAX) /* a link without an ethdev */
+		return port->link->start ? port->link->start(port, err, errlen) : 0;
+	rc = port_dev_configure(port, err, errlen);
+	if (rc)
+		return rc;
 	if (port->link->start)
 		return port->link->start(port, err, errlen);
-	rc = rte_eth_dev_start(id);
+	rc = rte_eth_dev_start(port->port_id);
 	if (rc)
 		return port_fail(err, errlen, rc, "%s: start failed: %s", port->dev_name,
 				 rte_strerror(-rc));

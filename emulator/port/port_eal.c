@@ -278,6 +278,11 @@ static int eal_start(bool need_pci)
 		rc = rc ?: add_arg(argv, &argc, store, &used, sizeof(store), "-m");
 		rc = rc ?: add_arg(argv, &argc, store, &used, sizeof(store), "512");
 		rc = rc ?: add_arg(argv, &argc, store, &used, sizeof(store), "--no-shconf");
+		/* --no-huge memory is one memfd already; saying so lets the memif
+		 * PMD export it (a client's zero-copy, port_memif_zc.c) */
+		rc = rc
+			 ?: add_arg(argv, &argc, store, &used, sizeof(store),
+				    "--single-file-segments");
 		snprintf(buf, sizeof(buf), "--file-prefix=rocemu%d", (int)getpid());
 		rc = rc ?: add_arg(argv, &argc, store, &used, sizeof(store), buf);
 	}

@@ -152,6 +152,9 @@ unsigned port_next_seq(void);
 int port_dev_probe(struct rocemu_port *port, const char *devargs, char *err, size_t errlen);
 /* Stop, close and (a vdev) remove the device. */
 void port_dev_remove(struct rocemu_port *port);
+/* One rx and one tx queue on the port's pool, and the MTU (set_dev_mtu):
+ * what a device needs before its start (also for one made again). */
+int port_dev_configure(struct rocemu_port *port, char *err, size_t errlen);
 /* The default data room (see data_room). */
 uint32_t port_default_data_room(const struct rocemu_port *port);
 /* --mac, else dev_mac (when use_dev and the device has one), else generated. */

@@ -167,10 +167,45 @@ static int in_use(const char *path, char *err, size_t errlen)
 			 "memif:server:%s: socket path in use by another server", path);
 }
 
+/*
+ * A client's mode: the PMD's zero-copy where this process can use it
+ * (port_memif_zc.c), else copy mode, said once in a notice line. In
+ * zero-copy neither of our PMD's directions copies (its server's does).
+ */
+static void memif_choose_copy(struct rocemu_port *port, struct memif_link *l)
+{
+	char why[160];
+
+	l->zero_copy = memif_zc_claim(why, sizeof(why));
+	port->pmd_copies_tx = port->pmd_copies_rx = !l->zero_copy;
+	if (!l->zero_copy)
+		port_notice(port, "memif client on %s: copy mode (%s)", l->path, why);
+	else if (port_trace_on("memif"))
+		port_trace(port, "memif", "client on %s: zero-copy", l->path);
+}
+
+/* Buffers as large as our mbufs' data room: a frame then takes one ring
+ * slot and the PMD copies it in one piece both ways. With smaller buffers
+ * (2048 by default) it splits frames over chained slots, and its chaining
+ * loses or merges frames under load (a stale "next" flag on reused
+ * descriptors), which cut frames short at 2048/4096 bytes. */
+static int memif_probe(struct rocemu_port *port, struct memif_link *l, char *err, size_t errlen)
+{
+	char devargs[2 * ROCEMU_PORT_SPEC_MAX + 256];
+	int rc;
+
+	snprintf(devargs, sizeof(devargs), "%s,role=%s,bsize=%u,socket=%s%s", port->dev_name,
+		 l->client ? "client" : "server", port->max_frame, l->path,
+		 l->zero_copy ? ",zero-copy=yes" : "");
+	memif_quiet(true);
+	rc = port_dev_probe(port, devargs, err, errlen);
+	memif_quiet(false);
+	return rc;
+}
+
 static int memif_create(struct rocemu_port *port, const char *arg, char *err, size_t errlen)
 {
 	struct memif_link *l = port->link_priv;
-	char devargs[2 * ROCEMU_PORT_SPEC_MAX + 256];
 	int rc;
 
 	l->client = strncmp(arg, "server:", 7) != 0;
@@ -186,16 +221,11 @@ static int memif_create(struct rocemu_port *port, const char *arg, char *err, si
 	if (!l->client && memif_listening(l->path) == 1 && memif_find_listener(l->path) < 0)
 		return in_use(l->path, err, errlen);
 	snprintf(port->dev_name, sizeof(port->dev_name), "net_memif_re%u", port_next_seq());
-	/* Buffers as large as our mbufs' data room: a frame then takes one
-	 * ring slot and the PMD copies it in one piece both ways. With smaller
-	 * buffers (2048 by default) it splits frames over chained slots, and
-	 * its chaining loses or merges frames under load (a stale "next" flag
-	 * on reused descriptors), which cut frames short at 2048/4096 bytes. */
-	snprintf(devargs, sizeof(devargs), "%s,role=%s,bsize=%u,socket=%s", port->dev_name,
-		 l->client ? "client" : "server", port->max_frame, l->path);
-	memif_quiet(true);
-	rc = port_dev_probe(port, devargs, err, errlen);
-	memif_quiet(false);
+	if (l->client)
+		memif_choose_copy(port, l);
+	else
+		port->pmd_copies_tx = port->pmd_copies_rx = true; /* a server's PMD always copies */
+	rc = memif_probe(port, l, err, errlen);
 	if (rc && !l->client && memif_listening(l->path) == 1 && memif_find_listener(l->path) < 0)
 		return in_use(l->path, err, errlen); /* another server was quicker */
 	if (rc || l->client)
@@ -401,6 +431,35 @@ static bool memif_blocked(struct rocemu_port *port, enum port_counter *reason)
 }
 
 /*
+ * A zero-copy client about to connect again (memif_restart, on the interrupt
+ * thread, engine lock held, device stopped). Its first connection closed
+ * EAL's memory file, whose number the PMD would send (and close) again
+ * (port_memif_zc.c): the device is made again, in copy mode, unless the file
+ * is still intact (it never connected). The old device's mbufs in its rings
+ * are lost to the pool (the PMD frees only its arrays), once. False: no
+ * device now (the link stays STOPPED; the next restart makes it again).
+ */
+static bool memif_zc_remake(struct rocemu_port *port, struct memif_link *l)
+{
+	char err[256];
+
+	if (port->port_id != UINT16_MAX) {
+		if (memif_zc_intact())
+			return true;
+		port_dev_remove(port);
+	}
+	l->zero_copy = false;
+	port->pmd_copies_tx = port->pmd_copies_rx = true;
+	if (port_trace_on("memif"))
+		port_trace(port, "memif", "client on %s: made again in copy mode", l->path);
+	if (memif_probe(port, l, err, sizeof(err)) || port_dev_configure(port, err, sizeof(err))) {
+		port_dev_remove(port);
+		return false;
+	}
+	return true;
+}
+
+/*
  * A client whose link is down reconnects (memif_watch, engine lock held):
  * stop the device (memif_disconnect: the old connection's rings go) and
  * start it again (a new connection attempt). A rocemu server is told first,
@@ -430,6 +489,8 @@ static bool memif_restart(struct rocemu_port *port)
 	}
 	memif_bell_page_remap(port);
 	if (memif_listening(l->path) == 0)
+		return true;
+	if ((l->zero_copy || port->port_id == UINT16_MAX) && !memif_zc_remake(port, l))
 		return true;
 	port_count(port, PC_MEMIF_RECONNECTS);
 	if (start_quietly(port))

@@ -72,6 +72,7 @@ enum memif_link_state {
 
 struct memif_link {
 	bool client;
+	bool zero_copy;			 /* a client made with zero-copy=yes (port_memif_zc.c) */
 	char path[ROCEMU_PORT_SPEC_MAX]; /* the memif socket (abstract name) */
 	enum memif_link_state state;
 	bool registered; /* among the process's memif devices (users[]) */
@@ -112,6 +113,12 @@ static inline struct memif_bell_slot *memif_peer(struct memif_link *l)
 const char *memif_link_state_name(enum memif_link_state s);
 bool memif_link_transition_legal(enum memif_link_state from, enum memif_link_state to, bool client);
 void memif_link_set(struct rocemu_port *port, enum memif_link_state to, const char *why);
+
+/* port_memif_zc.c: the PMD's zero-copy for a new memif client, taken for
+ * good (one per process); else false, and why (one phrase). */
+bool memif_zc_claim(char *why, size_t len);
+/* The memory file a zero-copy connection sends is still EAL's. */
+bool memif_zc_intact(void);
 
 /* port_memif_socket.c */
 /* A server listens on path: 1, 0, or -errno when /proc/net/unix cannot say. */

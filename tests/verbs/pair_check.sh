@@ -15,21 +15,25 @@
 #   --kill-first-client   host A serves two clients; the first is killed
 #          with SIGKILL in the middle of its rounds, the second must pass
 #          (memif: the link goes down and comes back under RDMA traffic)
+#   --memif-copy   memif: host B's client in copy mode (ROCEMU_MEMIF_ZERO_COPY=0)
 # Both must exit 0; both captures must decode cleanly in tshark and every
-# ICRC must verify (check_captures.sh).
+# ICRC must verify (check_captures.sh). On memif, the copies the PMDs made
+# must be those of the mode: host B (the memif client) none in zero-copy,
+# every frame in copy mode; host A (the server) every frame.
 set -u
 TIMEOUT=${PAIR_TIMEOUT:-300}
 . "$(dirname "$0")/pair_lib.sh"
 checker=$1
 shift
-link=memif copts=() expect_loss= kill_first=
+link=memif copts=() expect_loss= kill_first= memif_copy=
 while [ $# -gt 0 ] && [ "$1" != -- ]; do
 	case $1 in
 	--link) link=$2; shift ;;
 	--client-opt) copts+=("$2"); shift ;;
 	--expect-loss) expect_loss=1 ;;
 	--kill-first-client) kill_first=1 ;;
-	*) echo "usage: $0 PAIR_CHECK [--link L] [--client-opt O] [--expect-loss] [--kill-first-client] -- ARGS"; exit 2 ;;
+	--memif-copy) memif_copy=1 ;;
+	*) echo "usage: $0 PAIR_CHECK [--link L] [--client-opt O] [--expect-loss] [--kill-first-client] [--memif-copy] -- ARGS"; exit 2 ;;
 	esac
 	shift
 done
@@ -96,7 +100,11 @@ if [ -n "$kill_first" ]; then
 	grep -q "round 3 ok" $dir/b1.log || { echo "FAIL: the first client never reached round 3"; cat $dir/b1.log; }
 fi
 hport=("${portB[@]}" "${copts[@]}") hargs=("${args[@]}" "${cli[@]}")
-host "$nsB" $dir/b.log $dir/b.pcap
+if [ -n "$memif_copy" ]; then
+	ROCEMU_MEMIF_ZERO_COPY=0 host "$nsB" $dir/b.log $dir/b.pcap
+else
+	host "$nsB" $dir/b.log $dir/b.pcap
+fi
 rb=$?
 # a client that failed leaves the server waiting for it: stop the server
 [ $rb -ne 0 ] && { pkill -TERM -P $pa; kill -TERM $pa; } 2>/dev/null
@@ -124,6 +132,26 @@ if [ $link = v6 ]; then
 	n4=$(cap_awk $dir/b.pcap '$IP4 != "" && $UDP == 4791' | wc -l)
 	echo "RoCEv2 frames in host B's capture: $n6 over IPv6, $n4 over IPv4"
 	[ "$n6" -gt 0 ] && [ "$n4" -eq 0 ] || { echo "FAIL: RoCE did not run over IPv6 only"; fail=1; }
+fi
+if [ $link = memif ] || [ $link = v6 ]; then
+	# the PMDs' copies (ROCEMU_STATS=1 at exit): "rocemu: DEV port NAME VALUE"
+	copied() { sed -n "s/^rocemu: .* port $2 \([0-9]*\)$/\1/p" $1 | tail -1; }
+	for f in tx rx; do
+		a=$(copied $dir/a.log pmd_copy_${f}_bytes) b=$(copied $dir/b.log pmd_copy_${f}_bytes)
+		echo "memif PMD copies ($f): server ${a:-0} bytes, client ${b:-0} bytes"
+		[ "${a:-0}" -gt 0 ] || { echo "FAIL: the memif server's PMD copied nothing ($f)"; fail=1; }
+		if [ -n "$memif_copy" ]; then
+			[ "${b:-0}" -gt 0 ] || { echo "FAIL: client in copy mode, no copies counted ($f)"; fail=1; }
+		else
+			[ -z "$b" ] || { echo "FAIL: the memif client's PMD copied in zero-copy ($f)"; fail=1; }
+		fi
+	done
+	if [ -n "$memif_copy" ]; then
+		grep -q "memif client on .*: copy mode (ROCEMU_MEMIF_ZERO_COPY=0)" $dir/b.log ||
+			{ echo "FAIL: no copy-mode notice from the client"; fail=1; }
+	elif grep -q "memif client on .*: copy mode" $dir/b.log; then
+		echo "FAIL: the client fell back to copy mode"; fail=1
+	fi
 fi
 check_captures $dir/a.pcap $dir/b.pcap || fail=1
 exit $fail
