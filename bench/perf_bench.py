@@ -593,17 +593,21 @@ def parse_rocemu_stats(out):
 def copies_per_byte(cli_out, srv_out):
     """Bytes copied per payload byte delivered, from both processes' counters
     over the whole run: the transport's copies in and out of application
-    memory (copy_tx_bytes, copy_rx_bytes) plus every frame byte the port
-    handed to or took from the memif PMD, which in copy mode copies each
-    frame once on each side (into the shared ring on tx, out of it on rx).
+    memory (copy_tx_bytes, copy_rx_bytes) plus the frame bytes the memif
+    PMD copied into the shared ring on tx and out of it on rx (the port's
+    pmd_copy_tx_bytes / pmd_copy_rx_bytes: every frame in copy mode, none on
+    a zero-copy client's side). A build older than those counters counts
+    every frame the port moved (tx_bytes, rx_bytes): it had copy mode only.
     Delivered: payload placed in the server's memory (its copy_rx_bytes)."""
     c, s = parse_rocemu_stats(cli_out), parse_rocemu_stats(srv_out)
     if not c or not s or not s.get(("transport", "copy_rx_bytes")):
         return None
+    pmd = any(k[1].startswith("pmd_copy_") for k in list(c) + list(s))
+    tx, rx = ("pmd_copy_tx_bytes", "pmd_copy_rx_bytes") if pmd else ("tx_bytes", "rx_bytes")
     parts = {
         "app_to_frame": c.get(("transport", "copy_tx_bytes"), 0) + s.get(("transport", "copy_tx_bytes"), 0),
-        "pmd_tx": c.get(("port", "tx_bytes"), 0) + s.get(("port", "tx_bytes"), 0),
-        "pmd_rx": c.get(("port", "rx_bytes"), 0) + s.get(("port", "rx_bytes"), 0),
+        "pmd_tx": c.get(("port", tx), 0) + s.get(("port", tx), 0),
+        "pmd_rx": c.get(("port", rx), 0) + s.get(("port", rx), 0),
         "frame_to_app": c.get(("transport", "copy_rx_bytes"), 0) + s.get(("transport", "copy_rx_bytes"), 0),
     }
     delivered = s[("transport", "copy_rx_bytes")]
