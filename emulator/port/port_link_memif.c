@@ -169,19 +169,14 @@ static int in_use(const char *path, char *err, size_t errlen)
 
 /*
  * A client's mode: the PMD's zero-copy where this process can use it
- * (port_memif_zc.c), else copy mode, said once in a notice line. In
- * zero-copy neither of our PMD's directions copies (its server's does).
+ * (port_memif_zc.c), else copy mode, said in a notice line once the client
+ * started (copy_why). In zero-copy neither of our PMD's directions copies
+ * (its server's does).
  */
 static void memif_choose_copy(struct rocemu_port *port, struct memif_link *l)
 {
-	char why[160];
-
-	l->zero_copy = memif_zc_claim(why, sizeof(why));
+	l->zero_copy = memif_zc_claim(l->copy_why, sizeof(l->copy_why));
 	port->pmd_copies_tx = port->pmd_copies_rx = !l->zero_copy;
-	if (!l->zero_copy)
-		port_notice(port, "memif client on %s: copy mode (%s)", l->path, why);
-	else if (port_trace_on("memif"))
-		port_trace(port, "memif", "client on %s: zero-copy", l->path);
 }
 
 /* Buffers as large as our mbufs' data room: a frame then takes one ring
@@ -283,6 +278,9 @@ static int memif_client_start(struct rocemu_port *port, char *err, size_t errlen
 		      (rocemu_server_started(l->path) || now - since >= MEMIF_FOREIGN_GRACE_NS))) &&
 		    start_quietly(port) == 0) {
 			memif_link_set(port, MEMIF_LINK_STARTED, "connected to the server");
+			if (!l->zero_copy)
+				port_notice(port, "memif client on %s: copy mode (%s)", l->path,
+					    l->copy_why);
 			return 0;
 		}
 		if (now >= end)
@@ -450,8 +448,6 @@ static bool memif_zc_remake(struct rocemu_port *port, struct memif_link *l)
 	}
 	l->zero_copy = false;
 	port->pmd_copies_tx = port->pmd_copies_rx = true;
-	if (port_trace_on("memif"))
-		port_trace(port, "memif", "client on %s: made again in copy mode", l->path);
 	if (memif_probe(port, l, err, sizeof(err)) || port_dev_configure(port, err, sizeof(err))) {
 		port_dev_remove(port);
 		return false;
