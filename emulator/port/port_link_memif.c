@@ -599,6 +599,7 @@ const struct port_link_ops port_link_memif = {
     .check_arg = memif_check_arg,
     .preview_mac = memif_preview_mac,
     .mtu = memif_mtu,
+    .pool_create = memif_pool_create,
     .create = memif_create,
     .set_dev_mtu = true,
     .start = memif_start,

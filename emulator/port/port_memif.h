@@ -120,6 +120,8 @@ void memif_link_set(struct rocemu_port *port, enum memif_link_state to, const ch
 bool memif_zc_claim(char *why, size_t len);
 /* The memory file a zero-copy connection sends is still EAL's. */
 bool memif_zc_intact(void);
+/* A memif port's mbuf pool: last freed, first handed out (port_link_ops). */
+struct rte_mempool *memif_pool_create(const char *name, unsigned n, uint16_t data_room, int socket);
 
 /* port_memif_socket.c */
 /* A server listens on path: 1, 0, or -errno when /proc/net/unix cannot say. */
