@@ -824,8 +824,8 @@ def render(data, imgs, doc_path):
     A("The copies of an RDMA WRITE on memif, each named:\n")
     A("| # | where | function | counted as |\n|---|---|---|---|")
     A("| 1 | requester: registered memory -> tx mbuf, ICRC folded in the same pass | `send_data_packet` -> `rocemu_mem_gather_crc` (`roce_crc32_copy`) | transport `copy_tx_bytes` |")
-    A("| 2 | memif tx: mbuf -> shared-memory ring buffer | DPDK `eth_memif_tx` (copy mode: rte_memcpy per descriptor) | port `tx_bytes` (whole frames) |")
-    A("| 3 | memif rx: ring buffer -> rx mbuf | DPDK `eth_memif_rx` (copy mode) | port `rx_bytes` (whole frames) |")
+    A("| 2 | memif tx: mbuf -> shared-memory ring buffer | DPDK `eth_memif_tx` (a server, or a client in copy mode; a zero-copy client's `eth_memif_tx_zc` puts the mbuf itself in the ring) | port `pmd_copy_tx_bytes` (whole frames) |")
+    A("| 3 | memif rx: ring buffer -> rx mbuf | DPDK `eth_memif_rx` (a server, or a client in copy mode; a zero-copy client receives into its own mbufs) | port `pmd_copy_rx_bytes` (whole frames) |")
     A("| 4 | responder: rx mbuf -> registered memory | `rc_responder.c` -> `rocemu_mem_remote_write` (memcpy) | transport `copy_rx_bytes` |")
     A("| | ICRC (a read, not a copy) | on rx only: `roce_mbuf_parse` verifies before placing; on tx it rides on copy 1 | |")
     cp = (acc.get("rocemu") or {}).get("copies")
@@ -835,13 +835,13 @@ def render(data, imgs, doc_path):
           "counters, `ROCEMU_STATS=1`, both processes, the whole run: %.1f MB placed in the server's memory): "
           "application -> frame %.2f, memif PMD tx %.2f, memif PMD rx %.2f, frame -> application %.2f "
           "(frame bytes include headers and ACKs; %d packets were retransmitted). The PMD's copies are "
-          "counted as the port's frame bytes because DPDK's memif copies every frame once on each side in "
-          "copy mode, the mode rocemu uses." % (
+          "the port's `pmd_copy_tx_bytes`/`pmd_copy_rx_bytes`: every frame the memif server moves; none "
+          "on the client's side, which uses DPDK's zero-copy." % (
               cp["total"], cp["delivered"] / 1e6, p["app_to_frame"], p["pmd_tx"], p["pmd_rx"],
               p["frame_to_app"], cp.get("retransmit_packets", 0)))
     else:
         A("\nNo counter-based figure in this run (the accounting run failed or predates the counters); "
-          "by the code path it is 4.")
+          "by the code path it is 3 (4 with the memif client in copy mode).")
     A("TCP over loopback copies 2 (user -> socket buffer in `write()`, socket buffer -> user in `read()`). "
       "The copies are what an emulated NIC costs: on hardware, copies 1-4 are the NIC's DMA reads and "
       "writes and cost the CPU nothing. DPDK's memif zero-copy (`zero-copy=yes`, client only) removes "
@@ -941,7 +941,7 @@ def values(data):
     for k in cpu:
         v["cpu_per_byte_" + k] = "%.3f" % cpu[k] if cpu[k] is not None else "?"
     v["cpu_per_byte_ratio"] = "%.2f" % (cpu["rocemu"] / cpu["tcp"]) if cpu["rocemu"] and cpu["tcp"] else "?"
-    v["copies_per_byte"] = "%.2f" % cp["total"] if cp else "4 (by the code path)"
+    v["copies_per_byte"] = "%.2f" % cp["total"] if cp else "3 (by the code path)"
     for kind in ("tcp", "rocemu"):
         for side in ("client", "server"):
             x = (acc.get(kind) or {}).get(side) or {}
