@@ -2,7 +2,7 @@
 /*
  * The port's device, whatever the link: the spec's link driver is looked up
  * once (port_links[]), then open runs its hooks in a fixed order around
- * what every link shares: the mempool sized at start, one rx and one tx
+ * what every link shares: the mempool (port_pool.c), one rx and one tx
  * queue, the MAC and GID table, capture, faults, the progress thread. Close
  * lets the last frames leave and gives everything back. The link drivers
  * are port_link_*.c; transmit is port_tx.c, progress port_progress.c.
@@ -20,54 +20,8 @@
 
 #include "port_link.h"
 
-#define PORT_DEFAULT_MBUFS 8192
-#define PORT_RX_DESC	   1024
-#define PORT_TX_DESC	   1024
-/* by default about this many bytes of buffers, 2048 to 8192 of them */
-#define PORT_POOL_BYTES (40u << 20)
-
-/* A whole frame (MTU + Ethernet + VLAN) in one segment, at least a
- * 4096-byte-MTU RoCE frame, rounded to a cache line. */
-uint32_t port_default_data_room(const struct rocemu_port *port)
-{
-	uint32_t room = (uint32_t)port->eth_mtu + 18;
-
-	if (room < 4096 + ROCE_MAX_HDR_LEN + ROCE_ICRC_LEN + 64)
-		room = 4096 + ROCE_MAX_HDR_LEN + ROCE_ICRC_LEN + 64;
-	return (room + 63) & ~63u;
-}
-
-/* mbufs each lcore keeps for itself (the thread that started EAL, and each
- * progress thread, rte_thread_register'ed): alloc and free without touching
- * the pool's shared ring. Other application threads have none. At most an
- * eighth of the pool, so that a small pool (`mbufs 512`) is not held in the
- * caches of threads that do not need it. */
-#define PORT_POOL_CACHE 256u
-
-static int create_pool(struct rocemu_port *port, char *err, size_t errlen)
-{
-	char name[RTE_MEMPOOL_NAMESIZE];
-	unsigned n = port->cfg.n_mbufs ? port->cfg.n_mbufs : PORT_DEFAULT_MBUFS;
-	uint32_t room =
-	    port->link->data_room ? port->link->data_room(port) : port_default_data_room(port);
-
-	port->max_frame = room;
-	if (!port->cfg.n_mbufs && (uint64_t)n * room > PORT_POOL_BYTES)
-		n = RTE_MAX(PORT_POOL_BYTES / room, 2048u);
-	snprintf(name, sizeof(name), "rocemu_mb%u", port_next_seq());
-	if (port->link->pool_create)
-		port->pool = port->link->pool_create(
-		    name, n, (uint16_t)(room + RTE_PKTMBUF_HEADROOM), (int)rte_socket_id());
-	else
-		port->pool = rte_pktmbuf_pool_create(name, n, RTE_MIN(PORT_POOL_CACHE, n / 8), 0,
-						     (uint16_t)(room + RTE_PKTMBUF_HEADROOM),
-						     (int)rte_socket_id());
-	if (!port->pool)
-		return port_fail(err, errlen, -ENOMEM,
-				 "cannot create a pool of %u mbufs of %u bytes: %s", n, room,
-				 rte_strerror(rte_errno));
-	return 0;
-}
+#define PORT_RX_DESC 1024
+#define PORT_TX_DESC 1024
 
 int port_dev_probe(struct rocemu_port *port, const char *devargs, char *err, size_t errlen)
 {
@@ -313,7 +267,7 @@ static int open_once(const struct rocemu_port_config *cfg, const struct port_lin
 		rc = link->mtu(port, arg, err, errlen);
 	else
 		port->eth_mtu = cfg->mtu ? cfg->mtu : PORT_DEFAULT_MTU;
-	rc = rc ?: create_pool(port, err, errlen);
+	rc = rc ?: port_pool_create(port, err, errlen);
 	rc = rc ?: link->create(port, arg, err, errlen);
 	rc = rc ?: start_device(port, err, errlen);
 	rc = rc ?: bring_up(port, arg, err, errlen);

@@ -155,8 +155,10 @@ void port_dev_remove(struct rocemu_port *port);
 /* One rx and one tx queue on the port's pool, and the MTU (set_dev_mtu):
  * what a device needs before its start (also for one made again). */
 int port_dev_configure(struct rocemu_port *port, char *err, size_t errlen);
-/* The default data room (see data_room). */
+/* The default data room (port_pool.c; see data_room). */
 uint32_t port_default_data_room(const struct rocemu_port *port);
+/* The port's mbuf pool (port_pool.c): sets port->pool and port->max_frame. */
+int port_pool_create(struct rocemu_port *port, char *err, size_t errlen);
 /* --mac, else dev_mac (when use_dev and the device has one), else generated. */
 void port_pick_mac(struct rocemu_port *port, const struct rte_ether_addr *dev_mac, bool use_dev);
 /* The generated MAC of a config (memif, ring). */

@@ -265,7 +265,7 @@ static int afxdp_mtu(struct rocemu_port *port, const char *arg, char *err, size_
 }
 
 /* What is left of a page for data after the mempool's object header and
- * the mbuf (headroom not counted: create_pool adds it). */
+ * the mbuf (headroom not counted: port_pool_create adds it). */
 static uint32_t afxdp_data_room(const struct rocemu_port *port)
 {
 	struct rte_mempool_objsz sz;
