@@ -835,13 +835,14 @@ def render(data, imgs, doc_path):
           "counters, `ROCEMU_STATS=1`, both processes, the whole run: %.1f MB placed in the server's memory): "
           "application -> frame %.2f, memif PMD tx %.2f, memif PMD rx %.2f, frame -> application %.2f "
           "(frame bytes include headers and ACKs; %d packets were retransmitted). The PMD's copies are "
-          "the port's `pmd_copy_tx_bytes`/`pmd_copy_rx_bytes`: every frame the memif server moves; none "
-          "on the client's side, which uses DPDK's zero-copy." % (
+          "the port's `pmd_copy_tx_bytes`/`pmd_copy_rx_bytes`: every frame the memif server moves, and "
+          "every frame the client moves in copy mode (the default; with `ROCEMU_MEMIF_ZERO_COPY=1` the client's "
+          "PMD copies nothing)." % (
               cp["total"], cp["delivered"] / 1e6, p["app_to_frame"], p["pmd_tx"], p["pmd_rx"],
               p["frame_to_app"], cp.get("retransmit_packets", 0)))
     else:
         A("\nNo counter-based figure in this run (the accounting run failed or predates the counters); "
-          "by the code path it is 3 (4 with the memif client in copy mode).")
+          "by the code path it is 4 (3 with the memif client in zero-copy, `ROCEMU_MEMIF_ZERO_COPY=1`).")
     A("TCP over loopback copies 2 (user -> socket buffer in `write()`, socket buffer -> user in `read()`). "
       "The copies are what an emulated NIC costs: on hardware, copies 1-4 are the NIC's DMA reads and "
       "writes and cost the CPU nothing. DPDK's memif zero-copy (`zero-copy=yes`, client only) removes "

@@ -168,9 +168,10 @@ static int in_use(const char *path, char *err, size_t errlen)
 }
 
 /*
- * A client's mode: the PMD's zero-copy where this process can use it
- * (port_memif_zc.c), else copy mode, said in a notice line once the client
- * started (copy_why). In zero-copy neither of our PMD's directions copies
+ * A client's mode: copy mode, or the PMD's zero-copy when asked for
+ * (ROCEMU_MEMIF_ZERO_COPY=1) and this process can use it (port_memif_zc.c);
+ * asked for and not possible, a notice line once the client started says
+ * why (copy_why). In zero-copy neither of our PMD's directions copies
  * (its server's does).
  */
 static void memif_choose_copy(struct rocemu_port *port, struct memif_link *l)
@@ -278,7 +279,7 @@ static int memif_client_start(struct rocemu_port *port, char *err, size_t errlen
 		      (rocemu_server_started(l->path) || now - since >= MEMIF_FOREIGN_GRACE_NS))) &&
 		    start_quietly(port) == 0) {
 			memif_link_set(port, MEMIF_LINK_STARTED, "connected to the server");
-			if (!l->zero_copy)
+			if (!l->zero_copy && l->copy_why[0]) /* asked for, not possible */
 				port_notice(port, "memif client on %s: copy mode (%s)", l->path,
 					    l->copy_why);
 			return 0;

@@ -73,7 +73,7 @@ enum memif_link_state {
 struct memif_link {
 	bool client;
 	bool zero_copy;			 /* a client made with zero-copy=yes (port_memif_zc.c) */
-	char copy_why[160];		 /* a client in copy mode: why (its notice) */
+	char copy_why[160];		 /* zero-copy asked for, not used: why */
 	char path[ROCEMU_PORT_SPEC_MAX]; /* the memif socket (abstract name) */
 	enum memif_link_state state;
 	bool registered; /* among the process's memif devices (users[]) */
