@@ -37,9 +37,7 @@ pair() {
 	wait
 }
 
-declare -A res
-# one value per run, "-" for a run that printed none, so rounds stay aligned
-note() { local v; v=$(cat); res[$1]+="${v:--} "; }
+. "$(dirname "$0")/ab_lib.sh"
 for ((i = 0; i < R; i++)); do
 	for tag in A B; do
 		d=${!tag}
@@ -49,28 +47,6 @@ for ((i = 0; i < R; i++)); do
 		pair "$d" ib_send_lat -s 2 -n 5000 | awk '{print $5}' | note $tag.send_lat_us
 	done
 done
-# the median of the numbers among $*, "none" when there is none
-median() {
-	printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g |
-		awk '{a[NR] = $1} END {print NR ? a[int((NR + 1) / 2)] : "none"}'
-}
 echo "A = $A"
 echo "B = $B"
-for k in bw64k_MBps rate64_Mpps write_lat_us send_lat_us; do
-	for tag in A B; do
-		v=${res[$tag.$k]}
-		printf "%s %-13s median %-9s all: %s\n" "$tag" "$k" "$(median $v)" "$v"
-	done
-done
-echo "B/A per round (a lost run leaves its round out): median [min .. max]"
-for k in bw64k_MBps rate64_Mpps write_lat_us send_lat_us; do
-	r=$(paste <(printf '%s\n' ${res[A.$k]}) <(printf '%s\n' ${res[B.$k]}) |
-		awk '$1 + 0 > 0 && $2 + 0 > 0 {printf "%.3f\n", $2 / $1}' | sort -g)
-	n=$(echo "$r" | grep -c .)
-	if [ "$n" -eq 0 ]; then
-		printf "%-13s none\n" "$k"
-	else
-		printf "%-13s %s [%s .. %s] (%d rounds)\n" "$k" "$(median $r)" "$(echo "$r" | head -1)" \
-			"$(echo "$r" | tail -1)" "$n"
-	fi
-done
+ab_report bw64k_MBps rate64_Mpps write_lat_us send_lat_us

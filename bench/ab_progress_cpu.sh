@@ -62,8 +62,7 @@ pair() {
 	awk '{s += $2 + $3} END {printf "%.2f\n", s}' "$tmp/st" "$tmp/ct" >"$tmp/cpu"
 }
 
-declare -A res
-note() { local v; v=$(cat); res[$1]+="${v:--} "; }
+. "$(dirname "$0")/ab_lib.sh"
 for ((i = 0; i < R; i++)); do
 	for tag in A B; do
 		pair $tag ib_write_bw -s 65536 -D 2 | awk '{printf "%.0f", $4 * 1.048576}' | note $tag.bw64k_MBps
@@ -74,26 +73,5 @@ for ((i = 0; i < R; i++)); do
 		pair $tag ib_send_lat -s 2 -n 5000 | awk '{print $5}' | note $tag.send_lat_us
 	done
 done
-median() {
-	printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g |
-		awk '{a[NR] = $1} END {print NR ? a[int((NR + 1) / 2)] : "none"}'
-}
 echo "build = $D; A = one CPU per process; B = --progress-cpu, apps on the other CPU"
-for k in bw64k_MBps rate64_Mpps write_lat_us send_lat_us cpu_s_bw64k cpu_s_write_lat; do
-	for tag in A B; do
-		v=${res[$tag.$k]}
-		printf "%s %-15s median %-9s all: %s\n" "$tag" "$k" "$(median $v)" "$v"
-	done
-done
-echo "B/A per round: median [min .. max]"
-for k in bw64k_MBps rate64_Mpps write_lat_us send_lat_us cpu_s_bw64k cpu_s_write_lat; do
-	r=$(paste <(printf '%s\n' ${res[A.$k]}) <(printf '%s\n' ${res[B.$k]}) |
-		awk '$1 + 0 > 0 && $2 + 0 > 0 {printf "%.3f\n", $2 / $1}' | sort -g)
-	n=$(echo "$r" | grep -c .)
-	if [ "$n" -eq 0 ]; then
-		printf "%-15s none\n" "$k"
-	else
-		printf "%-15s %s [%s .. %s] (%d rounds)\n" "$k" "$(median $r)" "$(echo "$r" | head -1)" \
-			"$(echo "$r" | tail -1)" "$n"
-	fi
-done
+ab_report bw64k_MBps rate64_Mpps write_lat_us send_lat_us cpu_s_bw64k cpu_s_write_lat
