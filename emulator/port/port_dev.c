@@ -334,6 +334,11 @@ int rocemu_port_qpn_alloc(struct rocemu_port *port, bool gsi, uint32_t *qpn)
 	return port->link->qpn_alloc ? port->link->qpn_alloc(port, gsi, qpn) : -ENOTSUP;
 }
 
+int rocemu_port_host_id(const struct rocemu_port *port, struct rocemu_port_host_id *id)
+{
+	return port->link->host_id ? port->link->host_id(port, id) : -ENOTSUP;
+}
+
 void rocemu_port_qpn_free(struct rocemu_port *port, uint32_t qpn)
 {
 	if (port->link->qpn_free)

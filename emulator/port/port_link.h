@@ -123,6 +123,8 @@ struct port_link_ops {
 	 * rocemu_port_qpn_alloc. */
 	int (*qpn_alloc)(struct rocemu_port *port, bool gsi, uint32_t *qpn);
 	void (*qpn_free)(struct rocemu_port *port, uint32_t qpn);
+	/* This process on its host (rocemu_port_host_id). */
+	int (*host_id)(const struct rocemu_port *port, struct rocemu_port_host_id *id);
 	/* Frames to our own MAC go to the link too (a host switches them
 	 * between its processes) instead of the port's internal loopback. */
 	bool switched_loopback;

@@ -501,6 +501,21 @@ static int host_resolve(struct rocemu_port *port, unsigned src_index, const uint
 	return -EAGAIN;
 }
 
+static int host_id(const struct rocemu_port *port, struct rocemu_port_host_id *id)
+{
+	const struct host_link *l = port->link_priv;
+
+	*id = (struct rocemu_port_host_id){
+	    .host_pid = l->welcome.host_pid,
+	    .proc_id = l->welcome.proc_id,
+	    .proc_gen = l->welcome.proc_gen,
+	};
+	_Static_assert(sizeof(id->name) >= sizeof(l->welcome.host_name), "host name fits");
+	memcpy(id->name, l->welcome.host_name, sizeof(l->welcome.host_name));
+	id->name[sizeof(id->name) - 1] = '\0';
+	return 0;
+}
+
 static void host_mac(struct rocemu_port *port, const struct rte_ether_addr *dev_mac)
 {
 	(void)dev_mac;
@@ -542,5 +557,6 @@ const struct port_link_ops port_link_host = {
     .resolve = host_resolve,
     .qpn_alloc = host_qpn_alloc,
     .qpn_free = host_qpn_free,
+    .host_id = host_id,
     .switched_loopback = true,
 };

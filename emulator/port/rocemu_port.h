@@ -280,6 +280,16 @@ int rocemu_port_qpn_alloc(struct rocemu_port *port, bool gsi, uint32_t *qpn);
 /** Give back a number from rocemu_port_qpn_alloc (engine lock held). */
 void rocemu_port_qpn_free(struct rocemu_port *port, uint32_t qpn);
 
+/** Who this process is on the host its port is attached to (`host:NAME`). */
+struct rocemu_port_host_id {
+	uint32_t host_pid; /**< the host's process */
+	uint32_t proc_id;  /**< the host's index of this process (0..254), unique among live ones */
+	uint32_t proc_gen; /**< its attach generation */
+	char name[64];	   /**< the host's name, as it says in its WELCOME */
+};
+/** 0 and *id for a `host:NAME` port; -ENOTSUP for any other (standalone). */
+int rocemu_port_host_id(const struct rocemu_port *port, struct rocemu_port_host_id *id);
+
 /* Addressing */
 void rocemu_port_mac(const struct rocemu_port *port, uint8_t mac[6]);
 unsigned rocemu_port_gid_count(const struct rocemu_port *port);
