@@ -251,15 +251,16 @@ int rocemu_host_range_check(const void *addr, uint64_t len, bool write)
 	return rc;
 }
 
-bool rocemu_host_read(void *dst, const void *src, size_t len)
+bool rocemu_host_vm_copy(pid_t pid, void *local, uint64_t remote, size_t len, bool write)
 {
 	size_t done = 0;
 
 	while (done < len) {
-		struct iovec local = {.iov_base = (uint8_t *)dst + done, .iov_len = len - done};
-		struct iovec remote = {.iov_base = (uint8_t *)(uintptr_t)src + done,
-				       .iov_len = len - done};
-		ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+		struct iovec l = {.iov_base = (uint8_t *)local + done, .iov_len = len - done};
+		struct iovec r = {.iov_base = (void *)(uintptr_t)(remote + done),
+				  .iov_len = len - done};
+		ssize_t n = write ? process_vm_writev(pid, &l, 1, &r, 1, 0)
+				  : process_vm_readv(pid, &l, 1, &r, 1, 0);
 
 		if (n <= 0)
 			return false;
@@ -268,19 +269,13 @@ bool rocemu_host_read(void *dst, const void *src, size_t len)
 	return true;
 }
 
+bool rocemu_host_read(void *dst, const void *src, size_t len)
+{
+	return rocemu_host_vm_copy(getpid(), dst, (uint64_t)(uintptr_t)src, len, false);
+}
+
 bool rocemu_host_write(void *dst, const void *src, size_t len)
 {
-	size_t done = 0;
-
-	while (done < len) {
-		struct iovec local = {.iov_base = (uint8_t *)(uintptr_t)src + done,
-				      .iov_len = len - done};
-		struct iovec remote = {.iov_base = (uint8_t *)dst + done, .iov_len = len - done};
-		ssize_t n = process_vm_writev(getpid(), &local, 1, &remote, 1, 0);
-
-		if (n <= 0)
-			return false;
-		done += (size_t)n;
-	}
-	return true;
+	return rocemu_host_vm_copy(getpid(), (void *)(uintptr_t)src, (uint64_t)(uintptr_t)dst, len,
+				   true);
 }

@@ -67,6 +67,8 @@ static bool copy_from_region(const struct rocemu_mr *mr, void *dst, const uint8_
 {
 	if (len == 0)
 		return true;
+	if (mr->foreign)
+		return rocemu_mem_foreign_copy(mr, dst, (uint64_t)(uintptr_t)src, len, false);
 	if (mr->odp)
 		return rocemu_host_read(dst, src, len);
 	return rocemu_host_copy(dst, src, len);
@@ -76,6 +78,9 @@ static bool copy_to_region(const struct rocemu_mr *mr, uint8_t *dst, const void 
 {
 	if (len == 0)
 		return true;
+	if (mr->foreign)
+		return rocemu_mem_foreign_copy(mr, (void *)(uintptr_t)src, (uint64_t)(uintptr_t)dst,
+					       len, true);
 	if (mr->odp)
 		return rocemu_host_write(dst, src, len);
 	return rocemu_host_copy(dst, src, len);
@@ -116,7 +121,7 @@ static enum rocemu_mem_err sg_walk(struct rocemu_mem_table *t, const struct roce
 				&mr, &p);
 		if (err != ROCEMU_MEM_OK)
 			return err;
-		if (crc && !mr->odp) {
+		if (crc && !mr->odp && !mr->foreign) {
 			/* one pass: the CRC folds the blocks it copies */
 			ok = rocemu_host_copy_crc(buf, p, chunk, crc);
 		} else {
@@ -182,7 +187,7 @@ static enum rocemu_mem_err remote_read(struct rocemu_mem_table *t, const struct 
 	err = mem_check(t, pd, qpn, rkey, iova, len, ROCEMU_RIGHT_REMOTE_READ, &mr, &p);
 	if (err != ROCEMU_MEM_OK)
 		return err;
-	if (crc && len && !mr->odp)
+	if (crc && len && !mr->odp && !mr->foreign)
 		return rocemu_host_copy_crc(dst, p, len, crc) ? ROCEMU_MEM_OK : ROCEMU_MEM_FAULT;
 	if (!copy_from_region(mr, dst, p, len))
 		return ROCEMU_MEM_FAULT;
@@ -225,6 +230,8 @@ enum rocemu_mem_err rocemu_mem_atomic(struct rocemu_mem_table *t, const struct r
 			&p);
 	if (err != ROCEMU_MEM_OK)
 		return err;
+	if (mr->foreign)
+		return ROCEMU_MEM_ACCESS; /* no atomic instruction on another process's memory */
 	if ((iova & 7) || ((uintptr_t)p & 7))
 		return ROCEMU_MEM_ALIGN;
 	if (!rocemu_host_atomic((uint64_t *)(void *)p, cmp_swap, compare, swap_add, orig))
@@ -251,6 +258,8 @@ enum rocemu_mem_err rocemu_mem_atomic_write(struct rocemu_mem_table *t, const st
 	    mem_check(t, pd, qpn, rkey, iova, sizeof(uint64_t), ROCEMU_RIGHT_REMOTE_WRITE, &mr, &p);
 	if (err != ROCEMU_MEM_OK)
 		return err;
+	if (mr->foreign)
+		return ROCEMU_MEM_ACCESS; /* one store in another process: not possible */
 	if ((iova & 7) || ((uintptr_t)p & 7))
 		return ROCEMU_MEM_ALIGN;
 	memcpy(&value, data, sizeof(value));
@@ -287,6 +296,8 @@ enum rocemu_mem_err rocemu_mem_flush(struct rocemu_mem_table *t, const struct ro
 	err = mem_check(t, pd, qpn, rkey, iova, len, rights, &mr, &p);
 	if (err != ROCEMU_MEM_OK)
 		return err;
+	if (mr->foreign && (placement & ROCEMU_FLUSH_PERSISTENT))
+		return ROCEMU_MEM_ACCESS; /* msync of another process's mapping: not possible */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if ((placement & ROCEMU_FLUSH_PERSISTENT) && len && !mr->implicit) {
 		uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);

@@ -13,6 +13,15 @@
  * are reused in FIFO order, which makes reuse as late as possible. lkey and
  * rkey are the same number: the rights recorded in the MR, not the key,
  * decide what a remote peer may do.
+ *
+ * On a host NIC (docs/host.md) every attached process has its own engine
+ * and table, and keys cross processes (ibv_import_mr): the table then has a
+ * key tag, the process's index on the host + 1 (1..255, unique among the
+ * host's live processes), in the top byte, and at most 65536 slots, so a key
+ * is tag << 24 | index << 8 | variant. Two live processes on one host never
+ * hand out the same key, and a key whose top byte is not the engine's own
+ * tag is looked up among the imported regions (mr_import.c), never in the
+ * slots. Standalone engines have tag 0 and keys as above.
  */
 #ifndef ROCEMU_MEM_PRIVATE_H
 #define ROCEMU_MEM_PRIVATE_H
@@ -20,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "mem_objects.h"
 
@@ -28,6 +38,10 @@
 
 /** Largest slot count: the index has 24 bits. */
 #define ROCEMU_MEM_MAX_SLOTS (1u << 24)
+/** Largest slot count of a table with a key tag: the index has 16 bits. */
+#define ROCEMU_MEM_MAX_TAGGED_SLOTS (1u << 16)
+
+struct rocemu_mem_foreign;
 
 struct rocemu_mr {
 	struct rocemu_pd *pd;
@@ -46,6 +60,9 @@ struct rocemu_mr {
 	uint32_t bound_qpn;	  /**< type 2 window: the only QP it answers */
 	struct rocemu_mr *parent; /**< window: the region it is bound to, NULL when not bound */
 	uint32_t windows;	  /**< region: windows bound to it (dereg/rereg refused) */
+	/* An imported region (mr_import.c): another process's memory, reached
+	 * through process_vm_readv/writev; not in a slot. NULL otherwise. */
+	struct rocemu_mem_foreign *foreign;
 };
 
 /** A memory window: its table entry (window set); addr/length/iova/access
@@ -61,9 +78,30 @@ void rocemu_mem_key_renew(struct rocemu_mem_table *t, struct rocemu_mr *mr);
 /** Release mr's slot. A window's slot does not give its last key's tag to
  * the next key of the slot (the consumer chose it, not the variant order). */
 void rocemu_mem_key_free(struct rocemu_mem_table *t, struct rocemu_mr *mr);
-/** The MR with exactly this key (variant included), or NULL. */
+/** The MR with exactly this key (variant included), or NULL; a key of another
+ * process's tag is looked up among the imported regions. */
 struct rocemu_mr *rocemu_mem_lookup(const struct rocemu_mem_table *t, uint32_t key);
 
+/* Imported regions (mr_import.c), engine lock held. */
+/** The imported region with this key, or NULL. */
+struct rocemu_mr *rocemu_mem_import_find(const struct rocemu_mem_table *t, uint32_t key);
+/** Add mr to the imported regions; -ENOMEM. */
+int rocemu_mem_import_add(struct rocemu_mem_table *t, struct rocemu_mr *mr);
+/** Remove mr from them. */
+void rocemu_mem_import_remove(struct rocemu_mem_table *t, struct rocemu_mr *mr);
+/** The table's key tag (0: standalone). */
+uint8_t rocemu_mem_key_tag(const struct rocemu_mem_table *t);
+/**
+ * Copy len bytes between local and the imported region's memory at the
+ * exporter's address remote (write: into it), while the exporter still has
+ * the region registered as imported and still runs; false otherwise (the
+ * access fails, nothing is written).
+ */
+bool rocemu_mem_foreign_copy(const struct rocemu_mr *mr, void *local, uint64_t remote, size_t len,
+			     bool write);
+
+/** Whatever holds the slot a key of this table names (whatever its variant), or NULL. */
+struct rocemu_mr *rocemu_mem_key_slot(const struct rocemu_mem_table *t, uint32_t key);
 /** Whatever holds slot index (a region or a window), or NULL. */
 struct rocemu_mr *rocemu_mem_slot(const struct rocemu_mem_table *t, uint32_t index);
 /** Unbind window w from its region (w must be bound); it stops translating. */
@@ -108,6 +146,9 @@ bool rocemu_host_atomic(uint64_t *target, bool cmp_swap, uint64_t compare, uint6
 bool rocemu_host_store64(uint64_t *target, uint64_t value);
 /** How many times /proc/self/maps was parsed (tests: which paths stay off it). */
 uint64_t rocemu_host_maps_reads(void);
+/** Copy len bytes between local and address remote of process pid (write: into
+ * it) with process_vm_readv/writev; false when any byte cannot be copied. */
+bool rocemu_host_vm_copy(pid_t pid, void *local, uint64_t remote, size_t len, bool write);
 /** Copy that survives unmapped/protected source pages (process_vm_readv on ourselves). */
 bool rocemu_host_read(void *dst, const void *src, size_t len);
 /** Copy that survives unmapped/protected destination pages (process_vm_writev). */

@@ -23,7 +23,10 @@ struct rocemu_mem_table {
 	struct rocemu_obj *objs[ROCEMU_OBJ_KINDS];
 	uint32_t nr_obj[ROCEMU_OBJ_KINDS];
 	uint32_t last_pd_handle;
-	uint64_t dm_bytes; /**< device memory allocated (dm.c) */
+	uint64_t dm_bytes;	    /**< device memory allocated (dm.c) */
+	uint8_t key_tag;	    /**< top byte of every key (0: standalone) */
+	struct rocemu_mr **imports; /**< imported regions (mr_import.c), in no order */
+	uint32_t n_imports, cap_imports;
 };
 
 /*
@@ -94,6 +97,19 @@ fail:
 	return rc;
 }
 
+int rocemu_mem_table_set_key_tag(struct rocemu_mem_table *t, uint8_t tag)
+{
+	if (tag == 0 || t->nr_slots > ROCEMU_MEM_MAX_TAGGED_SLOTS || t->nr_mr || t->nr_mw)
+		return -EINVAL;
+	t->key_tag = tag;
+	return 0;
+}
+
+uint8_t rocemu_mem_key_tag(const struct rocemu_mem_table *t)
+{
+	return t->key_tag;
+}
+
 static void release_kind(struct rocemu_mem_table *t, enum rocemu_obj_kind kind)
 {
 	while (t->objs[kind]) {
@@ -120,6 +136,11 @@ void rocemu_mem_table_destroy(struct rocemu_mem_table *t)
 	release_kind(t, ROCEMU_OBJ_CQ);
 	for (i = 0; i < t->nr_slots; i++)
 		free(t->slot[i]); /* a window's entry is the start of its struct rocemu_mw */
+	for (i = 0; i < t->n_imports; i++) {
+		free(t->imports[i]->foreign);
+		free(t->imports[i]);
+	}
+	free(t->imports);
 	release_kind(t, ROCEMU_OBJ_DM);
 	release_kind(t, ROCEMU_OBJ_PD);
 	free(t->slot);
@@ -133,7 +154,7 @@ void rocemu_mem_table_destroy(struct rocemu_mem_table *t)
 static uint32_t next_key(struct rocemu_mem_table *t, uint32_t index)
 {
 	t->turn[index] = (uint8_t)((t->turn[index] + 1) % 255);
-	return index << 8 | t->variants[t->turn[index]];
+	return (uint32_t)t->key_tag << 24 | index << 8 | t->variants[t->turn[index]];
 }
 
 int rocemu_mem_key_alloc(struct rocemu_mem_table *t, struct rocemu_mr *mr)
@@ -186,12 +207,56 @@ struct rocemu_mr *rocemu_mem_lookup(const struct rocemu_mem_table *t, uint32_t k
 	uint32_t index = key >> 8;
 	struct rocemu_mr *mr;
 
+	if (t->key_tag) {
+		if (key >> 24 != t->key_tag)
+			return t->n_imports ? rocemu_mem_import_find(t, key) : NULL;
+		index &= 0xffff;
+	}
 	if (index >= t->nr_slots)
 		return NULL;
 	mr = t->slot[index];
 	if (!mr || mr->key != key)
 		return NULL;
 	return mr;
+}
+
+struct rocemu_mr *rocemu_mem_import_find(const struct rocemu_mem_table *t, uint32_t key)
+{
+	for (uint32_t i = 0; i < t->n_imports; i++)
+		if (t->imports[i]->key == key)
+			return t->imports[i];
+	return NULL;
+}
+
+int rocemu_mem_import_add(struct rocemu_mem_table *t, struct rocemu_mr *mr)
+{
+	if (t->n_imports == t->cap_imports) {
+		uint32_t cap = t->cap_imports ? t->cap_imports * 2 : 8;
+		struct rocemu_mr **a = realloc(t->imports, cap * sizeof(*a));
+
+		if (!a)
+			return -ENOMEM;
+		t->imports = a;
+		t->cap_imports = cap;
+	}
+	t->imports[t->n_imports++] = mr;
+	return 0;
+}
+
+void rocemu_mem_import_remove(struct rocemu_mem_table *t, struct rocemu_mr *mr)
+{
+	for (uint32_t i = 0; i < t->n_imports; i++)
+		if (t->imports[i] == mr) {
+			t->imports[i] = t->imports[--t->n_imports];
+			return;
+		}
+}
+
+struct rocemu_mr *rocemu_mem_key_slot(const struct rocemu_mem_table *t, uint32_t key)
+{
+	if (t->key_tag && key >> 24 != t->key_tag)
+		return NULL;
+	return rocemu_mem_slot(t, t->key_tag ? (key >> 8) & 0xffff : key >> 8);
 }
 
 struct rocemu_mr *rocemu_mem_slot(const struct rocemu_mem_table *t, uint32_t index)

@@ -129,7 +129,7 @@ int rocemu_mr_rereg(struct rocemu_mr *mr, int flags, struct rocemu_pd *pd, void 
 	struct mr_layout l;
 	int rc;
 
-	if (!mr || flags == 0 || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED))
+	if (!mr || mr->foreign || flags == 0 || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED))
 		return -EINVAL;
 	e = mr->pd->engine;
 	new_pd = mr->pd;
@@ -175,8 +175,8 @@ int rocemu_mr_dereg(struct rocemu_mr *mr)
 {
 	struct rocemu_engine *e;
 
-	if (!mr)
-		return -EINVAL;
+	if (!mr || mr->foreign)
+		return -EINVAL; /* an imported region: rocemu_mr_unimport */
 	e = mr->pd->engine;
 	rocemu_engine_lock(e);
 	if (mr->windows) {

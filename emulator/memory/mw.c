@@ -104,8 +104,8 @@ static int bind_region(struct rocemu_mem_table *t, const struct rocemu_mr *w,
 	struct rocemu_mr *mr = rocemu_mem_lookup(t, b->mr_lkey);
 	uint64_t off;
 
-	if (!mr || mr->window || mr->invalidated)
-		return -EINVAL;
+	if (!mr || mr->window || mr->invalidated || mr->foreign)
+		return -EINVAL; /* no windows on another process's region */
 	if (mr->pd != w->pd)
 		return -EPERM;
 	if (!(mr->access & IBV_ACCESS_MW_BIND))
@@ -129,7 +129,7 @@ int rocemu_mem_bind(struct rocemu_mem_table *t, const struct rocemu_pd *pd, uint
 		    const struct rocemu_mem_bind *b)
 {
 	/* the window is found by the index part of the new key */
-	struct rocemu_mr *w = rocemu_mem_slot(t, b->key >> 8), *mr = NULL;
+	struct rocemu_mr *w = rocemu_mem_key_slot(t, b->key), *mr = NULL;
 	int rc;
 
 	if (!w || !w->window || w->mw_type != b->type)

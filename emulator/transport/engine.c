@@ -676,14 +676,23 @@ int rocemu_engine_create(const struct rocemu_port_config *cfg, struct rocemu_eng
 	}
 	e->qpn_next &= ROCEMU_QPN_MASK;
 	engine_fill_caps(e);
-	rc = rocemu_mem_table_create(e->caps.max_mr, e->caps.max_mw, &e->mem);
-	if (rc < 0) {
-		snprintf(err, errlen, "cannot create the MR table: %s", strerror(-rc));
-		goto fail;
-	}
 	rc = rocemu_port_open(cfg, &e->port, err, errlen);
 	if (rc < 0)
 		goto fail;
+	/* On a host NIC, keys carry this process's tag (emulator/memory/
+	 * mem_private.h): another process on the host can import them. */
+	struct rocemu_port_host_id hid;
+	bool tagged = rocemu_port_host_id(e->port, &hid) == 0;
+	if (tagged)
+		e->caps.max_mr = ROCEMU_MAX_MR_HOST;
+	rc = rocemu_mem_table_create(e->caps.max_mr, e->caps.max_mw, &e->mem);
+	if (rc == 0 && tagged)
+		rc = rocemu_mem_table_set_key_tag(e->mem, (uint8_t)(hid.proc_id + 1));
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot create the MR table: %s", strerror(-rc));
+		rocemu_port_close(e->port);
+		goto fail;
+	}
 	rocemu_port_mac(e->port, e->mac);
 	e->ecn_bits = rocemu_ecn_bits(cfg->ecn);
 	e->vlan = rocemu_port_vlan(e->port);

@@ -167,6 +167,38 @@ int rocemu_mr_rereg(struct rocemu_mr *mr, int flags, struct rocemu_pd *pd, void 
 		    size_t length, uint64_t iova, unsigned access);
 int rocemu_mr_dereg(struct rocemu_mr *mr);
 void rocemu_mr_info(const struct rocemu_mr *mr, struct rocemu_mr_info *info);
+/*
+ * Another process's region (emulator/memory/mr_import.c): ibv_import_mr
+ * across two processes attached to one host NIC (docs/verbs-provider.md,
+ * "Sharing objects"). The importing engine answers for the exporter's key
+ * (keys of live processes on a host never collide, mem_private.h) and
+ * copies through process_vm_readv/writev on the exporter's pid. Each copy
+ * counts itself in *busy (shared with the exporter, which waits for 0 after
+ * it changed *stamp at deregistration) and happens only while *stamp is
+ * still expect and pidfd says the exporter runs.
+ */
+struct rocemu_mem_foreign {
+	pid_t pid;	 /**< the exporter */
+	int pidfd;	 /**< its pidfd (the caller's: open while the import lives) */
+	uint32_t *busy;	 /**< shared: copies in progress (atomic) */
+	uint32_t *stamp; /**< shared: the exporter's entry for the region (atomic) */
+	uint32_t expect; /**< *stamp while the region is registered as imported */
+	uint32_t key;	 /**< lkey == rkey, of the exporter's tag */
+	uint64_t addr;	 /**< the exporter's address of iova (0 for implicit ODP: identity) */
+	uint64_t length, iova;
+	unsigned access;
+	bool implicit; /**< implicit ODP: the whole address space */
+};
+/**
+ * A region of pd's engine standing for another process's (f copied).
+ * -EINVAL for a key of this engine's own tag (or a standalone engine),
+ * -EEXIST when another import has the key already.
+ */
+int rocemu_mr_import(struct rocemu_pd *pd, const struct rocemu_mem_foreign *f,
+		     struct rocemu_mr **out);
+/** Forget an imported region: its key stops translating here. */
+int rocemu_mr_unimport(struct rocemu_mr *mr);
+
 /* Device memory (emulator/memory/dm.c): ibv_alloc_dm(3), memory of the engine. */
 struct rocemu_dm;
 /** length bytes (aligned to 1 << log_align, at most a page) out of max_dm_size, zeroed;

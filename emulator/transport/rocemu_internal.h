@@ -70,6 +70,12 @@ enum rocemu_mem_right {
 struct rocemu_mem_table;
 /** A table for max_mr regions and max_mw memory windows (one key space). */
 int rocemu_mem_table_create(uint32_t max_mr, uint32_t max_mw, struct rocemu_mem_table **out);
+/**
+ * Give the table's keys a tag in their top byte (1..255: a host-attached
+ * process's index on the host + 1; mem_private.h), before any key is handed
+ * out. -EINVAL for tag 0, more than 65536 slots, or keys already out.
+ */
+int rocemu_mem_table_set_key_tag(struct rocemu_mem_table *t, uint8_t tag);
 /** Frees the table and every MR left in it. */
 void rocemu_mem_table_destroy(struct rocemu_mem_table *t);
 

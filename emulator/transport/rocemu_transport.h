@@ -37,6 +37,9 @@
 #define ROCEMU_MAX_CQE	   (1u << 20)
 #define ROCEMU_MAX_MR	   65536
 #define ROCEMU_MAX_MW	   16384
+/* On a host NIC a key's index has 16 bits (its top byte names the process):
+ * regions and windows share 65536 slots. */
+#define ROCEMU_MAX_MR_HOST (65536 - ROCEMU_MAX_MW)
 #define ROCEMU_MAX_PD	   65536
 #define ROCEMU_MAX_AH	   65536
 #define ROCEMU_MAX_SRQ	   16384
