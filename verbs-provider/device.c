@@ -404,6 +404,8 @@ struct ibv_context *rocemu_context_new(struct rocemu_vdevice *d, struct rocemu_v
 	c->engine = d->engine;
 	c->port = rocemu_engine_port(d->engine);
 	c->file = f;
+	if (own)
+		rocemu_vfile_attached(f, c->port);
 	c->fork_gen = rocemu_fork_gen;
 	pthread_mutex_init(&c->ev_lock, NULL);
 

@@ -5,6 +5,7 @@
  * (ibv_reg_dm_mr) is zero-based: ibv_mr.addr is NULL and work requests
  * address it from 0, locally and remotely.
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "provider.h"
@@ -93,6 +94,13 @@ struct ibv_dm *ibv_import_dm(struct ibv_context *ctx, uint32_t dm_handle)
 
 	if (!ctx) {
 		errno = EINVAL;
+		return NULL;
+	}
+	if (rocemu_vfile_remote(to_vctx(ctx)->file)) {
+		/* the bytes are in the other process's engine: docs/verbs-provider.md */
+		fprintf(stderr, "rocemu: ibv_import_dm: device memory is not imported across "
+				"processes (only PDs and MRs are)\n");
+		errno = EOPNOTSUPP;
 		return NULL;
 	}
 	rc = rocemu_handle_get(to_vctx(ctx)->file, ROCEMU_VOBJ_DM, dm_handle, &edm, NULL);

@@ -68,6 +68,13 @@ int ibv_dealloc_pd(struct ibv_pd *pd)
 		free(p);
 		return 0;
 	}
+	if (p->remote) { /* another process's PD: our stand-in for it (import.c) */
+		int rc = rocemu_remote_drop(pd->context, ROCEMU_VOBJ_PD, pd->handle, true);
+		if (rc < 0)
+			return -rc;
+		free(p);
+		return 0;
+	}
 	/* through any of its wrappers, once (import.c) */
 	int rc = rocemu_handle_destroy(to_vctx(pd->context)->file, ROCEMU_VOBJ_PD, pd->handle,
 				       p->epd, pd_destroy);
@@ -87,6 +94,17 @@ void rocemu_mr_sync(struct rocemu_vmr *m)
 	m->mr.length = info.length;
 	m->mr.lkey = info.lkey;
 	m->mr.rkey = info.rkey;
+}
+
+/* What another process on the host imports (import.c). */
+static void mr_publish(struct rocemu_vmr *m)
+{
+	struct rocemu_mr_info info;
+
+	rocemu_mr_info(m->emr, &info);
+	rocemu_handle_publish_mr(to_vctx(m->mr.context)->file, m->mr.handle, m->mr.pd->handle,
+				 &m->mr, info.addr, info.length == SIZE_MAX && !info.addr,
+				 info.iova, info.access);
 }
 
 static int mr_destroy(void *emr, void *edm)
@@ -127,6 +145,7 @@ struct ibv_mr *rocemu_reg_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t addr
 	m->mr.context = pd->context;
 	m->mr.pd = pd;
 	rocemu_mr_sync(m);
+	mr_publish(m);
 	return &m->mr;
 }
 
@@ -193,6 +212,7 @@ int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, si
 	if (flags & IBV_REREG_MR_CHANGE_PD)
 		m->mr.pd = pd;
 	rocemu_mr_sync(m);
+	mr_publish(m);
 	return 0;
 }
 ROCEMU_PUBLIC(ibv_rereg_mr)
@@ -204,6 +224,13 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 	if (!mr)
 		return EINVAL;
 	struct rocemu_vmr *m = (struct rocemu_vmr *)mr;
+	if (m->remote) { /* another process's region: our stand-in for it (import.c) */
+		int rc = rocemu_remote_drop(mr->context, ROCEMU_VOBJ_MR, mr->handle, true);
+		if (rc < 0)
+			return -rc;
+		free(m);
+		return 0;
+	}
 	/* through any of its wrappers, once (import.c) */
 	int rc = rocemu_handle_destroy(to_vctx(mr->context)->file, ROCEMU_VOBJ_MR, mr->handle,
 				       m->emr, mr_destroy);

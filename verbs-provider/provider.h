@@ -154,8 +154,23 @@ int rocemu_handle_get(struct rocemu_vfile *f, enum rocemu_vobj_type type, uint32
 int rocemu_handle_destroy(struct rocemu_vfile *f, enum rocemu_vobj_type type, uint32_t handle,
 			  void *obj, int (*destroy)(void *obj, void *aux));
 
+/** f is another process's file (imported across processes). */
+bool rocemu_vfile_remote(const struct rocemu_vfile *f);
 /** The pid of the process that opened f. */
 pid_t rocemu_vfile_pid(const struct rocemu_vfile *f);
+/** The context's engine is up on port: publish which host it is attached to. */
+void rocemu_vfile_attached(struct rocemu_vfile *f, struct rocemu_port *port);
+/** Publish an MR (again, after a rereg) for other processes to import. */
+void rocemu_handle_publish_mr(struct rocemu_vfile *f, uint32_t handle, uint32_t pd_handle,
+			      const struct ibv_mr *mr, const void *addr, bool implicit,
+			      uint64_t iova, unsigned access);
+/**
+ * Drop a wrapper of another process's PD or MR (import.c): its stand-in in
+ * our engine goes with the last one. destroy (ibv_dealloc_pd): -EBUSY while
+ * our objects use the PD; unimport leaves such a PD until they are gone.
+ */
+int rocemu_remote_drop(struct ibv_context *ctx, enum rocemu_vobj_type type, uint32_t handle,
+		       bool destroy);
 
 /* ------------------------------------------------------------------------ */
 /* A child after fork() (fork.c)                                              */
@@ -202,6 +217,7 @@ struct rocemu_vpd {
 	void *pd_context;
 	struct rocemu_alloc ealloc; /**< the engine's view of alloc/free */
 	unsigned users;		    /**< parent domains on a PD; objects on a parent domain */
+	bool remote; /**< imported from another process: epd stands for its PD (import.c) */
 };
 
 static inline struct rocemu_vpd *to_vpd(struct ibv_pd *pd)
@@ -219,6 +235,7 @@ struct rocemu_vmr {
 	struct ibv_mr mr;
 	struct rocemu_mr *emr;
 	struct rocemu_dm *edm; /**< ibv_reg_dm_mr: the device memory it covers, else NULL */
+	bool remote;	       /**< imported from another process (import.c) */
 };
 
 /** A memory window: ibv_mw's rkey is the provider's view (ibv_bind_mw moves it). */
