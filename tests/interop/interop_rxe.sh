@@ -113,7 +113,7 @@ run_case() {
 	[ "$side" = emu ] && srv4=$bed_ip4 srv6=$bed_ip6 srvcm4=$emu_cm4
 	local -a sv=() cv=() emu
 	emu_prefix "$cdir/rocemu.pcap"
-	wire_start
+	wire_start || why="the capture of tap0 did not start (wire.log)"
 	local w
 	for w in $sargs; do sv+=("$(subst $side $fam "$w")"); done
 	for w in $cargs; do cv+=("$(subst $cside $fam "$w")"); done
@@ -170,25 +170,42 @@ run_case() {
 }
 
 # wire_start: in the VLAN round, a capture of the link itself for the case
-# ($cdir/wire.pcap): dumpcap on tap0, the bridge's port to the guest, which
-# every frame between rocemu and the guest crosses; rocemu's own capture
-# records what it meant to send. wire_stop ends it.
-wire_pid=
+# ($cdir/wire.pcap): every frame crossing tap0, the bridge's port to the
+# guest, which every frame between rocemu and the guest crosses; rocemu's
+# own capture records what it meant to send. wire_stop ends it.
+# wire_capture.py, not dumpcap: dumpcap stopped without the frames still in
+# its TPACKET_V3 ring and, on loaded machines (CI, fresh-machine run r7),
+# left a case's wire capture empty although tap0 had carried the case.
+# tap0's own counters around the case are the check on the capture: the
+# capture must hold at least as many frames as tap0 carried between them.
+wire_pid= wire_n0=
+tap0_frames() {
+	on_bed cat /sys/class/net/tap0/statistics/rx_packets /sys/class/net/tap0/statistics/tx_packets |
+		awk '{ n += $1 } END { print n + 0 }'
+}
 wire_start() {
 	[ -n "${vlan_pcp:-}" ] || return 0
-	ip netns exec "$bed_ns" dumpcap -i tap0 -w "$cdir/wire.pcap" >"$cdir/dumpcap.log" 2>&1 &
+	ip netns exec "$bed_ns" "$PY" "$SRC/tests/interop/wire_capture.py" tap0 "$cdir/wire.pcap" >"$cdir/wire.log" 2>&1 &
 	wire_pid=$!
-	# "Capturing on" comes before dumpcap opens the interface, "File:" after
-	until grep -q "^File: " "$cdir/dumpcap.log"; do
+	until grep -q "^capturing on" "$cdir/wire.log"; do
 		kill -0 $wire_pid 2>/dev/null || { wire_pid=; return 1; }
 		sleep 0.1
 	done
+	wire_n0=$(tap0_frames)
 }
+# wire_stop: ends the capture; fails when it holds fewer frames than tap0
+# carried while it ran
 wire_stop() {
 	[ -n "$wire_pid" ] || return 0
+	local n1 got lost
+	n1=$(tap0_frames)
 	kill -INT $wire_pid 2>/dev/null
 	wait $wire_pid 2>/dev/null
 	wire_pid=
+	got=$(awk '/^frames: / { print $2 }' "$cdir/wire.log")
+	lost=$(awk '/^dropped: / { print $2 }' "$cdir/wire.log")
+	echo "tap0 carried $((n1 - wire_n0)) frames while the capture ran; it holds ${got:-none}" >>"$cdir/wire.log"
+	[ -n "$got" ] && [ "$got" -ge $((n1 - wire_n0)) ] && [ "${lost:-1}" = 0 ]
 }
 
 # case_opcodes PCAP MIN OPCODE...: each BTH OPCODE (decimal) in at least MIN
@@ -209,7 +226,7 @@ case_opcodes() {
 # and print its line; a failed case's logs ($cdir) follow its line
 case_result() {
 	local name=$1 why=$2 t0=$3 what=$4 f
-	wire_stop
+	wire_stop || why=${why:-"the capture of tap0 lost frames (wire.log)"}
 	if [ -z "$why" ] && ! timeout 120 "$ROCEMU" inspect --check --quiet "$cdir/rocemu.pcap" >"$cdir/checks.log" 2>&1; then
 		why="inspect --check"
 	fi
@@ -225,7 +242,7 @@ case_result() {
 	if [ -z "$why" ]; then
 		printf 'PASS %-34s %s %3d s\n' "$name" "$what" $((SECONDS - t0))
 		[ -n "${vlan_pcp:-}" ] && sed 's/^/  /' "$cdir/tags.log" &&
-			echo "  on the wire (tap0):" && sed 's/^/  /' "$cdir/wire-tags.log"
+			echo "  on the wire ($(tail -n 1 "$cdir/wire.log")):" && sed 's/^/  /' "$cdir/wire-tags.log"
 		passed+=("$name")
 		captures+=("$cdir/rocemu.pcap")
 		return
