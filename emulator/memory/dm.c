@@ -139,6 +139,26 @@ int rocemu_dm_copy(struct rocemu_dm *dm, uint64_t offset, void *host, size_t len
 	return 0;
 }
 
+void rocemu_dm_where(const struct rocemu_dm *dm, uint64_t *addr, uint64_t *length)
+{
+	*addr = (uint64_t)(uintptr_t)dm->base;
+	*length = dm->length;
+}
+
+/* Another process's device memory (ibv_import_dm across processes): the
+ * same rules, the bytes through mr_import.c's guarded copy. */
+int rocemu_dm_copy_foreign(const struct rocemu_mem_foreign *f, uint64_t offset, void *host,
+			   size_t length, bool to_dm)
+{
+	if (!f || (!host && length))
+		return -EINVAL;
+	if ((offset | length) % DM_WORD)
+		return -EINVAL;
+	if (offset > f->length || length > f->length - offset)
+		return -EFAULT;
+	return rocemu_foreign_copy(f, host, f->addr + offset, length, to_dm) ? 0 : -EFAULT;
+}
+
 int rocemu_dm_reg_mr(struct rocemu_pd *pd, struct rocemu_dm *dm, uint64_t offset, size_t length,
 		     unsigned access, struct rocemu_mr **out)
 {

@@ -99,6 +99,9 @@ uint8_t rocemu_mem_key_tag(const struct rocemu_mem_table *t);
  */
 bool rocemu_mem_foreign_copy(const struct rocemu_mr *mr, void *local, uint64_t remote, size_t len,
 			     bool write);
+/** The same for any memory f describes (device memory: dm.c). */
+bool rocemu_foreign_copy(const struct rocemu_mem_foreign *f, void *local, uint64_t remote,
+			 size_t len, bool write);
 
 /** Whatever holds the slot a key of this table names (whatever its variant), or NULL. */
 struct rocemu_mr *rocemu_mem_key_slot(const struct rocemu_mem_table *t, uint32_t key);

@@ -105,7 +105,12 @@ static bool exporter_runs(const struct rocemu_mem_foreign *f)
 bool rocemu_mem_foreign_copy(const struct rocemu_mr *mr, void *local, uint64_t remote, size_t len,
 			     bool write)
 {
-	const struct rocemu_mem_foreign *f = mr->foreign;
+	return rocemu_foreign_copy(mr->foreign, local, remote, len, write);
+}
+
+bool rocemu_foreign_copy(const struct rocemu_mem_foreign *f, void *local, uint64_t remote,
+			 size_t len, bool write)
+{
 	bool ok = false;
 
 	if (len == 0)

@@ -209,6 +209,12 @@ int rocemu_dm_alloc(struct rocemu_engine *e, uint64_t length, uint32_t log_align
 int rocemu_dm_free(struct rocemu_dm *dm);
 /** ibv_memcpy_to_dm / _from_dm: offset and length 4-byte aligned (-EINVAL), inside (-EFAULT). */
 int rocemu_dm_copy(struct rocemu_dm *dm, uint64_t offset, void *host, size_t length, bool to_dm);
+/** Where dm's bytes are in this process (what another process imports). */
+void rocemu_dm_where(const struct rocemu_dm *dm, uint64_t *addr, uint64_t *length);
+/** rocemu_dm_copy on another process's device memory (f: its address, length and
+ * stamp; key unused): the same errors, -EFAULT too once the exporter freed it or exited. */
+int rocemu_dm_copy_foreign(const struct rocemu_mem_foreign *f, uint64_t offset, void *host,
+			   size_t length, bool to_dm);
 /** ibv_reg_dm_mr(3): a zero-based region on [offset, offset+length) of dm; access must have
  * IBV_ACCESS_ZERO_BASED and nothing but local write and the remote rights besides. */
 int rocemu_dm_reg_mr(struct rocemu_pd *pd, struct rocemu_dm *dm, uint64_t offset, size_t length,

@@ -11,7 +11,9 @@
  *    region; not deregistered (EINVAL), unimported; its PD busy meanwhile;
  *  - copies through an import (our own pid stands for the exporter): they
  *    land, stop once the exporter's stamp changes or the exporter exits,
- *    leave busy at 0; atomics on it fail with an access error.
+ *    leave busy at 0; atomics on it fail with an access error;
+ *  - another process's device memory: alignment and bounds as for our own,
+ *    and no copy once the exporter's stamp changed.
  */
 #include <errno.h>
 #include <poll.h>
@@ -247,13 +249,36 @@ static void test_import_copies(void **state)
 	close(pidfd);
 }
 
+/* Another process's device memory: rocemu_dm_copy's rules, then the stamp. */
+static void test_dm_copy_foreign(void **state)
+{
+	static uint8_t dm[64], host[64];
+	int pidfd = self_pidfd();
+	struct rocemu_mem_foreign f = foreign_of(dm, sizeof(dm), pidfd);
+
+	(void)state;
+	memset(host, 0x3c, sizeof(host));
+	assert_int_equal(rocemu_dm_copy_foreign(&f, 0, host, 64, true), 0);
+	assert_memory_equal(dm, host, 64);
+	assert_int_equal(rocemu_dm_copy_foreign(&f, 2, host, 4, true), -EINVAL); /* unaligned */
+	assert_int_equal(rocemu_dm_copy_foreign(&f, 0, host, 6, false), -EINVAL);
+	assert_int_equal(rocemu_dm_copy_foreign(&f, 60, host, 8, false), -EFAULT); /* past end */
+	assert_int_equal(rocemu_dm_copy_foreign(&f, 68, host, 0, false), -EFAULT);
+	assert_int_equal(rocemu_dm_copy_foreign(&f, 16, host, 16, false), 0);
+	stamp = 0; /* the exporter freed it */
+	memset(host, 0x77, sizeof(host));
+	assert_int_equal(rocemu_dm_copy_foreign(&f, 0, host, 64, true), -EFAULT);
+	assert_int_equal(dm[0], 0x3c);
+	assert_int_equal(busy, 0);
+	close(pidfd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_tag_rules),
-	    cmocka_unit_test(test_tags_disjoint),
-	    cmocka_unit_test(test_import_rules),
-	    cmocka_unit_test(test_import_copies),
+	    cmocka_unit_test(test_tag_rules),	    cmocka_unit_test(test_tags_disjoint),
+	    cmocka_unit_test(test_import_rules),    cmocka_unit_test(test_import_copies),
+	    cmocka_unit_test(test_dm_copy_foreign),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
