@@ -5,7 +5,6 @@
  * (ibv_reg_dm_mr) is zero-based: ibv_mr.addr is NULL and work requests
  * address it from 0, locally and remotely.
  */
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "provider.h"
@@ -13,7 +12,25 @@
 struct rocemu_vdm {
 	struct ibv_dm dm;
 	struct rocemu_dm *edm;
+	/* imported from another process (import.c): its file, where its bytes are */
+	struct rocemu_vfile *remote;
+	struct rocemu_mem_foreign f;
 };
+
+static int remote_copy_to(struct ibv_dm *dm, uint64_t offset, const void *host, size_t length)
+{
+	int rc = rocemu_dm_copy_foreign(&((struct rocemu_vdm *)dm)->f, offset,
+					(void *)(uintptr_t)host, length, true);
+
+	return rc < 0 ? -rc : 0;
+}
+
+static int remote_copy_from(void *host, struct ibv_dm *dm, uint64_t offset, size_t length)
+{
+	int rc = rocemu_dm_copy_foreign(&((struct rocemu_vdm *)dm)->f, offset, host, length, false);
+
+	return rc < 0 ? -rc : 0;
+}
 
 static int dm_copy_to(struct ibv_dm *dm, uint64_t offset, const void *host, size_t length)
 {
@@ -51,6 +68,11 @@ struct ibv_dm *rocemu_op_alloc_dm(struct ibv_context *ctx, struct ibv_alloc_dm_a
 		if (rc < 0)
 			rocemu_dm_free(d->edm);
 	}
+	if (rc == 0) { /* for another process on the host to import */
+		uint64_t addr, len;
+		rocemu_dm_where(d->edm, &addr, &len);
+		rocemu_handle_publish_dm(to_vctx(ctx)->file, d->dm.handle, addr, len);
+	}
 	if (rc < 0) {
 		free(d);
 		return rocemu_null_errno(rc);
@@ -74,6 +96,11 @@ int rocemu_op_free_dm(struct ibv_dm *dm)
 
 	if (!dm)
 		return EINVAL;
+	if (d->remote) { /* another process's: our view of it only */
+		rocemu_vfile_put(d->remote);
+		free(d);
+		return 0;
+	}
 	/* through any of its wrappers, once (import.c) */
 	rc = rocemu_handle_destroy(to_vctx(dm->context)->file, ROCEMU_VOBJ_DM, dm->handle, d->edm,
 				   dm_destroy);
@@ -97,11 +124,20 @@ struct ibv_dm *ibv_import_dm(struct ibv_context *ctx, uint32_t dm_handle)
 		return NULL;
 	}
 	if (rocemu_vfile_remote(to_vctx(ctx)->file)) {
-		/* the bytes are in the other process's engine: docs/verbs-provider.md */
-		fprintf(stderr, "rocemu: ibv_import_dm: device memory is not imported across "
-				"processes (only PDs and MRs are)\n");
-		errno = EOPNOTSUPP;
-		return NULL;
+		/* another process's: its bytes through process_vm_readv/writev */
+		d = calloc(1, sizeof(*d));
+		if (!d)
+			return rocemu_null_errno(-ENOMEM);
+		rc = rocemu_remote_dm(ctx, dm_handle, &d->f, &d->remote);
+		if (rc < 0) {
+			free(d);
+			return rocemu_null_errno(rc);
+		}
+		d->dm.context = ctx;
+		d->dm.memcpy_to_dm = remote_copy_to;
+		d->dm.memcpy_from_dm = remote_copy_from;
+		d->dm.handle = dm_handle;
+		return &d->dm;
 	}
 	rc = rocemu_handle_get(to_vctx(ctx)->file, ROCEMU_VOBJ_DM, dm_handle, &edm, NULL);
 	if (rc < 0)
@@ -123,6 +159,8 @@ ROCEMU_PUBLIC(ibv_import_dm)
 /* The wrapper only: the device memory stays. */
 void ibv_unimport_dm(struct ibv_dm *dm)
 {
+	if (dm && ((struct rocemu_vdm *)dm)->remote)
+		rocemu_vfile_put(((struct rocemu_vdm *)dm)->remote);
 	free(dm);
 }
 ROCEMU_PUBLIC(ibv_unimport_dm)
@@ -133,6 +171,11 @@ struct ibv_mr *rocemu_op_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_
 {
 	if (!dm) {
 		errno = EINVAL;
+		return NULL;
+	}
+	if (((struct rocemu_vdm *)dm)->remote) {
+		/* a region on it would need a key of the exporter's engine */
+		errno = EOPNOTSUPP;
 		return NULL;
 	}
 	return rocemu_reg_mr(pd, dm, offset, length, 0, access);

@@ -19,6 +19,14 @@
  * finds no entry and fails without touching the freed object; unimport
  * frees only the wrapper. Objects live in the device's engine, which every
  * context on the device holds, so an exporter's close leaves them usable.
+ *
+ * Another process's fd (both attached to one rocemu host): the memfd's own
+ * pages publish the table (struct pub_hdr, struct pub_entry, below), and
+ * the importer gets stand-ins in its own engine: a PD per exporter PD, the
+ * exporter's regions under their own keys (emulator/memory/mr_import.c),
+ * its device memory as an address to copy to and from. Bytes move with
+ * process_vm_readv/writev on the exporter's pid; the exporter's dereg/free
+ * waits for copies in progress (docs/verbs-provider.md, "Sharing objects").
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -279,7 +287,7 @@ bool rocemu_vfile_foreign(const struct rocemu_vfile *f)
 
 static struct vslot *slot_of(struct rocemu_vfile *f, uint32_t handle);
 static void pub_set(struct rocemu_vfile *f, uint32_t i, const struct pub_entry *e);
-static void pub_withdraw(struct rocemu_vfile *f, uint32_t i);
+static uint32_t pub_withdraw(struct rocemu_vfile *f, uint32_t i);
 
 int rocemu_handle_add(struct rocemu_vfile *f, enum rocemu_vobj_type type, void *obj, void *aux,
 		      uint32_t *handle)
@@ -327,10 +335,23 @@ int rocemu_handle_add(struct rocemu_vfile *f, enum rocemu_vobj_type type, void *
 	s->obj = obj;
 	s->aux = aux;
 	*handle = s->handle;
-	if (!f->remote && type != ROCEMU_VOBJ_MR) /* an MR once its keys are known */
+	if (!f->remote && type == ROCEMU_VOBJ_PD) /* MR, DM: once their memory is known */
 		pub_set(f, i, &(struct pub_entry){.handle = s->handle, .type = type});
 	pthread_mutex_unlock(&f->lock);
 	return 0;
+}
+
+void rocemu_handle_publish_dm(struct rocemu_vfile *f, uint32_t handle, uint64_t addr,
+			      uint64_t length)
+{
+	pthread_mutex_lock(&f->lock);
+	struct vslot *s = slot_of(f, handle);
+	if (s && !f->remote)
+		pub_set(
+		    f, (uint32_t)(s - f->slots),
+		    &(struct pub_entry){
+			.handle = handle, .type = ROCEMU_VOBJ_DM, .addr = addr, .length = length});
+	pthread_mutex_unlock(&f->lock);
 }
 
 void rocemu_handle_publish_mr(struct rocemu_vfile *f, uint32_t handle, uint32_t pd_handle,
@@ -400,12 +421,13 @@ static bool importers_run(const struct pub_hdr *h)
 
 /* Entry i is no longer importable, and no importer's copy through it is in
  * progress when this returns (lock held). */
-static void pub_withdraw(struct rocemu_vfile *f, uint32_t i)
+static uint32_t pub_withdraw(struct rocemu_vfile *f, uint32_t i)
 {
 	struct pub_entry *p = pub_entry(f->pub, i);
+	uint32_t old = __atomic_exchange_n(&p->stamp, 0, __ATOMIC_SEQ_CST);
 
-	if (!__atomic_exchange_n(&p->stamp, 0, __ATOMIC_SEQ_CST))
-		return;
+	if (!old)
+		return 0;
 	for (unsigned n = 1; __atomic_load_n(&p->busy, __ATOMIC_SEQ_CST); n++) {
 		if (n % 4096 == 0 && !importers_run(f->pub)) {
 			__atomic_store_n(&p->busy, 0, __ATOMIC_SEQ_CST);
@@ -413,6 +435,7 @@ static void pub_withdraw(struct rocemu_vfile *f, uint32_t i)
 		}
 		nanosleep(&(struct timespec){.tv_nsec = 20000}, NULL);
 	}
+	return old;
 }
 
 static void slot_free(struct rocemu_vfile *f, struct vslot *s)
@@ -468,9 +491,17 @@ int rocemu_handle_destroy(struct rocemu_vfile *f, enum rocemu_vobj_type type, ui
 		pthread_mutex_unlock(&f->lock);
 		return -EINVAL;
 	}
+	/* Device memory is the engine's: freed by destroy, so importers' copies
+	 * stop before (and go on if it stays, EBUSY). A region's memory is the
+	 * application's, which it gets back when this returns. */
+	uint32_t stamp =
+	    !f->remote && type == ROCEMU_VOBJ_DM ? pub_withdraw(f, (uint32_t)(s - f->slots)) : 0;
 	rc = destroy(s->obj, s->aux);
 	if (rc == 0)
 		slot_free(f, s);
+	else if (stamp)
+		__atomic_store_n(&pub_entry(f->pub, (uint32_t)(s - f->slots))->stamp, stamp,
+				 __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&f->lock);
 	return rc;
 }
@@ -655,6 +686,32 @@ int rocemu_remote_drop(struct ibv_context *ctx, enum rocemu_vobj_type type, uint
 	if (put)
 		rocemu_vfile_put(f); /* the imported region's hold on the mapping */
 	return rc;
+}
+
+int rocemu_remote_dm(struct ibv_context *ctx, uint32_t handle, struct rocemu_mem_foreign *fm,
+		     struct rocemu_vfile **file)
+{
+	struct rocemu_vfile *f = to_vctx(ctx)->file;
+	struct pub_entry e;
+	int rc = pub_read(f->pub, handle, ROCEMU_VOBJ_DM, &e);
+
+	if (rc < 0)
+		return rc;
+	struct pub_entry *pe = pub_entry(f->pub, handle & (SLOT_MAX - 1));
+	*fm = (struct rocemu_mem_foreign){
+	    .pid = f->exporter,
+	    .pidfd = f->pidfd,
+	    .busy = &pe->busy,
+	    .stamp = &pe->stamp,
+	    .expect = e.stamp,
+	    .addr = e.addr,
+	    .length = e.length,
+	};
+	pthread_mutex_lock(&g_files_lock);
+	f->refs++; /* the copies use the mapping */
+	pthread_mutex_unlock(&g_files_lock);
+	*file = f;
+	return 0;
 }
 
 static struct ibv_pd *remote_import_pd(struct ibv_context *ctx, uint32_t handle)

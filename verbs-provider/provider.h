@@ -164,6 +164,13 @@ void rocemu_vfile_attached(struct rocemu_vfile *f, struct rocemu_port *port);
 void rocemu_handle_publish_mr(struct rocemu_vfile *f, uint32_t handle, uint32_t pd_handle,
 			      const struct ibv_mr *mr, const void *addr, bool implicit,
 			      uint64_t iova, unsigned access);
+/** Publish device memory: where its bytes are, for other processes to import. */
+void rocemu_handle_publish_dm(struct rocemu_vfile *f, uint32_t handle, uint64_t addr,
+			      uint64_t length);
+/** Another process's device memory of ctx's file: *f describes it, *file holds the
+ * mapping f points into (rocemu_vfile_put when done); -ENOENT, -EINVAL as import. */
+int rocemu_remote_dm(struct ibv_context *ctx, uint32_t handle, struct rocemu_mem_foreign *f,
+		     struct rocemu_vfile **file);
 /**
  * Drop a wrapper of another process's PD or MR (import.c): its stand-in in
  * our engine goes with the last one. destroy (ibv_dealloc_pd): -EBUSY while

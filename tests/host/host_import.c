@@ -13,8 +13,7 @@
  *  - S, a process attached to another host (--other-host): E's cmd_fd is
  *    refused there (EOPNOTSUPP).
  *
- * Checked: the import errors (device memory: EOPNOTSUPP; a handle of
- * another type: EINVAL; no such
+ * Checked: the import errors (a handle of another type: EINVAL; no such
  * handle: ENOENT; a region imported on a PD of its own: EINVAL); the
  * imported region keeps the exporter's keys, addr NULL, and a key of I's
  * own differs in its top byte (the host's key rule); I's RDMA WRITE out of
@@ -22,7 +21,9 @@
  * with E's R_Key lands in E's memory (E checks every byte), P's RDMA READ
  * reads them back; after E deregisters the region, P's WRITE with that key
  * completes with an error and E's bytes stay; after E exits, P's WRITE to
- * E's other region through a new QP of I completes with an error. Exit 0
+ * E's other region through a new QP of I completes with an error. Device
+ * memory: I reads E's bytes and writes its own (E checks), a copy past its
+ * end is EFAULT, and once E exited a copy fails. Exit 0
  * when all of it holds. Bounded waits (60 s each), no durations.
  */
 #include <errno.h>
@@ -40,6 +41,7 @@
 #include <infiniband/verbs.h>
 
 #define LEN	  4096
+#define DM_LEN	  64
 #define GID_INDEX 1
 
 #define CHECK(c)                                                                                   \
@@ -53,14 +55,23 @@
 
 static const char *role = "P";
 
-enum op { OP_INFO = 1, OP_CHECK, OP_DEREG, OP_EXIT, OP_WRITE_FROM, OP_NEW_QP, OP_REPLY };
+enum op {
+	OP_INFO = 1,
+	OP_CHECK,
+	OP_CHECK_DM,
+	OP_DEREG,
+	OP_EXIT,
+	OP_WRITE_FROM,
+	OP_NEW_QP,
+	OP_REPLY
+};
 
 struct msg {
 	uint32_t op, arg;
 	int32_t status;
 	uint32_t qpn;
 	uint8_t gid[16];
-	uint32_t handle[3]; /* PD, MR 1, MR 2 */
+	uint32_t handle[4]; /* PD, MR 1, MR 2, device memory */
 	uint32_t key[2];
 	uint64_t addr[2];
 };
@@ -240,8 +251,13 @@ static int exporter(void)
 		mr[i] = ibv_reg_mr(pd, buf[i], LEN, (int)acc);
 		CHECK(mr[i]);
 	}
+	struct ibv_dm *dm = ibv_alloc_dm(ctx, &(struct ibv_alloc_dm_attr){.length = DM_LEN});
+	uint8_t dmb[DM_LEN];
+	CHECK(dm);
+	memset(dmb, 0xd1, DM_LEN);
+	CHECK(!ibv_memcpy_to_dm(dm, 0, dmb, DM_LEN));
 	struct msg m = {.op = OP_INFO,
-			.handle = {pd->handle, mr[0]->handle, mr[1]->handle},
+			.handle = {pd->handle, mr[0]->handle, mr[1]->handle, dm->handle},
 			.key = {mr[0]->rkey, mr[1]->rkey},
 			.addr = {(uintptr_t)buf[0], (uintptr_t)buf[1]}};
 	send_msg(4, &m, ctx->cmd_fd);
@@ -251,6 +267,11 @@ static int exporter(void)
 		switch (m.op) {
 		case OP_CHECK:
 			reply(3, all(buf[0], (uint8_t)m.arg) ? 0 : 1);
+			break;
+		case OP_CHECK_DM:
+			CHECK(!ibv_memcpy_from_dm(dmb, dm, 0, DM_LEN));
+			/* every byte the same, and that one what was asked */
+			reply(3, dmb[0] != (uint8_t)m.arg || memcmp(dmb, dmb + 1, DM_LEN - 1));
 			break;
 		case OP_DEREG:
 			reply(3, ibv_dereg_mr(mr[0]));
@@ -272,7 +293,15 @@ static int importer(void)
 	struct ibv_context *ctx = ibv_import_device(fd);
 	CHECK(ctx);
 	errno = 0;
-	CHECK(!ibv_import_dm(ctx, e.handle[0]) && errno == EOPNOTSUPP); /* not across processes */
+	CHECK(!ibv_import_dm(ctx, e.handle[0]) && errno == EINVAL); /* a PD's handle */
+	/* device memory: read what E put there, write over it (E checks) */
+	struct ibv_dm *dm = ibv_import_dm(ctx, e.handle[3]);
+	uint8_t dmb[DM_LEN];
+	CHECK(dm && dm->handle == e.handle[3]);
+	CHECK(!ibv_memcpy_from_dm(dmb, dm, 0, DM_LEN) && dmb[0] == 0xd1 && dmb[DM_LEN - 1] == 0xd1);
+	CHECK(ibv_memcpy_from_dm(dmb, dm, DM_LEN - 4, 8) == EFAULT); /* past its end */
+	memset(dmb, 0xd2, DM_LEN);
+	CHECK(!ibv_memcpy_to_dm(dm, 0, dmb, DM_LEN));
 	errno = 0;
 	CHECK(!ibv_import_pd(ctx, e.handle[1]) && errno == EINVAL); /* an MR's handle */
 	errno = 0;
@@ -322,7 +351,9 @@ static int importer(void)
 			reply(3, rdma(qp, cq, e.addr[0], e.key[0], IBV_WR_RDMA_WRITE, m.addr[0],
 				      m.key[0]));
 			break;
-		case OP_EXIT:
+		case OP_EXIT: /* E has exited: its device memory is gone */
+			CHECK(ibv_memcpy_from_dm(dmb, dm, 0, DM_LEN) != 0);
+			CHECK(!ibv_free_dm(dm)); /* our view of it only */
 			ibv_unimport_mr(mr[0]);
 			CHECK(!ibv_dereg_mr(mr[1])); /* our stand-in only */
 			return 0;
@@ -425,6 +456,7 @@ static int peer(const char *self, const char *other_host)
 				ibv_wc_status_str(st));
 			CHECK(st != IBV_WC_SUCCESS);
 			CHECK(ask(se[0], OP_CHECK, 0x51).status == 0);
+			CHECK(ask(se[0], OP_CHECK_DM, 0xd2).status == 0); /* I wrote it */
 		} else {
 			/* E exits: our WRITE into its other region through I fails */
 			struct msg x = {.op = OP_EXIT};
