@@ -14,7 +14,8 @@
  *    refused there (EOPNOTSUPP).
  *
  * Checked: the import errors (a handle of another type: EINVAL; no such
- * handle: ENOENT; a region imported on a PD of its own: EINVAL); the
+ * handle: ENOENT; a region imported on a PD of its own: EINVAL); a second
+ * wrapper of the PD and of a region, unimported, leaves the first working; the
  * imported region keeps the exporter's keys, addr NULL, and a key of I's
  * own differs in its top byte (the host's key rule); I's RDMA WRITE out of
  * the imported region lands E's bytes in P; P's RDMA WRITE through I's QP
@@ -320,6 +321,12 @@ static int importer(void)
 		CHECK(mr[i] && mr[i]->lkey == e.key[i] && mr[i]->rkey == e.key[i] && !mr[i]->addr &&
 		      mr[i]->length == LEN);
 	}
+	/* a second wrapper of each, unimported: the first ones go on (used below) */
+	struct ibv_pd *pd2 = ibv_import_pd(ctx, e.handle[0]);
+	struct ibv_mr *again = pd2 ? ibv_import_mr(pd2, e.handle[1]) : NULL;
+	CHECK(again && again->lkey == e.key[0]);
+	ibv_unimport_mr(again);
+	ibv_unimport_pd(pd2);
 	/* the host's key rule: our own keys differ in their top byte */
 	static uint8_t own[LEN];
 	struct ibv_mr *own_mr = ibv_reg_mr(pd, own, LEN, IBV_ACCESS_LOCAL_WRITE);
