@@ -20,6 +20,11 @@
  * unread, its ring fills, and our transport timers expire (RETRY_EXC with
  * 1024 QPs). */
 #define POST_PASS_NS 20000ull
+/* How long the progress thread spins for an application gone away, and how
+ * recent the evidence must be that it waits for frames only the thread
+ * places (port_progress.c, progress_main). */
+#define AWAY_SPIN_NS	 100000ull
+#define AWAY_EVIDENCE_NS 2000000ull
 
 /*
  * Wake the progress thread if a pass has work now. Usually the caller has
@@ -59,7 +64,37 @@ static void kick(struct rocemu_port *port)
  * it waited for it may wait elsewhere next (ib_write_lat spins on its
  * buffer): then frames must wake the thread again. The stamp costs no clock
  * read: the pass its poll just ran (or the thread's) is recent enough. */
-static void app_polled(struct rocemu_port *port, bool found)
+/*
+ * An application that went away after a poll and came back because frames
+ * arrived that the thread placed (ib_write_lat: it spins on its buffer for
+ * the peer's WRITE) will do so again. Its thread sleeps, and on a VM a wake
+ * from another CPU (the peer's bell) takes 30-80 us before the thread runs
+ * on the CPU the application spins on: most of ib_write_lat's time
+ * (bench/perf_analysis.md). Instead, the poll that ends its wait hands the
+ * CPU to the thread at once (a wake on the same CPU: no interrupt), and
+ * the thread spins until the frames come, AWAY_SPIN_NS at most, then
+ * sleeps and so gives the CPU back. Returns true when the thread is to be
+ * woken (after the lock is released: it may run at once, on our CPU).
+ */
+static bool away_spin(struct rocemu_port *port, uint64_t t)
+{
+	uint64_t seen = atomic_load_explicit(&port->away_rx_ns, memory_order_relaxed);
+
+	atomic_store_explicit(&port->app_away, true, memory_order_relaxed);
+	if (!port->thread_running || port->progress_cpu >= 0 || !seen ||
+	    t - seen >= AWAY_EVIDENCE_NS)
+		return false;
+	/* More frames since its post than the one that answered it (the
+	 * ACK): what it will wait for may be here already, and a spinning
+	 * thread would keep it from looking. */
+	if (port->ctr[PC_RX_FRAMES] - port->rx_at_post > 1)
+		return false;
+	atomic_store_explicit(&port->app_spin_until_ns, t + AWAY_SPIN_NS, memory_order_relaxed);
+	port_count(port, PC_PROGRESS_AWAY_SPINS);
+	return true;
+}
+
+static bool app_polled(struct rocemu_port *port, bool found)
 {
 	uint64_t t = port->last_pass_ns;
 	bool back = !found || (port->has_upper && port->upper.next_due &&
@@ -69,6 +104,19 @@ static void app_polled(struct rocemu_port *port, bool found)
 	if (port->link->app_note &&
 	    port->link->app_note(port, back ? PORT_APP_WAITING : PORT_APP_SATISFIED))
 		rocemu_port_progress_locked(port);
+	if (back) {
+		atomic_store_explicit(&port->app_away, false, memory_order_relaxed);
+		return false;
+	}
+	return away_spin(port, t);
+}
+
+/* Hand the CPU to the thread (away_spin); without the engine lock. */
+static void wake_to_spin(struct rocemu_port *port)
+{
+	atomic_store_explicit(&port->kicked, true, memory_order_seq_cst);
+	if (atomic_load_explicit(&port->thread_sleeping, memory_order_seq_cst))
+		port_wake_thread(port);
 }
 
 /* An application posted (lock held): it is busy with us and will poll for
@@ -77,6 +125,8 @@ static void app_posted(struct rocemu_port *port)
 {
 	atomic_store_explicit(&port->last_app_poll_ns, rocemu_port_pass_now(port),
 			      memory_order_relaxed);
+	atomic_store_explicit(&port->app_away, false, memory_order_relaxed);
+	port->rx_at_post = port->ctr[PC_RX_FRAMES];
 	if (port->link->app_note)
 		port->link->app_note(port, PORT_APP_POSTED);
 }
@@ -136,10 +186,14 @@ void rocemu_port_verb_leave(struct rocemu_port *port, enum rocemu_verb_did did)
 		pthread_mutex_unlock(&port->lock);
 		break;
 	case ROCEMU_DID_POLL_FOUND:
-	case ROCEMU_DID_POLL_EMPTY:
-		app_polled(port, did == ROCEMU_DID_POLL_FOUND);
+	case ROCEMU_DID_POLL_EMPTY: {
+		bool spin = app_polled(port, did == ROCEMU_DID_POLL_FOUND);
+
 		pthread_mutex_unlock(&port->lock);
+		if (spin)
+			wake_to_spin(port);
 		break;
+	}
 	case ROCEMU_DID_CHANGE:
 		pthread_mutex_unlock(&port->lock);
 		kick(port);
@@ -155,6 +209,9 @@ void rocemu_port_app_blocks(struct rocemu_port *port)
 	bool unrung = false;
 
 	atomic_store_explicit(&port->last_app_poll_ns, 0, memory_order_relaxed);
+	/* blocked is not away: the thread's wake-up is what it waits for */
+	atomic_store_explicit(&port->app_away, false, memory_order_relaxed);
+	atomic_store_explicit(&port->app_spin_until_ns, 0, memory_order_relaxed);
 	if (port->link->app_note)
 		unrung = port->link->app_note(port, PORT_APP_AWAY);
 	/* a thread that sleeps long because we were polling takes over now;

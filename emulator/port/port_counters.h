@@ -59,6 +59,10 @@
 	X(MEMIF_ILLEGAL_TRANSITIONS, memif_illegal_transitions)                                    \
 	X(MEMIF_BELL_PAGE_REMAPPED, memif_bell_page_remapped)                                      \
 	X(BELL_RUNG, bell_rung)                                                                    \
+	X(PROGRESS_NAPS, progress_naps)		      /* the progress thread went to sleep */      \
+	X(PROGRESS_WOKEN, progress_woken)	      /* ... and a bell or doorbell woke it */     \
+	X(PROGRESS_AWAY_SPINS, progress_away_spins)   /* it spun for an application gone away */   \
+	X(PROGRESS_AWAY_PLACED, progress_away_placed) /* ... and took frames in that spin */       \
 	X(PMD_COPY_TX_BYTES, pmd_copy_tx_bytes) /* memif: bytes its PMD copied into the ring */    \
 	X(PMD_COPY_RX_BYTES, pmd_copy_rx_bytes) /* memif: bytes its PMD copied out of the ring */  \
 	X(HOST_DIRECT_RINGS, host_direct_rings)                                                    \

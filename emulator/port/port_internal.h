@@ -135,6 +135,16 @@ struct rocemu_port {
 	int progress_cpu;	  /* the thread's own CPU, where it spins; -1 = none */
 	atomic_bool kicked;	  /* set by a kick (port_app.c), cleared by each pass */
 	atomic_uint_fast64_t last_app_poll_ns;
+	/* the application's last poll found all it waited for and it has not
+	 * called us since: it may wait without us (ib_write_lat spins on its
+	 * buffer) or work elsewhere (port_app.c) */
+	atomic_bool app_away;
+	/* when a pass of the thread last took frames while the application was
+	 * away: it waits for frames only the thread places */
+	atomic_uint_fast64_t away_rx_ns;
+	/* the thread spins until then, unless a pass finds work (0: no) */
+	atomic_uint_fast64_t app_spin_until_ns;
+	uint64_t rx_at_post; /* rx_frames at the application's last post (engine lock) */
 	/* while thread_sleeping: when its sleep ends at the latest */
 	atomic_uint_fast64_t sleep_until_ns;
 	uint64_t last_pass_ns;	/* when the last pass started */

@@ -319,7 +319,31 @@ static bool idle_sleep(struct rocemu_port *port, bool app_polling)
 	atomic_store_explicit(&port->thread_sleeping, true, memory_order_seq_cst);
 	frame = port->link->sleep ? port->link->sleep(port, &ts) : port_fd_sleep(port, &ts);
 	atomic_store_explicit(&port->thread_sleeping, false, memory_order_seq_cst);
+	/* the thread's own counters: no other thread writes them */
+	port_count(port, PC_PROGRESS_NAPS);
+	if (frame)
+		port_count(port, PC_PROGRESS_WOKEN);
 	return frame;
+}
+
+/*
+ * While the application is away after a poll that ended its wait and has
+ * been seen waiting for frames only this thread places (port_app.c,
+ * away_spin): spin until they come, then give the CPU back. Returns true
+ * while the thread is to go on spinning.
+ */
+static bool spin_for_away_app(struct rocemu_port *port, unsigned work, uint64_t now)
+{
+	uint64_t until = atomic_load_explicit(&port->app_spin_until_ns, memory_order_relaxed);
+
+	if (!until)
+		return false;
+	if (!work && now < until)
+		return true;
+	if (work)
+		port_count(port, PC_PROGRESS_AWAY_PLACED);
+	atomic_store_explicit(&port->app_spin_until_ns, 0, memory_order_relaxed);
+	return false;
 }
 
 static void *progress_main(void *arg)
@@ -341,6 +365,9 @@ static void *progress_main(void *arg)
 
 		if (work || atomic_load_explicit(&port->upper_has_work, memory_order_relaxed))
 			last_work = now;
+		/* frames the application, gone away, can only have from us */
+		if (work && atomic_load_explicit(&port->app_away, memory_order_relaxed))
+			atomic_store_explicit(&port->away_rx_ns, now, memory_order_relaxed);
 		if (atomic_load_explicit(&port->thread_quiet, memory_order_relaxed)) {
 			if (!work)
 				idle_sleep(port, false);
@@ -349,6 +376,10 @@ static void *progress_main(void *arg)
 		/* a CPU of its own (progress-cpu): never nap, so a frame is
 		 * placed as soon as it arrives, with no wake-up on either side */
 		if (port->progress_cpu >= 0) {
+			rte_pause();
+			continue;
+		}
+		if (spin_for_away_app(port, work, now)) {
 			rte_pause();
 			continue;
 		}

@@ -729,6 +729,74 @@ static bool spinner_on(int cpu)
 	return found;
 }
 
+static uint64_t counter(struct rocemu_port *port, const char *name)
+{
+	struct rocemu_counter c[PC_COUNT];
+	unsigned n = rocemu_port_counters_all(port, c, PC_COUNT);
+
+	for (unsigned i = 0; i < n; i++)
+		if (!strcmp(c[i].name, name))
+			return c[i].value;
+	fail_msg("no counter %s", name);
+	return 0;
+}
+
+static void app_verb(struct rocemu_port *port, enum rocemu_verb verb, enum rocemu_verb_did did)
+{
+	rocemu_port_verb_enter(port, verb);
+	rocemu_port_verb_leave(port, did);
+}
+
+/* The away spin (port_app.c): an application whose poll found all it waited
+ * for, and which then got a frame only its progress thread could take (the
+ * peer's ping while it made no verb call), hands the CPU to the thread at
+ * its next such poll (progress_away_spins); a poll that found nothing, or
+ * one after it blocked, does not. Rounds repeat until one fits the 2 ms the
+ * evidence stays fresh, so a descheduled test only takes longer. */
+static void test_away_spin(void **state)
+{
+	struct pair p;
+	uint8_t dst[16];
+	uint64_t spins = 0;
+	(void)state;
+
+	pair_open_threaded(&p);
+	assert_int_equal(rocemu_gid_parse("10.9.0.1", dst), 0);
+	for (int round = 0; round < 200 && !spins; round++) {
+		uint64_t replies = rocemu_port_ping_replies(p.b);
+		int rc = -EAGAIN;
+
+		/* the application posts, polls, finds it, goes away */
+		app_verb(p.a, ROCEMU_VERB_POST, ROCEMU_DID_POST);
+		app_verb(p.a, ROCEMU_VERB_POLL, ROCEMU_DID_POLL_FOUND);
+		for (int i = 0; i < 5000 && rc == -EAGAIN; i++) {
+			rc = rocemu_port_ping(p.b, dst, 7, (uint16_t)round);
+			if (rc == -EAGAIN)
+				ptu_sleep_ms(1);
+		}
+		assert_int_equal(rc, 0);
+		/* a's thread answers: a frame taken while its application was away */
+		for (int i = 0; i < 5000 && rocemu_port_ping_replies(p.b) == replies; i++)
+			ptu_sleep_ms(1);
+		assert_true(rocemu_port_ping_replies(p.b) > replies);
+		app_verb(p.a, ROCEMU_VERB_POLL, ROCEMU_DID_POLL_EMPTY);
+		app_verb(p.a, ROCEMU_VERB_POST, ROCEMU_DID_POST);
+		app_verb(p.a, ROCEMU_VERB_POLL, ROCEMU_DID_POLL_FOUND);
+		spins = counter(p.a, "progress_away_spins");
+	}
+	assert_true(spins >= 1);
+	/* a poll that found nothing, and one of an application about to
+	 * block, hand nothing over */
+	app_verb(p.a, ROCEMU_VERB_POST, ROCEMU_DID_POST);
+	app_verb(p.a, ROCEMU_VERB_POLL, ROCEMU_DID_POLL_EMPTY);
+	rocemu_port_app_blocks(p.a);
+	assert_int_equal(counter(p.a, "progress_away_spins"), spins);
+	/* the thread spins 100 us at most, then naps again: a close that
+	 * waits for it returns */
+	assert_true(counter(p.a, "progress_away_placed") <= spins);
+	pair_close(&p);
+}
+
 /* progress-cpu: a CPU outside the mask is refused by name, from the option
  * and from ROCEMU_PROGRESS_CPU; one inside gets a pinned thread that
  * spins (never naps), says so once, works, and stops at close. */
@@ -1596,6 +1664,7 @@ int main(void)
 	    cmocka_unit_test(test_ping),
 	    cmocka_unit_test(test_progress_thread_answers),
 	    cmocka_unit_test(test_progress_cpu),
+	    cmocka_unit_test(test_away_spin),
 	    cmocka_unit_test(test_capture),
 	    cmocka_unit_test(test_capture_copy_stamp),
 	    cmocka_unit_test(test_capture_rotation),
