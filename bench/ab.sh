@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Interleaved A/B of two rocemu builds over memif, pinned like `make bench`
 # (server on CPU 1, client on CPU 0): each round runs, for build A then build
-# B, ib_write_bw -s 65536, ib_write_bw -s 64, ib_write_lat -s 2 and
-# ib_send_lat -s 2, so a slow spell of a shared machine hits both builds.
+# B, ib_write_bw -s 65536, ib_write_bw -s 64, ib_write_lat -s 2 (typical,
+# average, 99th percentile) and ib_send_lat -s 2, so a slow spell of a
+# shared machine hits both builds.
 # Prints the median and every value per build and measure, then B/A per
 # round (the two runs of a round are minutes apart at most): the median ratio
 # and its range, the spread to read any difference against.
@@ -43,10 +44,13 @@ for ((i = 0; i < R; i++)); do
 		d=${!tag}
 		pair "$d" ib_write_bw -s 65536 -D 2 | awk '{printf "%.0f", $4 * 1.048576}' | note $tag.bw64k_MBps
 		pair "$d" ib_write_bw -s 64 -D 2 | awk '{print $5}' | note $tag.rate64_Mpps
-		pair "$d" ib_write_lat -s 2 -n 3000 | awk '{print $5}' | note $tag.write_lat_us
+		pair "$d" ib_write_lat -s 2 -n 3000 >"$tmp/wlat"
+		awk '{print $5}' "$tmp/wlat" | note $tag.write_lat_us
+		awk '{print $6}' "$tmp/wlat" | note $tag.write_lat_avg_us
+		awk '{print $8}' "$tmp/wlat" | note $tag.write_lat_p99_us
 		pair "$d" ib_send_lat -s 2 -n 5000 | awk '{print $5}' | note $tag.send_lat_us
 	done
 done
 echo "A = $A"
 echo "B = $B"
-ab_report bw64k_MBps rate64_Mpps write_lat_us send_lat_us
+ab_report bw64k_MBps rate64_Mpps write_lat_us write_lat_avg_us write_lat_p99_us send_lat_us
