@@ -81,7 +81,7 @@ static bool away_spin(struct rocemu_port *port, uint64_t t)
 	uint64_t seen = atomic_load_explicit(&port->away_rx_ns, memory_order_relaxed);
 
 	atomic_store_explicit(&port->app_away, true, memory_order_relaxed);
-	if (!port->thread_running || port->progress_cpu >= 0 || !seen ||
+	if (!port->away_spin || !port->thread_running || port->progress_cpu >= 0 || !seen ||
 	    t - seen >= AWAY_EVIDENCE_NS)
 		return false;
 	/* More frames since its post than the one that answered it (the

@@ -145,6 +145,7 @@ struct rocemu_port {
 	/* the thread spins until then, unless a pass finds work (0: no) */
 	atomic_uint_fast64_t app_spin_until_ns;
 	uint64_t rx_at_post; /* rx_frames at the application's last post (engine lock) */
+	bool away_spin;	     /* ROCEMU_AWAY_SPIN is not 0 (port_progress.c) */
 	/* while thread_sleeping: when its sleep ends at the latest */
 	atomic_uint_fast64_t sleep_until_ns;
 	uint64_t last_pass_ns;	/* when the last pass started */

@@ -5,13 +5,16 @@
  * Any thread may run a pass under the engine try-lock. The progress thread
  * spins only while there is work and no application thread is polling;
  * otherwise it sleeps on an eventfd with a 1 ms timeout, so an idle port
- * costs little CPU yet answers within about a millisecond. Given a CPU of
- * its own (progress-cpu), it is pinned there and spins without napping.
+ * costs little CPU yet answers within about a millisecond. It also spins,
+ * briefly, when an application whose wait just ended hands it the CPU
+ * (port_app.c, away_spin). Given a CPU of its own (progress-cpu), it is
+ * pinned there and spins without napping.
  */
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -400,11 +403,16 @@ int rocemu_port_progress_thread_start(struct rocemu_port *port)
 	pthread_attr_t attr;
 	cpu_set_t cpus;
 	sigset_t all, old;
+	const char *env;
 	int rc;
 
 	if (port->thread_running)
 		return 0;
 	atomic_store(&port->thread_stop, false);
+	/* ROCEMU_AWAY_SPIN=0: no spin for an application gone away (port_app.c),
+	 * to compare with and without it in one build */
+	env = getenv("ROCEMU_AWAY_SPIN");
+	port->away_spin = !env || strcmp(env, "0") != 0;
 	/* the thread inherits a mask with every signal blocked: signals keep
 	 * going to the program's own threads */
 	rc = pthread_attr_init(&attr);

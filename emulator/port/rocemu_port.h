@@ -43,7 +43,9 @@
  * 4. The port alone decides about wake-ups. From what the verbs said, the
  *    progress thread backs off while an application polls or posts (it runs
  *    the passes itself), spins while there is work and nobody else does it,
- *    and otherwise sleeps until the next timer; the link driver decides how
+ *    or, briefly, when a poll that ended the application's wait hands it the
+ *    CPU because frames only it can place are due (the away spin, port
+ *    README), and otherwise sleeps until the next timer; the link driver decides how
  *    it sleeps and who rings whom (memif: a futex bell in a page both ends
  *    map, rung only for a peer whose thread sleeps and whose application is
  *    not polling; af_packet: a doorbell socket; others: 1 ms naps). The
