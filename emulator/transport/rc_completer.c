@@ -290,10 +290,18 @@ static void go_back_nak(struct rocemu_qp *qp, uint32_t psn)
 	rocemu_comp_rearm(qp, rocemu_port_pass_now(qp->engine->port));
 }
 
-static void go_back(struct rocemu_qp *qp, uint32_t psn)
+/* A transport timer expiry: go back to psn, or give up when retry_cnt is
+ * spent. silent: nothing came from the peer during the period that just
+ * ended. Giving up then (retry_exceeded_silent) means the peer's engine did
+ * not run for the whole budget (27 T with the back-off): a dead peer, a dead
+ * link, or a peer starved of CPU that long; a lossy link with a live peer
+ * ends with answers (duplicate ACKs, NAKs) in its last period. */
+static void go_back(struct rocemu_qp *qp, uint32_t psn, bool silent)
 {
 	if (qp->comp.retry_left == 0) {
 		ENGINE_COUNT(qp->engine, retry_exceeded);
+		if (silent)
+			ENGINE_COUNT(qp->engine, retry_exceeded_silent);
 		comp_fail(qp, first_pending(qp), IBV_WC_RETRY_EXC_ERR);
 		return;
 	}
@@ -736,7 +744,7 @@ unsigned rocemu_comp_timers(struct rocemu_qp *qp, uint64_t now)
 			/* responses still in flight from before the timeout are stale */
 			rocemu_comp_set(qp, with_reread(qp->comp.state, true), "timeout");
 			qp->comp.reread_psn = from;
-			go_back(qp, from);
+			go_back(qp, from, !qp->comp.heard);
 			work++;
 		}
 	}

@@ -180,6 +180,7 @@ static inline uint32_t rocemu_qpn_slot(uint32_t qpn)
 	X(window_shrinks)                                                                          \
 	X(rate_limit_waits)                                                                        \
 	X(retry_exceeded)                                                                          \
+	X(retry_exceeded_silent)                                                                   \
 	X(rnr_retry_exceeded)                                                                      \
 	X(resolve_pending)                                                                         \
 	X(resolve_failed)                                                                          \

@@ -247,6 +247,8 @@ static void test_peer_gone(void **state)
 	assert_int_equal(rocemu_qp_state(qa), IBV_QPS_ERR);
 	assert_true(h_counter(A.e, "retransmit_timeouts") >= 7);
 	assert_int_equal(h_counter(A.e, "retry_exceeded"), 1);
+	/* nothing came from the gone peer in the last period: the silent kind */
+	assert_int_equal(h_counter(A.e, "retry_exceeded_silent"), 1);
 	assert_int_equal(rocemu_qp_destroy(qa), 0);
 	rocemu_mr_dereg(m);
 }
