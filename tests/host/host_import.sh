@@ -17,20 +17,10 @@ host_run h "" $dir/run.log "$exe" --other-host $dir/h2
 wait $! || fail=1
 cat $dir/run.log
 [ $fail = 0 ] || echo "FAIL: host_import"
-# the host learns of an exit from its control connection's end: a bounded
-# number of looks until it has seen all of them
-for _ in $(seq 100); do
-	stat=$(host_stat h)
-	echo "$stat" | grep -q " 0 processes attached" && break
-	sleep 0.1
-done
+stat=$(host_stat_idle h)
 echo "$stat" | grep -q " 0 processes attached (3 since start, 0 refused, 3 gone); QPNs: 0 live" ||
 	{ echo "FAIL: processes or QPNs still held"; echo "$stat" | head -4; fail=1; }
-for _ in $(seq 100); do
-	stat=$(host_stat h2)
-	echo "$stat" | grep -q " 0 processes attached" && break
-	sleep 0.1
-done
+stat=$(host_stat_idle h2)
 echo "$stat" | grep -q " 0 processes attached (1 since start, 0 refused, 1 gone)" ||
 	{ echo "FAIL: no process of another host"; echo "$stat" | head -4; fail=1; }
 host_stop h >/dev/null

@@ -92,6 +92,19 @@ host_stat() {
 	"$ROCEMU" stat --host "$dir/$1" 2>/dev/null
 }
 
+# host_stat_idle NAME: host_stat once the host shows no process attached,
+# or after 100 looks 0.1 s apart (it learns of an exit from its control
+# connection's end, so after the processes ended it may take a moment)
+host_stat_idle() {
+	local stat
+	for _ in $(seq 100); do
+		stat=$(host_stat "$1")
+		echo "$stat" | grep -q " 0 processes attached" && break
+		sleep 0.1
+	done
+	echo "$stat"
+}
+
 # host_write_pair NAME TAG PORT: an ib_write_bw pair on host NAME (4 KiB
 # writes, far more than run before the caller stops it), logs $dir/TAGs.log
 # and $dir/TAGc.log; returns once the client's writes flow (the host switched
