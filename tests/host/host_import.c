@@ -41,6 +41,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "../verbs/pair_util.h" /* pu_qp_init */
+
 #define LEN	  4096
 #define DM_LEN	  64
 #define GID_INDEX 1
@@ -173,13 +175,9 @@ static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq)
 
 static void to_rts(struct ibv_qp *qp, const uint8_t gid[16], uint32_t dqpn)
 {
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
-				.port_num = 1,
-				.qp_access_flags =
-				    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
+	struct ibv_qp_attr a;
 
-	CHECK(!ibv_modify_qp(qp, &a,
-			     IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+	CHECK(!pu_qp_init(qp));
 	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR,
 				 .path_mtu = IBV_MTU_1024,
 				 .dest_qp_num = dqpn,
