@@ -26,6 +26,16 @@
 #define AWAY_SPIN_NS	 100000ull
 #define AWAY_EVIDENCE_NS 2000000ull
 
+/* Have the thread run a pass now; without the engine lock. Dekker-style
+ * with the thread's sleep: either the thread sees `kicked` before it
+ * sleeps, or we see it sleeping and wake it. */
+static void wake_thread(struct rocemu_port *port)
+{
+	atomic_store_explicit(&port->kicked, true, memory_order_seq_cst);
+	if (atomic_load_explicit(&port->thread_sleeping, memory_order_seq_cst))
+		port_wake_thread(port);
+}
+
 /*
  * Wake the progress thread if a pass has work now. Usually the caller has
  * just transmitted everything itself, or what is left will be done in time
@@ -50,11 +60,7 @@ static void kick(struct rocemu_port *port)
 		     due >= atomic_load_explicit(&port->sleep_until_ns, memory_order_relaxed)))
 			return;
 	}
-	/* Dekker-style with the thread's sleep: either the thread sees `kicked`
-	 * before it sleeps, or we see it sleeping and wake it */
-	atomic_store_explicit(&port->kicked, true, memory_order_seq_cst);
-	if (atomic_load_explicit(&port->thread_sleeping, memory_order_seq_cst))
-		port_wake_thread(port);
+	wake_thread(port);
 }
 
 /* An application polled, after its pass (lock held). It will presumably poll
@@ -109,14 +115,6 @@ static bool app_polled(struct rocemu_port *port, bool found)
 		return false;
 	}
 	return away_spin(port, t);
-}
-
-/* Hand the CPU to the thread (away_spin); without the engine lock. */
-static void wake_to_spin(struct rocemu_port *port)
-{
-	atomic_store_explicit(&port->kicked, true, memory_order_seq_cst);
-	if (atomic_load_explicit(&port->thread_sleeping, memory_order_seq_cst))
-		port_wake_thread(port);
 }
 
 /* An application posted (lock held): it is busy with us and will poll for
@@ -190,8 +188,8 @@ void rocemu_port_verb_leave(struct rocemu_port *port, enum rocemu_verb_did did)
 		bool spin = app_polled(port, did == ROCEMU_DID_POLL_FOUND);
 
 		pthread_mutex_unlock(&port->lock);
-		if (spin)
-			wake_to_spin(port);
+		if (spin) /* hand the CPU to the thread (away_spin) */
+			wake_thread(port);
 		break;
 	}
 	case ROCEMU_DID_CHANGE:
