@@ -81,8 +81,8 @@ struct pub_hdr {
 	uint32_t proc_id, proc_gen; /**< its attach on the host */
 	char host_name[64];
 	char dev_name[64];
-	uint64_t nonce; /**< also at nonce_addr in the owner's memory */
-	uint64_t nonce_addr;
+	uint64_t nonce;			   /**< also at nonce_addr in the owner's memory */
+	uint64_t nonce_addr;		   /**< 0 once the owner closed the context */
 	uint32_t n_slots;		   /**< entries that may be in use */
 	uint32_t importers[PUB_IMPORTERS]; /**< processes that imported (pids, 0: free) */
 };
@@ -258,6 +258,13 @@ void rocemu_vfile_put(struct rocemu_vfile *f)
 		struct proxy *p = f->proxies;
 		f->proxies = p->next;
 		free(p);
+	}
+	if (!f->remote && f->pub) {
+		/* Closed: an fd that outlives our contexts (passed on, kept by a
+		 * child) imports nothing. The nonce's memory is freed below and
+		 * may keep its value, so the header, not the nonce, says it. */
+		__atomic_store_n(&f->pub->nonce_addr, 0, __ATOMIC_SEQ_CST);
+		explicit_bzero(&f->nonce, sizeof(f->nonce));
 	}
 	pub_unmap(f);
 	if (f->pidfd >= 0)
@@ -564,6 +571,11 @@ static int remote_open(int fd, const struct stat *st, struct rocemu_vfile **out)
 	h.dev_name[sizeof(h.dev_name) - 1] = h.host_name[sizeof(h.host_name) - 1] = '\0';
 	if (h.pid == (uint32_t)getpid())
 		return -EINVAL; /* our own file, whose contexts have all closed */
+	if (!h.nonce_addr)
+		return say(ESRCH,
+			   "fd %d: process %u closed that device context; the fd outlived it "
+			   "and has nothing to import",
+			   fd, h.pid);
 	if (!h.host_pid)
 		return say(EOPNOTSUPP,
 			   "fd %d is a context of another process (%u), which is not attached "

@@ -13,7 +13,8 @@
  *  - S, a process attached to another host (--other-host): E's cmd_fd is
  *    refused there (EOPNOTSUPP).
  *
- * Checked: the import errors (a handle of another type: EINVAL; no such
+ * Checked: the import errors (the fd of a context E closed while E runs:
+ * ESRCH; a handle of another type: EINVAL; no such
  * handle: ENOENT; a region imported on a PD of its own: EINVAL); a second
  * wrapper of the PD and of a region, unimported, leaves the first working; the
  * imported region keeps the exporter's keys, addr NULL, and a key of I's
@@ -261,6 +262,12 @@ static int exporter(void)
 			.addr = {(uintptr_t)buf[0], (uintptr_t)buf[1]}};
 	send_msg(4, &m, ctx->cmd_fd);
 	send_msg(5, &m, ctx->cmd_fd); /* to a process of another host */
+	/* a context we close at once: its fd outlives it, and imports nothing */
+	struct ibv_context *gone = open_dev();
+	int left = dup(gone->cmd_fd);
+	CHECK(left >= 0 && !ibv_close_device(gone));
+	send_msg(4, &m, left);
+	close(left);
 	for (;;) {
 		m = recv_msg(3, NULL);
 		switch (m.op) {
@@ -291,6 +298,11 @@ static int importer(void)
 	CHECK(e.op == OP_INFO);
 	struct ibv_context *ctx = ibv_import_device(fd);
 	CHECK(ctx);
+	int left; /* E's closed context's fd: E runs, the context is gone */
+	CHECK(recv_msg(4, &left).op == OP_INFO);
+	errno = 0;
+	CHECK(!ibv_import_device(left) && errno == ESRCH);
+	close(left);
 	errno = 0;
 	CHECK(!ibv_import_dm(ctx, e.handle[0]) && errno == EINVAL); /* a PD's handle */
 	/* device memory: read what E put there, write over it (E checks) */

@@ -17,6 +17,9 @@ host_run h "" $dir/run.log "$exe" --other-host $dir/h2
 wait $! || fail=1
 cat $dir/run.log
 [ $fail = 0 ] || echo "FAIL: host_import"
+# the closed context's fd: refused for what it is, not as an exited process
+grep -q "closed that device context; the fd outlived it" $dir/run.log ||
+	{ echo "FAIL: the fd of a closed context was not named as such"; fail=1; }
 stat=$(host_stat_idle h)
 echo "$stat" | grep -q " 0 processes attached (3 since start, 0 refused, 3 gone); QPNs: 0 live" ||
 	{ echo "FAIL: processes or QPNs still held"; echo "$stat" | head -4; fail=1; }
