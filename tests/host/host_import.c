@@ -42,7 +42,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "../verbs/pair_util.h" /* pu_qp_init */
+#include "../verbs/pair_util.h" /* pu_qp_connect */
 
 #define LEN	  4096
 #define DM_LEN	  64
@@ -176,32 +176,8 @@ static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq)
 
 static void to_rts(struct ibv_qp *qp, const uint8_t gid[16], uint32_t dqpn)
 {
-	struct ibv_qp_attr a;
-
-	CHECK(!pu_qp_init(qp));
-	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR,
-				 .path_mtu = IBV_MTU_1024,
-				 .dest_qp_num = dqpn,
-				 .rq_psn = 7,
-				 .max_dest_rd_atomic = 4,
-				 .min_rnr_timer = 12,
-				 .ah_attr = {.is_global = 1,
-					     .grh = {.sgid_index = GID_INDEX, .hop_limit = 64},
-					     .port_num = 1}};
-	memcpy(a.ah_attr.grh.dgid.raw, gid, 16);
-	CHECK(!ibv_modify_qp(qp, &a,
-			     IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER));
 	/* ACK timeout ~0.5 s: a loaded 2-core machine may not run the peer at once */
-	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS,
-				 .timeout = 17,
-				 .retry_cnt = 7,
-				 .rnr_retry = 7,
-				 .sq_psn = 7,
-				 .max_rd_atomic = 4};
-	CHECK(!ibv_modify_qp(qp, &a,
-			     IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				 IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC));
+	CHECK(!pu_qp_connect(qp, gid, GID_INDEX, dqpn, 7, 4, 17));
 }
 
 /* One signalled RDMA WRITE or READ; its completion's status. */

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -100,6 +101,44 @@ static inline int pu_qp_init(struct ibv_qp *qp)
 
 	return ibv_modify_qp(qp, &a,
 			     IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)
+		   ? -1
+		   : 0;
+}
+
+/* An RC qp from RESET through INIT and RTR to RTS toward the peer's QP dqpn
+ * at gid (sgid gid_index on port 1, path MTU 1024), both PSNs psn, rd_atomic
+ * reads and atomics in flight each way, ACK timeout 4.096 us * 2^timeout,
+ * seven retries: 0, else -1. */
+static inline int pu_qp_connect(struct ibv_qp *qp, const uint8_t gid[16], int gid_index,
+				uint32_t dqpn, uint32_t psn, uint8_t rd_atomic, uint8_t timeout)
+{
+	struct ibv_qp_attr a = {
+	    .qp_state = IBV_QPS_RTR,
+	    .path_mtu = IBV_MTU_1024,
+	    .dest_qp_num = dqpn,
+	    .rq_psn = psn,
+	    .max_dest_rd_atomic = rd_atomic,
+	    .min_rnr_timer = 12,
+	    .ah_attr = {.is_global = 1,
+			.grh = {.sgid_index = (uint8_t)gid_index, .hop_limit = 64},
+			.port_num = 1}};
+
+	if (pu_qp_init(qp))
+		return -1;
+	memcpy(a.ah_attr.grh.dgid.raw, gid, 16);
+	if (ibv_modify_qp(qp, &a,
+			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS,
+				 .sq_psn = psn,
+				 .timeout = timeout,
+				 .retry_cnt = 7,
+				 .rnr_retry = 7,
+				 .max_rd_atomic = rd_atomic};
+	return ibv_modify_qp(qp, &a,
+			     IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				 IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC)
 		   ? -1
 		   : 0;
 }

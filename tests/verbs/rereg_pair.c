@@ -69,34 +69,7 @@ static int die(const char *what)
 /* INIT (remote read and write), RTR to dqpn at gid, RTS. */
 static int connect_qp(struct ibv_qp *qp, const uint8_t *gid, uint32_t dqpn)
 {
-	if (pu_qp_init(qp))
-		return -1;
-	struct ibv_qp_attr a = {
-	    .qp_state = IBV_QPS_RTR,
-	    .path_mtu = IBV_MTU_1024,
-	    .dest_qp_num = dqpn,
-	    .rq_psn = 0x200,
-	    .max_dest_rd_atomic = 2,
-	    .min_rnr_timer = 12,
-	    .ah_attr = {.is_global = 1,
-			.grh = {.sgid_index = (uint8_t)gid_index, .hop_limit = 64},
-			.port_num = 1}};
-	memcpy(a.ah_attr.grh.dgid.raw, gid, 16);
-	if (ibv_modify_qp(qp, &a,
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS,
-				 .sq_psn = 0x200,
-				 .timeout = 14,
-				 .retry_cnt = 7,
-				 .rnr_retry = 7,
-				 .max_rd_atomic = 2};
-	return ibv_modify_qp(qp, &a,
-			     IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				 IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC)
-		   ? -1
-		   : 0;
+	return pu_qp_connect(qp, gid, gid_index, dqpn, 0x200, 2, 14);
 }
 
 struct host {
