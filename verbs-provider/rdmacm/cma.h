@@ -247,10 +247,77 @@ uint64_t cma_now_ns(void);
  * cannot tell, or the QP is gone). */
 unsigned cma_qp_queued(struct ibv_context *verbs, uint32_t qpn);
 
-/* cma.c: called by the CM thread with the lock held */
+/* cma.c, cma_recv.c: called by the CM thread with the lock held */
 void cma_handle_mad(struct cma_device *d, const uint8_t *grh, const uint8_t *mad);
 void cma_run_timers(uint64_t now);
 uint64_t cma_next_deadline(void);
+
+/* Shared by cma.c, cma_event.c, cma_qp.c, cma_mcast.c and cma_recv.c (lock held
+ * unless a comment there says otherwise) */
+extern struct cma_id *cma_ids; /**< every live id */
+
+static inline struct cma_id *cma_id_of(struct rdma_cm_id *id)
+{
+	return (struct cma_id *)id;
+}
+
+static inline struct cma_channel *cma_channel_of(struct rdma_event_channel *c)
+{
+	return (struct cma_channel *)c;
+}
+
+static inline int cma_fail(int err)
+{
+	errno = err;
+	return -1;
+}
+
+/* The states an entry point accepts, as a mask for cma_lock_in_state(). */
+#define IN_STATE(s)   (1u << (s))
+#define IN_ANY_STATE  (~0u)
+#define IN_CONNECTION (IN_STATE(CMA_ESTABLISHED) | IN_STATE(CMA_REP_SENT) | IN_STATE(CMA_REP_RCVD))
+
+/* cma.c */
+struct cma_id *cma_lock_in_state(struct rdma_cm_id *id, unsigned want);
+uint32_t cma_random32(void);
+void cma_ip_to_sockaddr(int ip_version, const uint8_t *addr, uint16_t port,
+			struct sockaddr_storage *ss);
+void cma_sockaddr_ip16(const struct sockaddr *sa, uint8_t *out);
+struct cma_id *cma_id_alloc(struct rdma_event_channel *channel, void *context,
+			    enum rdma_port_space ps, enum ibv_qp_type qp_type);
+int cma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
+		  enum rdma_port_space ps, enum ibv_qp_type qp_type);
+void cma_send_mad(struct cma_id *c, const uint8_t *mad);
+void cma_send_rtu(struct cma_id *c);
+void cma_post_peer_disconnect(struct cma_id *c);
+void cma_settle(struct cma_id *c, enum cma_state st);
+void cma_send_rej(struct cma_device *d, int sgid_index, const union ibv_gid *dgid, uint8_t tclass,
+		  uint8_t sl, uint64_t tid, uint32_t local_comm_id, uint32_t remote_comm_id,
+		  enum cm_rej_msg msg, uint16_t reason, const void *pdata, uint8_t plen);
+void cma_fill_route(struct cma_id *c);
+void cma_ack_attached_event(struct rdma_cm_id *id);
+uint8_t cma_cap8(unsigned v, unsigned max);
+
+/* cma_event.c */
+void cma_id_free_if_done(struct cma_id *c);
+void cma_chan_push(struct cma_channel *ch, struct cma_event *e);
+struct cma_event *cma_chan_take_events(struct cma_channel *ch, const struct rdma_cm_id *id,
+				       bool as_listener);
+struct cma_event *cma_event_post(struct cma_id *c, enum rdma_cm_event_type type, int status,
+				 const uint8_t *pdata, uint8_t plen);
+int cma_sync_wait(struct cma_id *c, enum rdma_cm_event_type expected);
+bool cma_is_sync(const struct cma_id *c);
+int cma_step_done(struct cma_id *c, enum cma_state st, enum rdma_cm_event_type ev);
+
+/* cma_qp.c */
+enum ibv_qp_type cma_conn_type(const struct cma_id *c);
+uint8_t cma_req_transport_of(enum ibv_qp_type t);
+void cma_fill_ah(const struct cma_id *c, struct ibv_ah_attr *ah);
+int cma_qp_connect(struct cma_id *c);
+void cma_qp_to_err(struct cma_id *c);
+
+/* cma_mcast.c */
+void cma_mc_leave(struct cma_id *c, struct cma_mc *mc);
 
 /* addressing (addr.c) */
 void cma_sockaddr_to_gid(const struct sockaddr *sa, union ibv_gid *gid);

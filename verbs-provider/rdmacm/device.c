@@ -368,3 +368,27 @@ struct cma_device *cma_device_of(struct ibv_context *verbs)
 			return &devices[i];
 	return NULL;
 }
+
+struct ibv_context **rdma_get_devices(int *num_devices)
+{
+	int rc = cma_init(), n = 0;
+	struct cma_device *d = rc < 0 ? NULL : cma_devices(&n);
+	struct ibv_context **list = calloc((size_t)n + 1, sizeof(*list));
+
+	if (!list) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (int i = 0; i < n; i++)
+		list[i] = d[i].verbs;
+	if (num_devices)
+		*num_devices = n;
+	return list;
+}
+ROCEMU_PUBLIC(rdma_get_devices)
+
+void rdma_free_devices(struct ibv_context **list)
+{
+	free(list);
+}
+ROCEMU_PUBLIC(rdma_free_devices)
