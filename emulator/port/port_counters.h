@@ -65,6 +65,14 @@
 	X(PROGRESS_AWAY_PLACED, progress_away_placed) /* ... and took frames in that spin */       \
 	X(PMD_COPY_TX_BYTES, pmd_copy_tx_bytes) /* memif: bytes its PMD copied into the ring */    \
 	X(PMD_COPY_RX_BYTES, pmd_copy_rx_bytes) /* memif: bytes its PMD copied out of the ring */  \
+	X(DIRECT_TX_BYTES, direct_tx_bytes) /* memif direct channel: frame bytes handed over */    \
+	X(DIRECT_RX_BYTES, direct_rx_bytes) /* ... and taken without a copy */                     \
+	X(DIRECT_COPY_TX_BYTES, direct_copy_tx_bytes) /* ... copied: not built in its area */      \
+	X(DIRECT_COPY_RX_BYTES, direct_copy_rx_bytes) /* ... copied: not RoCE */                   \
+	X(DIRECT_MAPS, direct_maps)		      /* ... the peer's offers mapped */           \
+	X(DIRECT_MAP_FAILED, direct_map_failed)	      /* ... an offer that could not be */         \
+	X(DIRECT_RESETS, direct_resets)		      /* ... frames out taken back */              \
+	X(DIRECT_BAD_RETURNS, direct_bad_returns)     /* ... an index the peer returned wrongly */ \
 	X(HOST_DIRECT_RINGS, host_direct_rings)                                                    \
 	X(TX_DIRECT_FRAMES, tx_direct_frames)                                                      \
 	X(FAULT_TX_CORRUPTED, fault_tx_corrupted)                                                  \
@@ -147,8 +155,11 @@
 	X(DROP_TX_HOST_GONE, drop_tx_host_gone)	      /* host link: rocemu host is gone */         \
 	X(DROP_TX_TOO_LONG, drop_tx_too_long)	      /* host link: frame over a slot */           \
 	X(DROP_QPN_FREE_UNSENT, drop_qpn_free_unsent)                                              \
-	X(DROP_RX_BAD_RING, drop_rx_bad_ring) /* host link: ring indices out of range */           \
-	X(DROP_RX_BAD_SLOT, drop_rx_bad_slot) /* host link: slot length out of range */            \
+	X(DROP_RX_BAD_RING, drop_rx_bad_ring)	      /* host link: ring indices out of range */   \
+	X(DROP_RX_BAD_SLOT, drop_rx_bad_slot)	      /* host link: slot length out of range */    \
+	X(DROP_DIRECT_BAD_DESC, drop_direct_bad_desc) /* memif direct: index or range */           \
+	X(DROP_DIRECT_BUFFER_HELD, drop_direct_buffer_held) /* ... a buffer given twice */         \
+	X(DROP_DIRECT_BAD_RING, drop_direct_bad_ring)	    /* ... ring index out of range */      \
 	/* the fault injector (port_fault.c) */                                                    \
 	X(DROP_FAULT_TX, drop_fault_tx_drop)                                                       \
 	X(DROP_FAULT_RX, drop_fault_rx_drop)

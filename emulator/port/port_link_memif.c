@@ -174,10 +174,10 @@ static int in_use(const char *path, char *err, size_t errlen)
  * why (copy_why). In zero-copy neither of our PMD's directions copies
  * (its server's does).
  */
-static void memif_choose_copy(struct rocemu_port *port, struct memif_link *l)
+static void memif_choose_copy(struct memif_link *l)
 {
 	l->zero_copy = memif_zc_claim(l->copy_why, sizeof(l->copy_why));
-	port->pmd_copies_tx = port->pmd_copies_rx = !l->zero_copy;
+	l->pmd_copies_tx = l->pmd_copies_rx = !l->zero_copy;
 }
 
 /* Buffers as large as our mbufs' data room: a frame then takes one ring
@@ -217,10 +217,21 @@ static int memif_create(struct rocemu_port *port, const char *arg, char *err, si
 	if (!l->client && memif_listening(l->path) == 1 && memif_find_listener(l->path) < 0)
 		return in_use(l->path, err, errlen);
 	snprintf(port->dev_name, sizeof(port->dev_name), "net_memif_re%u", port_next_seq());
-	if (l->client)
-		memif_choose_copy(port, l);
-	else
-		port->pmd_copies_tx = port->pmd_copies_rx = true; /* a server's PMD always copies */
+	/* the link's bursts count the PMD's copies (memif_rx_burst) */
+	port->pmd_copies_tx = port->pmd_copies_rx = false;
+	if (memif_direct_wanted()) {
+		char why[160];
+
+		/* the PMD's zero-copy wants EAL's memory for the frames, the
+		 * direct channel its own: the channel, and copy mode */
+		l->pmd_copies_tx = l->pmd_copies_rx = true;
+		if (memif_direct_create(port, l, why, sizeof(why)))
+			port_notice(port, "memif on %s: no direct channel (%s)", l->path, why);
+	} else if (l->client) {
+		memif_choose_copy(l);
+	} else {
+		l->pmd_copies_tx = l->pmd_copies_rx = true; /* a server's PMD always copies */
+	}
 	rc = memif_probe(port, l, err, errlen);
 	if (rc && !l->client && memif_listening(l->path) == 1 && memif_find_listener(l->path) < 0)
 		return in_use(l->path, err, errlen); /* another server was quicker */
@@ -320,6 +331,7 @@ static void memif_attach(struct rocemu_port *port, const char *arg)
 {
 	(void)arg;
 	memif_bell_attach(port);
+	memif_direct_publish(port);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -336,6 +348,9 @@ static void take_peer_close(struct rocemu_port *port, struct memif_link *l)
 		return;
 	l->peer_closing_seen = c;
 	l->peer_closed_gen = atomic_load_explicit(&peer->closed_gen, memory_order_acquire);
+	/* the peer waits for our ack before its rings (and its direct
+	 * channel) go: take our frames back from it first */
+	memif_direct_reset(port, "the peer announced its close");
 	atomic_store_explicit(&memif_own(l)->acked, c, memory_order_release);
 	port_count(port, PC_PEER_CLOSED);
 	if (l->state <= MEMIF_LINK_ANNOUNCED || l->state == MEMIF_LINK_PEER_CLOSED ||
@@ -448,7 +463,7 @@ static bool memif_zc_remake(struct rocemu_port *port, struct memif_link *l)
 		port_dev_remove(port);
 	}
 	l->zero_copy = false;
-	port->pmd_copies_tx = port->pmd_copies_rx = true;
+	l->pmd_copies_tx = l->pmd_copies_rx = true;
 	if (memif_probe(port, l, err, sizeof(err)) || port_dev_configure(port, err, sizeof(err))) {
 		port_dev_remove(port);
 		return false;
@@ -483,8 +498,10 @@ static bool memif_restart(struct rocemu_port *port)
 	if (l->state != MEMIF_LINK_STOPPED) {
 		memif_link_set(port, MEMIF_LINK_STOPPED, "link down: reconnect");
 		rte_eth_dev_stop(port->port_id);
+		memif_direct_reset(port, "reconnect");
 	}
-	memif_bell_page_remap(port);
+	if (memif_bell_page_remap(port))
+		memif_direct_publish(port); /* a new server: our offer in its page */
 	if (memif_listening(l->path) == 0)
 		return true;
 	if ((l->zero_copy || port->port_id == UINT16_MAX) && !memif_zc_remake(port, l))
@@ -566,6 +583,42 @@ static void memif_offline(struct rocemu_port *port)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Frames: the PMD's rings, and the direct channel beside them.               */
+
+/* The PMD's frames first (sent before the peer switched to the channel),
+ * then the channel's. The PMD's copies are counted here, per path. */
+static uint16_t memif_rx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct memif_link *l = port->link_priv;
+	uint16_t got = 0;
+
+	if (likely(port->port_id != UINT16_MAX))
+		got = rte_eth_rx_burst(port->port_id, 0, pkts, n);
+	if (l->pmd_copies_rx)
+		for (uint16_t i = 0; i < got; i++)
+			port->ctr[PC_PMD_COPY_RX_BYTES] += pkts[i]->pkt_len;
+	if (l->direct && got < n)
+		got += memif_direct_rx_burst(port, pkts + got, n - got);
+	return got;
+}
+
+static uint16_t memif_tx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct memif_link *l = port->link_priv;
+	uint16_t sent;
+
+	if (l->direct && (sent = memif_direct_tx_burst(port, pkts, n)) != UINT16_MAX)
+		return sent;
+	if (unlikely(port->port_id == UINT16_MAX))
+		return 0;
+	sent = rte_eth_tx_burst(port->port_id, 0, pkts, n);
+	if (l->pmd_copies_tx)
+		for (uint16_t i = 0; i < sent; i++)
+			port->ctr[PC_PMD_COPY_TX_BYTES] += pkts[i]->pkt_len;
+	return sent;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Close.                                                                     */
 
 static bool memif_tx_in_flight(struct rocemu_port *port, uint64_t now)
@@ -584,6 +637,7 @@ static void memif_release(struct rocemu_port *port)
 	if (l->state != MEMIF_LINK_CLOSING)
 		memif_link_set(port, MEMIF_LINK_CLOSING, "close");
 	memif_close_handshake(port);
+	memif_direct_release(port);
 	if (memif_users_leave(l))
 		memif_run_on_intr_thread(memif_forget_listener, l);
 	if (port->port_id != UINT16_MAX)
@@ -614,4 +668,6 @@ const struct port_link_ops port_link_memif = {
     .wake = memif_wake,
     .tx_in_flight = memif_tx_in_flight,
     .release = memif_release,
+    .rx_burst = memif_rx_burst,
+    .tx_burst = memif_tx_burst,
 };

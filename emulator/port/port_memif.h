@@ -12,6 +12,7 @@
 #include <sys/un.h>
 
 #include "port_link.h"
+#include "port_memif_direct.h"
 
 /* The shared bell page: slot 0 = server end, 1 = client end. */
 struct memif_bell_slot {
@@ -50,8 +51,17 @@ struct memif_bell_slot {
 	atomic_uint app_busy;
 };
 _Static_assert(sizeof(struct memif_bell_slot) == 128, "two cache lines per end");
+/* An end's offer of its direct channel (port_memif_direct.c): written by
+ * that end; gen 0 while there is none or while name is rewritten. */
+struct memif_direct_offer {
+	_Alignas(64) char name[48]; /* its shm object */
+	atomic_uint gen;	    /* the object's current offer (0: none) */
+	atomic_uint pid;	    /* the offering process */
+	atomic_uint mapped_gen;	    /* the other end's offer this end maps and reads */
+};
 struct memif_bell_page {
 	struct memif_bell_slot slot[2];
+	struct memif_direct_offer direct[2]; /* slot 0 = server, 1 = client */
 };
 
 /*
@@ -72,9 +82,11 @@ enum memif_link_state {
 
 struct memif_link {
 	bool client;
-	bool zero_copy;			 /* a client made with zero-copy=yes (port_memif_zc.c) */
-	char copy_why[160];		 /* zero-copy asked for, not used: why */
-	char path[ROCEMU_PORT_SPEC_MAX]; /* the memif socket (abstract name) */
+	bool zero_copy;			   /* a client made with zero-copy=yes (port_memif_zc.c) */
+	bool pmd_copies_tx, pmd_copies_rx; /* our PMD copies each frame (counted here) */
+	struct memif_direct *direct;	   /* the direct channel (NULL: not asked for) */
+	char copy_why[160];		   /* zero-copy asked for, not used: why */
+	char path[ROCEMU_PORT_SPEC_MAX];   /* the memif socket (abstract name) */
 	enum memif_link_state state;
 	bool registered; /* among the process's memif devices (users[]) */
 

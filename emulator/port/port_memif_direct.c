@@ -1,0 +1,729 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * memif's direct channel between two rocemu ends (port_memif_direct.h says
+ * what it is): two copies per delivered byte instead of four.
+ *
+ * Agreement, through the bell page (struct memif_direct_offer, one per end):
+ * an end offers its object (name, pid, gen); the peer maps it and writes
+ * that gen into its own offer's mapped_gen; an end sends on the channel only
+ * while the peer's mapped_gen is its current gen, else through the PMD. A
+ * new offer (gen) of the peer: we map again. A new peer process (pid): we
+ * take back every frame still out and bump our gen (memif_direct_reset),
+ * as at a connection's close (the close handshake says the peer no longer
+ * reads). Frames in the PMD ring and in the channel are both read every
+ * pass, the PMD's first.
+ *
+ * The receive side trusts nothing the peer wrote: its header is read once,
+ * checked against the object's size and kept; each descriptor is read once
+ * (one 8-byte load) and checked (memif_direct_check_desc: index, range, a
+ * buffer given twice), each bad one counted as a drop; ring indices out of
+ * range stop the view (drop_direct_bad_ring). The area is mapped from a
+ * read-only descriptor, copy-on-write: nothing we do reaches the peer, and a
+ * handler that writes into a frame (an ICMP echo answered in place, should
+ * a peer change a frame's type under us) gets a private page, not SIGSEGV.
+ * Frames that are not RoCEv2 are copied anyway (their handlers write).
+ *
+ * Wrapped frames go to the receive path as mbufs with an external buffer;
+ * their free callback (any thread) queues the index on an MP ring, which
+ * the next pass moves to the peer's return ring.
+ */
+/* rte_pktmbuf_pool_create_extbuf is experimental in DPDK 22.11 */
+#define ALLOW_EXPERIMENTAL_API 1
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <rte_errno.h>
+#include <rte_ether.h>
+#include <rte_ring.h>
+
+#include "port_memif.h"
+#include "port_memif_direct.h"
+
+#define MD_UDP_PORT   4791
+#define MD_WRAPPERS   8192u /* mbuf headers for wrapped frames */
+#define MD_POOL_CACHE 256u
+
+struct md_peer {
+	atomic_uint refs;     /* 1 while it is the current view, + one per frame out */
+	atomic_bool live;     /* indices go back to the peer (not after a new offer) */
+	bool from_memory;     /* a test's memory: not ours to unmap */
+	struct md_shared *sh; /* header and rings: shared, read-write */
+	size_t sh_len;
+	uint8_t *area; /* copy-on-write, from a read-only descriptor */
+	size_t area_len;
+	uint32_t n, elt, mask;
+	struct md_desc *desc;
+	uint32_t *ret;
+	uint32_t desc_cons, ret_prod;
+	bool broken;
+	uint8_t *held;				 /* [n]: 1 while we hold buffer i */
+	struct rte_mbuf_ext_shared_info *shinfo; /* [n] */
+	struct rte_ring *returns;		 /* indices freed, for ret[] */
+};
+
+struct memif_direct {
+	char name[48];
+	struct md_shared *sh; /* our object, mapped read-write */
+	size_t obj_len;
+	uint8_t *area;
+	uint64_t area_len;
+	uint32_t n, elt, mask;
+	struct rte_mempool *pool;   /* = port->pool, over the area */
+	struct rte_mbuf **inflight; /* [n]: frames the peer has, by index */
+	uint32_t n_inflight, desc_prod, ret_cons;
+	unsigned gen;
+	unsigned peer_pid; /* the peer process whose offers we follow */
+	unsigned peer_gen; /* the offer our view maps (0: none) */
+	struct md_peer *peer;
+	struct rte_mempool *hdr_pool;
+};
+
+static inline uint32_t *md_ret_ring(struct md_shared *sh, uint32_t ring_size)
+{
+	return (uint32_t *)(sh->desc + ring_size);
+}
+
+static size_t md_shared_len(uint32_t ring_size)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t len = sizeof(struct md_shared) + (size_t)ring_size * (sizeof(struct md_desc) + 4);
+
+	return (len + page - 1) & ~(page - 1);
+}
+
+bool memif_direct_wanted(void)
+{
+	const char *v = getenv("ROCEMU_MEMIF_DIRECT");
+
+	return v && strcmp(v, "1") == 0;
+}
+
+enum md_verdict memif_direct_check_desc(const struct md_desc *d, uint32_t n, uint32_t elt,
+					const uint8_t *held)
+{
+	if (d->index >= n)
+		return MD_BAD_INDEX;
+	if (d->len < RTE_ETHER_HDR_LEN || (uint32_t)d->off + d->len > elt)
+		return MD_BAD_RANGE;
+	if (held[d->index])
+		return MD_HELD;
+	return MD_OK;
+}
+
+bool memif_direct_is_roce(const uint8_t *f, uint32_t len)
+{
+	uint16_t type, dport;
+	uint32_t l4;
+
+	if (len < RTE_ETHER_HDR_LEN + 40 + 8)
+		return false;
+	type = (uint16_t)(f[12] << 8 | f[13]);
+	if (type == RTE_ETHER_TYPE_IPV4) {
+		if ((f[14] >> 4) != 4 || (f[14] & 0xf) != 5 || f[14 + 9] != 17)
+			return false;
+		l4 = RTE_ETHER_HDR_LEN + 20;
+	} else if (type == RTE_ETHER_TYPE_IPV6) {
+		if ((f[14] >> 4) != 6 || f[14 + 6] != 17)
+			return false;
+		l4 = RTE_ETHER_HDR_LEN + 40;
+	} else {
+		return false;
+	}
+	dport = (uint16_t)(f[l4 + 2] << 8 | f[l4 + 3]);
+	return dport == MD_UDP_PORT;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The peer's object.                                                         */
+
+static void md_peer_destroy(struct md_peer *p)
+{
+	if (!p->from_memory) {
+		munmap(p->sh, p->sh_len);
+		munmap(p->area, p->area_len);
+	}
+	rte_ring_free(p->returns);
+	free(p->held);
+	free(p->shinfo);
+	free(p);
+}
+
+static void md_peer_put(struct md_peer *p)
+{
+	if (atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) == 1)
+		md_peer_destroy(p);
+}
+
+/* A wrapped frame freed (any thread). */
+static void md_free_cb(void *addr, void *opaque)
+{
+	struct md_peer *p = opaque;
+	uintptr_t idx = (uintptr_t)((uint8_t *)addr - p->area) / p->elt;
+
+	if (atomic_load_explicit(&p->live, memory_order_acquire))
+		rte_ring_mp_enqueue(p->returns, (void *)idx); /* room: each index once */
+	md_peer_put(p);
+}
+
+/* The header a peer wrote, read once: its bounds, against the object's
+ * length. The caller keeps the copy's values, never the header's. */
+static bool md_header_ok(const struct md_shared *h, uint64_t obj_len)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+
+	if (h->magic != MD_MAGIC || h->version != MD_VERSION)
+		return false;
+	if (h->n_elts == 0 || h->n_elts > MD_MAX_ELTS || h->elt_size < 64 ||
+	    h->elt_size > MD_MAX_ELT)
+		return false;
+	if (h->ring_size < h->n_elts || h->ring_size > MD_MAX_ELTS ||
+	    (h->ring_size & (h->ring_size - 1)))
+		return false;
+	if (h->data_off % page || h->data_off < md_shared_len(h->ring_size))
+		return false;
+	return h->data_len == (uint64_t)h->n_elts * h->elt_size && h->data_off <= obj_len &&
+	       h->data_len <= obj_len - h->data_off;
+}
+
+static struct md_peer *md_peer_new(const struct md_shared *h, struct md_shared *sh, uint8_t *area)
+{
+	char name[RTE_RING_NAMESIZE];
+	struct md_peer *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->sh = sh;
+	p->area = area;
+	p->n = h->n_elts;
+	p->elt = h->elt_size;
+	p->mask = h->ring_size - 1;
+	p->desc = sh->desc;
+	p->ret = md_ret_ring(sh, h->ring_size);
+	p->desc_cons = atomic_load_explicit(&sh->desc_prod, memory_order_acquire);
+	p->ret_prod = atomic_load_explicit(&sh->ret_prod, memory_order_relaxed);
+	p->held = calloc(p->n, 1);
+	p->shinfo = calloc(p->n, sizeof(*p->shinfo));
+	snprintf(name, sizeof(name), "rocemu_mdr%u", port_next_seq());
+	p->returns = rte_ring_create(name, p->n, SOCKET_ID_ANY, RING_F_SC_DEQ | RING_F_EXACT_SZ);
+	if (!p->held || !p->shinfo || !p->returns) {
+		p->from_memory = true; /* nothing mapped yet */
+		md_peer_destroy(p);
+		return NULL;
+	}
+	atomic_init(&p->refs, 1);
+	atomic_init(&p->live, true);
+	return p;
+}
+
+struct md_peer *memif_direct_peer_from_memory(void *obj, uint64_t obj_len)
+{
+	struct md_shared h;
+	struct md_peer *p;
+
+	if (obj_len < sizeof(h))
+		return NULL;
+	memcpy(&h, obj, sizeof(h));
+	if (!md_header_ok(&h, obj_len))
+		return NULL;
+	p = md_peer_new(&h, obj, (uint8_t *)obj + h.data_off);
+	if (p)
+		p->from_memory = true;
+	return p;
+}
+
+/* Map the object a peer offers: its rings read-write, its area from a
+ * read-only descriptor, copy-on-write, prefaulted (the first touch of each
+ * page on the frame's path costs 30-80 us on a loaded VM). */
+static struct md_peer *md_peer_map(const char *name)
+{
+	struct md_shared h;
+	struct md_peer *p = NULL;
+	struct stat st;
+	void *sh = MAP_FAILED, *area = MAP_FAILED;
+	int rw = shm_open(name, O_RDWR | O_CLOEXEC, 0),
+	    ro = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
+
+	if (rw < 0 || ro < 0 || fstat(ro, &st) || st.st_size < (off_t)sizeof(h) ||
+	    pread(ro, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+	    !md_header_ok(&h, (uint64_t)st.st_size))
+		goto out;
+	sh = mmap(NULL, h.data_off, PROT_READ | PROT_WRITE, MAP_SHARED, rw, 0);
+	area = mmap(NULL, h.data_len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, ro, (off_t)h.data_off);
+	if (sh == MAP_FAILED || area == MAP_FAILED ||
+	    mprotect(area, h.data_len, PROT_READ | PROT_WRITE))
+		goto out;
+	p = md_peer_new(&h, sh, area);
+	if (p) {
+		p->sh_len = h.data_off;
+		p->area_len = h.data_len;
+	}
+out:
+	if (!p && sh != MAP_FAILED)
+		munmap(sh, h.data_off);
+	if (!p && area != MAP_FAILED)
+		munmap(area, h.data_len);
+	if (rw >= 0)
+		close(rw);
+	if (ro >= 0)
+		close(ro);
+	return p;
+}
+
+/* No longer the current view: nothing goes back to the peer from it; it
+ * goes once our last frame of it is freed. */
+void memif_direct_peer_drop(struct md_peer *p)
+{
+	if (!p)
+		return;
+	atomic_store_explicit(&p->live, false, memory_order_release);
+	md_peer_put(p);
+}
+
+void memif_direct_peer_return(struct md_peer *p)
+{
+	void *idx[64];
+	unsigned k;
+
+	while ((k = rte_ring_sc_dequeue_burst(p->returns, idx, RTE_DIM(idx), NULL)) > 0) {
+		for (unsigned i = 0; i < k; i++) {
+			uint32_t x = (uint32_t)(uintptr_t)idx[i];
+
+			p->held[x] = 0;
+			__atomic_store_n(&p->ret[p->ret_prod & p->mask], x, __ATOMIC_RELAXED);
+			p->ret_prod++;
+		}
+		atomic_store_explicit(&p->sh->ret_prod, p->ret_prod, memory_order_release);
+	}
+}
+
+static void md_drop(uint64_t *ctr, enum port_counter c)
+{
+	ctr[c]++;
+	ctr[PC_RX_DROPS]++;
+}
+
+/* Hand a buffer straight back (a copied frame, a failed wrap). */
+static void md_give_back(struct md_peer *p, uint32_t idx)
+{
+	__atomic_store_n(&p->ret[p->ret_prod & p->mask], idx, __ATOMIC_RELAXED);
+	p->ret_prod++;
+	atomic_store_explicit(&p->sh->ret_prod, p->ret_prod, memory_order_release);
+}
+
+static struct rte_mbuf *md_wrap(struct md_peer *p, struct rte_mempool *hdr_pool,
+				const struct md_desc *d)
+{
+	struct rte_mbuf_ext_shared_info *si = &p->shinfo[d->index];
+	struct rte_mbuf *m = rte_pktmbuf_alloc(hdr_pool);
+
+	if (!m)
+		return NULL;
+	si->free_cb = md_free_cb;
+	si->fcb_opaque = p;
+	rte_mbuf_ext_refcnt_set(si, 1);
+	atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
+	p->held[d->index] = 1;
+	rte_pktmbuf_attach_extbuf(m, p->area + (size_t)d->index * p->elt, RTE_BAD_IOVA,
+				  (uint16_t)p->elt, si);
+	m->data_off = d->off;
+	m->data_len = d->len;
+	m->pkt_len = d->len;
+	return m;
+}
+
+static struct rte_mbuf *md_copy(struct rte_mempool *pool, const uint8_t *f, uint16_t len)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
+
+	if (m && rte_pktmbuf_tailroom(m) >= len) {
+		memcpy(rte_pktmbuf_append(m, len), f, len);
+		return m;
+	}
+	rte_pktmbuf_free(m);
+	return NULL;
+}
+
+uint16_t memif_direct_peer_rx(struct md_peer *p, uint64_t *ctr, struct rte_mempool *hdr_pool,
+			      struct rte_mempool *copy_pool, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint32_t prod, avail;
+	uint16_t got = 0;
+
+	if (p->broken)
+		return 0;
+	prod = atomic_load_explicit(&p->sh->desc_prod, memory_order_acquire);
+	avail = prod - p->desc_cons;
+	if (avail > p->mask + 1) { /* a producer index no ring allows */
+		p->broken = true;
+		md_drop(ctr, PC_DROP_DIRECT_BAD_RING);
+		return 0;
+	}
+	while (avail-- > 0 && got < n) {
+		uint64_t raw =
+		    __atomic_load_n((uint64_t *)&p->desc[p->desc_cons & p->mask], __ATOMIC_RELAXED);
+		struct md_desc d;
+		const uint8_t *f;
+		struct rte_mbuf *m;
+
+		memcpy(&d, &raw, sizeof(d));
+		p->desc_cons++;
+		switch (memif_direct_check_desc(&d, p->n, p->elt, p->held)) {
+		case MD_OK:
+			break;
+		case MD_HELD:
+			md_drop(ctr, PC_DROP_DIRECT_BUFFER_HELD);
+			continue;
+		default:
+			md_drop(ctr, PC_DROP_DIRECT_BAD_DESC);
+			continue;
+		}
+		f = p->area + (size_t)d.index * p->elt + d.off;
+		if (memif_direct_is_roce(f, d.len)) {
+			m = md_wrap(p, hdr_pool, &d);
+			if (!m)
+				md_give_back(p, d.index);
+			else
+				ctr[PC_DIRECT_RX_BYTES] += d.len;
+		} else {
+			m = md_copy(copy_pool, f, d.len); /* its handler may write */
+			md_give_back(p, d.index);
+			if (m)
+				ctr[PC_DIRECT_COPY_RX_BYTES] += d.len;
+		}
+		if (!m) {
+			md_drop(ctr, PC_DROP_MBUF_EXHAUSTED);
+			continue;
+		}
+		pkts[got++] = m;
+	}
+	return got;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Our own object.                                                            */
+
+/* Objects of processes that died before their close (the name has the pid). */
+static void md_unlink_stale(void)
+{
+	DIR *dir = opendir("/dev/shm");
+	struct dirent *e;
+
+	if (!dir)
+		return;
+	while ((e = readdir(dir)) != NULL) {
+		char name[300];
+		int pid;
+
+		if (sscanf(e->d_name, "rocemu-md-%d-", &pid) != 1 || pid <= 0)
+			continue;
+		if (kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(name, sizeof(name), "/%s", e->d_name);
+		shm_unlink(name);
+	}
+	closedir(dir);
+}
+
+int memif_direct_create(struct rocemu_port *port, struct memif_link *l, char *err, size_t errlen)
+{
+	struct memif_direct *d = calloc(1, sizeof(*d));
+	struct rte_pktmbuf_extmem ext;
+	uint16_t room = rte_pktmbuf_data_room_size(port->pool);
+	char pname[RTE_MEMPOOL_NAMESIZE];
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), sh_len;
+	void *obj;
+	int fd;
+
+	if (!d)
+		return port_fail(err, errlen, -ENOMEM, "memif direct: out of memory");
+	md_unlink_stale();
+	d->n = port->pool->size;
+	d->elt = (room + 63u) & ~63u;
+	d->mask = rte_align32pow2(d->n) - 1;
+	sh_len = md_shared_len(d->mask + 1);
+	d->area_len = ((uint64_t)d->n * d->elt + page - 1) & ~(uint64_t)(page - 1);
+	d->obj_len = sh_len + d->area_len;
+	d->inflight = calloc(d->n, sizeof(*d->inflight));
+	snprintf(d->name, sizeof(d->name), "/rocemu-md-%d-%u", (int)getpid(), port_next_seq());
+	fd = d->inflight ? shm_open(d->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
+	if (fd < 0 || ftruncate(fd, (off_t)d->obj_len)) {
+		if (fd >= 0) {
+			close(fd);
+			shm_unlink(d->name);
+		}
+		free(d->inflight);
+		free(d);
+		return port_fail(err, errlen, -ENOMEM, "memif direct: cannot make its shm object");
+	}
+	obj = mmap(NULL, d->obj_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	close(fd);
+	if (obj == MAP_FAILED)
+		goto fail_unlink;
+	d->sh = obj;
+	d->area = (uint8_t *)obj + sh_len;
+	*d->sh = (struct md_shared){.magic = MD_MAGIC,
+				    .version = MD_VERSION,
+				    .n_elts = d->n,
+				    .elt_size = d->elt,
+				    .ring_size = d->mask + 1,
+				    .data_off = sh_len,
+				    .data_len = (uint64_t)d->n * d->elt};
+	ext = (struct rte_pktmbuf_extmem){.buf_ptr = d->area,
+					  .buf_iova = RTE_BAD_IOVA,
+					  .buf_len = d->area_len,
+					  .elt_size = d->elt};
+	snprintf(pname, sizeof(pname), "rocemu_md%u", port_next_seq());
+	d->pool = rte_pktmbuf_pool_create_extbuf(pname, d->n, RTE_MIN(MD_POOL_CACHE, d->n / 8), 0,
+						 room, (int)rte_socket_id(), &ext, 1);
+	snprintf(pname, sizeof(pname), "rocemu_mdh%u", port_next_seq());
+	d->hdr_pool =
+	    rte_pktmbuf_pool_create(pname, MD_WRAPPERS, MD_POOL_CACHE, 0, 0, (int)rte_socket_id());
+	if (!d->pool || !d->hdr_pool) {
+		rte_mempool_free(d->pool);
+		rte_mempool_free(d->hdr_pool);
+		munmap(obj, d->obj_len);
+		goto fail_unlink;
+	}
+	rte_mempool_free(port->pool); /* made just before, nothing taken from it */
+	port->pool = d->pool;
+	d->gen = 1;
+	l->direct = d;
+	return 0;
+fail_unlink:
+	shm_unlink(d->name);
+	free(d->inflight);
+	free(d);
+	return port_fail(err, errlen, -ENOMEM, "memif direct: cannot map its shm object: %s",
+			 rte_strerror(rte_errno ? rte_errno : errno));
+}
+
+void memif_direct_publish(struct rocemu_port *port)
+{
+	struct memif_link *l = port->link_priv;
+	struct memif_direct_offer *o;
+
+	if (!l->direct || !l->page)
+		return;
+	o = &l->page->direct[l->client];
+	atomic_store_explicit(&o->gen, 0, memory_order_release);
+	memcpy(o->name, l->direct->name, sizeof(o->name));
+	atomic_store_explicit(&o->pid, (unsigned)getpid(), memory_order_relaxed);
+	atomic_store_explicit(&o->mapped_gen, 0, memory_order_relaxed);
+	atomic_store_explicit(&o->gen, l->direct->gen, memory_order_release);
+}
+
+static void md_drop_view(struct rocemu_port *port, struct memif_direct *d)
+{
+	struct memif_link *l = port->link_priv;
+
+	if (l->page)
+		atomic_store_explicit(&l->page->direct[l->client].mapped_gen, 0,
+				      memory_order_release);
+	memif_direct_peer_drop(d->peer);
+	d->peer = NULL;
+	d->peer_gen = 0;
+}
+
+void memif_direct_reset(struct rocemu_port *port, const char *why)
+{
+	struct memif_link *l = port->link_priv;
+	struct memif_direct *d = l->direct;
+
+	if (!d)
+		return;
+	md_drop_view(port, d);
+	for (uint32_t i = 0; i < d->n && d->n_inflight; i++) {
+		if (d->inflight[i]) {
+			rte_pktmbuf_free(d->inflight[i]);
+			d->inflight[i] = NULL;
+			d->n_inflight--;
+		}
+	}
+	d->ret_cons = atomic_load_explicit(&d->sh->ret_prod, memory_order_acquire);
+	d->gen++;
+	if (!d->gen)
+		d->gen = 1;
+	memif_direct_publish(port);
+	port_count(port, PC_DIRECT_RESETS);
+	if (port_trace_on("memif"))
+		port_trace(port, "memif", "direct channel reset, offer %u (%s)", d->gen, why);
+}
+
+void memif_direct_release(struct rocemu_port *port)
+{
+	struct memif_link *l = port->link_priv;
+	struct memif_direct *d = l->direct;
+
+	if (!d)
+		return;
+	md_drop_view(port, d);
+	if (l->page) {
+		atomic_store(&l->page->direct[l->client].gen, 0);
+		atomic_store(&l->page->direct[l->client].pid, 0);
+	}
+	for (uint32_t i = 0; i < d->n; i++) {
+		rte_pktmbuf_free(d->inflight[i]);
+		d->inflight[i] = NULL;
+	}
+	d->n_inflight = 0;
+	shm_unlink(d->name);
+	/* the object stays mapped and d allocated: port->pool is over it and
+	 * may outlive the port (a close at exit keeps it) */
+}
+
+/* The peer's offer: a new process, a new object, or none (engine lock). */
+static void md_follow_slow(struct rocemu_port *port, struct memif_link *l, struct memif_direct *d,
+			   unsigned gen)
+{
+	struct memif_direct_offer *o = &l->page->direct[!l->client];
+	unsigned pid = atomic_load_explicit(&o->pid, memory_order_relaxed);
+	char name[sizeof(o->name)];
+
+	if (pid != d->peer_pid) {
+		if (d->peer_pid)
+			memif_direct_reset(port, "a new peer process");
+		d->peer_pid = pid;
+	}
+	md_drop_view(port, d);
+	d->peer_gen = gen;
+	if (!gen)
+		return;
+	memcpy(name, o->name, sizeof(name));
+	name[sizeof(name) - 1] = 0;
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&o->gen, memory_order_relaxed) != gen) {
+		d->peer_gen = 0; /* rewritten meanwhile: next pass */
+		return;
+	}
+	d->peer = md_peer_map(name);
+	if (!d->peer) {
+		port_count(port, PC_DIRECT_MAP_FAILED);
+		return;
+	}
+	port_count(port, PC_DIRECT_MAPS);
+	atomic_store_explicit(&l->page->direct[l->client].mapped_gen, gen, memory_order_release);
+	if (port_trace_on("memif"))
+		port_trace(port, "memif", "direct channel: mapped the peer's offer %u", gen);
+}
+
+/* Frames the peer gave back. A bad index is counted and skipped. */
+static void md_reclaim(struct rocemu_port *port, struct memif_direct *d)
+{
+	uint32_t prod = atomic_load_explicit(&d->sh->ret_prod, memory_order_acquire);
+	uint32_t *ret = md_ret_ring(d->sh, d->mask + 1);
+
+	if (prod - d->ret_cons > d->mask + 1) {
+		port_count(port, PC_DIRECT_BAD_RETURNS);
+		d->ret_cons = prod;
+		return;
+	}
+	while (d->ret_cons != prod) {
+		uint32_t idx = __atomic_load_n(&ret[d->ret_cons++ & d->mask], __ATOMIC_RELAXED);
+
+		if (idx >= d->n || !d->inflight[idx]) {
+			port_count(port, PC_DIRECT_BAD_RETURNS);
+			continue;
+		}
+		rte_pktmbuf_free(d->inflight[idx]);
+		d->inflight[idx] = NULL;
+		d->n_inflight--;
+	}
+}
+
+/* Every burst: follow the peer's offer, take back what it returned. */
+static struct memif_direct *md_step(struct rocemu_port *port)
+{
+	struct memif_link *l = port->link_priv;
+	struct memif_direct *d = l->direct;
+	unsigned gen;
+
+	if (!d || !l->page)
+		return NULL;
+	gen = atomic_load_explicit(&l->page->direct[!l->client].gen, memory_order_acquire);
+	if (unlikely(gen != d->peer_gen))
+		md_follow_slow(port, l, d, gen);
+	if (d->n_inflight)
+		md_reclaim(port, d);
+	return d;
+}
+
+uint16_t memif_direct_rx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct memif_direct *d = md_step(port);
+
+	if (!d || !d->peer)
+		return 0;
+	memif_direct_peer_return(d->peer);
+	return memif_direct_peer_rx(d->peer, port->ctr, d->hdr_pool, d->pool, pkts, n);
+}
+
+/* The peer reads our channel now (it mapped our current offer). */
+static bool md_peer_reads(struct rocemu_port *port, struct memif_direct *d)
+{
+	struct memif_link *l = port->link_priv;
+
+	return atomic_load_explicit(&l->page->direct[!l->client].mapped_gen,
+				    memory_order_acquire) == d->gen;
+}
+
+/* m's buffer is one of our area's, whole frame in it: its index. */
+static bool md_own_buffer(const struct memif_direct *d, const struct rte_mbuf *m, uint32_t *idx)
+{
+	uintptr_t off = (uintptr_t)m->buf_addr - (uintptr_t)d->area;
+
+	if (m->pool != d->pool || m->nb_segs != 1 || (uintptr_t)m->buf_addr < (uintptr_t)d->area ||
+	    off >= (uintptr_t)d->n * d->elt || off % d->elt ||
+	    (uint32_t)m->data_off + m->data_len > d->elt)
+		return false;
+	*idx = (uint32_t)(off / d->elt);
+	return true;
+}
+
+/* Returns UINT16_MAX when the channel is not in use now (the PMD sends). */
+uint16_t memif_direct_tx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct memif_direct *d = md_step(port);
+	uint16_t i;
+
+	if (!d || !md_peer_reads(port, d))
+		return UINT16_MAX;
+	for (i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		struct md_desc desc;
+		uint64_t raw;
+		uint32_t idx;
+
+		if (!md_own_buffer(d, m, &idx) || d->inflight[idx]) {
+			/* built elsewhere (a copy for loopback, a reply in a
+			 * received frame): one copy, counted */
+			struct rte_mbuf *c = rte_pktmbuf_copy(m, d->pool, 0, UINT32_MAX);
+
+			if (!c || !md_own_buffer(d, c, &idx) || d->inflight[idx]) {
+				rte_pktmbuf_free(c);
+				break;
+			}
+			port->ctr[PC_DIRECT_COPY_TX_BYTES] += c->pkt_len;
+			rte_pktmbuf_free(m);
+			pkts[i] = m = c;
+		}
+		desc = (struct md_desc){.index = idx, .off = m->data_off, .len = m->data_len};
+		memcpy(&raw, &desc, sizeof(raw));
+		__atomic_store_n((uint64_t *)&d->sh->desc[d->desc_prod & d->mask], raw,
+				 __ATOMIC_RELAXED);
+		d->desc_prod++;
+		d->inflight[idx] = m;
+		d->n_inflight++;
+		port->ctr[PC_DIRECT_TX_BYTES] += m->data_len;
+	}
+	atomic_store_explicit(&d->sh->desc_prod, d->desc_prod, memory_order_release);
+	return i;
+}
