@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * memif's direct channel against a hostile or broken peer (port_memif_direct.c):
+ * no real rocemu sends these, so the receive side is fed here from a peer
+ * object in plain memory (md_test_util.h). Every bad descriptor is a counted
+ * drop and never a read outside the area; a header out of bounds is refused;
+ * ring indices no ring allows stop the view; frames that are not RoCE are
+ * copied and their buffer given back at once; a wrapped frame's buffer goes
+ * back to the peer when the mbuf is freed, also after the view was dropped.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cmocka.h>
+#include <rte_mbuf.h>
+
+#include "../../emulator/port/port_internal.h"
+#include "md_test_util.h"
+
+static struct rte_mempool *hdr_pool, *copy_pool;
+
+static int setup(void **state)
+{
+	(void)state;
+	if (port_eal_init(false))
+		return -1;
+	hdr_pool = rte_pktmbuf_pool_create("mdt_hdr", 256, 0, 0, 0, SOCKET_ID_ANY);
+	copy_pool = rte_pktmbuf_pool_create("mdt_copy", 256, 0, 0, 2048, SOCKET_ID_ANY);
+	return hdr_pool && copy_pool ? 0 : -1;
+}
+
+static void test_check_desc(void **state)
+{
+	uint8_t held[4] = {0, 1, 0, 0};
+	struct md_desc d;
+
+	(void)state;
+	d = (struct md_desc){.index = 0, .off = 128, .len = 60};
+	assert_int_equal(memif_direct_check_desc(&d, 4, 256, held), MD_OK);
+	d.index = 4;
+	assert_int_equal(memif_direct_check_desc(&d, 4, 256, held), MD_BAD_INDEX);
+	d.index = UINT32_MAX;
+	assert_int_equal(memif_direct_check_desc(&d, 4, 256, held), MD_BAD_INDEX);
+	d = (struct md_desc){.index = 2, .off = 200, .len = 57}; /* ends at 257 */
+	assert_int_equal(memif_direct_check_desc(&d, 4, 256, held), MD_BAD_RANGE);
+	d = (struct md_desc){.index = 2, .off = 65535, .len = 65535};
+	assert_int_equal(memif_direct_check_desc(&d, 4, 256, held), MD_BAD_RANGE);
+	d = (struct md_desc){.index = 2, .off = 0, .len = 13}; /* a runt */
+	assert_int_equal(memif_direct_check_desc(&d, 4, 256, held), MD_BAD_RANGE);
+	d = (struct md_desc){.index = 1, .off = 0, .len = 60};
+	assert_int_equal(memif_direct_check_desc(&d, 4, 256, held), MD_HELD);
+}
+
+static void test_header_refused(void **state)
+{
+	struct mdt_obj o;
+	struct md_peer *p;
+
+	(void)state;
+	mdt_obj_make(&o);
+	p = memif_direct_peer_from_memory(o.mem, o.len);
+	assert_non_null(p);
+	memif_direct_peer_drop(p);
+	assert_null(memif_direct_peer_from_memory(o.mem, o.len - 1)); /* area past the end */
+	o.sh->ring_size = 24;					      /* not a power of two */
+	assert_null(memif_direct_peer_from_memory(o.mem, o.len));
+	o.sh->ring_size = 8; /* fewer slots than buffers */
+	assert_null(memif_direct_peer_from_memory(o.mem, o.len));
+	o.sh->ring_size = MDT_RING;
+	o.sh->data_len = 1ull << 40; /* says more than n * elt */
+	assert_null(memif_direct_peer_from_memory(o.mem, o.len));
+	o.sh->data_len = (uint64_t)MDT_N * MDT_ELT;
+	o.sh->data_off = 100; /* not page aligned, inside the rings */
+	assert_null(memif_direct_peer_from_memory(o.mem, o.len));
+	o.sh->data_off = o.data_off;
+	o.sh->magic = 0;
+	assert_null(memif_direct_peer_from_memory(o.mem, o.len));
+	free(o.mem);
+}
+
+static void test_bad_descriptors(void **state)
+{
+	uint64_t ctr[PC_COUNT] = {0};
+	struct rte_mbuf *pkts[16];
+	struct mdt_obj o;
+	struct md_peer *p;
+	uint32_t *ret;
+	uint16_t n;
+
+	(void)state;
+	mdt_obj_make(&o);
+	ret = (uint32_t *)(o.sh->desc + MDT_RING);
+	p = memif_direct_peer_from_memory(o.mem, o.len);
+	assert_non_null(p);
+	mdt_roce_frame(&o, 3, 128, 100);
+	memset(o.area + 5 * MDT_ELT, 0xff, 60); /* broadcast, type 0xffff: not RoCE */
+	mdt_post(&o, MDT_N, 128, 100);		/* index past the area */
+	mdt_post(&o, UINT32_MAX, 0, 100);	/* the same, far */
+	mdt_post(&o, 3, 450, 100);		/* beyond the buffer's end */
+	mdt_post(&o, 3, 128, 0);		/* empty */
+	mdt_post(&o, 3, 128, 100);		/* good: wrapped */
+	mdt_post(&o, 3, 128, 100);		/* the same buffer again while we hold it */
+	mdt_post(&o, 5, 0, 60);			/* not RoCE: copied, given back at once */
+	n = memif_direct_peer_rx(p, ctr, hdr_pool, copy_pool, pkts, 16);
+	assert_int_equal(n, 2);
+	assert_int_equal(ctr[PC_DROP_DIRECT_BAD_DESC], 4);
+	assert_int_equal(ctr[PC_DROP_DIRECT_BUFFER_HELD], 1);
+	assert_int_equal(ctr[PC_RX_DROPS], 5);
+	assert_int_equal(ctr[PC_DIRECT_RX_BYTES], 100);
+	assert_int_equal(ctr[PC_DIRECT_COPY_RX_BYTES], 60);
+	/* the wrapped frame is the peer's bytes, in place */
+	assert_ptr_equal(rte_pktmbuf_mtod(pkts[0], uint8_t *), o.area + 3 * MDT_ELT + 128);
+	assert_int_equal(pkts[0]->pkt_len, 100);
+	assert_int_equal(rte_pktmbuf_mtod(pkts[0], uint8_t *)[50], (uint8_t)(50 * 7 + 3));
+	/* the copy is ours, and buffer 5 went back already */
+	assert_true(rte_pktmbuf_mtod(pkts[1], uint8_t *) < o.mem ||
+		    rte_pktmbuf_mtod(pkts[1], uint8_t *) >= o.mem + o.len);
+	assert_int_equal(atomic_load(&o.sh->ret_prod), 1);
+	assert_int_equal(ret[0], 5);
+	rte_pktmbuf_free(pkts[1]);
+	/* buffer 3 goes back once its mbuf is freed, at the next pass */
+	rte_pktmbuf_free(pkts[0]);
+	assert_int_equal(atomic_load(&o.sh->ret_prod), 1);
+	memif_direct_peer_return(p);
+	assert_int_equal(atomic_load(&o.sh->ret_prod), 2);
+	assert_int_equal(ret[1], 3);
+	/* and may be sent again */
+	mdt_post(&o, 3, 128, 100);
+	n = memif_direct_peer_rx(p, ctr, hdr_pool, copy_pool, pkts, 16);
+	assert_int_equal(n, 1);
+	/* a view dropped while one of its frames is out: the frame stays
+	 * readable, its buffer is not returned, the view goes with it */
+	memif_direct_peer_drop(p);
+	assert_int_equal(rte_pktmbuf_mtod(pkts[0], uint8_t *)[50], (uint8_t)(50 * 7 + 3));
+	rte_pktmbuf_free(pkts[0]);
+	assert_int_equal(atomic_load(&o.sh->ret_prod), 2);
+	free(o.mem);
+}
+
+/* A producer index no ring of this size allows: nothing read, counted once,
+ * the view stops. */
+static void test_bad_ring(void **state)
+{
+	uint64_t ctr[PC_COUNT] = {0};
+	struct rte_mbuf *pkts[16];
+	struct mdt_obj o;
+	struct md_peer *p;
+
+	(void)state;
+	mdt_obj_make(&o);
+	p = memif_direct_peer_from_memory(o.mem, o.len);
+	assert_non_null(p);
+	mdt_roce_frame(&o, 0, 0, 100);
+	atomic_store(&o.sh->desc_prod, MDT_RING + 1);
+	assert_int_equal(memif_direct_peer_rx(p, ctr, hdr_pool, copy_pool, pkts, 16), 0);
+	assert_int_equal(ctr[PC_DROP_DIRECT_BAD_RING], 1);
+	atomic_store(&o.sh->desc_prod, 1);
+	assert_int_equal(memif_direct_peer_rx(p, ctr, hdr_pool, copy_pool, pkts, 16), 0);
+	assert_int_equal(ctr[PC_DROP_DIRECT_BAD_RING], 1);
+	memif_direct_peer_drop(p);
+	free(o.mem);
+}
+
+/* More descriptors than the burst: the rest wait for the next one. */
+static void test_burst_limit(void **state)
+{
+	uint64_t ctr[PC_COUNT] = {0};
+	struct rte_mbuf *pkts[16];
+	struct mdt_obj o;
+	struct md_peer *p;
+
+	(void)state;
+	mdt_obj_make(&o);
+	p = memif_direct_peer_from_memory(o.mem, o.len);
+	assert_non_null(p);
+	for (uint32_t i = 0; i < 6; i++) {
+		mdt_roce_frame(&o, i, 64, 200);
+		mdt_post(&o, i, 64, 200);
+	}
+	assert_int_equal(memif_direct_peer_rx(p, ctr, hdr_pool, copy_pool, pkts, 4), 4);
+	assert_int_equal(memif_direct_peer_rx(p, ctr, hdr_pool, copy_pool, pkts + 4, 4), 2);
+	assert_int_equal(ctr[PC_RX_DROPS], 0);
+	for (int i = 0; i < 6; i++) {
+		assert_ptr_equal(rte_pktmbuf_mtod(pkts[i], uint8_t *), o.area + i * MDT_ELT + 64);
+		rte_pktmbuf_free(pkts[i]);
+	}
+	memif_direct_peer_return(p);
+	assert_int_equal(atomic_load(&o.sh->ret_prod), 6);
+	memif_direct_peer_drop(p);
+	free(o.mem);
+}
+
+static void test_is_roce(void **state)
+{
+	struct mdt_obj o;
+	uint8_t *f;
+
+	(void)state;
+	mdt_obj_make(&o);
+	mdt_roce_frame(&o, 0, 0, 100);
+	f = o.area;
+	assert_true(memif_direct_is_roce(f, 100));
+	assert_false(memif_direct_is_roce(f, 14 + 40 + 7)); /* too short to tell */
+	f[14] = 0x46;					    /* IPv4 options */
+	assert_false(memif_direct_is_roce(f, 100));
+	f[14] = 0x45;
+	f[14 + 20 + 3] = 0; /* another UDP port */
+	assert_false(memif_direct_is_roce(f, 100));
+	free(o.mem);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_check_desc),	    cmocka_unit_test(test_header_refused),
+	    cmocka_unit_test(test_bad_descriptors), cmocka_unit_test(test_bad_ring),
+	    cmocka_unit_test(test_burst_limit),	    cmocka_unit_test(test_is_roce),
+	};
+
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
