@@ -554,8 +554,8 @@ void memif_direct_reset(struct rocemu_port *port, const char *why)
 		d->gen = 1;
 	memif_direct_publish(port);
 	port_count(port, PC_DIRECT_RESETS);
-	if (port_trace_on("memif"))
-		port_trace(port, "memif", "direct channel reset, offer %u (%s)", d->gen, why);
+	if (port_trace_on("direct"))
+		port_trace(port, "direct", "direct channel reset, offer %u (%s)", d->gen, why);
 }
 
 void memif_direct_release(struct rocemu_port *port)
@@ -611,8 +611,8 @@ static void md_follow_slow(struct rocemu_port *port, struct memif_link *l, struc
 	}
 	port_count(port, PC_DIRECT_MAPS);
 	atomic_store_explicit(&l->page->direct[l->client].mapped_gen, gen, memory_order_release);
-	if (port_trace_on("memif"))
-		port_trace(port, "memif", "direct channel: mapped the peer's offer %u", gen);
+	if (port_trace_on("direct"))
+		port_trace(port, "direct", "direct channel: mapped the peer's offer %u", gen);
 }
 
 /* Frames the peer gave back. A bad index is counted and skipped. */
@@ -644,12 +644,16 @@ static struct memif_direct *md_step(struct rocemu_port *port)
 {
 	struct memif_link *l = port->link_priv;
 	struct memif_direct *d = l->direct;
+	struct memif_direct_offer *o;
 	unsigned gen;
 
 	if (!d || !l->page)
 		return NULL;
-	gen = atomic_load_explicit(&l->page->direct[!l->client].gen, memory_order_acquire);
-	if (unlikely(gen != d->peer_gen))
+	o = &l->page->direct[!l->client];
+	gen = atomic_load_explicit(&o->gen, memory_order_acquire);
+	/* the pid too: a new client's first offer has the gen of the last */
+	if (unlikely(gen != d->peer_gen ||
+		     atomic_load_explicit(&o->pid, memory_order_relaxed) != d->peer_pid))
 		md_follow_slow(port, l, d, gen);
 	if (d->n_inflight)
 		md_reclaim(port, d);
