@@ -598,22 +598,29 @@ def copies_per_byte(cli_out, srv_out):
     pmd_copy_tx_bytes / pmd_copy_rx_bytes: every frame in copy mode, none on
     a zero-copy client's side). A build older than those counters counts
     every frame the port moved (tx_bytes, rx_bytes): it had copy mode only.
+    memif's direct channel (ROCEMU_MEMIF_DIRECT=1) hands frames over without
+    a PMD copy: they count 0 here, and its own copies (direct_copy_tx_bytes,
+    direct_copy_rx_bytes: a frame not built in its area, a frame that is not
+    RoCE) count with the PMD's; "direct" is the share of frame bytes that
+    crossed on it (direct_rx_bytes), the counters' proof.
     Delivered: payload placed in the server's memory (its copy_rx_bytes)."""
     c, s = parse_rocemu_stats(cli_out), parse_rocemu_stats(srv_out)
     if not c or not s or not s.get(("transport", "copy_rx_bytes")):
         return None
-    pmd = any(k[1].startswith("pmd_copy_") for k in list(c) + list(s))
+    pmd = any(k[1].startswith(("pmd_copy_", "direct_")) for k in list(c) + list(s))
     tx, rx = ("pmd_copy_tx_bytes", "pmd_copy_rx_bytes") if pmd else ("tx_bytes", "rx_bytes")
     parts = {
         "app_to_frame": c.get(("transport", "copy_tx_bytes"), 0) + s.get(("transport", "copy_tx_bytes"), 0),
-        "pmd_tx": c.get(("port", tx), 0) + s.get(("port", tx), 0),
-        "pmd_rx": c.get(("port", rx), 0) + s.get(("port", rx), 0),
+        "pmd_tx": sum(e.get(("port", k), 0) for e in (c, s) for k in (tx, "direct_copy_tx_bytes")),
+        "pmd_rx": sum(e.get(("port", k), 0) for e in (c, s) for k in (rx, "direct_copy_rx_bytes")),
         "frame_to_app": c.get(("transport", "copy_rx_bytes"), 0) + s.get(("transport", "copy_rx_bytes"), 0),
     }
     delivered = s[("transport", "copy_rx_bytes")]
     return {"delivered": delivered, "parts": {k: v / delivered for k, v in parts.items()},
             "total": sum(parts.values()) / delivered,
-            "retransmit_packets": c.get(("transport", "retransmit_packets"), 0)}
+            "retransmit_packets": c.get(("transport", "retransmit_packets"), 0),
+            "direct": (c.get(("port", "direct_rx_bytes"), 0) + s.get(("port", "direct_rx_bytes"), 0))
+            / max(1, c.get(("port", "rx_bytes"), 0) + s.get(("port", "rx_bytes"), 0))}
 
 
 def account(bench, kind, secs=4):

@@ -108,7 +108,8 @@ struct port_link_ops {
 	void (*release)(struct rocemu_port *port);
 
 	/* A link without an ethdev moves frames itself (default: the ethdev's
-	 * rte_eth_rx_burst / rte_eth_tx_burst). tx_burst takes ownership of
+	 * rte_eth_rx_burst / rte_eth_tx_burst); memif sets them around its
+	 * ethdev's, for its direct channel. tx_burst takes ownership of
 	 * the frames it accepts (returns how many). */
 	uint16_t (*rx_burst)(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n);
 	uint16_t (*tx_burst)(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n);
