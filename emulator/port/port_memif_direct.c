@@ -455,7 +455,9 @@ int memif_direct_create(struct rocemu_port *port, struct memif_link *l, char *er
 	d->inflight = calloc(d->n, sizeof(*d->inflight));
 	snprintf(d->name, sizeof(d->name), "/rocemu-md-%d-%u", (int)getpid(), port_next_seq());
 	fd = d->inflight ? shm_open(d->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
-	if (fd < 0 || ftruncate(fd, (off_t)d->obj_len)) {
+	/* the pages reserved now: a full /dev/shm is a clean failure here,
+	 * not a SIGBUS on some later frame */
+	if (fd < 0 || ftruncate(fd, (off_t)d->obj_len) || fallocate(fd, 0, 0, (off_t)d->obj_len)) {
 		if (fd >= 0) {
 			close(fd);
 			shm_unlink(d->name);

@@ -78,11 +78,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (unsigned i = 0; i < got; i++) {
 		const uint8_t *d = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
 
-		if (d >= o.area) {
-			size_t off = (size_t)(d - o.area);
+		const uint8_t *end = o.area + MDT_N * MDT_ELT;
 
-			if (off >= MDT_N * MDT_ELT || off % MDT_ELT + pkts[i]->data_len > MDT_ELT)
+		if (d >= o.area && d < end) { /* a wrapped frame: inside its buffer */
+			if ((size_t)(d - o.area) % MDT_ELT + pkts[i]->data_len > MDT_ELT)
 				abort();
+		} else if (d + pkts[i]->data_len > o.mem && d < end) { /* a copy: ours */
+			abort();
 		}
 		rte_pktmbuf_free(pkts[i]);
 	}

@@ -32,6 +32,36 @@ static int setup(void **state)
 	return hdr_pool && copy_pool ? 0 : -1;
 }
 
+/* A peer object in memory, our view of it, counters, frames taken. */
+struct view {
+	struct mdt_obj o;
+	struct md_peer *p;
+	uint64_t ctr[PC_COUNT];
+	struct rte_mbuf *pkts[16];
+	uint32_t *ret; /* the object's return ring */
+};
+
+static void view_open(struct view *v)
+{
+	memset(v, 0, sizeof(*v));
+	mdt_obj_make(&v->o);
+	v->ret = (uint32_t *)(v->o.sh->desc + MDT_RING);
+	v->p = memif_direct_peer_from_memory(v->o.mem, v->o.len);
+	assert_non_null(v->p);
+}
+
+/* Up to n frames into v->pkts from index at. */
+static uint16_t view_rx(struct view *v, unsigned at, uint16_t n)
+{
+	return memif_direct_peer_rx(v->p, v->ctr, hdr_pool, copy_pool, v->pkts + at, n);
+}
+
+static void view_close(struct view *v)
+{
+	memif_direct_peer_drop(v->p);
+	free(v->o.mem);
+}
+
 static void test_check_desc(void **state)
 {
 	uint8_t held[4] = {0, 1, 0, 0};
@@ -83,114 +113,96 @@ static void test_header_refused(void **state)
 
 static void test_bad_descriptors(void **state)
 {
-	uint64_t ctr[PC_COUNT] = {0};
-	struct rte_mbuf *pkts[16];
-	struct mdt_obj o;
-	struct md_peer *p;
-	uint32_t *ret;
+	struct view v;
 	uint16_t n;
 
 	(void)state;
-	mdt_obj_make(&o);
-	ret = (uint32_t *)(o.sh->desc + MDT_RING);
-	p = memif_direct_peer_from_memory(o.mem, o.len);
-	assert_non_null(p);
-	mdt_roce_frame(&o, 3, 128, 100);
-	memset(o.area + 5 * MDT_ELT, 0xff, 60); /* broadcast, type 0xffff: not RoCE */
-	mdt_post(&o, MDT_N, 128, 100);		/* index past the area */
-	mdt_post(&o, UINT32_MAX, 0, 100);	/* the same, far */
-	mdt_post(&o, 3, 450, 100);		/* beyond the buffer's end */
-	mdt_post(&o, 3, 128, 0);		/* empty */
-	mdt_post(&o, 3, 128, 100);		/* good: wrapped */
-	mdt_post(&o, 3, 128, 100);		/* the same buffer again while we hold it */
-	mdt_post(&o, 5, 0, 60);			/* not RoCE: copied, given back at once */
-	n = memif_direct_peer_rx(p, ctr, hdr_pool, copy_pool, pkts, 16);
+	view_open(&v);
+	mdt_roce_frame(&v.o, 3, 128, 100);
+	memset(v.o.area + 5 * MDT_ELT, 0xff, 60); /* broadcast, type 0xffff: not RoCE */
+	mdt_post(&v.o, MDT_N, 128, 100);	  /* index past the area */
+	mdt_post(&v.o, UINT32_MAX, 0, 100);	  /* the same, far */
+	mdt_post(&v.o, 3, 450, 100);		  /* beyond the buffer's end */
+	mdt_post(&v.o, 3, 128, 0);		  /* empty */
+	mdt_post(&v.o, 3, 128, 100);		  /* good: wrapped */
+	mdt_post(&v.o, 3, 128, 100);		  /* the same buffer again while we hold it */
+	mdt_post(&v.o, 5, 0, 60);		  /* not RoCE: copied, given back at once */
+	n = view_rx(&v, 0, 16);
 	assert_int_equal(n, 2);
-	assert_int_equal(ctr[PC_DROP_DIRECT_BAD_DESC], 4);
-	assert_int_equal(ctr[PC_DROP_DIRECT_BUFFER_HELD], 1);
-	assert_int_equal(ctr[PC_RX_DROPS], 5);
-	assert_int_equal(ctr[PC_DIRECT_RX_BYTES], 100);
-	assert_int_equal(ctr[PC_DIRECT_COPY_RX_BYTES], 60);
+	assert_int_equal(v.ctr[PC_DROP_DIRECT_BAD_DESC], 4);
+	assert_int_equal(v.ctr[PC_DROP_DIRECT_BUFFER_HELD], 1);
+	assert_int_equal(v.ctr[PC_RX_DROPS], 5);
+	assert_int_equal(v.ctr[PC_DIRECT_RX_BYTES], 100);
+	assert_int_equal(v.ctr[PC_DIRECT_COPY_RX_BYTES], 60);
 	/* the wrapped frame is the peer's bytes, in place */
-	assert_ptr_equal(rte_pktmbuf_mtod(pkts[0], uint8_t *), o.area + 3 * MDT_ELT + 128);
-	assert_int_equal(pkts[0]->pkt_len, 100);
-	assert_int_equal(rte_pktmbuf_mtod(pkts[0], uint8_t *)[50], (uint8_t)(50 * 7 + 3));
+	assert_ptr_equal(rte_pktmbuf_mtod(v.pkts[0], uint8_t *), v.o.area + 3 * MDT_ELT + 128);
+	assert_int_equal(v.pkts[0]->pkt_len, 100);
+	assert_int_equal(rte_pktmbuf_mtod(v.pkts[0], uint8_t *)[50], (uint8_t)(50 * 7 + 3));
 	/* the copy is ours, and buffer 5 went back already */
-	assert_true(rte_pktmbuf_mtod(pkts[1], uint8_t *) < o.mem ||
-		    rte_pktmbuf_mtod(pkts[1], uint8_t *) >= o.mem + o.len);
-	assert_int_equal(atomic_load(&o.sh->ret_prod), 1);
-	assert_int_equal(ret[0], 5);
-	rte_pktmbuf_free(pkts[1]);
+	assert_true(rte_pktmbuf_mtod(v.pkts[1], uint8_t *) < v.o.mem ||
+		    rte_pktmbuf_mtod(v.pkts[1], uint8_t *) >= v.o.mem + v.o.len);
+	assert_int_equal(atomic_load(&v.o.sh->ret_prod), 1);
+	assert_int_equal(v.ret[0], 5);
+	rte_pktmbuf_free(v.pkts[1]);
 	/* buffer 3 goes back once its mbuf is freed, at the next pass */
-	rte_pktmbuf_free(pkts[0]);
-	assert_int_equal(atomic_load(&o.sh->ret_prod), 1);
-	memif_direct_peer_return(p);
-	assert_int_equal(atomic_load(&o.sh->ret_prod), 2);
-	assert_int_equal(ret[1], 3);
+	rte_pktmbuf_free(v.pkts[0]);
+	assert_int_equal(atomic_load(&v.o.sh->ret_prod), 1);
+	memif_direct_peer_return(v.p);
+	assert_int_equal(atomic_load(&v.o.sh->ret_prod), 2);
+	assert_int_equal(v.ret[1], 3);
 	/* and may be sent again */
-	mdt_post(&o, 3, 128, 100);
-	n = memif_direct_peer_rx(p, ctr, hdr_pool, copy_pool, pkts, 16);
+	mdt_post(&v.o, 3, 128, 100);
+	n = view_rx(&v, 0, 16);
 	assert_int_equal(n, 1);
 	/* a view dropped while one of its frames is out: the frame stays
 	 * readable, its buffer is not returned, the view goes with it */
-	memif_direct_peer_drop(p);
-	assert_int_equal(rte_pktmbuf_mtod(pkts[0], uint8_t *)[50], (uint8_t)(50 * 7 + 3));
-	rte_pktmbuf_free(pkts[0]);
-	assert_int_equal(atomic_load(&o.sh->ret_prod), 2);
-	free(o.mem);
+	memif_direct_peer_drop(v.p);
+	assert_int_equal(rte_pktmbuf_mtod(v.pkts[0], uint8_t *)[50], (uint8_t)(50 * 7 + 3));
+	rte_pktmbuf_free(v.pkts[0]);
+	assert_int_equal(atomic_load(&v.o.sh->ret_prod), 2);
+	free(v.o.mem);
 }
 
 /* A producer index no ring of this size allows: nothing read, counted once,
  * the view stops. */
 static void test_bad_ring(void **state)
 {
-	uint64_t ctr[PC_COUNT] = {0};
-	struct rte_mbuf *pkts[16];
-	struct mdt_obj o;
-	struct md_peer *p;
+	struct view v;
 
 	(void)state;
-	mdt_obj_make(&o);
-	p = memif_direct_peer_from_memory(o.mem, o.len);
-	assert_non_null(p);
-	mdt_roce_frame(&o, 0, 0, 100);
-	atomic_store(&o.sh->desc_prod, MDT_RING + 1);
-	assert_int_equal(memif_direct_peer_rx(p, ctr, hdr_pool, copy_pool, pkts, 16), 0);
-	assert_int_equal(ctr[PC_DROP_DIRECT_BAD_RING], 1);
-	atomic_store(&o.sh->desc_prod, 1);
-	assert_int_equal(memif_direct_peer_rx(p, ctr, hdr_pool, copy_pool, pkts, 16), 0);
-	assert_int_equal(ctr[PC_DROP_DIRECT_BAD_RING], 1);
-	memif_direct_peer_drop(p);
-	free(o.mem);
+	view_open(&v);
+	mdt_roce_frame(&v.o, 0, 0, 100);
+	atomic_store(&v.o.sh->desc_prod, MDT_RING + 1);
+	assert_int_equal(view_rx(&v, 0, 16), 0);
+	assert_int_equal(v.ctr[PC_DROP_DIRECT_BAD_RING], 1);
+	atomic_store(&v.o.sh->desc_prod, 1);
+	assert_int_equal(view_rx(&v, 0, 16), 0);
+	assert_int_equal(v.ctr[PC_DROP_DIRECT_BAD_RING], 1);
+	view_close(&v);
 }
 
 /* More descriptors than the burst: the rest wait for the next one. */
 static void test_burst_limit(void **state)
 {
-	uint64_t ctr[PC_COUNT] = {0};
-	struct rte_mbuf *pkts[16];
-	struct mdt_obj o;
-	struct md_peer *p;
+	struct view v;
 
 	(void)state;
-	mdt_obj_make(&o);
-	p = memif_direct_peer_from_memory(o.mem, o.len);
-	assert_non_null(p);
+	view_open(&v);
 	for (uint32_t i = 0; i < 6; i++) {
-		mdt_roce_frame(&o, i, 64, 200);
-		mdt_post(&o, i, 64, 200);
+		mdt_roce_frame(&v.o, i, 64, 200);
+		mdt_post(&v.o, i, 64, 200);
 	}
-	assert_int_equal(memif_direct_peer_rx(p, ctr, hdr_pool, copy_pool, pkts, 4), 4);
-	assert_int_equal(memif_direct_peer_rx(p, ctr, hdr_pool, copy_pool, pkts + 4, 4), 2);
-	assert_int_equal(ctr[PC_RX_DROPS], 0);
+	assert_int_equal(view_rx(&v, 0, 4), 4);
+	assert_int_equal(view_rx(&v, 4, 4), 2);
+	assert_int_equal(v.ctr[PC_RX_DROPS], 0);
 	for (int i = 0; i < 6; i++) {
-		assert_ptr_equal(rte_pktmbuf_mtod(pkts[i], uint8_t *), o.area + i * MDT_ELT + 64);
-		rte_pktmbuf_free(pkts[i]);
+		assert_ptr_equal(rte_pktmbuf_mtod(v.pkts[i], uint8_t *),
+				 v.o.area + i * MDT_ELT + 64);
+		rte_pktmbuf_free(v.pkts[i]);
 	}
-	memif_direct_peer_return(p);
-	assert_int_equal(atomic_load(&o.sh->ret_prod), 6);
-	memif_direct_peer_drop(p);
-	free(o.mem);
+	memif_direct_peer_return(v.p);
+	assert_int_equal(atomic_load(&v.o.sh->ret_prod), 6);
+	view_close(&v);
 }
 
 static void test_is_roce(void **state)
