@@ -348,14 +348,20 @@ bool memif_sleep(struct rocemu_port *port, const struct timespec *ts)
 	return atomic_load_explicit(&own->bell, memory_order_relaxed) != seq;
 }
 
-/* Wake our own progress thread: our bell, or the eventfd without a page. */
+/* Wake our own progress thread: our bell, or the eventfd without a page.
+ * The thread runs a pass once woken, so it wants no bell from the peer any
+ * more: clear its flag first, or a frame the peer sends before the thread
+ * has run (the away spin hands it the CPU just before the peer's WRITE
+ * comes) still costs the peer a FUTEX_WAKE. Cleared before the ring: a
+ * sleep that begins in between waits on a word the ring then changes. */
 void memif_wake(struct rocemu_port *port)
 {
 	struct memif_link *l = port->link_priv;
 
-	if (l->page)
+	if (l->page) {
+		atomic_store_explicit(&memif_own(l)->sleeping, 0, memory_order_relaxed);
 		memif_bell_ring(memif_own(l));
-	else
+	} else
 		port_wake_eventfd(port);
 }
 
