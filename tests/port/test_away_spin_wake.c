@@ -1,16 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The away spin on memif (port_app.c hands the application's CPU to the
- * progress thread by waking it): a thread being woken wants no bell from
- * the peer. Its `sleeping` flag in the bell page is cleared by the wake
- * itself, so a frame the peer sends before the woken thread has run rings
- * no futex (ib_write_lat: the peer's WRITE comes a few microseconds after
- * the hand-over). A memif pair in one process; the client's progress
- * thread is stopped, so its slot holds exactly what the test put there:
- * a sleeping flag that the peer's frame rings (the control), then one a
- * wake cleared, which the next frame leaves alone (bell_rung unchanged).
+ * The away spin's wake-up (port_app.c hands the application's CPU to the
+ * progress thread by waking it), on a memif pair in one process:
+ * - a thread being woken wants no bell from the peer. Its `sleeping` flag
+ *   in the bell page is cleared by the wake itself, so a frame the peer
+ *   sends before the woken thread has run rings no futex (ib_write_lat: the
+ *   peer's WRITE comes a few microseconds after the hand-over). The
+ *   client's progress thread is stopped, so its slot holds exactly what the
+ *   test put there: a sleeping flag the peer's frame rings (the control),
+ *   then one a wake cleared, which the next frame leaves alone;
+ * - a hand-over whose thread has not run when the wake returns yields the
+ *   CPU (progress_away_yields). The client's thread is started on another
+ *   CPU than the test's, so a wake from here takes an interrupt there and
+ *   the thread is still asleep when the wake returns: rounds repeat until
+ *   a hand-over happens. Skipped with one CPU.
  * cmocka.
  */
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -105,12 +111,76 @@ static void test_wake_clears_sleeping(void **state)
 	rocemu_port_close(srv);
 }
 
+static void app_verb(struct rocemu_port *port, enum rocemu_verb verb, enum rocemu_verb_did did)
+{
+	rocemu_port_verb_enter(port, verb);
+	rocemu_port_verb_leave(port, did);
+}
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	assert_int_equal(sched_setaffinity(0, sizeof(set), &set), 0);
+}
+
+static void test_hand_over_yields(void **state)
+{
+	struct rocemu_port *srv, *cli;
+	cpu_set_t all;
+	uint64_t spins = 0, yields = 0;
+	int cpus[2], n = 0;
+
+	(void)state;
+	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+	for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+		if (CPU_ISSET(c, &all))
+			cpus[n++] = c;
+	if (n < 2)
+		skip(); /* one CPU: the thread cannot be elsewhere */
+	srv = open_end(0);
+	pin(cpus[1]); /* the client's progress thread inherits this CPU */
+	cli = open_end(1);
+	pin(cpus[0]);
+	assert_true(ptu_wait_link(cli));
+	assert_true(ptu_ping(srv, "10.78.0.2", 1));
+	for (int round = 0; round < 200 && !yields; round++) {
+		uint64_t replies = rocemu_port_ping_replies(srv);
+		uint8_t dst[16];
+
+		/* the application posts, polls, finds it, goes away; the peer's
+		 * ping is then taken by the client's thread alone */
+		app_verb(cli, ROCEMU_VERB_POST, ROCEMU_DID_POST);
+		app_verb(cli, ROCEMU_VERB_POLL, ROCEMU_DID_POLL_FOUND);
+		assert_int_equal(rocemu_gid_parse("10.78.0.2", dst), 0);
+		assert_int_equal(rocemu_port_ping(srv, dst, 9, (uint16_t)(round + 10)), 0);
+		for (int i = 0; i < 5000 && rocemu_port_ping_replies(srv) == replies; i++)
+			ptu_sleep_ms(1);
+		assert_true(rocemu_port_ping_replies(srv) > replies);
+		app_verb(cli, ROCEMU_VERB_POLL, ROCEMU_DID_POLL_EMPTY);
+		app_verb(cli, ROCEMU_VERB_POST, ROCEMU_DID_POST);
+		app_verb(cli, ROCEMU_VERB_POLL, ROCEMU_DID_POLL_FOUND); /* the hand-over */
+		spins = ptu_counter(cli, "progress_away_spins");
+		yields = ptu_counter(cli, "progress_away_yields");
+	}
+	assert_true(spins >= 1);
+	assert_true(yields >= 1);
+	assert_true(yields <= spins);
+	rocemu_port_close(cli);
+	rocemu_port_close(srv);
+	pin(cpus[0]);
+	assert_int_equal(sched_setaffinity(0, sizeof(all), &all), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_wake_clears_sleeping),
+	    cmocka_unit_test(test_hand_over_yields),
 	};
-	char dir[] = "/tmp/rocemu-away-spin-memif-XXXXXX";
+	char dir[] = "/tmp/rocemu-away-spin-wake-XXXXXX";
 	int rc;
 
 	if (!mkdtemp(dir)) {
