@@ -63,7 +63,8 @@
 	X(PROGRESS_WOKEN, progress_woken)	      /* ... and a bell or doorbell woke it */     \
 	X(PROGRESS_AWAY_SPINS, progress_away_spins)   /* it spun for an application gone away */   \
 	X(PROGRESS_AWAY_PLACED, progress_away_placed) /* ... and took frames in that spin */       \
-	X(PROGRESS_AWAY_YIELDS, progress_away_yields) /* ... after its app yielded the CPU to it */ \
+	X(PROGRESS_AWAY_YIELDS,                                                                    \
+	  progress_away_yields)			/* ... after its app yielded the CPU to it */      \
 	X(PMD_COPY_TX_BYTES, pmd_copy_tx_bytes) /* memif: bytes its PMD copied into the ring */    \
 	X(PMD_COPY_RX_BYTES, pmd_copy_rx_bytes) /* memif: bytes its PMD copied out of the ring */  \
 	X(DIRECT_TX_BYTES, direct_tx_bytes) /* memif direct channel: frame bytes handed over */    \

@@ -29,6 +29,19 @@ static inline int ptu_config(struct rocemu_port_config *cfg, const char *spec, c
 	return 0;
 }
 
+/* A port opened with ptu_config's settings; NULL with the reason in err. */
+static inline struct rocemu_port *ptu_open(const char *spec, const char *ip, const char *mac,
+					   char *err, size_t errlen)
+{
+	struct rocemu_port_config cfg;
+	struct rocemu_port *port = NULL;
+
+	if (ptu_config(&cfg, spec, ip, mac, err, errlen) ||
+	    rocemu_port_open(&cfg, &port, err, errlen))
+		return NULL;
+	return port;
+}
+
 /* The value of the counter called name among c[0..n), 0 when it is not there. */
 static inline uint64_t ptu_counter_in(const struct rocemu_counter *c, unsigned n, const char *name)
 {
