@@ -64,7 +64,8 @@
 	X(PROGRESS_AWAY_SPINS, progress_away_spins)   /* it spun for an application gone away */   \
 	X(PROGRESS_AWAY_PLACED, progress_away_placed) /* ... and took frames in that spin */       \
 	X(PROGRESS_AWAY_YIELDS,                                                                    \
-	  progress_away_yields)			/* ... after its app yielded the CPU to it */      \
+	  progress_away_yields)	  /* ... after its app yielded the CPU to it */                    \
+	X(TX_HELD, tx_held_posts) /* posts whose frames waited for a later flush (port_tx.c) */    \
 	X(PMD_COPY_TX_BYTES, pmd_copy_tx_bytes) /* memif: bytes its PMD copied into the ring */    \
 	X(PMD_COPY_RX_BYTES, pmd_copy_rx_bytes) /* memif: bytes its PMD copied out of the ring */  \
 	X(DIRECT_TX_BYTES, direct_tx_bytes) /* memif direct channel: frame bytes handed over */    \

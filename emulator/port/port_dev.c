@@ -259,10 +259,14 @@ static int open_once(const struct rocemu_port_config *cfg, const struct port_lin
 		     const char *arg, struct rocemu_port **out, char *err, size_t errlen)
 {
 	struct rocemu_port *port = port_alloc(cfg, link);
+	const char *hold = getenv("ROCEMU_TX_HOLD");
 	int rc = 0;
 
 	if (!port)
 		return port_fail(err, errlen, -ENOMEM, "out of memory");
+	/* ROCEMU_TX_HOLD=0: every post sends its frames at once (port_tx.c,
+	 * rocemu_port_flush_posted), to compare with and without in one build */
+	port->tx_hold = !hold || strcmp(hold, "0") != 0;
 	if (link->mtu)
 		rc = link->mtu(port, arg, err, errlen);
 	else

@@ -172,6 +172,11 @@ struct rocemu_port {
 	struct rte_mbuf *loop[PORT_LOOP_SLOTS];
 	unsigned loop_head, loop_tail;
 
+	/* back-to-back posts' frames held in tx_buf (port_tx.c; engine lock) */
+	uint64_t tx_held_since_ns; /* when a post began holding (0: nothing held) */
+	uint64_t tx_post_pass_ns;  /* last_pass_ns at the last post: unchanged, no pass since */
+	bool tx_hold;		   /* ROCEMU_TX_HOLD is not 0 (port_dev.c) */
+
 	/* receive scratch for the upper layer */
 	struct rte_mbuf *up_pkts[PORT_BURST];
 	struct roce_pkt up_descs[PORT_BURST];

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Transmit: the fault injector, the capture tap, internal loopback for
- * frames to our own MAC, the transmit buffer and its flush to the device.
+ * frames to our own MAC, the transmit buffer and its flush to the device
+ * (a post's frames may wait there for the next post's, rocemu_port_flush_posted).
  * After a burst the link driver may wake its peer (memif's bell).
  */
 #include <errno.h>
@@ -135,12 +136,50 @@ static void drop_buffered(struct rocemu_port *port, enum port_counter reason)
 	port->tx_n = 0;
 }
 
+/*
+ * A post's frames wait in the transmit buffer while the application posts
+ * back to back: one burst to the device (one memif ring update, one look at
+ * the peer's bell) for up to TX_HOLD_FRAMES posts instead of one per post.
+ * Back to back means that no pass ran since the previous post: a poll runs
+ * one (or waits for the thread's), and a pass flushes at its end, so a
+ * post that follows a poll, as every post of a latency test does, is
+ * flushed at once, and a poll sends what waits before it looks at its CQ.
+ * A post flushes when TX_HOLD_FRAMES wait or the first waiting one is
+ * TX_HOLD_NS old; a post that runs a pass of its own (none ran for 20 us,
+ * port_app.c) is no longer back to back. The thread is not woken for the
+ * bound (a FUTEX_WAKE per burst cost more than the batch saved, bench/
+ * perf_analysis.md): posts followed by no verb at all wait for its next
+ * pass, at the end of its nap (1-2 ms while the application polls).
+ */
+#define TX_HOLD_FRAMES 32u
+#define TX_HOLD_NS     20000ull
+
+void rocemu_port_flush_posted(struct rocemu_port *port)
+{
+	uint64_t pass = __atomic_load_n(&port->last_pass_ns, __ATOMIC_RELAXED);
+	bool back_to_back = pass == port->tx_post_pass_ns;
+	uint64_t since = port->tx_held_since_ns;
+
+	port->tx_post_pass_ns = pass;
+	if (back_to_back && port->tx_hold && port->tx_n && port->tx_n < TX_HOLD_FRAMES) {
+		uint64_t now = rocemu_port_pass_now(port);
+
+		if (!since || now - since < TX_HOLD_NS) {
+			port->tx_held_since_ns = since ? since : now;
+			port_count(port, PC_TX_HELD);
+			return;
+		}
+	}
+	rocemu_port_flush(port);
+}
+
 void rocemu_port_flush(struct rocemu_port *port)
 {
 	enum port_counter blocked;
 	uint64_t bytes = 0;
 	uint16_t sent;
 
+	port->tx_held_since_ns = 0; /* what is left is not held by choice */
 	if (port->tx_n == 0 || unlikely(!port_has_device(port)))
 		return;
 	if (unlikely(port->link->blocked && port->link->blocked(port, &blocked))) {

@@ -343,6 +343,13 @@ struct rte_mbuf *rocemu_port_alloc_mbuf(struct rocemu_port *port);
 int rocemu_port_tx(struct rocemu_port *port, struct rte_mbuf *m);
 /** Push queued frames to the device now. */
 void rocemu_port_flush(struct rocemu_port *port);
+/**
+ * After a post built its frames: push them to the device, or leave them
+ * queued for the next post's while the application posts back to back (no
+ * pass since its previous post; at most 32 frames, 20 us). A poll's pass,
+ * or the progress thread's, sends them.
+ */
+void rocemu_port_flush_posted(struct rocemu_port *port);
 
 /* Progress and locking (see the contract at the top) */
 void rocemu_port_lock(struct rocemu_port *port);

@@ -156,7 +156,8 @@ static void transmit_now(struct rocemu_qp *qp)
 		rocemu_req_run(qp, ROCEMU_TX_BUDGET);
 	rocemu_comp_retire(qp);
 	rocemu_engine_timer_sync(qp);
-	rocemu_port_flush(e->port);
+	/* back-to-back posts share one burst to the device (port_tx.c) */
+	rocemu_port_flush_posted(e->port);
 }
 
 int rocemu_qp_post_send(struct rocemu_qp *qp, const struct rocemu_send_wr *wr)
