@@ -242,7 +242,12 @@ class Bench:
         hpid = None
         samples = []
         d = None
-        if mode == "memif":
+        env = None
+        if mode == "memifdirect":
+            # memif with both ends on the direct channel (opt-in,
+            # docs/ports.md); ROCEMU_STATS for its copies per byte
+            env = dict(os.environ, ROCEMU_MEMIF_DIRECT="1", ROCEMU_STATS="1")
+        if mode in ("memif", "memifdirect"):
             srv = self.rocemu_cmd("server", sock, "10.91.0.1/24", common)
             cli = self.rocemu_cmd("client", sock, "10.91.0.2/24", common + ["127.0.0.1"])
         else:
@@ -262,7 +267,8 @@ class Bench:
                 samples.append((time.monotonic(), st["switched_frames"], st["frames_from_procs"]))
         t0 = time.monotonic()
         try:
-            out, sout, c, s, err = pair(srv, cli, port, timeout, during=sample if hpid else None)
+            out, sout, c, s, err = pair(srv, cli, port, timeout, env=env,
+                                        during=sample if hpid else None)
             if hpid:
                 st = self.host_stat(d)
         finally:
@@ -278,6 +284,8 @@ class Bench:
         if samples:
             res["host_pps"] = host_rate(samples, mode)
         res.update(parse_perftest(out))
+        if mode == "memifdirect":
+            res["copies"] = copies_per_byte(out, sout)
         if not err and "bytes" not in res:
             err = "no result line"
         fail = [l.strip() for l in out.splitlines() if "Failed status" in l or "Couldn't" in l]
@@ -971,6 +979,10 @@ def main():
         if "bw" in only:
             for s in wsizes:
                 steps.append(("write_bw", s, lambda s=s: b.perftest("ib_write_bw", ["-s", str(s), "-D", D])))
+            # the same at 64 KiB on memif's direct channel (opt-in): its
+            # bandwidth and copies per byte beside the default's
+            steps.append(("write_bw_direct", 65536, lambda: b.perftest(
+                "ib_write_bw", ["-s", "65536", "-D", D], mode="memifdirect")))
         if "base" in only:
             steps.append(("qperf_tcp_bw", "64-1M", qperf_bw))
             for s in ([64, 4096, 65000] if not a.quick else [65000]):
