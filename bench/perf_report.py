@@ -563,12 +563,14 @@ def targets17(data):
     crossed = bs.median([v.get("direct", 0) for v in dser.values() if isinstance(v, dict)])
     share = "%.0f%%" % (100 * crossed) if crossed is not None else "an unknown share"
     if per:
-        notes.append("memif's direct channel (opt-in): `ib_write_bw -s 65536` %s MB/s, %s the default's "
+        direct_note = ("memif's direct channel (opt-in): `ib_write_bw -s 65536` %s MB/s, %s the default's "
                      "per repetition (median [min-max] of %d); %s of the frame bytes crossed on the channel; "
                      "copies per byte %s." % (
                          bs.fmt_summary(list(dbw.values()), fbw, spread=False),
                          "%s [%s-%s]" % (ftimes(bs.median(per)), ftimes(min(per)), ftimes(max(per))),
                          len(per), share, "%.4f" % bs.median(dcp) if dcp else "not counted"))
+    else:
+        direct_note = None
 
     wb = list(data.series("write_bw", "bw_Bps", 65536).values())
     ch, best, note, cands = tcp_best(data, "bw", 65536)
@@ -625,6 +627,8 @@ def targets17(data):
       "repetition.\n" % (unit, "this machine counts CPU cycles" if field == "cycles_per_byte" else
                          "this VM exposes no cycles counter (`perf stat -e cycles` says "
                          "`<not supported>`); it is CPU time in ns, not cycles"))
+    if direct_note:
+        A("The direct channel's row: " + direct_note + "\n")
     if notes:
         A("Baselines passed over:\n")
         for n in notes:
