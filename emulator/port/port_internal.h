@@ -107,9 +107,6 @@ struct rocemu_port {
 	bool dev_is_vdev;
 	bool closed_at_exit; /* device released by the exit handler */
 	struct rte_mempool *pool;
-	/* the device's PMD copies each frame between our mbufs and its ring
-	 * (memif in copy mode): counted pmd_copy_tx_bytes / _rx_bytes */
-	bool pmd_copies_tx, pmd_copies_rx;
 
 	/* addressing */
 	struct rte_ether_addr mac;

@@ -218,7 +218,6 @@ static int memif_create(struct rocemu_port *port, const char *arg, char *err, si
 		return in_use(l->path, err, errlen);
 	snprintf(port->dev_name, sizeof(port->dev_name), "net_memif_re%u", port_next_seq());
 	/* the link's bursts count the PMD's copies (memif_rx_burst) */
-	port->pmd_copies_tx = port->pmd_copies_rx = false;
 	if (memif_direct_wanted()) {
 		char why[160];
 

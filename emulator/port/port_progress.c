@@ -109,8 +109,6 @@ static unsigned rx_device(struct rocemu_port *port, uint64_t now)
 
 		port_count(port, PC_RX_FRAMES);
 		port->ctr[PC_RX_BYTES] += m->pkt_len;
-		if (port->pmd_copies_rx)
-			port->ctr[PC_PMD_COPY_RX_BYTES] += m->pkt_len;
 		if (unlikely(port->fault != NULL)) {
 			struct rte_mbuf *out[2];
 			unsigned k = port_fault_apply(port, 1, m, out, now);

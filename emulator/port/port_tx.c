@@ -198,8 +198,6 @@ void rocemu_port_flush(struct rocemu_port *port)
 	for (unsigned i = sent; i < port->tx_n; i++)
 		bytes -= port->tx_buf[i]->pkt_len;
 	port->ctr[PC_TX_BYTES] += bytes;
-	if (port->pmd_copies_tx)
-		port->ctr[PC_PMD_COPY_TX_BYTES] += bytes;
 	port->ctr[PC_TX_FRAMES] += sent;
 	if (sent) {
 		/* no clock read (~35 ns on a VM) per post: outside a pass, the
