@@ -162,6 +162,8 @@ int port_dev_configure(struct rocemu_port *port, char *err, size_t errlen);
 uint32_t port_default_data_room(const struct rocemu_port *port);
 /* The port's mbuf pool (port_pool.c): sets port->pool and port->max_frame. */
 int port_pool_create(struct rocemu_port *port, char *err, size_t errlen);
+/* The per-lcore cache of a pool of n mbufs (port_pool.c), for links' own pools too. */
+unsigned port_pool_cache_size(unsigned n);
 /* --mac, else dev_mac (when use_dev and the device has one), else generated. */
 void port_pick_mac(struct rocemu_port *port, const struct rte_ether_addr *dev_mac, bool use_dev);
 /* The generated MAC of a config (memif, ring). */

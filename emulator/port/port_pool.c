@@ -2,8 +2,9 @@
 /*
  * The port's mbuf pool, made at open for whatever link: how many mbufs
  * (about PORT_POOL_BYTES of them unless the port says), how big (a whole
- * frame in one segment), the per-lcore caches, and the link's own pool
- * where it has one (memif's stack pool, port_memif_zc.c).
+ * frame in one segment), the per-lcore caches (port_pool_cache_size, the
+ * link's own pool too), and the link's own pool where it has one (memif's
+ * stack pool, port_memif_zc.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -35,6 +36,11 @@ uint32_t port_default_data_room(const struct rocemu_port *port)
  * caches of threads that do not need it. */
 #define PORT_POOL_CACHE 256u
 
+unsigned port_pool_cache_size(unsigned n)
+{
+	return RTE_MIN(PORT_POOL_CACHE, n / 8);
+}
+
 int port_pool_create(struct rocemu_port *port, char *err, size_t errlen)
 {
 	char name[RTE_MEMPOOL_NAMESIZE];
@@ -50,7 +56,7 @@ int port_pool_create(struct rocemu_port *port, char *err, size_t errlen)
 		port->pool = port->link->pool_create(
 		    name, n, (uint16_t)(room + RTE_PKTMBUF_HEADROOM), (int)rte_socket_id());
 	else
-		port->pool = rte_pktmbuf_pool_create(name, n, RTE_MIN(PORT_POOL_CACHE, n / 8), 0,
+		port->pool = rte_pktmbuf_pool_create(name, n, port_pool_cache_size(n), 0,
 						     (uint16_t)(room + RTE_PKTMBUF_HEADROOM),
 						     (int)rte_socket_id());
 	if (!port->pool)
