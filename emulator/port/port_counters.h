@@ -78,6 +78,8 @@
 	X(DIRECT_BAD_RETURNS, direct_bad_returns)     /* ... an index the peer returned wrongly */ \
 	X(HOST_DIRECT_RINGS, host_direct_rings)                                                    \
 	X(TX_DIRECT_FRAMES, tx_direct_frames)                                                      \
+	X(POOL_THREAD_CACHES, pool_thread_caches) /* app threads given an lcore's mbuf cache */    \
+	X(POOL_THREAD_NO_LCORE, pool_thread_no_lcore) /* ... left without one: no lcore id free */ \
 	X(FAULT_TX_CORRUPTED, fault_tx_corrupted)                                                  \
 	X(FAULT_RX_CORRUPTED, fault_rx_corrupted)                                                  \
 	X(FAULT_TX_DELAYED, fault_tx_delayed)                                                      \

@@ -236,6 +236,17 @@ void port_close_at_exit(struct rocemu_port *port);
  * itself (port_link.h: rx_burst/tx_burst). */
 bool port_has_device(const struct rocemu_port *port);
 
+/* port_pool.c: a thread that allocates or receives gets an lcore id, so a
+ * mempool cache of its own, given back at its exit */
+void port_pool_thread_join_slow(struct rocemu_port *port);
+static inline void port_pool_thread_join(struct rocemu_port *port)
+{
+	if (unlikely(rte_lcore_id() == LCORE_ID_ANY))
+		port_pool_thread_join_slow(port);
+}
+/* This thread's caches back to their pools, its lcore id released. */
+void port_pool_thread_leave(void);
+
 /* port_tx.c */
 int port_transmit(struct rocemu_port *port, struct rte_mbuf *m);
 

@@ -7,9 +7,13 @@
  * stack pool, port_memif_zc.c).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <rte_errno.h>
+#include <rte_lcore.h>
 #include <rte_mbuf.h>
 
 #include "port_link.h"
@@ -29,11 +33,12 @@ uint32_t port_default_data_room(const struct rocemu_port *port)
 	return (room + 63) & ~63u;
 }
 
-/* mbufs each lcore keeps for itself (the thread that started EAL, and each
- * progress thread, rte_thread_register'ed): alloc and free without touching
- * the pool's shared ring. Other application threads have none. At most an
- * eighth of the pool, so that a small pool (`mbufs 512`) is not held in the
- * caches of threads that do not need it. */
+/* mbufs each lcore keeps for itself (the thread that started EAL, each
+ * progress thread and each application thread that sends or receives,
+ * rte_thread_register'ed: port_pool_thread_join): alloc and free without
+ * touching the pool's shared ring or stack. At most an eighth of the pool,
+ * so that a small pool (`mbufs 512`) is not held in the caches of threads
+ * that do not need it. */
 #define PORT_POOL_CACHE 256u
 
 unsigned port_pool_cache_size(unsigned n)
@@ -64,4 +69,73 @@ int port_pool_create(struct rocemu_port *port, char *err, size_t errlen)
 				 "cannot create a pool of %u mbufs of %u bytes: %s", n, room,
 				 rte_strerror(rte_errno));
 	return 0;
+}
+
+/*
+ * Application threads. DPDK gives a mempool cache only to threads with an
+ * lcore id; without one, each mbuf a thread allocates (a frame a post
+ * builds) and each one it frees (the PMD, once it copied the frame into the
+ * memif ring; a frame placed) is a compare-and-swap on the pool's shared
+ * stack or ring. So a thread without an id asks EAL for one the first time
+ * it allocates or receives (rte_thread_register: EAL has RTE_MAX_LCORE ids,
+ * a thread past them goes on without a cache, counted
+ * pool_thread_no_lcore). It keeps it until it exits: then a pthread key's
+ * destructor puts its cached mbufs back into every pool and releases the id,
+ * so a thread that comes and goes leaves no mbufs behind in a cache nobody
+ * uses. ROCEMU_POOL_THREAD_CACHE=0 leaves application threads without
+ * (for A/B runs).
+ */
+static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t thread_key;
+static bool thread_key_ok;
+static bool thread_cache_off;
+static __thread bool thread_tried;
+
+static void thread_exit(void *arg)
+{
+	(void)arg;
+	port_pool_thread_leave();
+}
+
+static void thread_key_create(void)
+{
+	const char *env = getenv("ROCEMU_POOL_THREAD_CACHE");
+
+	thread_cache_off = env && !strcmp(env, "0");
+	thread_key_ok = pthread_key_create(&thread_key, thread_exit) == 0;
+}
+
+void port_pool_thread_join_slow(struct rocemu_port *port)
+{
+	if (thread_tried)
+		return;
+	thread_tried = true;
+	pthread_once(&thread_key_once, thread_key_create);
+	if (thread_cache_off || !thread_key_ok)
+		return;
+	if (rte_thread_register() != 0 || rte_lcore_id() == LCORE_ID_ANY) {
+		port_count(port, PC_POOL_THREAD_NO_LCORE);
+		return;
+	}
+	/* any non-NULL value: the destructor runs at the thread's exit */
+	pthread_setspecific(thread_key, port);
+	port_count(port, PC_POOL_THREAD_CACHES);
+}
+
+static void flush_cache(struct rte_mempool *mp, void *arg)
+{
+	struct rte_mempool_cache *cache = rte_mempool_default_cache(mp, *(unsigned *)arg);
+
+	if (cache)
+		rte_mempool_cache_flush(cache, mp);
+}
+
+void port_pool_thread_leave(void)
+{
+	unsigned lcore = rte_lcore_id();
+
+	if (lcore == LCORE_ID_ANY)
+		return;
+	rte_mempool_walk(flush_cache, &lcore);
+	rte_thread_unregister();
 }

@@ -391,8 +391,8 @@ static void *progress_main(void *arg)
 		if (idle_sleep(port, app_polling))
 			last_work = rocemu_now_ns();
 	}
-	if (lcore)
-		rte_thread_unregister();
+	if (lcore) /* its cached mbufs back to the pools (port_pool.c) */
+		port_pool_thread_leave();
 	return NULL;
 }
 

@@ -240,6 +240,8 @@ void port_rx_frame(struct rocemu_port *port, struct rte_mbuf *m, uint64_t now)
 {
 	const struct rte_ether_hdr *eth;
 
+	/* the frame is freed in this thread, and its rx refills come from it */
+	port_pool_thread_join(port);
 	if (unlikely(m->nb_segs > 1) && rte_pktmbuf_linearize(m)) {
 		drop(port, m, PC_DROP_RX_TOO_LONG);
 		return;

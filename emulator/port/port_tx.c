@@ -14,6 +14,7 @@
 
 struct rte_mbuf *rocemu_port_alloc_mbuf(struct rocemu_port *port)
 {
+	port_pool_thread_join(port);
 	return rte_pktmbuf_alloc(port->pool);
 }
 
