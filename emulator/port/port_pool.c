@@ -41,8 +41,13 @@ uint32_t port_default_data_room(const struct rocemu_port *port)
  * that do not need it. */
 #define PORT_POOL_CACHE 256u
 
+/* ROCEMU_POOL_CACHE=0: pools without caches, as memif's was before (A/B runs) */
 unsigned port_pool_cache_size(unsigned n)
 {
+	const char *env = getenv("ROCEMU_POOL_CACHE");
+
+	if (env && !strcmp(env, "0"))
+		return 0;
 	return RTE_MIN(PORT_POOL_CACHE, n / 8);
 }
 
