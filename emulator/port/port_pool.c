@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,9 +83,10 @@ int port_pool_create(struct rocemu_port *port, char *err, size_t errlen)
  * builds) and each one it frees (the PMD, once it copied the frame into the
  * memif ring; a frame placed) is a compare-and-swap on the pool's shared
  * stack or ring. So a thread without an id asks EAL for one the first time
- * it allocates or receives (rte_thread_register: EAL has RTE_MAX_LCORE ids,
- * a thread past them goes on without a cache, counted
- * pool_thread_no_lcore). It keeps it until it exits: then a pthread key's
+ * it allocates or receives (rte_thread_register). Not every one: EAL has
+ * RTE_MAX_LCORE ids, and the caches must leave the pool most of its mbufs;
+ * a thread past the limit goes on without a cache, counted
+ * pool_thread_no_lcore. It keeps it until it exits: then a pthread key's
  * destructor puts its cached mbufs back into every pool and releases the id,
  * so a thread that comes and goes leaves no mbufs behind in a cache nobody
  * uses. ROCEMU_POOL_THREAD_CACHE=0 leaves application threads without
@@ -95,6 +97,8 @@ static pthread_key_t thread_key;
 static bool thread_key_ok;
 static bool thread_cache_off;
 static __thread bool thread_tried;
+static _Atomic unsigned app_threads; /* application threads holding an id */
+static __thread bool thread_registered;
 
 static void thread_exit(void *arg)
 {
@@ -116,12 +120,18 @@ void port_pool_thread_join_slow(struct rocemu_port *port)
 		return;
 	thread_tried = true;
 	pthread_once(&thread_key_once, thread_key_create);
-	if (thread_cache_off || !thread_key_ok)
+	if (thread_cache_off || !thread_key_ok || !port->pool->cache_size)
 		return;
-	if (rte_thread_register() != 0 || rte_lcore_id() == LCORE_ID_ANY) {
+	/* a cache holds up to 1.5 times its size: at most half the pool in
+	 * application threads' caches, so that threads gone quiet cannot
+	 * starve it (10 threads for 8192 mbufs, 2 for a pool of 8 caches) */
+	if (atomic_fetch_add(&app_threads, 1) >= port->pool->size / (3 * port->pool->cache_size) ||
+	    rte_thread_register() != 0 || rte_lcore_id() == LCORE_ID_ANY) {
+		atomic_fetch_sub(&app_threads, 1);
 		port_count(port, PC_POOL_THREAD_NO_LCORE);
 		return;
 	}
+	thread_registered = true;
 	/* any non-NULL value: the destructor runs at the thread's exit */
 	pthread_setspecific(thread_key, port);
 	port_count(port, PC_POOL_THREAD_CACHES);
@@ -143,4 +153,8 @@ void port_pool_thread_leave(void)
 		return;
 	rte_mempool_walk(flush_cache, &lcore);
 	rte_thread_unregister();
+	if (thread_registered) {
+		thread_registered = false;
+		atomic_fetch_sub(&app_threads, 1);
+	}
 }
