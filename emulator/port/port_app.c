@@ -26,6 +26,12 @@
  * places (port_progress.c, progress_main). */
 #define AWAY_SPIN_NS	 100000ull
 #define AWAY_EVIDENCE_NS 2000000ull
+/* A post this soon after a poll that found something answers it: the
+ * application replies to what it receives, so a pass may keep its ACKs
+ * for the next post (port_progress.c, port_hold_acks). Long enough for
+ * the away spin's way: the thread spins up to AWAY_SPIN_NS for the frame
+ * the application answers. */
+#define ANSWER_NS 200000ull
 
 /* Have the thread run a pass now; without the engine lock. Dekker-style
  * with the thread's sleep: either the thread sees `kicked` before it
@@ -86,7 +92,16 @@ static void kick(struct rocemu_port *port)
 static bool away_spin(struct rocemu_port *port, uint64_t t)
 {
 	uint64_t seen = atomic_load_explicit(&port->away_rx_ns, memory_order_relaxed);
+	uint64_t answered = atomic_load_explicit(&port->app_answered_ns, memory_order_relaxed);
 
+	/* An application that answers what it receives waits for the peer's
+	 * next request too: while the ACKs a pass keeps for its post bring
+	 * the peer's request with them (port_hold_acks), its own poll places
+	 * it and this thread is not needed; when an ACK comes alone (the
+	 * peer's hold ran out) the request comes later, and only the thread
+	 * can take it for an application spinning on its memory. */
+	if (answered > seen)
+		seen = answered;
 	atomic_store_explicit(&port->app_away, true, memory_order_relaxed);
 	if (!port->away_spin || !port->thread_running || port->progress_cpu >= 0 || !seen ||
 	    t - seen >= AWAY_EVIDENCE_NS)
@@ -132,6 +147,8 @@ static bool app_polled(struct rocemu_port *port, bool found)
 			       port->upper.next_due(port->upper.ctx) != UINT64_MAX);
 
 	atomic_store_explicit(&port->last_app_poll_ns, t, memory_order_relaxed);
+	if (found)
+		port->app_found_ns = t;
 	if (port->link->app_note &&
 	    port->link->app_note(port, back ? PORT_APP_WAITING : PORT_APP_SATISFIED))
 		rocemu_port_progress_locked(port);
@@ -146,8 +163,11 @@ static bool app_polled(struct rocemu_port *port, bool found)
  * the result. The stamp is the time the post holds: no clock read. */
 static void app_posted(struct rocemu_port *port)
 {
-	atomic_store_explicit(&port->last_app_poll_ns, rocemu_port_pass_now(port),
-			      memory_order_relaxed);
+	uint64_t t = rocemu_port_pass_now(port);
+
+	atomic_store_explicit(&port->last_app_poll_ns, t, memory_order_relaxed);
+	if (port->ack_hold && port->app_found_ns && t - port->app_found_ns < ANSWER_NS)
+		atomic_store_explicit(&port->app_answered_ns, t, memory_order_relaxed);
 	atomic_store_explicit(&port->app_away, false, memory_order_relaxed);
 	port->rx_at_post = port->ctr[PC_RX_FRAMES];
 	if (port->link->app_note)
@@ -235,6 +255,9 @@ void rocemu_port_app_blocks(struct rocemu_port *port)
 	/* blocked is not away: the thread's wake-up is what it waits for */
 	atomic_store_explicit(&port->app_away, false, memory_order_relaxed);
 	atomic_store_explicit(&port->app_spin_until_ns, 0, memory_order_relaxed);
+	/* it answers nothing while blocked: the thread's next pass sends the
+	 * ACKs a pass kept for its post (port_hold_acks) */
+	atomic_store_explicit(&port->app_answered_ns, 0, memory_order_relaxed);
 	if (port->link->app_note)
 		unrung = port->link->app_note(port, PORT_APP_AWAY);
 	/* a thread that sleeps long because we were polling takes over now;

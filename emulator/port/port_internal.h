@@ -143,6 +143,14 @@ struct rocemu_port {
 	atomic_uint_fast64_t app_spin_until_ns;
 	uint64_t rx_at_post; /* rx_frames at the application's last post (engine lock) */
 	bool away_spin;	     /* ROCEMU_AWAY_SPIN is not 0 (port_progress.c) */
+	/* ACKs a pass keeps for the application's next post (port_progress.c,
+	 * port_hold_acks; engine lock but app_answered_ns) */
+	bool ack_hold;		     /* ROCEMU_ACK_HOLD is not 0 */
+	bool in_pass;		     /* a pass runs: its flushes may keep ACKs */
+	uint64_t acks_held_since_ns; /* when the ACKs in tx_buf were kept (0: none) */
+	uint64_t app_found_ns;	     /* the application's last poll that found */
+	/* its last post that followed such a poll within ANSWER_NS (port_app.c) */
+	atomic_uint_fast64_t app_answered_ns;
 	/* while thread_sleeping: when its sleep ends at the latest */
 	atomic_uint_fast64_t sleep_until_ns;
 	uint64_t last_pass_ns;	/* when the last pass started */
@@ -257,6 +265,7 @@ int port_transmit(struct rocemu_port *port, struct rte_mbuf *m);
 #define PORT_IDLE_SLEEP_NS 1000000ull /* the longest nap with timers to serve */
 void port_wake_thread(struct rocemu_port *port);
 uint64_t port_next_pass_due(struct rocemu_port *port);
+bool port_hold_acks(struct rocemu_port *port);
 bool port_app_is_polling(struct rocemu_port *port, uint64_t now);
 
 /* port_trace.c: ROCEMU_TRACE=memif,... (or "all") writes one line per

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <rte_ethdev.h>
@@ -25,6 +26,7 @@
 #include <rte_pause.h>
 
 #include "port_link.h"
+#include "roce_wire.h"
 
 /* The thread keeps spinning this long after the last work it saw. */
 #define SPIN_AFTER_WORK_NS 200000ull
@@ -45,6 +47,11 @@
 #define APP_POLL_BELL_SLEEP_NS 1000000ull
 /* The shortest sleep: below it a timer is served by spinning instead. */
 #define MIN_SLEEP_NS 20000ull
+/* ACKs a pass keeps for the application's post (port_hold_acks): at most
+ * this long, this many, while its last answer is this recent. */
+#define ACK_HOLD_NS	   50000ull
+#define ACK_HOLD_FRAMES	   4u
+#define ANSWER_EVIDENCE_NS 2000000ull
 
 void port_wake_eventfd(struct rocemu_port *port)
 {
@@ -137,6 +144,77 @@ static unsigned rx_device(struct rocemu_port *port, uint64_t now)
 	return n;
 }
 
+/* One of our own frames is an RC ACKNOWLEDGE: BTH opcode 0x11 over UDP
+ * 4791, IPv4 or IPv6, maybe VLAN-tagged. Built here, so no option walk
+ * past the IPv4 header length; bounds checked all the same. */
+static bool frame_is_ack(const struct rte_mbuf *m)
+{
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint32_t len = m->data_len, off = RTE_ETHER_HDR_LEN;
+	uint16_t type;
+
+	if (len < off)
+		return false;
+	type = (uint16_t)(p[12] << 8 | p[13]);
+	if (type == RTE_ETHER_TYPE_VLAN) {
+		if (len < off + 4)
+			return false;
+		type = (uint16_t)(p[16] << 8 | p[17]);
+		off += 4;
+	}
+	if (type == RTE_ETHER_TYPE_IPV4) {
+		if (len < off + 20 || p[off + 9] != IPPROTO_UDP)
+			return false;
+		off += (p[off] & 0xfu) * 4u;
+	} else if (type == RTE_ETHER_TYPE_IPV6) {
+		if (len < off + 40 || p[off + 6] != IPPROTO_UDP)
+			return false;
+		off += 40;
+	} else {
+		return false;
+	}
+	return len > off + 8 && (p[off + 2] << 8 | p[off + 3]) == ROCE_UDP_PORT &&
+	       p[off + 8] == ROCE_OP_ACK;
+}
+
+/*
+ * Keep the pass's ACKs in the transmit buffer for the application's next
+ * post (engine lock, inside a pass)? An application that answers what it
+ * receives (ib_write_lat: the peer's WRITE, then its own; ib_send_lat)
+ * posts within microseconds, and its post then carries our ACK in the
+ * same burst as its request. The peer, whose completion waits for that
+ * ACK, is still polling its CQ when both arrive, so its own poll's pass
+ * places the request and completes in one go: its application finds the
+ * peer's byte as it leaves the poll, and neither side needs its progress
+ * thread, nor a switch to it and back (bench/perf_analysis.md, "Latency").
+ * Only pure ACKs (no response, no NAK: those go at once), only while the
+ * application's last post came shortly after a poll that found something
+ * (port_app.c, app_answered_ns), at most ACK_HOLD_NS: later passes send
+ * them, the application's polls or the thread's. An application that
+ * stops calling verbs right then leaves them for the thread's nap (at most
+ * 1 ms while it polled, the nap's length), a delay the peer's tail-loss
+ * probe (250 us) may answer with a duplicate.
+ */
+bool port_hold_acks(struct rocemu_port *port)
+{
+	uint64_t now = port->pass_now;
+	uint64_t answered = atomic_load_explicit(&port->app_answered_ns, memory_order_relaxed);
+
+	if (!port->ack_hold || port->tx_n == 0 || port->tx_n > ACK_HOLD_FRAMES || !answered ||
+	    (int64_t)(now - answered) >= (int64_t)ANSWER_EVIDENCE_NS)
+		return false;
+	if (port->acks_held_since_ns && now - port->acks_held_since_ns >= ACK_HOLD_NS)
+		return false;
+	for (unsigned i = 0; i < port->tx_n; i++)
+		if (!frame_is_ack(port->tx_buf[i]))
+			return false;
+	if (!port->acks_held_since_ns) {
+		port->acks_held_since_ns = now;
+		port_count(port, PC_TX_ACKS_HELD);
+	}
+	return true;
+}
+
 static unsigned release_delayed(struct rocemu_port *port, uint64_t now)
 {
 	struct rte_mbuf *held[PORT_FAULT_HOLD];
@@ -168,6 +246,9 @@ unsigned rocemu_port_progress_locked(struct rocemu_port *port)
 	__atomic_store_n(&port->last_pass_ns, now, __ATOMIC_RELAXED);
 	if (atomic_load_explicit(&port->kicked, memory_order_relaxed))
 		atomic_store_explicit(&port->kicked, false, memory_order_relaxed);
+	if (!port->tx_n) /* whatever was held has gone (a post sent it) */
+		port->acks_held_since_ns = 0;
+	port->in_pass = true;
 	/* frames looped back before this pass; those looped during it wait */
 	for (unsigned i = 0; i < n_loop; i++) {
 		struct rte_mbuf *m = port->loop[port->loop_head++ & (PORT_LOOP_SLOTS - 1)];
@@ -190,10 +271,12 @@ unsigned rocemu_port_progress_locked(struct rocemu_port *port)
 				      port->upper.has_work && port->upper.has_work(port->upper.ctx),
 				      memory_order_relaxed);
 	}
-	if (port->tx_n) {
+	if (port->tx_n && !port_hold_acks(port)) {
 		work += port->tx_n;
+		port->in_pass = false;
 		rocemu_port_flush(port);
 	}
+	port->in_pass = false;
 	port->pass_now = 0;
 	/* a pass with work can be long (a burst of 4 KiB frames): the
 	 * application's poll stamp (port_app.c) is then its end */
@@ -218,6 +301,8 @@ unsigned rocemu_port_progress(struct rocemu_port *port)
  * upper layer's next timer, UINT64_MAX = nothing pending. */
 uint64_t port_next_pass_due(struct rocemu_port *port)
 {
+	if (port->tx_n && port->acks_held_since_ns)
+		return port->acks_held_since_ns + ACK_HOLD_NS; /* kept for a post */
 	if (port->tx_n || port->loop_tail != port->loop_head)
 		return 0;
 	if (!port->has_upper)
@@ -411,6 +496,9 @@ int rocemu_port_progress_thread_start(struct rocemu_port *port)
 	 * to compare with and without it in one build */
 	env = getenv("ROCEMU_AWAY_SPIN");
 	port->away_spin = !env || strcmp(env, "0") != 0;
+	/* ROCEMU_ACK_HOLD=0: every pass sends its ACKs (port_hold_acks) */
+	env = getenv("ROCEMU_ACK_HOLD");
+	port->ack_hold = !env || strcmp(env, "0") != 0;
 	/* the thread inherits a mask with every signal blocked: signals keep
 	 * going to the program's own threads */
 	rc = pthread_attr_init(&attr);

@@ -180,6 +180,9 @@ void rocemu_port_flush(struct rocemu_port *port)
 	uint64_t bytes = 0;
 	uint16_t sent;
 
+	/* a pass's ACKs wait for the application's post (port_progress.c) */
+	if (unlikely(port->in_pass) && port_hold_acks(port))
+		return;
 	port->tx_held_since_ns = 0; /* what is left is not held by choice */
 	if (port->tx_n == 0 || unlikely(!port_has_device(port)))
 		return;
