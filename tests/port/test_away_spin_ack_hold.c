@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ACKs kept for the application's next post (emulator/port/port_progress.c,
+ * port_hold_acks), with two engines over a net_ring pair:
+ * - an application that answers what it receives (it posts right after a
+ *   poll that found something, as ib_write_lat and ib_send_lat do) has the
+ *   ACKs of its passes kept for its next post (tx_acks_held rises), and a
+ *   kept ACK still leaves when that application then calls no verb at all:
+ *   the peer's WRITE completes, so the bound holds without a post;
+ * - ROCEMU_ACK_HOLD=0 (read when the port's thread starts) keeps none.
+ * No timing is asserted; waits end after ~20 s as failures.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+#define ATTEMPTS 200 /* rounds until one ACK was kept (a loaded machine may miss some) */
+
+static struct node A, B;
+
+static uint64_t port_counter(struct node *n, const char *name)
+{
+	struct rocemu_counter c[256];
+	unsigned k = rocemu_port_counters_all(rocemu_engine_port(n->e), c, 256);
+
+	for (unsigned i = 0; i < k && i < 256; i++)
+		if (strcmp(c[i].name, name) == 0)
+			return c[i].value;
+	fail_msg("no port counter %s", name);
+	return 0;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Poll without pausing, as a latency benchmark does, until one successful
+ * completion (a bail-out after 20 s, not a timing assertion). */
+static void busy_poll_one(struct rocemu_cq *cq)
+{
+	uint64_t end = now_ms() + 20000;
+	struct rocemu_wc wc;
+	int n = 0;
+
+	while (n == 0 && now_ms() < end)
+		n = rocemu_cq_poll(cq, 1, &wc);
+	if (n != 1) {
+		h_dump_counters(A.e, "node A");
+		h_dump_counters(B.e, "node B");
+	}
+	assert_int_equal(n, 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+}
+
+/* Wait, calling no verb, until *p == v (placed by the progress thread). */
+static void wait_value(const uint64_t *p, uint64_t v)
+{
+	uint64_t end = now_ms() + 20000;
+
+	while (__atomic_load_n(p, __ATOMIC_ACQUIRE) != v && now_ms() < end)
+		;
+	assert_true(__atomic_load_n(p, __ATOMIC_ACQUIRE) == v);
+}
+
+/* each node's memory: the word it sends from, the word the peer writes */
+struct mem {
+	uint64_t src, dst;
+};
+
+struct pair {
+	struct rocemu_qp *qa, *qb;
+	struct mem a, b;
+	struct rocemu_mr *ma, *mb;
+};
+
+static void pair_up(struct pair *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->qa = h_qp(&A, IBV_QPT_RC, 64, NULL);
+	p->qb = h_qp(&B, IBV_QPT_RC, 64, NULL);
+	assert_non_null(p->qa);
+	assert_non_null(p->qb);
+	assert_int_equal(
+	    h_connect(&A, p->qa, &B, p->qb, IBV_MTU_1024, 0x10, 0x20, H_ACC_ALL, false), 0);
+	p->ma = h_reg(A.pd, &p->a, sizeof(p->a), H_ACC_ALL);
+	p->mb = h_reg(B.pd, &p->b, sizeof(p->b), H_ACC_ALL);
+}
+
+static void pair_down(struct pair *p)
+{
+	rocemu_mr_dereg(p->ma);
+	rocemu_mr_dereg(p->mb);
+	assert_int_equal(rocemu_qp_destroy(p->qa), 0);
+	assert_int_equal(rocemu_qp_destroy(p->qb), 0);
+}
+
+/* An 8-byte WRITE of v from B to A's word, signaled. */
+static void write_to_a(struct pair *p, uint64_t v)
+{
+	p->b.src = v;
+	assert_int_equal(h_post1(p->qb, IBV_WR_RDMA_WRITE, v, &p->b.src, 8, h_key(p->mb, false),
+				 &p->a.dst, h_key(p->ma, true)),
+			 0);
+}
+
+/* The same from A to B's word. */
+static void write_to_b(struct pair *p, uint64_t v)
+{
+	p->a.src = v;
+	assert_int_equal(h_post1(p->qa, IBV_WR_RDMA_WRITE, v, &p->a.src, 8, h_key(p->ma, false),
+				 &p->b.dst, h_key(p->mb, true)),
+			 0);
+}
+
+/*
+ * One attempt: B answers (a post right after a poll that found its last
+ * completion), then A writes to B and B calls no verb while its progress
+ * thread places the WRITE; A waits for its completion, which needs B's
+ * ACK. Returns true when B kept that ACK (tx_acks_held rose): it then left
+ * without a verb of B's.
+ */
+static bool attempt(struct pair *p, uint64_t v)
+{
+	uint64_t held;
+
+	write_to_a(p, 2 * v);
+	busy_poll_one(B.scq); /* a poll that found */
+	write_to_a(p, 2 * v + 1);
+	busy_poll_one(B.scq); /* B answered: a post right after it */
+	assert_true(p->a.dst == 2 * v + 1);
+	held = port_counter(&B, "tx_acks_held");
+	write_to_b(p, v);
+	wait_value(&p->b.dst, v); /* no verb of B's: its thread places it */
+	busy_poll_one(A.scq);	  /* B's ACK came */
+	return port_counter(&B, "tx_acks_held") > held;
+}
+
+static void test_kept_ack_leaves_without_a_verb(void **state)
+{
+	struct pair p;
+	bool kept = false;
+
+	(void)state;
+	pair_up(&p);
+	for (uint64_t v = 1; v <= ATTEMPTS && !kept; v++)
+		kept = attempt(&p, v);
+	if (!kept) {
+		h_dump_counters(A.e, "node A");
+		h_dump_counters(B.e, "node B");
+	}
+	assert_true(kept);
+	pair_down(&p);
+}
+
+static void test_ack_hold_off(void **state)
+{
+	struct pair p;
+
+	(void)state;
+	pair_up(&p);
+	for (uint64_t v = 1; v <= 20; v++)
+		assert_false(attempt(&p, v));
+	assert_int_equal(port_counter(&A, "tx_acks_held"), 0);
+	assert_int_equal(port_counter(&B, "tx_acks_held"), 0);
+	pair_down(&p);
+}
+
+static int setup_on(void **state)
+{
+	(void)state;
+	unsetenv("ROCEMU_ACK_HOLD");
+	return h_setup(&A, &B, "ackhold1", NULL) == 0 ? 0 : -1;
+}
+
+static int setup_off(void **state)
+{
+	(void)state;
+	setenv("ROCEMU_ACK_HOLD", "0", 1); /* read when the ports' threads start */
+	return h_setup(&A, &B, "ackhold2", NULL) == 0 ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	h_teardown_all(&A, &B);
+	unsetenv("ROCEMU_ACK_HOLD");
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_kept_ack_leaves_without_a_verb, setup_on,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_ack_hold_off, setup_off, teardown),
+	};
+
+	if (rocemu_eal_init() < 0) {
+		fprintf(stderr, "skip: %s\n", rocemu_eal_error());
+		return 77;
+	}
+	return cmocka_run_group_tests_name("port_away_spin_ack_hold", tests, NULL, NULL);
+}
