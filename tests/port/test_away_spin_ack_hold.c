@@ -23,21 +23,16 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "port_test_util.h"
 
 #define ATTEMPTS 200 /* rounds until one ACK was kept (a loaded machine may miss some) */
 
 static struct node A, B;
 
-static uint64_t port_counter(struct node *n, const char *name)
+/* Passes that kept ACKs on node n's port (0 until one did). */
+static uint64_t acks_held(struct node *n)
 {
-	struct rocemu_counter c[256];
-	unsigned k = rocemu_port_counters_all(rocemu_engine_port(n->e), c, 256);
-
-	for (unsigned i = 0; i < k && i < 256; i++)
-		if (strcmp(c[i].name, name) == 0)
-			return c[i].value;
-	fail_msg("no port counter %s", name);
-	return 0;
+	return ptu_counter(rocemu_engine_port(n->e), "tx_acks_held");
 }
 
 static uint64_t now_ms(void)
@@ -142,11 +137,11 @@ static bool attempt(struct pair *p, uint64_t v)
 	write_to_a(p, 2 * v + 1);
 	busy_poll_one(B.scq); /* B answered: a post right after it */
 	assert_true(p->a.dst == 2 * v + 1);
-	held = port_counter(&B, "tx_acks_held");
+	held = acks_held(&B);
 	write_to_b(p, v);
 	wait_value(&p->b.dst, v); /* no verb of B's: its thread places it */
 	busy_poll_one(A.scq);	  /* B's ACK came */
-	return port_counter(&B, "tx_acks_held") > held;
+	return acks_held(&B) > held;
 }
 
 static void test_kept_ack_leaves_without_a_verb(void **state)
@@ -174,8 +169,8 @@ static void test_ack_hold_off(void **state)
 	pair_up(&p);
 	for (uint64_t v = 1; v <= 20; v++)
 		assert_false(attempt(&p, v));
-	assert_int_equal(port_counter(&A, "tx_acks_held"), 0);
-	assert_int_equal(port_counter(&B, "tx_acks_held"), 0);
+	assert_int_equal(acks_held(&A), 0);
+	assert_int_equal(acks_held(&B), 0);
 	pair_down(&p);
 }
 
