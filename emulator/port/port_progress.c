@@ -52,6 +52,8 @@
 #define ACK_HOLD_NS	   50000ull
 #define ACK_HOLD_FRAMES	   4u
 #define ANSWER_EVIDENCE_NS 2000000ull
+/* The thread's nap while such an application polls (sleep_length). */
+#define ANSWER_SLEEP_NS 100000ull
 
 void port_wake_eventfd(struct rocemu_port *port)
 {
@@ -335,8 +337,18 @@ static uint64_t sleep_length(struct rocemu_port *port, bool app_polling, bool do
 	/* With a bell or doorbell, frames for an application that stopped
 	 * polling wake the thread; only timers wait for the timeout then, and
 	 * they are milliseconds (the transport timer, 4.096 us << timeout). */
-	if (app_polling)
+	if (app_polling) {
+		uint64_t answered =
+		    atomic_load_explicit(&port->app_answered_ns, memory_order_relaxed);
+
+		/* An application that answers may lose its CPU between the
+		 * poll that kept ACKs and its post: look again well before the
+		 * peer's tail-loss probe (250 us) would resend for such an ACK.
+		 * A probe's duplicate then upsets the next rounds: ms tails. */
+		if (answered && (int64_t)(now - answered) < (int64_t)ANSWER_EVIDENCE_NS)
+			return ANSWER_SLEEP_NS;
 		return doorbell ? APP_POLL_BELL_SLEEP_NS : APP_POLL_WINDOW_NS;
+	}
 	sleep_ns = doorbell && !__atomic_load_n(&port->has_upper, __ATOMIC_RELAXED)
 		       ? DOORBELL_SLEEP_NS
 		       : PORT_IDLE_SLEEP_NS;
