@@ -8,7 +8,9 @@
  * costs little CPU yet answers within about a millisecond. It also spins,
  * briefly, when an application whose wait just ended hands it the CPU
  * (port_app.c, away_spin). Given a CPU of its own (progress-cpu), it is
- * pinned there and spins without napping.
+ * pinned there and spins without napping. A pass keeps its ACKs for the
+ * application's next post while the application answers what it receives
+ * (port_hold_acks).
  */
 #include <errno.h>
 #include <poll.h>
