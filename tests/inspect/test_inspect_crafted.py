@@ -517,6 +517,27 @@ def resends(tmp):
                  one_retx("nak_go_back_n", 2, "nak", False, ("go-back-N from psn 101",
                                                               "after a NAK")))
 
+    # a NAK answered inside an episode, then the network copies the last
+    # resend (rocemu's fault injector at the sender: same time stamp): the
+    # probe of 100 starts the episode, the NAK of 101 comes, 101..103 follow
+    # on (the NAK's go-back-N), and the copy of 103 is the network's, not a
+    # second answer to the NAK (the inspect_rocemu_capture "resends" flake:
+    # one resend more than the sender's transport counted)
+    s = Script()
+    for p in range(100, 104):
+        s.add(wreq(p, p == 103))
+    probe_at = s.add(wreq(100, True), gap=300 * US)
+    s.add(c.nak_seq(101, 1))
+    for p in range(101, 104):
+        s.add(wreq(p, p == 103))
+    dup_at = s.add(wreq(103, True), gap=0)
+    s.add(c.ack(103, 4))
+    run_scenario("nak_answered_then_copy", s,
+                 [("nak", probe_at + 1), ("retransmission", probe_at), ("duplicate", dup_at)],
+                 True, {A: {"retransmitted": 4, "duplicates": 1}}, tmp,
+                 one_retx("nak_answered_then_copy", 4, "ackreq", False,
+                          ("go-back-N from psn 100", "4 packets", "up to psn 103")))
+
 
 def capture_points(tmp):
     """Which capture point a latency was measured at: rocemu's capture-point

@@ -801,6 +801,11 @@ static unsigned request_packet(struct insp_state *s, struct insp_half *h,
 		if (p == h->retx_next) {
 			h->retransmitted++;
 			h->retx_next = roce_psn_add(p, 1);
+			/* A NAK that came during the episode is answered by the episode's
+			 * first packet at or after its PSN: a later copy of these PSNs is
+			 * not a resend it asked for (a network copy of the resend) */
+			if (h->nak_pending && roce_psn_cmp(p, h->nak_psn) >= 0)
+				h->nak_pending = false;
 			if (h->retx_ev) {
 				h->retx_ev->value++;
 				h->retx_ev->psn2 = p;
