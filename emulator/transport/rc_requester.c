@@ -169,16 +169,26 @@ void rocemu_req_window_progress(struct rocemu_qp *qp, uint32_t acked, uint64_t n
 /**
  * A request packet left: the highest PSN a response may now name (covers:
  * the packet's PSN, or a READ request's last response PSN), and RTT timing
- * (first AckReq packet not yet answered).
+ * (first AckReq packet not yet answered). A PSN at or below the highest one
+ * sent before goes on the wire again: retransmit_packets counts it here, as
+ * it leaves, so the counter is what a capture of the port shows (counted at
+ * the rewind, a go-back-N that an ACK made needless before it left counted
+ * packets that were never resent).
  */
 static void req_sent(struct rocemu_qp *qp, uint32_t psn, uint32_t covers, bool ackreq)
 {
+	bool again;
+
 	if (!qp_is_reliable(qp))
 		return;
+	again = qp->req.sent_any && roce_psn_diff(psn, qp->req.max_sent_psn) <= 0;
+	if (again)
+		ENGINE_COUNT(qp->engine, retransmit_packets);
 	if (!qp->req.sent_any || roce_psn_diff(covers, qp->req.max_sent_psn) > 0)
 		qp->req.max_sent_psn = covers;
 	qp->req.sent_any = true;
-	if (!ackreq || qp->req.rtt_timing)
+	/* Karn: a resent PSN gives no RTT sample */
+	if (!ackreq || qp->req.rtt_timing || again)
 		return;
 	qp->req.rtt_timing = true;
 	qp->req.rtt_psn = psn;
@@ -523,7 +533,6 @@ out:
 void rocemu_req_rewind(struct rocemu_qp *qp, uint32_t psn)
 {
 	uint32_t i, found = qp->sq_cur, end = qp->sq_head;
-	uint64_t resent = 0;
 	bool hit = false;
 
 	/* Every started WQE, also those past sq_cur: after an earlier rewind the
@@ -555,11 +564,7 @@ void rocemu_req_rewind(struct rocemu_qp *qp, uint32_t psn)
 
 		if (w->state != WQE_ACTIVE && w->state != WQE_SENT)
 			continue;
-		/* count what goes on the wire a second time, not what never left */
-		if (w->rd_atomic)
-			resent += w->state == WQE_SENT;
-		else if (w->sent_pkts > from)
-			resent += w->sent_pkts - from;
+		/* what goes out again is counted as it leaves (req_sent) */
 		w->state = WQE_ACTIVE;
 		if (w->wr.opcode == IBV_WR_RDMA_READ) {
 			/* READ data arrives in order: re-request from the first missing response.
@@ -571,7 +576,6 @@ void rocemu_req_rewind(struct rocemu_qp *qp, uint32_t psn)
 			w->sent_pkts = w->rd_atomic ? 0 : from;
 		}
 	}
-	qp->engine->ctr[CTR_retransmit_packets] += resent;
 	qp->req.rtt_timing = false; /* Karn: a resent PSN gives no RTT sample */
 	qp->sq_cur = found;
 	rocemu_engine_schedule(qp);
@@ -605,7 +609,6 @@ unsigned rocemu_req_probe(struct rocemu_qp *qp, uint32_t psn)
 		if (step != REQ_SENT_PACKET)
 			return 0;
 		qp->req.rtt_timing = false; /* Karn: no sample from a resent PSN */
-		ENGINE_COUNT(qp->engine, retransmit_packets);
 		return 1;
 	}
 	return 0;
