@@ -68,9 +68,20 @@ static uint32_t oldest_unacked(struct rocemu_qp *qp)
 	return from;
 }
 
+/*
+ * Something the responder must answer: an unfinished WQE, and a request
+ * packet sent that it has not acknowledged (comp.psn, the oldest PSN not
+ * acknowledged, at or before the highest PSN sent). A QP whose packets sent
+ * are all acknowledged but whose next ones wait for their turn (with many
+ * QPs, a pass's round through the others, or a full transmit queue) awaits
+ * nothing from the peer: a timer running then expired with nothing lost,
+ * "silent" (1024 QPs: thousands of expiries, each a window cut and a
+ * go-back-N of what the responder already held).
+ */
 static bool outstanding(struct rocemu_qp *qp)
 {
-	return first_pending(qp) != NULL;
+	return first_pending(qp) != NULL && qp->req.sent_any &&
+	       roce_psn_diff(qp->req.max_sent_psn, qp->comp.psn) >= 0;
 }
 
 /**

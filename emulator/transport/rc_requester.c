@@ -221,7 +221,6 @@ static void base_pkt(struct rocemu_qp *qp, const struct rocemu_send_wqe *w, stru
 	pkt->xrc_srqn = w->wr.xrc_srqn;
 }
 
-/** Build and send packet idx of a SEND/WRITE WQE. */
 /** Payload bytes of packet idx of a SEND or WRITE: the path MTU but in the last. */
 static uint32_t packet_payload(const struct rocemu_qp *qp, const struct rocemu_send_wqe *w,
 			       uint32_t idx)
@@ -260,7 +259,11 @@ static bool rate_allows(struct rocemu_qp *qp, const struct rocemu_send_wqe *w, u
 	return rocemu_rate_take(qp, bytes, rocemu_port_pass_now(qp->engine->port));
 }
 
-static enum req_step send_data_packet(struct rocemu_qp *qp, struct rocemu_send_wqe *w, uint32_t idx)
+/** Build and send packet idx of w; turn_ends: the last packet the requester
+ * sends before it waits for its next turn (its budget spent, or the last room
+ * in the transmit queue). */
+static enum req_step send_data_packet(struct rocemu_qp *qp, struct rocemu_send_wqe *w, uint32_t idx,
+				      bool turn_ends)
 {
 	struct rocemu_engine *e = qp->engine;
 	struct roce_pkt pkt = {0};
@@ -281,9 +284,13 @@ static enum req_step send_data_packet(struct rocemu_qp *qp, struct rocemu_send_w
 		/* 9.7.6.1.1: AckReq on the last packet of a message, now and then on
 		 * long ones so that the window keeps moving, and on the packet that
 		 * fills the window: the requester then waits for nothing but that ACK;
-		 * likewise on the last packet before a rate limit's wait (rate.c). */
+		 * likewise on the last packet before a rate limit's wait (rate.c) and
+		 * before the requester's turn ends: with many QPs the next turn may
+		 * come after the transport timer, and the responder acknowledges
+		 * nothing it was not asked to. */
 		if (last || ++qp->req.since_ackreq >= ackreq_interval(qp) ||
-		    window_full(qp, roce_psn_add(pkt.psn, 1)) || rocemu_rate_will_wait(qp)) {
+		    window_full(qp, roce_psn_add(pkt.psn, 1)) || rocemu_rate_will_wait(qp) ||
+		    turn_ends) {
 			pkt.ackreq = true;
 			qp->req.since_ackreq = 0;
 		}
@@ -507,7 +514,9 @@ unsigned rocemu_req_run(struct rocemu_qp *qp, unsigned budget)
 				goto out;
 			if (!rate_allows(qp, w, w->sent_pkts))
 				goto out;
-			step = send_data_packet(qp, w, w->sent_pkts);
+			step = send_data_packet(qp, w, w->sent_pkts,
+						sent + 1 >= budget ||
+						    rocemu_port_tx_room(qp->engine->port) <= 1);
 			if (step != REQ_SENT_PACKET)
 				goto out;
 			w->sent_pkts++;
@@ -604,7 +613,7 @@ unsigned rocemu_req_probe(struct rocemu_qp *qp, uint32_t psn)
 		} else {
 			qp->req.since_ackreq =
 			    ROCEMU_ACKREQ_INTERVAL; /* this one asks for the ACK */
-			step = send_data_packet(qp, w, (uint32_t)d);
+			step = send_data_packet(qp, w, (uint32_t)d, false);
 		}
 		if (step != REQ_SENT_PACKET)
 			return 0;

@@ -524,6 +524,58 @@ static void test_req_ack_during_go_back(void **state)
 	rocemu_mr_dereg(m);
 }
 
+/* The transport timer guards packets sent and not acknowledged, not a WQE
+ * whose next packets wait for their turn: here a rate limit holds each 1 KiB
+ * packet of a 3 KiB SEND for ~50 ms while the timer is ~17 ms, and every
+ * packet sent is acknowledged at once. Each packet before the wait asks for
+ * its ACK, and no timer expires (before, the timer ran through the wait and
+ * expired "silent", with nothing lost: with 1024 QPs, the round through the
+ * other QPs was that wait). */
+static void test_req_timer_idle_between_turns(void **state)
+{
+	struct rocemu_qp *qp = a_qp_to(0x780, 0x800, 1, false);
+	uint8_t buf[3072];
+	struct rocemu_mr *m = reg(buf, sizeof(buf));
+	uint8_t ack = ROCE_AETH_SYNDROME(ROCE_AETH_ACK, 0x1F);
+	uint64_t tmo = h_counter(T.e, "retransmit_timeouts");
+	uint64_t resent = h_counter(T.e, "retransmit_packets");
+	struct ibv_qp_attr a = {0};
+	struct seen s = {0};
+	struct rocemu_wc wc;
+
+	(void)state;
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0x800;
+	a.timeout = 12; /* 4.096 us << 12: 16.8 ms */
+	a.retry_cnt = 3;
+	a.rnr_retry = 3;
+	a.max_rd_atomic = 4;
+	assert_int_equal(rocemu_qp_modify(qp, &a,
+					  IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+					      IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					      IBV_QP_MAX_QP_RD_ATOMIC),
+			 0);
+	/* 160 kb/s: a 1 KiB packet's credit every ~54 ms (one frame of burst) */
+	assert_int_equal(rocemu_qp_rate_limit(qp, 160, 0), 0);
+	b_drain();
+	h_fill(buf, sizeof(buf), 9);
+	a_post_send(qp, 30, buf, sizeof(buf), h_key(m, false));
+	for (uint32_t i = 0; i < 3; i++) {
+		assert_true(b_next(&s, 1000)); /* a hang guard, not a deadline */
+		assert_int_equal(s.pkt.psn, 0x800 + i);
+		assert_true(s.pkt.ackreq);
+		b_send(ROCE_OP_ACK, rocemu_qp_num(qp), 0x800 + i, false, fill_aeth, &ack, NULL, 0);
+	}
+	assert_int_equal(h_poll(T.scq, &wc), 1);
+	assert_int_equal(wc.wr_id, 30);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(h_counter(T.e, "retransmit_timeouts"), tmo);
+	assert_int_equal(h_counter(T.e, "retransmit_packets"), resent);
+	assert_false(b_next(&s, 50)); /* nothing sent twice */
+	rocemu_qp_destroy(qp);
+	rocemu_mr_dereg(m);
+}
+
 /* A response for a PSN the requester never sent is dropped and counted. */
 static void test_req_ghost_ack(void **state)
 {
@@ -726,6 +778,7 @@ int main(void)
 	    cmocka_unit_test(test_req_nak_seq_then_ack),
 	    cmocka_unit_test(test_req_ghost_ack),
 	    cmocka_unit_test(test_req_ack_during_go_back),
+	    cmocka_unit_test(test_req_timer_idle_between_turns),
 	    cmocka_unit_test(test_comm_est_in_rtr),
 	    cmocka_unit_test(test_random_requests),
 	};
