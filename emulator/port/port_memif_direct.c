@@ -27,9 +27,6 @@
  * their free callback (any thread) queues the index on an MP ring, which
  * the next pass moves to the peer's return ring.
  */
-/* rte_pktmbuf_pool_create_extbuf is experimental in DPDK 22.11 */
-#define ALLOW_EXPERIMENTAL_API 1
-
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +39,8 @@
 #include <unistd.h>
 
 #include <rte_errno.h>
+#include <rte_mbuf_pool_ops.h>
+#include <rte_mempool.h>
 #include <rte_ether.h>
 #include <rte_ring.h>
 
@@ -433,10 +432,85 @@ static void md_unlink_stale(void)
 	closedir(dir);
 }
 
+/* A pinned buffer's last reference gone (only if something attached to
+ * it): the mbuf goes back whole, as the pool made it. */
+static void md_pinned_free(void *addr, void *opaque)
+{
+	struct rte_mbuf *m = opaque;
+
+	RTE_SET_USED(addr);
+	rte_mbuf_ext_refcnt_set(m->shinfo, 1);
+	m->ol_flags = RTE_MBUF_F_EXTERNAL;
+	m->next = NULL;
+	m->nb_segs = 1;
+	rte_mbuf_raw_free(m);
+}
+
+/* Each mbuf of the pool owns buffer obj_idx of the area, for good (a
+ * pinned external buffer); its shared info follows the mbuf. */
+static void md_mbuf_init(struct rte_mempool *mp, void *opaque, void *obj, unsigned obj_idx)
+{
+	const struct memif_direct *d = opaque;
+	struct rte_mbuf *m = obj;
+	struct rte_mbuf_ext_shared_info *si = (void *)(m + 1);
+
+	memset(m, 0, sizeof(*m) + sizeof(*si));
+	m->buf_addr = d->area + (size_t)obj_idx * d->elt;
+	rte_mbuf_iova_set(m, RTE_BAD_IOVA);
+	m->buf_len = (uint16_t)d->elt;
+	m->data_off = (uint16_t)RTE_MIN((uint32_t)RTE_PKTMBUF_HEADROOM, d->elt);
+	m->pool = mp;
+	m->nb_segs = 1;
+	m->port = RTE_MBUF_PORT_INVALID;
+	m->ol_flags = RTE_MBUF_F_EXTERNAL;
+	rte_mbuf_refcnt_set(m, 1);
+	m->shinfo = si;
+	si->free_cb = md_pinned_free;
+	si->fcb_opaque = m;
+	rte_mbuf_ext_refcnt_set(si, 1);
+}
+
+/*
+ * The pool over our area hands out the buffer freed last first (DPDK's
+ * lock-free stack, "lf_stack", under per-lcore caches, which are stacks
+ * too), as memif's own pool does (port_memif_zc.c), so a stream keeps
+ * reusing the few buffers the window has out (128 frames), not all 8192
+ * (34 MB) in turn, as the default ring of rte_pktmbuf_pool_create_extbuf
+ * did. Measured alone, it did not move ib_write_bw -s 65536: the sender's
+ * copy-and-ICRC into the frame, ordinary stores into lines the peer's core
+ * has just read, waits on every line (3x the PMD path's same copy into a
+ * private mbuf). With a copy that writes whole lines without reading them
+ * first (rep movsb), the hot set is what makes it fast
+ * (bench/perf_analysis.md, "memif's direct channel: the profile").
+ * Without the stack driver, the default ops.
+ */
+static struct rte_mempool *md_pool_create(const char *name, struct memif_direct *d, uint16_t room)
+{
+	struct rte_pktmbuf_pool_private priv = {.mbuf_data_room_size = room,
+						.mbuf_priv_size = 0,
+						.flags = RTE_PKTMBUF_POOL_F_PINNED_EXT_BUF};
+	struct rte_mempool *mp = rte_mempool_create_empty(
+	    name, d->n, sizeof(struct rte_mbuf) + sizeof(struct rte_mbuf_ext_shared_info),
+	    RTE_MIN(MD_POOL_CACHE, d->n / 8), sizeof(priv), (int)rte_socket_id(), 0);
+
+	if (!mp)
+		return NULL;
+	if (rte_mempool_set_ops_byname(mp, "lf_stack", NULL) &&
+	    rte_mempool_set_ops_byname(mp, rte_mbuf_best_mempool_ops(), NULL))
+		goto fail;
+	rte_pktmbuf_pool_init(mp, &priv);
+	if (rte_mempool_populate_default(mp) != (int)d->n)
+		goto fail;
+	rte_mempool_obj_iter(mp, md_mbuf_init, d);
+	return mp;
+fail:
+	rte_mempool_free(mp);
+	return NULL;
+}
+
 int memif_direct_create(struct rocemu_port *port, struct memif_link *l, char *err, size_t errlen)
 {
 	struct memif_direct *d = calloc(1, sizeof(*d));
-	struct rte_pktmbuf_extmem ext;
 	uint16_t room = rte_pktmbuf_data_room_size(port->pool);
 	char pname[RTE_MEMPOOL_NAMESIZE];
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), sh_len;
@@ -479,13 +553,8 @@ int memif_direct_create(struct rocemu_port *port, struct memif_link *l, char *er
 				    .ring_size = d->mask + 1,
 				    .data_off = sh_len,
 				    .data_len = (uint64_t)d->n * d->elt};
-	ext = (struct rte_pktmbuf_extmem){.buf_ptr = d->area,
-					  .buf_iova = RTE_BAD_IOVA,
-					  .buf_len = d->area_len,
-					  .elt_size = d->elt};
 	snprintf(pname, sizeof(pname), "rocemu_md%u", port_next_seq());
-	d->pool = rte_pktmbuf_pool_create_extbuf(pname, d->n, RTE_MIN(MD_POOL_CACHE, d->n / 8), 0,
-						 room, (int)rte_socket_id(), &ext, 1);
+	d->pool = md_pool_create(pname, d, room);
 	snprintf(pname, sizeof(pname), "rocemu_mdh%u", port_next_seq());
 	d->hdr_pool =
 	    rte_pktmbuf_pool_create(pname, MD_WRAPPERS, MD_POOL_CACHE, 0, 0, (int)rte_socket_id());
