@@ -30,6 +30,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,7 +85,14 @@ struct memif_direct {
 	unsigned peer_gen; /* the offer our view maps (0: none) */
 	struct md_peer *peer;
 	struct rte_mempool *hdr_pool;
+	char pool_name[RTE_MEMPOOL_NAMESIZE]; /* to know when the port freed it */
+	struct memif_direct *next_closed;     /* md_closed */
 };
+
+/* Channels of released ports whose object is still mapped: each goes once
+ * its pool is gone (md_reap). */
+static pthread_mutex_t md_closed_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct memif_direct *md_closed;
 
 static inline uint32_t *md_ret_ring(struct md_shared *sh, uint32_t ring_size)
 {
@@ -432,6 +440,40 @@ static void md_unlink_stale(void)
 	closedir(dir);
 }
 
+/*
+ * Let go of the objects of closed ports whose pool is gone: the port frees
+ * its pool when it closes (after the link's release), so no mbuf points
+ * into the area any more: unmap it. The wrappers' pool goes once every
+ * wrapper is back (a frame of the peer's an upper layer still holds keeps
+ * it). Called at every create and release: a process that opens and
+ * closes ports keeps at most the last closed one's object mapped. A port
+ * closed at exit keeps its pool, and so its object.
+ */
+static void md_reap(void)
+{
+	pthread_mutex_lock(&md_closed_lock);
+	for (struct memif_direct **pp = &md_closed; *pp;) {
+		struct memif_direct *d = *pp;
+
+		if (d->hdr_pool && rte_mempool_full(d->hdr_pool)) {
+			rte_mempool_free(d->hdr_pool);
+			d->hdr_pool = NULL;
+		}
+		if (d->sh && !rte_mempool_lookup(d->pool_name)) {
+			munmap(d->sh, d->obj_len);
+			d->sh = NULL;
+		}
+		if (d->hdr_pool || d->sh) {
+			pp = &d->next_closed;
+			continue;
+		}
+		*pp = d->next_closed;
+		free(d->inflight);
+		free(d);
+	}
+	pthread_mutex_unlock(&md_closed_lock);
+}
+
 /* A pinned buffer's last reference gone (only if something attached to
  * it): the mbuf goes back whole, as the pool made it. */
 static void md_pinned_free(void *addr, void *opaque)
@@ -519,6 +561,7 @@ int memif_direct_create(struct rocemu_port *port, struct memif_link *l, char *er
 
 	if (!d)
 		return port_fail(err, errlen, -ENOMEM, "memif direct: out of memory");
+	md_reap();
 	md_unlink_stale();
 	d->n = port->pool->size;
 	d->elt = (room + 63u) & ~63u;
@@ -553,8 +596,8 @@ int memif_direct_create(struct rocemu_port *port, struct memif_link *l, char *er
 				    .ring_size = d->mask + 1,
 				    .data_off = sh_len,
 				    .data_len = (uint64_t)d->n * d->elt};
-	snprintf(pname, sizeof(pname), "rocemu_md%u", port_next_seq());
-	d->pool = md_pool_create(pname, d, room);
+	snprintf(d->pool_name, sizeof(d->pool_name), "rocemu_md%u", port_next_seq());
+	d->pool = md_pool_create(d->pool_name, d, room);
 	snprintf(pname, sizeof(pname), "rocemu_mdh%u", port_next_seq());
 	d->hdr_pool =
 	    rte_pktmbuf_pool_create(pname, MD_WRAPPERS, MD_POOL_CACHE, 0, 0, (int)rte_socket_id());
@@ -647,8 +690,15 @@ void memif_direct_release(struct rocemu_port *port)
 	}
 	d->n_inflight = 0;
 	shm_unlink(d->name);
-	/* the object stays mapped and d allocated: port->pool is over it and
-	 * may outlive the port (a close at exit keeps it) */
+	l->direct = NULL;
+	/* the object stays mapped while port->pool, over it, exists: a close
+	 * frees the pool right after this, a close at exit keeps it (mbufs
+	 * may outlive the port) */
+	pthread_mutex_lock(&md_closed_lock);
+	d->next_closed = md_closed;
+	md_closed = d;
+	pthread_mutex_unlock(&md_closed_lock);
+	md_reap();
 }
 
 /* The peer's offer: a new process, a new object, or none (engine lock). */

@@ -86,8 +86,10 @@ void memif_direct_publish(struct rocemu_port *port);
 /* Everything sent back to the pool, our gen bumped (the peer maps again):
  * a connection closed (engine lock held, the peer no longer touches it). */
 void memif_direct_reset(struct rocemu_port *port, const char *why);
-/* At close: no more offers, the name unlinked (the mappings stay: mbufs of
- * the pool may outlive the port at exit). */
+/* At close: no more offers, the name unlinked, frames still out taken
+ * back. The object stays mapped until the port has freed its pool (at
+ * close, right after; never at exit, where mbufs may outlive the port):
+ * the next create or release unmaps it. */
 void memif_direct_release(struct rocemu_port *port);
 /* The link's bursts (engine lock held, link not blocked). */
 uint16_t memif_direct_rx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n);
