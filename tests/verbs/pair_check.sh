@@ -19,7 +19,9 @@
 # Both must exit 0; both captures must decode cleanly in tshark and every
 # ICRC must verify (check_captures.sh). On memif, the copies the PMDs made
 # must be those of the mode: host B (the memif client) none in zero-copy,
-# every frame in copy mode; host A (the server) every frame.
+# every frame in copy mode; host A (the server) every frame. With memif's
+# direct channel (ROCEMU_MEMIF_DIRECT=1 on both), frames must have crossed
+# each way at each end, and RoCE frames over the channel.
 set -u
 TIMEOUT=${PAIR_TIMEOUT:-300}
 . "$(dirname "$0")/pair_lib.sh"
@@ -134,18 +136,41 @@ if [ $link = v6 ]; then
 	[ "$n6" -gt 0 ] && [ "$n4" -eq 0 ] || { echo "FAIL: RoCE did not run over IPv6 only"; fail=1; }
 fi
 if [ $link = memif ] || [ $link = v6 ]; then
-	# the PMDs' copies (ROCEMU_STATS=1 at exit): "rocemu: DEV port NAME VALUE"
+	# where the frames went (ROCEMU_STATS=1 at exit): "rocemu: DEV port NAME VALUE"
 	copied() { sed -n "s/^rocemu: .* port $2 \([0-9]*\)$/\1/p" $1 | tail -1; }
-	for f in tx rx; do
-		a=$(copied $dir/a.log pmd_copy_${f}_bytes) b=$(copied $dir/b.log pmd_copy_${f}_bytes)
-		echo "memif PMD copies ($f): server ${a:-0} bytes, client ${b:-0} bytes"
-		[ "${a:-0}" -gt 0 ] || { echo "FAIL: the memif server's PMD copied nothing ($f)"; fail=1; }
-		if [ -n "$memif_zc" ]; then
-			[ -z "$b" ] || { echo "FAIL: the memif client's PMD copied in zero-copy ($f)"; fail=1; }
-		else
-			[ "${b:-0}" -gt 0 ] || { echo "FAIL: client in copy mode, no copies counted ($f)"; fail=1; }
-		fi
-	done
+	if [ "${ROCEMU_MEMIF_DIRECT:-0}" = 1 ]; then
+		# memif's direct channel (both ends asked for it): RoCE frames
+		# cross it without a PMD copy, other frames (ARP) are copied by
+		# it, and the PMD carries only what went before it was up. Each
+		# end must have sent and received, by some path; and RoCE frames
+		# must have crossed the channel (one way at least: a UC stream
+		# has no ACKs).
+		roce=0
+		for h in a b; do
+			for f in tx rx; do
+				d=$(copied $dir/$h.log direct_${f}_bytes) c=$(copied $dir/$h.log direct_copy_${f}_bytes)
+				p=$(copied $dir/$h.log pmd_copy_${f}_bytes)
+				echo "host $h $f: direct channel ${d:-0} bytes, its copies ${c:-0}, PMD copies ${p:-0}"
+				[ $((${d:-0} + ${c:-0} + ${p:-0})) -gt 0 ] ||
+					{ echo "FAIL: host $h: no frame crossed ($f)"; fail=1; }
+			done
+			r=$(copied $dir/$h.log direct_rx_bytes)
+			roce=$((roce + ${r:-0}))
+		done
+		[ $roce -gt 0 ] || { echo "FAIL: no RoCE frame crossed the direct channel"; fail=1; }
+		[ -z "$memif_zc" ] || echo "(the direct channel keeps the client in copy mode: no zero-copy check)"
+	else
+		for f in tx rx; do
+			a=$(copied $dir/a.log pmd_copy_${f}_bytes) b=$(copied $dir/b.log pmd_copy_${f}_bytes)
+			echo "memif PMD copies ($f): server ${a:-0} bytes, client ${b:-0} bytes"
+			[ "${a:-0}" -gt 0 ] || { echo "FAIL: the memif server's PMD copied nothing ($f)"; fail=1; }
+			if [ -n "$memif_zc" ]; then
+				[ -z "$b" ] || { echo "FAIL: the memif client's PMD copied in zero-copy ($f)"; fail=1; }
+			else
+				[ "${b:-0}" -gt 0 ] || { echo "FAIL: client in copy mode, no copies counted ($f)"; fail=1; }
+			fi
+		done
+	fi
 	# copy mode, the default, is not announced; zero-copy asked for and
 	# not possible would be ("memif client on SOCK: copy mode (WHY)")
 	if grep -q "memif client on .*: copy mode" $dir/b.log; then
