@@ -503,9 +503,12 @@ uint32_t roce_crc32_table(uint32_t crc, const void *data, size_t len);
 uint32_t roce_crc32(uint32_t crc, const void *data, size_t len);
 /**
  * Copy len bytes from src to dst (like memcpy: no overlap) and return the
- * CRC-32 of them continuing crc, as roce_crc32(crc, src, len), in one pass
- * over src: each block is stored to dst from the register it was loaded
- * into to be folded. For building frames: roce_crc32_copy(crc_so_far, frame + off,
+ * CRC-32 of them continuing crc, as roce_crc32(crc, src, len). Below 1024
+ * bytes in one pass over src: each block is stored to dst from the register
+ * it was loaded into to be folded. From 1024 bytes, a string move (whole
+ * lines written without being read first: dst is often a buffer another
+ * core has just read), then the CRC over src, from the cache the move
+ * filled. For building frames: roce_crc32_copy(crc_so_far, frame + off,
  * payload, n) places the payload and extends the CRC over it.
  */
 uint32_t roce_crc32_copy(uint32_t crc, void *dst, const void *src, size_t len);
