@@ -244,8 +244,9 @@ class Bench:
         d = None
         env = None
         if mode == "memifdirect":
-            # memif with both ends on the direct channel (opt-in,
-            # docs/ports.md); ROCEMU_STATS for its copies per byte
+            # memif with both ends on the direct channel (the default
+            # now, set here all the same so the step says which path it
+            # ran, docs/ports.md); ROCEMU_STATS for its copies per byte
             env = dict(os.environ, ROCEMU_MEMIF_DIRECT="1", ROCEMU_STATS="1")
         if mode in ("memif", "memifdirect"):
             srv = self.rocemu_cmd("server", sock, "10.91.0.1/24", common)
@@ -979,8 +980,9 @@ def main():
         if "bw" in only:
             for s in wsizes:
                 steps.append(("write_bw", s, lambda s=s: b.perftest("ib_write_bw", ["-s", str(s), "-D", D])))
-            # the same at 64 KiB on memif's direct channel (opt-in): its
-            # bandwidth and copies per byte beside the default's
+            # the same at 64 KiB on memif's direct channel, named: its
+            # bandwidth and copies per byte (the default path too, unless
+            # ROCEMU_MEMIF_DIRECT=0 is in the bench's environment)
             steps.append(("write_bw_direct", 65536, lambda: b.perftest(
                 "ib_write_bw", ["-s", "65536", "-D", D], mode="memifdirect")))
         if "base" in only:

@@ -107,11 +107,16 @@ static size_t md_shared_len(uint32_t ring_size)
 	return (len + page - 1) & ~(page - 1);
 }
 
+/* On by default: ROCEMU_MEMIF_DIRECT=0 turns it off, and so does asking
+ * for the PMD's zero-copy (ROCEMU_MEMIF_ZERO_COPY=1) without it: that needs
+ * EAL's memory for the frames, the channel its own. */
 bool memif_direct_wanted(void)
 {
-	const char *v = getenv("ROCEMU_MEMIF_DIRECT");
+	const char *v = getenv("ROCEMU_MEMIF_DIRECT"), *zc = getenv("ROCEMU_MEMIF_ZERO_COPY");
 
-	return v && strcmp(v, "1") == 0;
+	if (v)
+		return strcmp(v, "0") != 0;
+	return !zc || strcmp(zc, "1") != 0;
 }
 
 enum md_verdict memif_direct_check_desc(const struct md_desc *d, uint32_t n, uint32_t elt,

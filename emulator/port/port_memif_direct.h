@@ -94,7 +94,7 @@ void memif_direct_release(struct rocemu_port *port);
 /* The link's bursts (engine lock held, link not blocked). */
 uint16_t memif_direct_rx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n);
 uint16_t memif_direct_tx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n);
-/* Asked for: ROCEMU_MEMIF_DIRECT=1. */
+/* Unless ROCEMU_MEMIF_DIRECT=0 (or ROCEMU_MEMIF_ZERO_COPY=1 without it). */
 bool memif_direct_wanted(void);
 
 /* For tests: a peer view over plain memory laid out as an object (shared
