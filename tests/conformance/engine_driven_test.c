@@ -152,6 +152,7 @@ static void b_send(uint8_t opcode, uint32_t dqpn, uint32_t psn, bool ackreq,
 
 /** A's RC QP connected to B's imaginary QP PEER_QPN. */
 static struct rocemu_qp *a_qp_to(uint32_t rq_psn, uint32_t sq_psn, uint8_t min_rnr, bool rts);
+static void a_qp_rts(struct rocemu_qp *qp, uint32_t sq_psn, uint8_t timeout);
 
 static struct rocemu_qp *a_qp(uint32_t rq_psn, uint32_t sq_psn, uint8_t min_rnr)
 {
@@ -198,11 +199,19 @@ static struct rocemu_qp *a_qp_to(uint32_t rq_psn, uint32_t sq_psn, uint8_t min_r
 					      IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 					      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
 			 0);
-	if (!rts)
-		return qp;
+	if (rts)
+		a_qp_rts(qp, sq_psn, 18); /* ~1 s: the scripts answer long before */
+	return qp;
+}
+
+/** RTR -> RTS with send PSN sq_psn and transport timer 4.096 us << timeout. */
+static void a_qp_rts(struct rocemu_qp *qp, uint32_t sq_psn, uint8_t timeout)
+{
+	struct ibv_qp_attr a = {0};
+
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = sq_psn;
-	a.timeout = 18; /* ~1 s: the scripts answer long before */
+	a.timeout = timeout;
 	a.retry_cnt = 3;
 	a.rnr_retry = 3;
 	a.max_rd_atomic = 4;
@@ -211,7 +220,6 @@ static struct rocemu_qp *a_qp_to(uint32_t rq_psn, uint32_t sq_psn, uint8_t min_r
 					      IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 					      IBV_QP_MAX_QP_RD_ATOMIC),
 			 0);
-	return qp;
 }
 
 static struct rocemu_mr *reg(void *p, size_t len)
@@ -539,22 +547,11 @@ static void test_req_timer_idle_between_turns(void **state)
 	uint8_t ack = ROCE_AETH_SYNDROME(ROCE_AETH_ACK, 0x1F);
 	uint64_t tmo = h_counter(T.e, "retransmit_timeouts");
 	uint64_t resent = h_counter(T.e, "retransmit_packets");
-	struct ibv_qp_attr a = {0};
 	struct seen s = {0};
 	struct rocemu_wc wc;
 
 	(void)state;
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0x800;
-	a.timeout = 12; /* 4.096 us << 12: 16.8 ms */
-	a.retry_cnt = 3;
-	a.rnr_retry = 3;
-	a.max_rd_atomic = 4;
-	assert_int_equal(rocemu_qp_modify(qp, &a,
-					  IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-					      IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-					      IBV_QP_MAX_QP_RD_ATOMIC),
-			 0);
+	a_qp_rts(qp, 0x800, 12); /* 4.096 us << 12: 16.8 ms */
 	/* 160 kb/s: a 1 KiB packet's credit every ~54 ms (one frame of burst) */
 	assert_int_equal(rocemu_qp_rate_limit(qp, 160, 0), 0);
 	b_drain();
