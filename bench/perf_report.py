@@ -566,13 +566,13 @@ def targets17(data):
     defbw = data.series("write_bw", "bw_Bps", 65536)
     per = [pmdbw[k] / defbw[k] for k in pmdbw if defbw.get(k)]
     if per:
-        direct_note = ("memif through the PMD (`ROCEMU_MEMIF_DIRECT=0`): `ib_write_bw -s 65536` %s MB/s, "
+        pmd_note = ("memif through the PMD (`ROCEMU_MEMIF_DIRECT=0`): `ib_write_bw -s 65536` %s MB/s, "
                        "%s the default's per repetition (median [min-max] of %d); copies per byte %s." % (
                            bs.fmt_summary(list(pmdbw.values()), fbw, spread=False),
                            "%s [%s-%s]" % (ftimes(bs.median(per)), ftimes(min(per)), ftimes(max(per))),
                            len(per), "%.2f" % bs.median(pcp) if pcp else "not counted"))
     else:
-        direct_note = None
+        pmd_note = None
 
     wb = list(data.series("write_bw", "bw_Bps", 65536).values())
     ch, best, note, cands = tcp_best(data, "bw", 65536)
@@ -629,8 +629,8 @@ def targets17(data):
       "repetition.\n" % (unit, "this machine counts CPU cycles" if field == "cycles_per_byte" else
                          "this VM exposes no cycles counter (`perf stat -e cycles` says "
                          "`<not supported>`); it is CPU time in ns, not cycles"))
-    if direct_note:
-        A("The PMD path's row: " + direct_note + "\n")
+    if pmd_note:
+        A("The PMD path's row: " + pmd_note + "\n")
     if notes:
         A("Baselines passed over:\n")
         for n in notes:
