@@ -30,6 +30,7 @@
 
 #include <cmocka.h>
 
+#include "../../emulator/transport/rocemu_transport.h"
 #include "../../emulator/wire/roce_mbuf.h"
 #include "../transport/harness.h"
 
@@ -573,6 +574,72 @@ static void test_req_timer_idle_between_turns(void **state)
 	rocemu_mr_dereg(m);
 }
 
+/* 9.7.6.1.1 lets the requester ask for an ACK on any packet; rocemu asks on
+ * the last one it sends before its turn ends (here: the post's budget of
+ * ROCEMU_TX_BUDGET packets, spent mid-message), besides a message's last
+ * packet and every ackreq_interval packets. With many QPs the next turn can
+ * come after the transport timer, and the responder acknowledges nothing it
+ * was not asked to. Two SENDs in one post batch, 20 and 100 packets of 1 KiB:
+ * the batch's first turn sends packets 0..63 (the second SEND's 0..43). */
+static void test_req_ackreq_turn_end(void **state)
+{
+	enum { FIRST = 20, SECOND = 100, KIB = 1024 };
+	struct rocemu_qp *qp = a_qp(0x880, 0x900, 1);
+	uint8_t *buf = calloc(FIRST + SECOND, KIB);
+	struct rocemu_mr *m;
+	uint8_t ack = ROCE_AETH_SYNDROME(ROCE_AETH_ACK, 0x1F);
+	struct ibv_sge sge[2];
+	struct rocemu_send_wr wr[2] = {0};
+	struct seen s = {0};
+	struct rocemu_wc wc;
+	unsigned bad = 0, asked = 0;
+
+	(void)state;
+	assert_non_null(buf);
+	m = reg(buf, (size_t)(FIRST + SECOND) * KIB);
+	b_drain();
+	h_fill(buf, (size_t)(FIRST + SECOND) * KIB, 11);
+	for (unsigned i = 0; i < 2; i++) {
+		sge[i].addr = (uintptr_t)buf + (i ? FIRST * KIB : 0);
+		sge[i].length = (i ? SECOND : FIRST) * KIB;
+		sge[i].lkey = h_key(m, false);
+		wr[i].wr_id = 40 + i;
+		wr[i].opcode = IBV_WR_SEND;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+	}
+	assert_int_equal(rocemu_qp_post_send_batch(qp, wr, 2, &bad), 0);
+	assert_int_equal(bad, 2);
+	for (uint32_t i = 0; i < FIRST + SECOND; i++) {
+		bool want;
+
+		assert_true(b_next(&s, FRAME_WAIT_MS));
+		assert_int_equal(s.pkt.psn, 0x900 + i);
+		asked += s.pkt.ackreq;
+		if (i >= ROCEMU_TX_BUDGET)
+			continue; /* later turns depend on the progress thread's passes */
+		/* the first SEND's last; the second's 32nd (the interval, from its
+		 * start: the first's last asked too); the turn's last */
+		want = i == FIRST - 1 || i == FIRST + 31 || i == ROCEMU_TX_BUDGET - 1;
+		if (s.pkt.ackreq != want)
+			fail_msg("packet %u of the batch: AckReq %d, expected %d", i, s.pkt.ackreq,
+				 want);
+	}
+	assert_true(s.pkt.ackreq); /* the second SEND's last */
+	assert_true(asked >= 5);
+	b_send(ROCE_OP_ACK, rocemu_qp_num(qp), 0x900 + FIRST + SECOND - 1, false, fill_aeth, &ack,
+	       NULL, 0);
+	for (uint64_t i = 0; i < 2; i++) {
+		assert_int_equal(h_poll(T.scq, &wc), 1);
+		assert_int_equal(wc.wr_id, 40 + i);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	}
+	rocemu_qp_destroy(qp);
+	rocemu_mr_dereg(m);
+	free(buf);
+}
+
 /* A response for a PSN the requester never sent is dropped and counted. */
 static void test_req_ghost_ack(void **state)
 {
@@ -776,6 +843,7 @@ int main(void)
 	    cmocka_unit_test(test_req_ghost_ack),
 	    cmocka_unit_test(test_req_ack_during_go_back),
 	    cmocka_unit_test(test_req_timer_idle_between_turns),
+	    cmocka_unit_test(test_req_ackreq_turn_end),
 	    cmocka_unit_test(test_comm_est_in_rtr),
 	    cmocka_unit_test(test_random_requests),
 	};
