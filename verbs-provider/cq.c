@@ -389,8 +389,7 @@ static struct rocemu_vcq *cq_create(struct ibv_context *ctx, int cqe, void *cq_c
 		free(cq);
 		return rocemu_null_errno(rc);
 	}
-	cq->parent_domain = parent_domain;
-	rocemu_pd_use(parent_domain);
+	cq->parent_domain = rocemu_pd_use(parent_domain);
 	struct ibv_cq_ex *x = &cq->cqx;
 	x->context = ctx;
 	x->channel = channel;

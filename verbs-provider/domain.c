@@ -132,20 +132,21 @@ const struct rocemu_alloc *rocemu_pd_queue_alloc(struct ibv_pd *pd)
 	return p && p->parent_of && p->alloc ? &p->ealloc : NULL;
 }
 
-void rocemu_pd_use(struct ibv_pd *pd)
+struct ibv_pd *rocemu_pd_use(struct ibv_pd *pd)
 {
 	if (!pd || !to_vpd(pd)->parent_of)
-		return;
+		return NULL;
 	pthread_mutex_lock(&pd->context->mutex);
 	to_vpd(pd)->users++;
 	pthread_mutex_unlock(&pd->context->mutex);
+	return pd;
 }
 
-void rocemu_pd_unuse(struct ibv_pd *pd)
+void rocemu_pd_unuse(struct ibv_pd *counted)
 {
-	if (!pd || !to_vpd(pd)->parent_of)
+	if (!counted)
 		return;
-	pthread_mutex_lock(&pd->context->mutex);
-	to_vpd(pd)->users--;
-	pthread_mutex_unlock(&pd->context->mutex);
+	pthread_mutex_lock(&counted->context->mutex);
+	to_vpd(counted)->users--;
+	pthread_mutex_unlock(&counted->context->mutex);
 }

@@ -816,6 +816,7 @@ static struct ibv_mr *remote_import_mr(struct ibv_pd *pd, uint32_t handle)
 	m->remote = true;
 	m->mr.context = pd->context;
 	m->mr.pd = pd;
+	m->epd = to_vpd(pd)->epd;
 	m->mr.handle = handle;
 	rocemu_mr_sync(m);
 	m->mr.addr = NULL; /* ibv_import_mr(3): not applicable */
@@ -1008,6 +1009,7 @@ struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 	m->edm = edm;
 	m->mr.context = pd->context;
 	m->mr.pd = pd;
+	m->epd = to_vpd(pd)->epd;
 	m->mr.handle = mr_handle;
 	rocemu_mr_sync(m);
 	m->mr.addr = NULL; /* ibv_import_mr(3): not applicable */

@@ -144,6 +144,7 @@ struct ibv_mr *rocemu_reg_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t addr
 	}
 	m->mr.context = pd->context;
 	m->mr.pd = pd;
+	m->epd = to_vpd(pd)->epd;
 	rocemu_mr_sync(m);
 	mr_publish(m);
 	return &m->mr;
@@ -209,8 +210,10 @@ int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, si
 		errno = -rc;
 		return IBV_REREG_MR_ERR_CMD;
 	}
-	if (flags & IBV_REREG_MR_CHANGE_PD)
+	if (flags & IBV_REREG_MR_CHANGE_PD) {
 		m->mr.pd = pd;
+		m->epd = epd;
+	}
 	rocemu_mr_sync(m);
 	mr_publish(m);
 	return 0;
@@ -277,7 +280,8 @@ struct ibv_mw *rocemu_op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 		free(m);
 		return rocemu_null_errno(rc);
 	}
-	rocemu_pd_use(pd);
+	m->parent_domain = rocemu_pd_use(pd);
+	m->epd = to_vpd(pd)->epd;
 	m->mw.context = pd->context;
 	m->mw.pd = pd;
 	m->mw.type = type;
@@ -296,7 +300,7 @@ int rocemu_op_dealloc_mw(struct ibv_mw *mw)
 	rc = rocemu_mw_dealloc(m->emw);
 	if (rc < 0)
 		return -rc;
-	rocemu_pd_unuse(mw->pd);
+	rocemu_pd_unuse(m->parent_domain);
 	free(m);
 	return 0;
 }
@@ -306,8 +310,8 @@ int rocemu_bind_wr(struct ibv_mw *mw, uint32_t rkey, const struct ibv_mw_bind_in
 {
 	if (!mw || !info || mw->type != type || (rkey >> 8) != (mw->rkey >> 8))
 		return EINVAL;
-	if (info->mr &&
-	    (info->mr->context != mw->context || to_vpd(info->mr->pd)->epd != to_vpd(mw->pd)->epd))
+	if (info->mr && (info->mr->context != mw->context ||
+			 ((struct rocemu_vmr *)info->mr)->epd != ((struct rocemu_vmw *)mw)->epd))
 		return EINVAL;
 	out->opcode = IBV_WR_BIND_MW;
 	out->rkey = rkey;

@@ -234,13 +234,21 @@ static inline struct rocemu_vpd *to_vpd(struct ibv_pd *pd)
 
 /** The engine allocator of pd if it is a parent domain with allocators, else NULL. */
 const struct rocemu_alloc *rocemu_pd_queue_alloc(struct ibv_pd *pd);
-/** An object created on pd starts or stops using it (a parent domain counts them). */
-void rocemu_pd_use(struct ibv_pd *pd);
-void rocemu_pd_unuse(struct ibv_pd *pd);
+/**
+ * An object created on pd starts using it: a parent domain counts its users.
+ * Returns pd when it counted (a parent domain), NULL for a plain PD; the object
+ * keeps that and hands it to rocemu_pd_unuse when it goes. It must not keep a
+ * plain PD to look at later: that may be an imported one, and
+ * ibv_unimport_pd(3) frees it while what was created on it lives on (rdma-core's
+ * test_shared_pd destroys its QPs after unimporting their PD).
+ */
+struct ibv_pd *rocemu_pd_use(struct ibv_pd *pd);
+void rocemu_pd_unuse(struct ibv_pd *counted);
 
 struct rocemu_vmr {
 	struct ibv_mr mr;
 	struct rocemu_mr *emr;
+	struct rocemu_pd *epd; /**< mr.pd's (which may be unimported and gone) */
 	struct rocemu_dm *edm; /**< ibv_reg_dm_mr: the device memory it covers, else NULL */
 	bool remote;	       /**< imported from another process (import.c) */
 };
@@ -249,6 +257,8 @@ struct rocemu_vmr {
 struct rocemu_vmw {
 	struct ibv_mw mw;
 	struct rocemu_mw *emw;
+	struct rocemu_pd *epd;	      /**< mw.pd's (which may be unimported and gone) */
+	struct ibv_pd *parent_domain; /**< counted in its users (rocemu_pd_use), else NULL */
 };
 
 struct ibv_mw *rocemu_op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
@@ -334,8 +344,8 @@ struct rocemu_vqp {
 	uint64_t send_ops_flags;
 	uint32_t max_inline;
 	struct rocemu_wr_batch batch;
-	struct ibv_pd *pd;	  /**< counted in its users when it is a parent domain */
-	uint32_t events_reported; /**< handed out by ibv_get_async_event (ev_lock) */
+	struct ibv_pd *parent_domain; /**< counted in its users (rocemu_pd_use), else NULL */
+	uint32_t events_reported;     /**< handed out by ibv_get_async_event (ev_lock) */
 };
 
 static inline struct rocemu_vqp *to_vqp(struct ibv_qp *qp)

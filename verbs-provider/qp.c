@@ -628,8 +628,7 @@ struct ibv_qp *rocemu_op_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_ini
 		free(qp);
 		return rocemu_null_errno(rc);
 	}
-	qp->pd = a->pd;
-	rocemu_pd_use(a->pd);
+	qp->parent_domain = rocemu_pd_use(a->pd);
 	a->cap = init.cap; /* ibv_create_qp(3): report what was granted */
 	qp->ctx = to_vctx(ctx);
 	qp->has_qp_ex = ex;
@@ -751,7 +750,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 		return -rc;
 	rocemu_async_wait_acked(&ibqp->mutex, &ibqp->cond, &ibqp->events_completed,
 				rocemu_async_forget(qp->ctx, &qp->events_reported));
-	rocemu_pd_unuse(qp->pd);
+	rocemu_pd_unuse(qp->parent_domain);
 	free(qp->batch.wrs);
 	free(qp->batch.aux);
 	free(qp->batch.sges);

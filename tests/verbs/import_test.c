@@ -244,6 +244,76 @@ static void write_to(struct ibv_qp *qp, struct ibv_cq *cq, void *src, uint32_t l
 			 IBV_WC_SUCCESS);
 }
 
+/* ibv_unimport_pd(3) frees the PD's wrapper, and what was created on it
+ * lives on: rdma-core's test_shared_pd destroys the QPs of an imported PD
+ * after unimporting it. A QP, a window and a region made on the imported PD
+ * still work and go after it is unimported (they used to look at the freed
+ * wrapper: a hang on a garbage mutex in ibv_destroy_qp when meson's
+ * MALLOC_PERTURB_ filled it; the ASan build runs this test). */
+static void objects_outlive_unimported_pd(void **state)
+{
+	(void)state;
+	struct tu_side a, b;
+
+	tu_side_open(&a, devs[0], IBV_QPT_RC);
+	tu_side_open(&b, devs[1], IBV_QPT_RC);
+	struct ibv_context *bi = import_dup(b.ctx);
+	struct ibv_pd *ipd = ibv_import_pd(bi, b.pd->handle);
+	assert_non_null(ipd);
+	struct ibv_cq *cq = ibv_create_cq(bi, 16, NULL, NULL, 0);
+	assert_non_null(cq);
+	struct ibv_qp *qp = qp_on(ipd, cq);
+	uint8_t *buf = calloc(1, 8192);
+	assert_non_null(buf);
+	struct ibv_mr *mr = ibv_reg_mr(ipd, buf, 8192, MR_RW | IBV_ACCESS_MW_BIND);
+	assert_non_null(mr);
+	struct ibv_mw *mw = ibv_alloc_mw(ipd, IBV_MW_TYPE_1);
+	assert_non_null(mw);
+	tu_rc_to_rts(a.qp, &b.gid, TU_GID_INDEX, qp->qp_num,
+		     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	tu_rc_to_rts(qp, &a.gid, TU_GID_INDEX, a.qp->qp_num,
+		     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND);
+
+	ibv_unimport_pd(ipd); /* the wrapper is gone, the PD is b's still */
+
+	/* the window binds to the region (same PD), and a's WRITE lands through it */
+	struct ibv_mw_bind bind = {
+	    .wr_id = 77,
+	    .send_flags = IBV_SEND_SIGNALED,
+	    .bind_info = {.mr = mr,
+			  .addr = (uintptr_t)buf,
+			  .length = 4096,
+			  .mw_access_flags = IBV_ACCESS_REMOTE_WRITE},
+	};
+	assert_int_equal(ibv_bind_mw(qp, mw, &bind), 0);
+	struct ibv_wc wc = tu_poll_one(cq);
+	assert_int_equal(wc.wr_id, 77);
+	tu_fill(a.buf, 4096, 5);
+	write_to(a.qp, ibv_cq_ex_to_cq(a.cq), a.buf, a.mr->lkey, 4096, (uintptr_t)buf, mw->rkey);
+	assert_memory_equal(buf, a.buf, 4096);
+	/* a region of another PD is refused: EPERM by verbs.h's inline
+	 * ibv_bind_mw, which compares the PD pointers, or EINVAL by rocemu when
+	 * malloc gave `other` the unimported wrapper's address */
+	struct ibv_pd *other = ibv_alloc_pd(bi);
+	assert_non_null(other);
+	struct ibv_mr *omr = ibv_reg_mr(other, buf, 8192, MR_RW | IBV_ACCESS_MW_BIND);
+	assert_non_null(omr);
+	bind.bind_info.mr = omr;
+	int rc = ibv_bind_mw(qp, mw, &bind);
+	assert_true(rc == EPERM || rc == EINVAL);
+
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	assert_int_equal(ibv_dealloc_mw(mw), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(ibv_dereg_mr(omr), 0);
+	assert_int_equal(ibv_dealloc_pd(other), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+	assert_int_equal(ibv_close_device(bi), 0);
+	free(buf);
+	tu_side_close(&b);
+	tu_side_close(&a);
+}
+
 /* a's peer b: b's region imported into a second context of b's, whose QP
  * writes out of it and is written into through it; the exporter closes and
  * it goes on. */
@@ -508,9 +578,13 @@ int main(int argc, char **argv)
 	if (!devs)
 		return 1;
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(cmd_fd_is_a_file),	   cmocka_unit_test(import_errors),
-	    cmocka_unit_test(import_same_objects), cmocka_unit_test(rdma_through_imported),
-	    cmocka_unit_test(every_release_order), cmocka_unit_test(import_in_another_process),
+	    cmocka_unit_test(cmd_fd_is_a_file),
+	    cmocka_unit_test(import_errors),
+	    cmocka_unit_test(import_same_objects),
+	    cmocka_unit_test(rdma_through_imported),
+	    cmocka_unit_test(every_release_order),
+	    cmocka_unit_test(import_in_another_process),
+	    cmocka_unit_test(objects_outlive_unimported_pd),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	ibv_free_device_list(devs);
