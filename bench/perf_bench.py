@@ -135,6 +135,40 @@ def loadavg():
         return [float(x) for x in f.read().split()[:3]]
 
 
+# The machine's mode (bench/machine_probe.c): on the 2-CPU VMs this runs on,
+# the two CPUs sometimes share a cache (a line crosses between them in
+# ~55 ns) and mostly do not (~300-400 ns), and rocemu moves up to 2x more
+# in the first mode. A round trip under this many ns is "near", else "far".
+NEAR_RTT_NS = 150
+
+
+def machine_probe(build):
+    """The probe between the client's and the server's CPU (~40 ms), as a
+    dict with "mode"; {"error": ...} if it did not run."""
+    exe = os.path.join(build, "bench", "machine_probe")
+    if not os.access(exe, os.X_OK):
+        return {"error": "no bench/machine_probe in the build"}
+    try:
+        r = subprocess.run([exe, "-a", CLI_CPU, "-b", SRV_CPU, "--json"],
+                           capture_output=True, text=True, timeout=10)
+        m = json.loads(r.stdout)
+    except (subprocess.SubprocessError, ValueError, OSError) as e:
+        return {"error": "%s: %s" % (type(e).__name__, e)}
+    rtt = m.get("line_rtt_ns", -1)
+    m["mode"] = None if rtt < 0 else ("near" if rtt < NEAR_RTT_NS else "far")
+    return m
+
+
+def run_mode(before, after):
+    """A run's mode from the probes before and after it: near or far when
+    both say so, mixed when they differ (the mode changed during the run),
+    None when a probe failed."""
+    a, b = before.get("mode"), after.get("mode")
+    if a is None or b is None:
+        return None
+    return a if a == b else "mixed"
+
+
 def pair(server, client, port, timeout, env=None, server_exits=True, settle=0.0, during=None):
     """Run a server (pinned to SRV_CPU) and a client (CLI_CPU). Returns
     (client_output, server_output, client Proc, server Proc, error).
@@ -895,23 +929,28 @@ def main():
     data["meta"]["only"] = sorted(only)
     data["meta"]["quick"] = a.quick
     data["meta"]["cycles_counted"] = bool(shutil.which("perf")) and cycles_counted()
+    data["meta"]["near_rtt_ns"] = NEAR_RTT_NS
     if "host" in only:
         data["meta"]["host_reps"] = a.host_reps
 
     def record(test, rep, size, fn):
+        probe0 = machine_probe(b.build)
         t0 = time.time()
         load = loadavg()
         try:
             r = fn()
         except Exception as e:  # recorded, not fatal
             r = {"error": "%s: %s" % (type(e).__name__, e)}
+        t1 = time.time()
+        probe1 = machine_probe(b.build)
         r.update({"test": test, "rep": rep, "size": size, "load": load,
-                  "t": round(t0 - tstart, 1), "dur_s": round(time.time() - t0, 1),
+                  "t": round(t0 - tstart, 1), "dur_s": round(t1 - t0, 1),
+                  "probe": [probe0, probe1], "mode": run_mode(probe0, probe1),
                   "ok": "error" not in r})
         data["runs"].append(r)
         short = {k: r[k] for k in r if k in ("t_typical", "bw_Bps", "msgrate_mpps", "lat_us",
                                              "lat_p50_us", "msg_per_s", "rx_pps", "bw", "lat",
-                                             "host_pps", "cpu", "error")}
+                                             "host_pps", "cpu", "mode", "error")}
         print("[%6.0fs] rep %d %-22s %8s %s" % (time.time() - tstart, rep, test, size, short),
               flush=True)
         save()

@@ -639,6 +639,78 @@ def targets17(data):
     return L, res
 
 
+def runs_with_mode(data, test, size, field):
+    """[(rep, value, mode)] of a test's successful runs at size (qperf's
+    tcp_bw: its figure at that size); mode is the run's machine mode."""
+    out = []
+    for r in data.runs:
+        if r["test"] != test or not r.get("ok"):
+            continue
+        if test == "qperf_tcp_bw":
+            v = (r.get("bw_by_size") or {}).get(str(size))
+        elif str(r["size"]) == str(size):
+            v = r.get(field)
+        else:
+            continue
+        if isinstance(v, (int, float)) and not (isinstance(v, float) and math.isnan(v)):
+            out.append((r["rep"], v, r.get("mode")))
+    return out
+
+
+def nruns(n):
+    return "%d run%s" % (n, "" if n == 1 else "s")
+
+
+def mode_section(data):
+    """The machine's mode per repetition (bench/machine_probe, run before and
+    after every measure) beside the 64 KiB bandwidth and its TCP baseline,
+    and that ratio within each mode; [] for a run without probes."""
+    probed = [r for r in data.runs if r.get("probe")]
+    if not probed:
+        return []
+    near = data.d["meta"].get("near_rtt_ns", 150)
+    L = []
+    A = L.append
+    A("### The machine's mode\n")
+    A("This VM's two CPUs sometimes share a cache and mostly do not. `bench/machine_probe` "
+      "(~40 ms, before and after every measure) bounces a cache line between the client's and the "
+      "server's CPU: a round trip under %d ns is **near** (the CPUs share a cache; ~55 ns seen), "
+      "else **far** (~300-400 ns); a run whose two probes differ is **mixed**. rocemu's 64 KiB "
+      "bandwidth follows the mode (bench/perf_analysis.md, \"64 KiB bandwidth\"). The headline "
+      "above is the median of all repetitions whatever their mode; the last line compares like "
+      "with like.\n" % near)
+    wb = runs_with_mode(data, "write_bw", 65536, "bw_Bps")
+    ch = tcp_best(data, "bw", 65536)[0]
+    tb = runs_with_mode(data, ch["test"], ch["size"], BASE_FIELD[ch["test"]] or "bw_Bps") if ch else []
+    A("| rep | runs near / far / mixed | line round trip, ns (probes: median [min-max]) | "
+      "`ib_write_bw -s 65536` MB/s (mode) | %s MB/s (mode) |" % (ch["name"] if ch else "best TCP"))
+    A("|---|---|---|---|---|")
+    for rep in range(data.reps):
+        rr = [r for r in probed if r["rep"] == rep]
+        if not rr:
+            continue
+        cnt = {m: sum(1 for r in rr if r.get("mode") == m) for m in ("near", "far", "mixed")}
+        rtts = [p["line_rtt_ns"] for r in rr for p in r["probe"]
+                if isinstance(p.get("line_rtt_ns"), (int, float)) and p["line_rtt_ns"] >= 0]
+        cell = lambda xs: ", ".join("%s (%s)" % (fbw(v), m or "?") for k, v, m in xs if k == rep) or "-"
+        A("| %d | %d / %d / %d | %s | %s | %s |" % (
+            rep, cnt["near"], cnt["far"], cnt["mixed"], spread(rtts, lambda x: "%.0f" % x),
+            cell(wb), cell(tb)))
+    A("")
+    parts = []
+    for m in ("far", "near"):
+        a = [v for _, v, mm in wb if mm == m]
+        b = [v for _, v, mm in tb if mm == m]
+        if a and b:
+            parts.append("%s: %s MB/s (%s) / %s MB/s (%s) = **%.2f**" % (
+                m, fbw(med(a)), nruns(len(a)), fbw(med(b)), nruns(len(b)), med(a) / med(b)))
+        else:
+            parts.append("%s: %d rocemu and %d TCP runs, no ratio" % (m, len(a), len(b)))
+    A("64 KiB ratio within one mode (medians of the runs whose probes before and after agree): " +
+      "; ".join(parts) + ".\n")
+    return L
+
+
 def cpu_section(data):
     """CPU per delivered byte, rocemu against TCP, from the accounting runs."""
     field, unit = cpu_metric(data)
@@ -750,6 +822,7 @@ def render(data, imgs, doc_path):
     A("## Targets (issue 17)\n")
     tl, _ = targets17(data)
     L.extend(tl)
+    L.extend(mode_section(data))
     acc = {k: data.acct(k) for k in ("tcp", "rocemu")}
     ra = acc.get("rocemu") or {}
     A("Issue 9's system-call target, from the same accounting runs (median per 64 KiB WRITE over "
