@@ -138,8 +138,11 @@ def loadavg():
 # The machine's mode (bench/machine_probe.c): on the 2-CPU VMs this runs on,
 # the two CPUs sometimes share a cache (a line crosses between them in
 # ~55 ns) and mostly do not (~300-400 ns), and rocemu moves up to 2x more
-# in the first mode. A round trip under this many ns is "near", else "far".
+# in the first mode. A round trip under this many ns is "near", else "far";
+# past BUSY_RTT_NS the probe's threads did not get their CPUs (a loaded
+# machine): no reading.
 NEAR_RTT_NS = 150
+BUSY_RTT_NS = 2000
 
 
 def machine_probe(build):
@@ -155,7 +158,8 @@ def machine_probe(build):
     except (subprocess.SubprocessError, ValueError, OSError) as e:
         return {"error": "%s: %s" % (type(e).__name__, e)}
     rtt = m.get("line_rtt_ns", -1)
-    m["mode"] = None if rtt < 0 else ("near" if rtt < NEAR_RTT_NS else "far")
+    m["mode"] = (None if rtt < 0 or rtt >= BUSY_RTT_NS else
+                 "near" if rtt < NEAR_RTT_NS else "far")
     return m
 
 
