@@ -657,6 +657,13 @@ def runs_with_mode(data, test, size, field):
     return out
 
 
+def mode_pairs(num, den):
+    """{mode: (num's values, den's values)} for far and near, from two
+    [(rep, value, mode)] lists: a mixed or unprobed run is in neither."""
+    return {m: ([v for _, v, mm in num if mm == m], [v for _, v, mm in den if mm == m])
+            for m in ("far", "near")}
+
+
 def nruns(n):
     return "%d run%s" % (n, "" if n == 1 else "s")
 
@@ -698,9 +705,7 @@ def mode_section(data):
             cell(wb), cell(tb)))
     A("")
     parts = []
-    for m in ("far", "near"):
-        a = [v for _, v, mm in wb if mm == m]
-        b = [v for _, v, mm in tb if mm == m]
+    for m, (a, b) in mode_pairs(wb, tb).items():
         if a and b:
             parts.append("%s: %s MB/s (%s) / %s MB/s (%s) = **%.2f**" % (
                 m, fbw(med(a)), nruns(len(a)), fbw(med(b)), nruns(len(b)), med(a) / med(b)))

@@ -9,6 +9,7 @@ sys.path.insert(0, os.path.join(os.environ.get("ROCEMU_SOURCE_DIR",
                                                os.path.join(os.path.dirname(__file__), "..", "..")),
                                 "bench"))
 import bench_stats as bs  # noqa: E402
+import perf_bench as pb  # noqa: E402
 import perf_report as pr  # noqa: E402
 
 
@@ -142,6 +143,50 @@ class Report(unittest.TestCase):
     def test_merge_median(self):
         m = pr.merge_median([{"a": 1, "b": {"c": 10}}, {"a": 3, "b": {"c": 30}}, {"a": 2, "b": {}}])
         self.assertEqual((m["a"], m["b"]["c"]), (2, 20))
+
+
+class MachineMode(unittest.TestCase):
+    """The machine's mode (bench/machine_probe) per run, and the 64 KiB
+    ratio taken within one mode only."""
+
+    def run_data(self, probed=True):
+        runs = []
+        # rep: (rocemu's mode, MB/s), (sockperf's mode, MB/s)
+        plan = [(("far", 4000), ("far", 5000)), (("far", 4400), ("near", 6500)),
+                (("near", 8000), ("near", 6000)), (("mixed", 9000), ("far", 5400)),
+                (("far", 4200), ("far", 5200))]
+        for rep, ((wm, wv), (tm, tv)) in enumerate(plan):
+            for test, size, mode, v in (("write_bw", 65536, wm, wv), ("sockperf_tp", 65000, tm, tv)):
+                r = dict(test=test, size=size, rep=rep, ok=True, bw_Bps=v * 1e6)
+                if probed:
+                    rtt = 60.0 if mode == "near" else 350.0
+                    r.update(mode=mode, probe=[{"line_rtt_ns": rtt}, {"line_rtt_ns": rtt}])
+                runs.append(r)
+        return pr.Data({"meta": {"reps": 5, "near_rtt_ns": 150}, "runs": runs})
+
+    def test_ratio_within_one_mode(self):
+        d = self.run_data()
+        wb = pr.runs_with_mode(d, "write_bw", 65536, "bw_Bps")
+        tb = pr.runs_with_mode(d, "sockperf_tp", 65000, "bw_Bps")
+        pairs = pr.mode_pairs(wb, tb)
+        # the mixed run (9000) is in neither mode
+        self.assertEqual(sorted(pairs["far"][0]), [4000e6, 4200e6, 4400e6])
+        self.assertEqual(sorted(pairs["far"][1]), [5000e6, 5200e6, 5400e6])
+        self.assertEqual((pairs["near"][0], sorted(pairs["near"][1])), ([8000e6], [6000e6, 6500e6]))
+        text = "\n".join(pr.mode_section(d))
+        self.assertIn("far: 4200 MB/s (3 runs) / 5200 MB/s (3 runs) = **0.81**", text)
+        self.assertIn("near: 8000 MB/s (1 run) / 6250 MB/s (2 runs) = **1.28**", text)
+        self.assertIn("| 3 | 0 / 1 / 1 |", text)
+
+    def test_no_probes_no_section(self):
+        self.assertEqual(pr.mode_section(self.run_data(probed=False)), [])
+
+    def test_run_mode(self):
+        self.assertEqual(pb.run_mode({"mode": "near"}, {"mode": "near"}), "near")
+        self.assertEqual(pb.run_mode({"mode": "near"}, {"mode": "far"}), "mixed")
+        self.assertIsNone(pb.run_mode({"error": "no probe"}, {"mode": "far"}))
+        self.assertEqual(pb.machine_probe("/nonexistent")["error"],
+                         "no bench/machine_probe in the build")
 
 
 if __name__ == "__main__":
