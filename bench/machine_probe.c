@@ -21,8 +21,8 @@
  *   machine_probe [-a CPU] [-b CPU] [-m MS] [--json]
  *
  * Defaults: CPUs 0 and 1 (the bench's client and server), about 40 ms in
- * all. A measure whose peer thread did not answer within 200 ms (the CPU
- * taken by something else) prints -1. Exit 2 when a CPU is not ours.
+ * all and never more than 4x that (past it, what was not measured is left
+ * out; a measure with nothing prints -1). Exit 2 when a CPU is not ours.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -39,7 +39,6 @@
 
 #define LINE	   64
 #define BATCHES	   7
-#define STALL_NS   200000000ull /* a peer this late: the measure is lost */
 #define COPY_LEN   (64 * 1024)
 #define FRAME_LEN  4096
 #define RING_SLOTS 16
@@ -57,6 +56,19 @@ static inline void cpu_relax(void)
 #if defined(__x86_64__) || defined(__i386__)
 	__builtin_ia32_pause();
 #endif
+}
+
+/*
+ * The whole probe ends by this time (4x what it asks for): on a loaded
+ * machine a thread may wait milliseconds for its CPU, and what was not
+ * measured by then is left out (-1 when nothing was).
+ */
+static uint64_t deadline_ns;
+
+/* Called in a spin loop: true, now and then, once the deadline has passed. */
+static inline bool past_deadline(unsigned *spins)
+{
+	return ++*spins % 4096 == 0 && now_ns() > deadline_ns;
 }
 
 static inline void copy_bytes(void *dst, const void *src, size_t len)
@@ -118,19 +130,12 @@ struct shared {
 /* Wait until *p == want or the batch is stopped or stalled; true if seen. */
 static bool wait_u64(volatile uint64_t *p, uint64_t want, volatile int *stop)
 {
-	uint64_t t0 = 0;
 	unsigned spins = 0;
 
 	while (*p != want) {
-		if (*stop)
+		if (*stop || past_deadline(&spins))
 			return false;
 		cpu_relax();
-		if (++spins % 4096 == 0) {
-			if (t0 == 0)
-				t0 = now_ns();
-			else if (now_ns() - t0 > STALL_NS)
-				return false;
-		}
 	}
 	return true;
 }
@@ -147,22 +152,15 @@ static void peer_pingpong(struct shared *s)
 
 static void peer_consume(struct shared *s)
 {
-	unsigned i = 0;
-	uint64_t t0 = 0;
-	unsigned spins = 0;
+	unsigned i = 0, spins = 0;
 
 	while (!s->stop) {
 		if (!__atomic_load_n(&s->slot_full[i], __ATOMIC_ACQUIRE)) {
+			if (past_deadline(&spins))
+				return;
 			cpu_relax();
-			if (++spins % 4096 == 0) {
-				if (t0 == 0)
-					t0 = now_ns();
-				else if (now_ns() - t0 > STALL_NS)
-					return;
-			}
 			continue;
 		}
-		t0 = 0;
 		copy_bytes(s->b_frame, s->ring + (size_t)i * FRAME_LEN, FRAME_LEN);
 		__atomic_store_n(&s->slot_full[i], 0, __ATOMIC_RELEASE);
 		i = (i + 1) % RING_SLOTS;
@@ -232,7 +230,7 @@ static double pingpong_batch(struct shared *s, uint64_t batch_ns)
 		for (int i = 0; i < RTT_PER_CHUNK; i++) {
 			s->ball = v;
 			if (!wait_u64(&s->ball, v + 1, &s->stop))
-				return -1;
+				return quantile_of(chunk, n, CHUNK_Q); /* the deadline */
 			v += 2;
 		}
 		t1 = now_ns();
@@ -245,17 +243,12 @@ static double pingpong_batch(struct shared *s, uint64_t batch_ns)
 /* Wait until slot i is empty (the consumer took its frame); false if stalled. */
 static bool wait_slot_empty(struct shared *s, unsigned i)
 {
-	uint64_t t0 = 0;
 	unsigned spins = 0;
 
 	while (__atomic_load_n(&s->slot_full[i], __ATOMIC_ACQUIRE)) {
+		if (past_deadline(&spins))
+			return false;
 		cpu_relax();
-		if (++spins % 4096 == 0) {
-			if (t0 == 0)
-				t0 = now_ns();
-			else if (now_ns() - t0 > STALL_NS)
-				return false;
-		}
 	}
 	return true;
 }
@@ -273,7 +266,7 @@ static double produce_batch(struct shared *s, uint64_t batch_ns)
 	do {
 		for (int f = 0; f < FRAMES_PER_CHUNK; f++) {
 			if (!wait_slot_empty(s, i))
-				return -1;
+				return quantile_of(chunk, n, 1 - CHUNK_Q); /* the deadline */
 			copy_bytes(s->ring + (size_t)i * FRAME_LEN, src, FRAME_LEN);
 			__atomic_store_n(&s->slot_full[i], 1, __ATOMIC_RELEASE);
 			i = (i + 1) % RING_SLOTS;
@@ -305,6 +298,8 @@ static double copy_rate(uint64_t batch_ns)
 			t1 = now_ns();
 		} while (t1 - t0 < batch_ns);
 		r = (double)n * COPY_LEN / (double)(t1 - t0);
+		if (k > 0 && t1 > deadline_ns)
+			break;
 		if (r > best)
 			best = r;
 	}
@@ -358,7 +353,10 @@ int main(int argc, char **argv)
 	if (s->ring == NULL || s->b_frame == NULL)
 		return 1;
 	memset(s->ring, 0, (size_t)RING_SLOTS * FRAME_LEN);
-	for (int k = 0; k < BATCHES; k++) {
+	deadline_ns = now_ns() + 4ull * (uint64_t)ms * 1000000ull;
+	for (int k = 0; k < BATCHES; k++)
+		rtt[k] = xfer[k] = -1;
+	for (int k = 0; k < BATCHES && now_ns() < deadline_ns; k++) {
 		rtt[k] = with_peer(s, JOB_PINGPONG, pingpong_batch, batch_ns);
 		xfer[k] = with_peer(s, JOB_CONSUME, produce_batch, batch_ns);
 		if (s->pin_err != 0) {
