@@ -7,6 +7,9 @@ docs/PERFORMANCE.md and the plots.
 
 usage: perf_bench.py BUILD_DIR [--reps N] [--out FILE] [--quick] [--only NAMES]
 
+Before and after every measure it runs bench/machine_probe (the cross-CPU
+cache-line round trip) and records the machine's mode, near or far, beside it.
+
 Every command runs under a deadline; a failure is recorded in the JSON
 (ok=false, error=...) and the run goes on. Nothing is left running: every
 child is started in its own session and its process group is killed at the
