@@ -11,8 +11,8 @@
  *   several batches' 10th percentile chunk of 32 round trips (CHUNK_Q).
  *   Every line of a frame on memif's direct channel crosses between the
  *   two CPUs the same way.
- * - copy_GBps: one thread copies 64 KiB into a private buffer (rep movsb,
- *   both in L2), the best of a few batches: the CPU's own speed.
+ * - copy_GBps: one thread copies 64 KiB into a private buffer (memcpy, both
+ *   in L2), the best of a few batches: the CPU's own speed.
  * - xfer_GBps: a producer on CPU A copies 4 KiB frames into a ring of 16
  *   buffers, a consumer on CPU B copies each out and gives it back: the shape
  *   of the direct channel without rocemu (no CRC, no descriptors), median of
@@ -69,15 +69,6 @@ static uint64_t deadline_ns;
 static inline bool past_deadline(unsigned *spins)
 {
 	return ++*spins % 4096 == 0 && now_ns() > deadline_ns;
-}
-
-static inline void copy_bytes(void *dst, const void *src, size_t len)
-{
-#if defined(__x86_64__)
-	__asm__ volatile("rep movsb" : "+D"(dst), "+S"(src), "+c"(len) : : "memory");
-#else
-	memcpy(dst, src, len);
-#endif
 }
 
 static int pin_self(int cpu)
@@ -161,7 +152,7 @@ static void peer_consume(struct shared *s)
 			cpu_relax();
 			continue;
 		}
-		copy_bytes(s->b_frame, s->ring + (size_t)i * FRAME_LEN, FRAME_LEN);
+		memcpy(s->b_frame, s->ring + (size_t)i * FRAME_LEN, FRAME_LEN);
 		__atomic_store_n(&s->slot_full[i], 0, __ATOMIC_RELEASE);
 		i = (i + 1) % RING_SLOTS;
 	}
@@ -267,7 +258,7 @@ static double produce_batch(struct shared *s, uint64_t batch_ns)
 		for (int f = 0; f < FRAMES_PER_CHUNK; f++) {
 			if (!wait_slot_empty(s, i))
 				return quantile_of(chunk, n, 1 - CHUNK_Q); /* the deadline */
-			copy_bytes(s->ring + (size_t)i * FRAME_LEN, src, FRAME_LEN);
+			memcpy(s->ring + (size_t)i * FRAME_LEN, src, FRAME_LEN);
 			__atomic_store_n(&s->slot_full[i], 1, __ATOMIC_RELEASE);
 			i = (i + 1) % RING_SLOTS;
 		}
@@ -294,7 +285,7 @@ static double copy_rate(uint64_t batch_ns)
 
 		do {
 			for (int i = 0; i < 16; i++, n++)
-				copy_bytes(n % 2 ? a : b, n % 2 ? b : a, COPY_LEN);
+				memcpy(n % 2 ? a : b, n % 2 ? b : a, COPY_LEN);
 			t1 = now_ns();
 		} while (t1 - t0 < batch_ns);
 		r = (double)n * COPY_LEN / (double)(t1 - t0);
