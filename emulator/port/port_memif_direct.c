@@ -41,8 +41,10 @@
 
 #include <rte_errno.h>
 #include <rte_mbuf_pool_ops.h>
+#include <rte_memcpy.h>
 #include <rte_mempool.h>
 #include <rte_ether.h>
+#include <rte_prefetch.h>
 #include <rte_ring.h>
 
 #include "port_memif.h"
@@ -51,6 +53,18 @@
 #define MD_UDP_PORT   4791
 #define MD_WRAPPERS   8192u /* mbuf headers for wrapped frames */
 #define MD_POOL_CACHE 256u
+#define MD_RX_BURST   64u /* descriptors read per burst at most */
+/* Frames up to this many bytes are copied out of the peer's buffer at
+ * receive, and the buffer goes back in the same burst: for a small frame a
+ * copy costs less than a wrapper, its attach and a return one pass later
+ * (bench/perf_analysis.md, "64 B on the direct channel").
+ * ROCEMU_MEMIF_DIRECT_COPY_MAX=BYTES changes it (0: every RoCE frame
+ * wrapped, as before). */
+#define MD_COPY_MAX_DEFAULT 256u
+/* Buffers given back whose first lines are fetched for writing
+ * (md_reclaim): the frames built next go into them. */
+#define MD_PREFETCH_BUFS  16u
+#define MD_PREFETCH_LINES 3u
 
 struct md_peer {
 	atomic_uint refs;     /* 1 while it is the current view, + one per frame out */
@@ -85,6 +99,7 @@ struct memif_direct {
 	unsigned peer_gen; /* the offer our view maps (0: none) */
 	struct md_peer *peer;
 	struct rte_mempool *hdr_pool;
+	uint32_t copy_max;		      /* frames up to this long are copied at receive */
 	char pool_name[RTE_MEMPOOL_NAMESIZE]; /* to know when the port freed it */
 	struct memif_direct *next_closed;     /* md_closed */
 };
@@ -110,6 +125,18 @@ static size_t md_shared_len(uint32_t ring_size)
 /* On by default: ROCEMU_MEMIF_DIRECT=0 turns it off, and so does asking
  * for the PMD's zero-copy (ROCEMU_MEMIF_ZERO_COPY=1) without it: that needs
  * EAL's memory for the frames, the channel its own. */
+static uint32_t md_copy_max(void)
+{
+	const char *v = getenv("ROCEMU_MEMIF_DIRECT_COPY_MAX");
+	char *end;
+	unsigned long x;
+
+	if (!v || !*v)
+		return MD_COPY_MAX_DEFAULT;
+	x = strtoul(v, &end, 10);
+	return *end ? MD_COPY_MAX_DEFAULT : (uint32_t)RTE_MIN(x, (unsigned long)MD_MAX_ELT);
+}
+
 bool memif_direct_wanted(void)
 {
 	const char *v = getenv("ROCEMU_MEMIF_DIRECT"), *zc = getenv("ROCEMU_MEMIF_ZERO_COPY");
@@ -323,14 +350,22 @@ static void md_drop(uint64_t *ctr, enum port_counter c)
 	ctr[PC_RX_DROPS]++;
 }
 
-/* Hand a buffer straight back (a copied frame, a failed wrap). */
+/* Buffer idx goes back to the peer: into its return ring now, published
+ * with the burst's others (md_publish_returns). */
 static void md_give_back(struct md_peer *p, uint32_t idx)
 {
+	p->held[idx] = 0;
 	__atomic_store_n(&p->ret[p->ret_prod & p->mask], idx, __ATOMIC_RELAXED);
 	p->ret_prod++;
+}
+
+static void md_publish_returns(struct md_peer *p)
+{
 	atomic_store_explicit(&p->sh->ret_prod, p->ret_prod, memory_order_release);
 }
 
+/* A frame in place: an mbuf of ours around the peer's buffer (already
+ * marked held), given back when the mbuf is freed (md_free_cb). */
 static struct rte_mbuf *md_wrap(struct md_peer *p, struct rte_mempool *hdr_pool,
 				const struct md_desc *d)
 {
@@ -343,7 +378,6 @@ static struct rte_mbuf *md_wrap(struct md_peer *p, struct rte_mempool *hdr_pool,
 	si->fcb_opaque = p;
 	rte_mbuf_ext_refcnt_set(si, 1);
 	atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
-	p->held[d->index] = 1;
 	rte_pktmbuf_attach_extbuf(m, p->area + (size_t)d->index * p->elt, RTE_BAD_IOVA,
 				  (uint16_t)p->elt, si);
 	m->data_off = d->off;
@@ -357,17 +391,39 @@ static struct rte_mbuf *md_copy(struct rte_mempool *pool, const uint8_t *f, uint
 	struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
 
 	if (m && rte_pktmbuf_tailroom(m) >= len) {
-		memcpy(rte_pktmbuf_append(m, len), f, len);
+		rte_memcpy(rte_pktmbuf_append(m, len), f, len);
 		return m;
 	}
 	rte_pktmbuf_free(m);
 	return NULL;
 }
 
-uint16_t memif_direct_peer_rx(struct md_peer *p, uint64_t *ctr, struct rte_mempool *hdr_pool,
-			      struct rte_mempool *copy_pool, struct rte_mbuf **pkts, uint16_t n)
+/* The frame's first lines (all of a frame we will copy) on their way from
+ * the peer's core while the burst's other descriptors are read. */
+static void md_prefetch(const uint8_t *f, uint32_t len, uint32_t copy_max)
 {
-	uint32_t prod, avail;
+	uint32_t upto = len <= copy_max ? len : RTE_MIN(len, 128u);
+
+	for (uint32_t o = 0; o < upto; o += RTE_CACHE_LINE_SIZE)
+		rte_prefetch0(f + o);
+	rte_prefetch0(f + upto - 1);
+}
+
+/*
+ * Two steps per burst. First every descriptor is read once and checked;
+ * a good one marks its buffer held (a second descriptor for it, in this
+ * burst or later, is refused) and its frame's lines are prefetched. Then
+ * each frame is copied into an mbuf of ours, its buffer given back at once,
+ * if it has at most copy_max bytes or is not RoCEv2 (their handlers write
+ * into it); a larger RoCEv2 frame is wrapped in place. The returns of the
+ * burst are published once.
+ */
+uint16_t memif_direct_peer_rx(struct md_peer *p, uint64_t *ctr, struct rte_mempool *hdr_pool,
+			      struct rte_mempool *copy_pool, uint32_t copy_max,
+			      struct rte_mbuf **pkts, uint16_t n)
+{
+	struct md_desc ok[MD_RX_BURST];
+	uint32_t prod, avail, n_ok = 0, ret0 = p->ret_prod;
 	uint16_t got = 0;
 
 	if (p->broken)
@@ -379,12 +435,11 @@ uint16_t memif_direct_peer_rx(struct md_peer *p, uint64_t *ctr, struct rte_mempo
 		md_drop(ctr, PC_DROP_DIRECT_BAD_RING);
 		return 0;
 	}
-	while (avail-- > 0 && got < n) {
+	avail = RTE_MIN(avail, RTE_MIN((uint32_t)n, MD_RX_BURST));
+	for (uint32_t k = 0; k < avail; k++) {
 		uint64_t raw =
 		    __atomic_load_n((uint64_t *)&p->desc[p->desc_cons & p->mask], __ATOMIC_RELAXED);
 		struct md_desc d;
-		const uint8_t *f;
-		struct rte_mbuf *m;
 
 		memcpy(&d, &raw, sizeof(d));
 		p->desc_cons++;
@@ -398,18 +453,26 @@ uint16_t memif_direct_peer_rx(struct md_peer *p, uint64_t *ctr, struct rte_mempo
 			md_drop(ctr, PC_DROP_DIRECT_BAD_DESC);
 			continue;
 		}
-		f = p->area + (size_t)d.index * p->elt + d.off;
-		if (memif_direct_is_roce(f, d.len)) {
-			m = md_wrap(p, hdr_pool, &d);
+		p->held[d.index] = 1;
+		md_prefetch(p->area + (size_t)d.index * p->elt + d.off, d.len, copy_max);
+		ok[n_ok++] = d;
+	}
+	for (uint32_t k = 0; k < n_ok; k++) {
+		const struct md_desc *d = &ok[k];
+		const uint8_t *f = p->area + (size_t)d->index * p->elt + d->off;
+		struct rte_mbuf *m;
+
+		if (d->len > copy_max && memif_direct_is_roce(f, d->len)) {
+			m = md_wrap(p, hdr_pool, d);
 			if (!m)
-				md_give_back(p, d.index);
+				md_give_back(p, d->index);
 			else
-				ctr[PC_DIRECT_RX_BYTES] += d.len;
+				ctr[PC_DIRECT_RX_BYTES] += d->len;
 		} else {
-			m = md_copy(copy_pool, f, d.len); /* its handler may write */
-			md_give_back(p, d.index);
+			m = md_copy(copy_pool, f, d->len);
+			md_give_back(p, d->index);
 			if (m)
-				ctr[PC_DIRECT_COPY_RX_BYTES] += d.len;
+				ctr[PC_DIRECT_COPY_RX_BYTES] += d->len;
 		}
 		if (!m) {
 			md_drop(ctr, PC_DROP_MBUF_EXHAUSTED);
@@ -417,6 +480,8 @@ uint16_t memif_direct_peer_rx(struct md_peer *p, uint64_t *ctr, struct rte_mempo
 		}
 		pkts[got++] = m;
 	}
+	if (p->ret_prod != ret0)
+		md_publish_returns(p);
 	return got;
 }
 
@@ -615,6 +680,7 @@ int memif_direct_create(struct rocemu_port *port, struct memif_link *l, char *er
 	rte_mempool_free(port->pool); /* made just before, nothing taken from it */
 	port->pool = d->pool;
 	d->gen = 1;
+	d->copy_max = md_copy_max();
 	l->direct = d;
 	return 0;
 fail_unlink:
@@ -741,11 +807,32 @@ static void md_follow_slow(struct rocemu_port *port, struct memif_link *l, struc
 		port_trace(port, "direct", "direct channel: mapped the peer's offer %u", gen);
 }
 
-/* Frames the peer gave back. A bad index is counted and skipped. */
+/* A line we are about to write, fetched for writing (PREFETCHW: the peer's
+ * core gives it up now, not at our first store; a NOP where unknown). */
+static inline void md_prefetch_write(const void *p)
+{
+#if defined(__x86_64__)
+	__asm__ volatile("prefetchw %0" : : "m"(*(const volatile char *)p));
+#else
+	__builtin_prefetch(p, 1, 3);
+#endif
+}
+
+/*
+ * Frames the peer gave back. A bad index is counted and skipped. The pool
+ * hands out the buffer freed last first, so the next frames are built in
+ * these: the first lines of the last ones freed (headers and a small
+ * payload), which the peer's core has just read, are fetched for writing
+ * now, while other work runs (the requester's IPv4 checksum read back the
+ * header it had just written and waited for the line there: 90% of
+ * roce_build_headers' samples, bench/perf_analysis.md).
+ */
 static void md_reclaim(struct rocemu_port *port, struct memif_direct *d)
 {
 	uint32_t prod = atomic_load_explicit(&d->sh->ret_prod, memory_order_acquire);
 	uint32_t *ret = md_ret_ring(d->sh, d->mask + 1);
+	const uint8_t *next[MD_PREFETCH_BUFS];
+	unsigned n_next = 0;
 
 	if (prod - d->ret_cons > d->mask + 1) {
 		port_count(port, PC_DIRECT_BAD_RETURNS);
@@ -759,10 +846,17 @@ static void md_reclaim(struct rocemu_port *port, struct memif_direct *d)
 			port_count(port, PC_DIRECT_BAD_RETURNS);
 			continue;
 		}
+		next[n_next++ % MD_PREFETCH_BUFS] =
+		    (const uint8_t *)d->inflight[idx]->buf_addr + RTE_PKTMBUF_HEADROOM;
 		rte_pktmbuf_free(d->inflight[idx]);
 		d->inflight[idx] = NULL;
 		d->n_inflight--;
 	}
+	if (d->elt < RTE_PKTMBUF_HEADROOM + MD_PREFETCH_LINES * RTE_CACHE_LINE_SIZE)
+		return;
+	for (unsigned i = 0; i < RTE_MIN(n_next, MD_PREFETCH_BUFS); i++)
+		for (unsigned l = 0; l < MD_PREFETCH_LINES; l++)
+			md_prefetch_write(next[i] + l * RTE_CACHE_LINE_SIZE);
 }
 
 /* Every burst: follow the peer's offer, take back what it returned. */
@@ -793,7 +887,7 @@ uint16_t memif_direct_rx_burst(struct rocemu_port *port, struct rte_mbuf **pkts,
 	if (!d || !d->peer)
 		return 0;
 	memif_direct_peer_return(d->peer);
-	return memif_direct_peer_rx(d->peer, port->ctr, d->hdr_pool, d->pool, pkts, n);
+	return memif_direct_peer_rx(d->peer, port->ctr, d->hdr_pool, d->pool, d->copy_max, pkts, n);
 }
 
 /* The peer reads our channel now (it mapped our current offer). */

@@ -100,10 +100,13 @@ bool memif_direct_wanted(void);
 /* For tests: a peer view over plain memory laid out as an object (shared
  * header first, the area at data_off); NULL when its header is refused. */
 struct md_peer *memif_direct_peer_from_memory(void *obj, uint64_t obj_len);
-/* Take up to n frames from such a view, counting in ctr (port counters),
- * wrappers from hdr_pool, copies from copy_pool. */
+/* Take up to n frames from such a view, counting in ctr (port counters):
+ * frames of at most copy_max bytes, and frames that are not RoCEv2, copied
+ * into mbufs of copy_pool and their buffers given back at once; larger
+ * RoCEv2 frames wrapped in place, with wrappers from hdr_pool. */
 uint16_t memif_direct_peer_rx(struct md_peer *p, uint64_t *ctr, struct rte_mempool *hdr_pool,
-			      struct rte_mempool *copy_pool, struct rte_mbuf **pkts, uint16_t n);
+			      struct rte_mempool *copy_pool, uint32_t copy_max,
+			      struct rte_mbuf **pkts, uint16_t n);
 /* Indices our freed mbufs gave back so far, into the peer's return ring. */
 void memif_direct_peer_return(struct md_peer *p);
 /* Let go of a view (its memory is the caller's when from memory). */

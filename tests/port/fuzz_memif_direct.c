@@ -7,8 +7,10 @@
  *
  * Input: [prod_skip:1][n_desc:1][desc:8 * n_desc][frame bytes...]: the
  * producer index is advanced by prod_skip beyond the descriptors written
- * (a ring index out of range when large), the descriptors are taken as they
- * are, the rest of the input fills the buffers from the start of the area.
+ * (a ring index out of range when large), prod_skip's low 3 bits times 64
+ * are the copy limit (0: every RoCE frame wrapped; up to 448: small frames
+ * copied out), the descriptors are taken as they are, the rest of the input
+ * fills the buffers from the start of the area.
  * After each burst: every frame handed up lies inside its buffer or is a
  * copy of ours; once the frames are freed, every index in the return ring
  * is a buffer's, given back no more often than the peer sent it.
@@ -74,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!p)
 		abort();
 	atomic_store(&o.sh->desc_prod, nd + (skip > 200 ? skip : 0));
-	got = memif_direct_peer_rx(p, ctr, hdr_pool, copy_pool, pkts, 32);
+	got = memif_direct_peer_rx(p, ctr, hdr_pool, copy_pool, (skip & 7u) * 64u, pkts, 32);
 	for (unsigned i = 0; i < got; i++) {
 		const uint8_t *d = rte_pktmbuf_mtod(pkts[i], const uint8_t *);
 

@@ -5,8 +5,9 @@
  * object in plain memory (md_test_util.h). Every bad descriptor is a counted
  * drop and never a read outside the area; a header out of bounds is refused;
  * ring indices no ring allows stop the view; frames that are not RoCE are
- * copied and their buffer given back at once; a wrapped frame's buffer goes
- * back to the peer when the mbuf is freed, also after the view was dropped.
+ * copied and their buffer given back at once, and so are small RoCE frames
+ * (at most the copy limit); a wrapped frame's buffer goes back to the peer
+ * when the mbuf is freed, also after the view was dropped.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -50,10 +51,24 @@ static void view_open(struct view *v)
 	assert_non_null(v->p);
 }
 
-/* Up to n frames into v->pkts from index at. */
+/* Up to n frames into v->pkts from index at, every RoCE frame wrapped. */
 static uint16_t view_rx(struct view *v, unsigned at, uint16_t n)
 {
-	return memif_direct_peer_rx(v->p, v->ctr, hdr_pool, copy_pool, v->pkts + at, n);
+	return memif_direct_peer_rx(v->p, v->ctr, hdr_pool, copy_pool, 0, v->pkts + at, n);
+}
+
+/* The same, frames of at most copy_max bytes copied out. */
+static uint16_t view_rx_copy(struct view *v, unsigned at, uint16_t n, uint32_t copy_max)
+{
+	return memif_direct_peer_rx(v->p, v->ctr, hdr_pool, copy_pool, copy_max, v->pkts + at, n);
+}
+
+/* Is this frame ours (a copy), not in the peer's object? */
+static bool view_is_copy(const struct view *v, const struct rte_mbuf *m)
+{
+	const uint8_t *d = rte_pktmbuf_mtod(m, const uint8_t *);
+
+	return d + m->data_len <= v->o.mem || d >= v->o.mem + v->o.len;
 }
 
 static void view_close(struct view *v)
@@ -224,12 +239,77 @@ static void test_is_roce(void **state)
 	free(o.mem);
 }
 
+/* Small RoCE frames (at most copy_max bytes) are copied out of the peer's
+ * buffer and the buffer goes back in the same burst, before any mbuf is
+ * freed; larger ones are still wrapped in place. A buffer given back may be
+ * sent again at once, and what the peer then writes into it does not reach
+ * the copy. A buffer named twice in one burst is taken once. */
+static void test_small_frames_copied_out(void **state)
+{
+	struct view v;
+	uint16_t n;
+
+	(void)state;
+	view_open(&v);
+	mdt_roce_frame(&v.o, 2, 128, 100);
+	mdt_roce_frame(&v.o, 4, 64, 300);
+	mdt_roce_frame(&v.o, 6, 0, 256);
+	mdt_post(&v.o, 2, 128, 100); /* copied */
+	mdt_post(&v.o, 4, 64, 300);  /* over the limit: wrapped */
+	mdt_post(&v.o, 6, 0, 256);   /* at the limit: copied */
+	mdt_post(&v.o, 6, 0, 256);   /* the same buffer again in this burst */
+	n = view_rx_copy(&v, 0, 16, 256);
+	assert_int_equal(n, 3);
+	assert_int_equal(v.ctr[PC_DROP_DIRECT_BUFFER_HELD], 1);
+	assert_int_equal(v.ctr[PC_DIRECT_COPY_RX_BYTES], 100 + 256);
+	assert_int_equal(v.ctr[PC_DIRECT_RX_BYTES], 300);
+	assert_true(view_is_copy(&v, v.pkts[0]));
+	assert_false(view_is_copy(&v, v.pkts[1]));
+	assert_ptr_equal(rte_pktmbuf_mtod(v.pkts[1], uint8_t *), v.o.area + 4 * MDT_ELT + 64);
+	assert_true(view_is_copy(&v, v.pkts[2]));
+	assert_int_equal(v.pkts[0]->pkt_len, 100);
+	assert_int_equal(v.pkts[2]->pkt_len, 256);
+	assert_memory_equal(rte_pktmbuf_mtod(v.pkts[0], uint8_t *), v.o.area + 2 * MDT_ELT + 128,
+			    100);
+	/* both copied buffers are back already, in order, each once; the
+	 * wrapped one is not */
+	assert_int_equal(atomic_load(&v.o.sh->ret_prod), 2);
+	assert_int_equal(v.ret[0], 2);
+	assert_int_equal(v.ret[1], 6);
+	/* the peer reuses buffer 2 at once: accepted, and the first copy keeps
+	 * the bytes it had */
+	mdt_roce_frame(&v.o, 2, 128, 100);
+	memset(v.o.area + 2 * MDT_ELT + 128 + 60, 0xee, 40);
+	mdt_post(&v.o, 2, 128, 100);
+	n = view_rx_copy(&v, 3, 1, 256);
+	assert_int_equal(n, 1);
+	assert_int_equal(v.ctr[PC_DROP_DIRECT_BUFFER_HELD], 1);
+	assert_int_equal(rte_pktmbuf_mtod(v.pkts[3], uint8_t *)[70], 0xee);
+	assert_int_equal(rte_pktmbuf_mtod(v.pkts[0], uint8_t *)[70], (uint8_t)(70 * 7 + 2));
+	assert_int_equal(atomic_load(&v.o.sh->ret_prod), 3);
+	/* freeing the copies gives nothing back twice; the wrapped frame's
+	 * buffer goes back at the next pass */
+	rte_pktmbuf_free(v.pkts[0]);
+	rte_pktmbuf_free(v.pkts[2]);
+	rte_pktmbuf_free(v.pkts[3]);
+	rte_pktmbuf_free(v.pkts[1]);
+	memif_direct_peer_return(v.p);
+	assert_int_equal(atomic_load(&v.o.sh->ret_prod), 4);
+	assert_int_equal(v.ret[3], 4);
+	assert_int_equal(v.ctr[PC_RX_DROPS], 1);
+	view_close(&v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_check_desc),	    cmocka_unit_test(test_header_refused),
-	    cmocka_unit_test(test_bad_descriptors), cmocka_unit_test(test_bad_ring),
-	    cmocka_unit_test(test_burst_limit),	    cmocka_unit_test(test_is_roce),
+	    cmocka_unit_test(test_check_desc),
+	    cmocka_unit_test(test_header_refused),
+	    cmocka_unit_test(test_bad_descriptors),
+	    cmocka_unit_test(test_bad_ring),
+	    cmocka_unit_test(test_burst_limit),
+	    cmocka_unit_test(test_is_roce),
+	    cmocka_unit_test(test_small_frames_copied_out),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
