@@ -59,10 +59,10 @@
  * peer's buffer at receive and the buffer goes back in the same burst (no
  * wrapper, attach or return one pass later), and the sender fetches the
  * lines of the buffers given back for writing (md_reclaim). It cut the
- * receiver's channel cost per 64 B frame from 277 to 156 ns in a profile,
- * but no A/B on the loaded VM told its 64 B rate from the default's
- * (bench/perf_analysis.md, "64 B on the direct channel"): a quiet A/B is
- * to decide. */
+ * receiver's channel cost per 64 B frame from 277 to 156 ns in a profile;
+ * A/Bs at load 6-10 could not tell its 64 B rate from the default's, a
+ * calmer one (load 3-4) gave 1.21x (bench/perf_analysis.md, "64 B on the
+ * direct channel"): a quiet A/B is to decide the default. */
 #define MD_COPY_MAX_DEFAULT 0u
 /* Buffers given back whose first lines are fetched for writing
  * (md_reclaim, small-frame mode): the frames built next go into them. */
