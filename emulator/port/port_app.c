@@ -26,11 +26,12 @@
  * places (port_progress.c, progress_main). */
 #define AWAY_SPIN_NS	 100000ull
 #define AWAY_EVIDENCE_NS 2000000ull
-/* A post this soon after a poll that found something answers it: the
- * application replies to what it receives, so a pass may keep its ACKs
- * for the next post (port_progress.c, port_hold_acks). Long enough for
- * the away spin's way: the thread spins up to AWAY_SPIN_NS for the frame
- * the application answers. */
+/* A post this soon after a poll that found something and after a pass
+ * that had only ACKs to send (a request of the peer's came) answers it:
+ * the application replies to what it receives, so a pass may keep its
+ * ACKs for the next post (port_progress.c, port_hold_acks). Long enough
+ * for the away spin's way: the thread spins up to AWAY_SPIN_NS for the
+ * frame the application answers. */
 #define ANSWER_NS 200000ull
 
 /* Have the thread run a pass now; without the engine lock. Dekker-style
@@ -159,6 +160,29 @@ static bool app_polled(struct rocemu_port *port, bool found)
 	return away_spin(port, t);
 }
 
+/* stamp is set and at most ANSWER_NS before t (either may be the newer:
+ * they come from different threads' clock readings) */
+static bool within_answer(uint64_t t, uint64_t stamp)
+{
+	return stamp && (int64_t)(t - stamp) < (int64_t)ANSWER_NS;
+}
+
+/*
+ * Does a post answer a request of the peer's (lock held)? It follows a
+ * poll that found something, and a pass that had only ACKs to send, both
+ * within ANSWER_NS: ib_write_lat and ib_send_lat, which reply to the
+ * peer's message. Not a sender that streams: ib_write_bw's client posts
+ * after polls that found completions too, but the peer sends it no
+ * requests, so no pass of its ends with ACKs alone. Taking its posts for
+ * answers napped its thread 100 us instead of 1 ms (3x its naps) and cost
+ * its bandwidth (bench/perf_analysis.md, "Latency").
+ */
+static bool post_answers(const struct rocemu_port *port, uint64_t t)
+{
+	return port->ack_hold && within_answer(t, port->app_found_ns) &&
+	       within_answer(t, port->acks_alone_ns);
+}
+
 /* An application posted (lock held): it is busy with us and will poll for
  * the result. The stamp is the time the post holds: no clock read. */
 static void app_posted(struct rocemu_port *port)
@@ -166,8 +190,10 @@ static void app_posted(struct rocemu_port *port)
 	uint64_t t = rocemu_port_pass_now(port);
 
 	atomic_store_explicit(&port->last_app_poll_ns, t, memory_order_relaxed);
-	if (port->ack_hold && port->app_found_ns && t - port->app_found_ns < ANSWER_NS)
+	if (post_answers(port, t)) {
 		atomic_store_explicit(&port->app_answered_ns, t, memory_order_relaxed);
+		port_count(port, PC_APP_ANSWERS);
+	}
 	atomic_store_explicit(&port->app_away, false, memory_order_relaxed);
 	port->rx_at_post = port->ctr[PC_RX_FRAMES];
 	if (port->link->app_note)

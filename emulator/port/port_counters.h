@@ -66,7 +66,8 @@
 	X(PROGRESS_AWAY_YIELDS,                                                                    \
 	  progress_away_yields)	  /* ... after its app yielded the CPU to it */                    \
 	X(TX_HELD, tx_held_posts) /* posts whose frames waited for a later flush (port_tx.c) */    \
-	X(TX_ACKS_HELD, tx_acks_held)		/* passes whose ACKs waited for the next post */   \
+	X(TX_ACKS_HELD, tx_acks_held) /* passes whose ACKs waited for the next post */             \
+	X(APP_ANSWERS, app_answers)   /* posts that answered a peer's request (port_app.c) */      \
 	X(PMD_COPY_TX_BYTES, pmd_copy_tx_bytes) /* memif: bytes its PMD copied into the ring */    \
 	X(PMD_COPY_RX_BYTES, pmd_copy_rx_bytes) /* memif: bytes its PMD copied out of the ring */  \
 	X(DIRECT_TX_BYTES, direct_tx_bytes) /* memif direct channel: frame bytes handed over */    \

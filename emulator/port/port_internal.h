@@ -149,7 +149,11 @@ struct rocemu_port {
 	bool in_pass;		     /* a pass runs: its flushes may keep ACKs */
 	uint64_t acks_held_since_ns; /* when the ACKs in tx_buf were kept (0: none) */
 	uint64_t app_found_ns;	     /* the application's last poll that found */
-	/* its last post that followed such a poll within ANSWER_NS (port_app.c) */
+	/* the last pass that ended with pure ACKs to send: the peer sends
+	 * us requests (port_hold_acks) */
+	uint64_t acks_alone_ns;
+	/* its last post that followed such a poll and such a pass within
+	 * ANSWER_NS (port_app.c) */
 	atomic_uint_fast64_t app_answered_ns;
 	/* while thread_sleeping: when its sleep ends at the latest */
 	atomic_uint_fast64_t sleep_until_ns;

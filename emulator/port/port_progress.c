@@ -192,26 +192,32 @@ static bool frame_is_ack(const struct rte_mbuf *m)
  * peer's byte as it leaves the poll, and neither side needs its progress
  * thread, nor a switch to it and back (bench/perf_analysis.md, "Latency").
  * Only pure ACKs (no response, no NAK: those go at once), only while the
- * application's last post came shortly after a poll that found something
- * (port_app.c, app_answered_ns), at most ACK_HOLD_NS: later passes send
- * them, the application's polls or the thread's. An application that
- * stops calling verbs right then leaves them for the thread's nap (at most
- * 1 ms while it polled, the nap's length), a delay the peer's tail-loss
- * probe (250 us) may answer with a duplicate.
+ * application answers (port_app.c, app_answered_ns: a post shortly after
+ * a poll that found something and after a pass like this one, with pure
+ * ACKs to send, so a peer's request), at most ACK_HOLD_NS: later passes
+ * send them, the application's polls or the thread's. An application that
+ * stops calling verbs right then leaves them for the thread's nap (100 us
+ * while it answers, sleep_length), short of the peer's tail-loss probe
+ * (250 us). A sender that streams and polls its CQ (ib_write_bw's client)
+ * receives no requests, so it never answers: its thread naps as long as
+ * for any polling application (bench/perf_analysis.md).
  */
 bool port_hold_acks(struct rocemu_port *port)
 {
 	uint64_t now = port->pass_now;
-	uint64_t answered = atomic_load_explicit(&port->app_answered_ns, memory_order_relaxed);
+	uint64_t answered;
 
-	if (!port->ack_hold || port->tx_n == 0 || port->tx_n > ACK_HOLD_FRAMES || !answered ||
-	    (int64_t)(now - answered) >= (int64_t)ANSWER_EVIDENCE_NS)
-		return false;
-	if (port->acks_held_since_ns && now - port->acks_held_since_ns >= ACK_HOLD_NS)
+	if (!port->ack_hold || port->tx_n == 0 || port->tx_n > ACK_HOLD_FRAMES)
 		return false;
 	for (unsigned i = 0; i < port->tx_n; i++)
 		if (!frame_is_ack(port->tx_buf[i]))
 			return false;
+	port->acks_alone_ns = now;
+	answered = atomic_load_explicit(&port->app_answered_ns, memory_order_relaxed);
+	if (!answered || (int64_t)(now - answered) >= (int64_t)ANSWER_EVIDENCE_NS)
+		return false;
+	if (port->acks_held_since_ns && now - port->acks_held_since_ns >= ACK_HOLD_NS)
+		return false;
 	if (!port->acks_held_since_ns) {
 		port->acks_held_since_ns = now;
 		port_count(port, PC_TX_ACKS_HELD);

@@ -1,12 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ACKs kept for the application's next post (emulator/port/port_progress.c,
- * port_hold_acks), with two engines over a net_ring pair:
- * - an application that answers what it receives (it posts right after a
- *   poll that found something, as ib_write_lat and ib_send_lat do) has the
- *   ACKs of its passes kept for its next post (tx_acks_held rises), and a
- *   kept ACK still leaves when that application then calls no verb at all:
- *   the peer's WRITE completes, so the bound holds without a post;
+ * port_hold_acks; port_app.c, post_answers), with two engines over a
+ * net_ring pair:
+ * - an application that answers its peer's requests (it posts right after
+ *   a poll that found something and after a pass that had only ACKs to
+ *   send, as ib_write_lat and ib_send_lat do) has its posts counted as
+ *   answers (app_answers) and the ACKs of its passes kept for its next
+ *   post (tx_acks_held rises), and a kept ACK still leaves when that
+ *   application then calls no verb at all: the peer's WRITE completes, so
+ *   the bound holds without a post;
+ * - a sender that streams and polls its CQ (ib_write_bw's client: a post
+ *   right after every poll that found) receives no requests, so none of
+ *   its posts answers and nothing is kept on either side (the rule before
+ *   took its posts for answers and napped its thread 100 us);
  * - ROCEMU_ACK_HOLD=0 (read when the port's thread starts) keeps none.
  * No timing is asserted; waits end after ~20 s as failures.
  */
@@ -121,26 +128,37 @@ static void write_to_b(struct pair *p, uint64_t v)
 			 0);
 }
 
+static uint64_t answers(struct node *n)
+{
+	return ptu_counter(rocemu_engine_port(n->e), "app_answers");
+}
+
 /*
- * One attempt: B answers (a post right after a poll that found its last
- * completion), then A writes to B and B calls no verb while its progress
- * thread places the WRITE; A waits for its completion, which needs B's
- * ACK. Returns true when B kept that ACK (tx_acks_held rose): it then left
- * without a verb of B's.
+ * One attempt: B answers, as in ib_write_lat (B's WRITE and A's cross; B's
+ * poll finds its completion in the pass that placed A's WRITE and had only
+ * B's ACK to send, then B posts at once); then A writes to B and B calls no
+ * verb while its progress thread places the WRITE; A waits for its
+ * completion, which needs B's ACK. Returns true when B kept that ACK
+ * (tx_acks_held rose): it then left without a verb of B's.
  */
 static bool attempt(struct pair *p, uint64_t v)
 {
-	uint64_t held;
+	uint64_t held, answered = answers(&B);
 
 	write_to_a(p, 2 * v);
+	write_to_b(p, 2 * v); /* a request of A's for B to acknowledge */
 	busy_poll_one(B.scq); /* a poll that found */
 	write_to_a(p, 2 * v + 1);
-	busy_poll_one(B.scq); /* B answered: a post right after it */
+	busy_poll_one(B.scq); /* B answered if the post was right after it */
+	busy_poll_one(A.scq); /* A's first WRITE: B acknowledged it */
 	assert_true(p->a.dst == 2 * v + 1);
+	assert_true(p->b.dst == 2 * v);
+	if (answers(&B) == answered)
+		return false;
 	held = acks_held(&B);
-	write_to_b(p, v);
-	wait_value(&p->b.dst, v); /* no verb of B's: its thread places it */
-	busy_poll_one(A.scq);	  /* B's ACK came */
+	write_to_b(p, 2 * v + 1);
+	wait_value(&p->b.dst, 2 * v + 1); /* no verb of B's: its thread places it */
+	busy_poll_one(A.scq);		  /* B's ACK came */
 	return acks_held(&B) > held;
 }
 
@@ -161,6 +179,34 @@ static void test_kept_ack_leaves_without_a_verb(void **state)
 	pair_down(&p);
 }
 
+/*
+ * B streams WRITEs to A and polls its CQ, posting again as soon as a poll
+ * finds a completion; A calls no verb (ib_write_bw's server). B posts
+ * right after polls that found, so the rule before took every such post
+ * for an answer; but no request of A's ever comes, so none answers, and
+ * no pass of either side keeps an ACK.
+ */
+static void test_streaming_sender_never_answers(void **state)
+{
+	struct pair p;
+
+	(void)state;
+	pair_up(&p);
+	for (uint64_t v = 1; v <= 300; v++) {
+		write_to_a(&p, v);
+		busy_poll_one(B.scq);
+	}
+	wait_value(&p.a.dst, 300);
+	if (answers(&B) || acks_held(&A) || acks_held(&B)) {
+		h_dump_counters(A.e, "node A");
+		h_dump_counters(B.e, "node B");
+	}
+	assert_int_equal(answers(&B), 0);
+	assert_int_equal(acks_held(&A), 0);
+	assert_int_equal(acks_held(&B), 0);
+	pair_down(&p);
+}
+
 static void test_ack_hold_off(void **state)
 {
 	struct pair p;
@@ -169,6 +215,8 @@ static void test_ack_hold_off(void **state)
 	pair_up(&p);
 	for (uint64_t v = 1; v <= 20; v++)
 		assert_false(attempt(&p, v));
+	assert_int_equal(answers(&A), 0);
+	assert_int_equal(answers(&B), 0);
 	assert_int_equal(acks_held(&A), 0);
 	assert_int_equal(acks_held(&B), 0);
 	pair_down(&p);
@@ -179,6 +227,13 @@ static int setup_on(void **state)
 	(void)state;
 	setenv("ROCEMU_ACK_HOLD", "1", 1); /* opt-in; read when the ports' threads start */
 	return h_setup(&A, &B, "ackhold1", NULL) == 0 ? 0 : -1;
+}
+
+static int setup_stream(void **state)
+{
+	(void)state;
+	setenv("ROCEMU_ACK_HOLD", "1", 1);
+	return h_setup(&A, &B, "ackhold3", NULL) == 0 ? 0 : -1;
 }
 
 static int setup_off(void **state)
@@ -200,6 +255,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_kept_ack_leaves_without_a_verb, setup_on,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_streaming_sender_never_answers, setup_stream,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_ack_hold_off, setup_off, teardown),
 	};
