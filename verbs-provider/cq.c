@@ -173,6 +173,7 @@ int rocemu_op_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
 	struct rocemu_wc buf[POLL_CHUNK];
 	int done = 0;
+	bool recv = false;
 
 	if (!ibcq || n < 0 || (n > 0 && !wc))
 		return -EINVAL;
@@ -182,12 +183,16 @@ int rocemu_op_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		int got = rocemu_cq_poll(cq->ecq, want, buf);
 		if (got < 0)
 			return done ? done : got;
-		for (int i = 0; i < got; i++)
+		for (int i = 0; i < got; i++) {
 			wc_from_engine(&buf[i], &wc[done + i]);
+			recv |= (buf[i].opcode & IBV_WC_RECV) != 0;
+		}
 		done += got;
 		if (got < want)
 			break;
 	}
+	if (recv) /* it answers messages from its CQ (rocemu_port.h) */
+		rocemu_port_app_found_recv(cq->ctx->port);
 	return done;
 }
 
@@ -216,6 +221,8 @@ static int cqx_pop(struct ibv_cq_ex *c)
 		return -got;
 	if (got == 0)
 		return ENOENT;
+	if (cq->cur.opcode & IBV_WC_RECV)
+		rocemu_port_app_found_recv(cq->ctx->port);
 	c->wr_id = cq->cur.wr_id;
 	c->status = cq->cur.status;
 	return 0;

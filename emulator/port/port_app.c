@@ -168,19 +168,30 @@ static bool within_answer(uint64_t t, uint64_t stamp)
 }
 
 /*
- * Does a post answer a request of the peer's (lock held)? It follows a
- * poll that found something, and a pass that had only ACKs to send, both
- * within ANSWER_NS: ib_write_lat and ib_send_lat, which reply to the
- * peer's message. Not a sender that streams: ib_write_bw's client posts
- * after polls that found completions too, but the peer sends it no
- * requests, so no pass of its ends with ACKs alone. Taking its posts for
- * answers napped its thread 100 us instead of 1 ms (3x its naps) and cost
- * its bandwidth (bench/perf_analysis.md, "Latency").
+ * Does a post answer a request of the peer's that the application saw in
+ * its memory (lock held)? It follows a poll that found something, but no
+ * receive completion, and a pass that had only ACKs to send (a request
+ * of the peer's came), both within ANSWER_NS: ib_write_lat, whose poll
+ * finds its own WRITE completed and whose answer is to the peer's WRITE in
+ * its buffer. Its peer does the same, so it polls until our ACK and then
+ * spins on its memory: the ACK must come with our WRITE, or its thread
+ * has to place the WRITE.
+ * Not a sender that streams: ib_write_bw's client posts after polls that
+ * find completions too, but the peer sends it no requests, so no pass of
+ * its ends with ACKs alone. Taking its posts for answers napped its thread
+ * 100 us instead of 1 ms (3x its naps) and cost its bandwidth. Nor an
+ * application that answers a receive completion (ib_send_lat): its peer
+ * polls its CQ for our message and needs no ACK for that; keeping the ACK
+ * put it in the same burst as the message, so the peer took both before
+ * its poll could return: 1.10x its latency (bench/perf_analysis.md,
+ * "Latency").
  */
 static bool post_answers(const struct rocemu_port *port, uint64_t t)
 {
+	uint64_t recv = atomic_load_explicit(&port->app_found_recv_ns, memory_order_relaxed);
+
 	return port->ack_hold && within_answer(t, port->app_found_ns) &&
-	       within_answer(t, port->acks_alone_ns);
+	       (int64_t)(port->app_found_ns - recv) > 0 && within_answer(t, port->acks_alone_ns);
 }
 
 /* An application posted (lock held): it is busy with us and will poll for
@@ -271,6 +282,13 @@ void rocemu_port_verb_leave(struct rocemu_port *port, enum rocemu_verb_did did)
 		pthread_mutex_unlock(&port->lock);
 		break;
 	}
+}
+
+void rocemu_port_app_found_recv(struct rocemu_port *port)
+{
+	atomic_store_explicit(&port->app_found_recv_ns,
+			      __atomic_load_n(&port->last_pass_ns, __ATOMIC_RELAXED),
+			      memory_order_relaxed);
 }
 
 void rocemu_port_app_blocks(struct rocemu_port *port)

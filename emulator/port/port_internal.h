@@ -149,6 +149,8 @@ struct rocemu_port {
 	bool in_pass;		     /* a pass runs: its flushes may keep ACKs */
 	uint64_t acks_held_since_ns; /* when the ACKs in tx_buf were kept (0: none) */
 	uint64_t app_found_ns;	     /* the application's last poll that found */
+	/* ... the last that found a receive completion (last_pass_ns then) */
+	atomic_uint_fast64_t app_found_recv_ns;
 	/* the last pass that ended with pure ACKs to send: the peer sends
 	 * us requests (port_hold_acks) */
 	uint64_t acks_alone_ns;

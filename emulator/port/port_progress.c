@@ -184,7 +184,7 @@ static bool frame_is_ack(const struct rte_mbuf *m)
 /*
  * Keep the pass's ACKs in the transmit buffer for the application's next
  * post (engine lock, inside a pass)? An application that answers what it
- * receives (ib_write_lat: the peer's WRITE, then its own; ib_send_lat)
+ * finds in its memory (ib_write_lat: the peer's WRITE, then its own)
  * posts within microseconds, and its post then carries our ACK in the
  * same burst as its request. The peer, whose completion waits for that
  * ACK, is still polling its CQ when both arrive, so its own poll's pass
@@ -192,15 +192,15 @@ static bool frame_is_ack(const struct rte_mbuf *m)
  * peer's byte as it leaves the poll, and neither side needs its progress
  * thread, nor a switch to it and back (bench/perf_analysis.md, "Latency").
  * Only pure ACKs (no response, no NAK: those go at once), only while the
- * application answers (port_app.c, app_answered_ns: a post shortly after
- * a poll that found something and after a pass like this one, with pure
- * ACKs to send, so a peer's request), at most ACK_HOLD_NS: later passes
- * send them, the application's polls or the thread's. An application that
- * stops calling verbs right then leaves them for the thread's nap (100 us
- * while it answers, sleep_length), short of the peer's tail-loss probe
- * (250 us). A sender that streams and polls its CQ (ib_write_bw's client)
- * receives no requests, so it never answers: its thread naps as long as
- * for any polling application (bench/perf_analysis.md).
+ * application answers (port_app.c, post_answers: a post shortly after a
+ * poll that found something, but no receive completion, and after a pass
+ * like this one, with pure ACKs to send, so a peer's request), at most
+ * ACK_HOLD_NS: later passes send them, the application's polls or the
+ * thread's. An application that stops calling verbs right then leaves them
+ * for the thread's nap (100 us while it answers, sleep_length), short of
+ * the peer's tail-loss probe (250 us). A sender that streams and polls its CQ (ib_write_bw's
+ * client) receives no requests, and ib_send_lat finds the peer's message in its CQ, so neither
+ * answers: their threads nap as long as for any polling application (bench/perf_analysis.md).
  */
 bool port_hold_acks(struct rocemu_port *port)
 {

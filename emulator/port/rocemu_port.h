@@ -38,7 +38,8 @@
  *    _POLL_EMPTY (it polled and got something, or nothing), _CHANGE (it
  *    changed what a pass must do: a QP moved), _NOTHING. An application
  *    thread about to block in the kernel (ibv_get_cq_event) says so with
- *    rocemu_port_app_blocks(), without the lock.
+ *    rocemu_port_app_blocks(), without the lock; one whose poll returned a
+ *    receive completion, with rocemu_port_app_found_recv() after the poll.
  *
  * 4. The port alone decides about wake-ups. From what the verbs said, the
  *    progress thread backs off while an application polls or posts (it runs
@@ -414,6 +415,10 @@ void rocemu_port_verb_leave(struct rocemu_port *port, enum rocemu_verb_did did);
  * event (ibv_get_cq_event): progress is the thread's alone until it polls
  * again, at once. Without the engine lock. */
 void rocemu_port_app_blocks(struct rocemu_port *port);
+/** The poll that just ended returned a receive completion: the application
+ * learns of its peer's messages from its CQ, so its next post is no
+ * answer that ACKs are kept for (port_app.c). Without the engine lock. */
+void rocemu_port_app_found_recv(struct rocemu_port *port);
 
 /* Diagnostics */
 /**
