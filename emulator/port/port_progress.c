@@ -157,7 +157,9 @@ static bool frame_is_ack(const struct rte_mbuf *m)
 	uint32_t len = m->data_len, off = RTE_ETHER_HDR_LEN;
 	uint16_t type;
 
-	if (len < off)
+	/* Ethernet, VLAN tag, IPv6, UDP, BTH, AETH, ICRC: anything longer
+	 * carries more (a request: the usual frame here), no byte read */
+	if (len < off || len > RTE_ETHER_HDR_LEN + 4 + 40 + 8 + 12 + 4 + 4)
 		return false;
 	type = (uint16_t)(p[12] << 8 | p[13]);
 	if (type == RTE_ETHER_TYPE_VLAN) {
@@ -207,7 +209,10 @@ bool port_hold_acks(struct rocemu_port *port)
 	uint64_t now = port->pass_now;
 	uint64_t answered;
 
-	if (!port->ack_hold || port->tx_n == 0 || port->tx_n > ACK_HOLD_FRAMES)
+	/* an application that never found anything answers nothing
+	 * (ib_write_bw's server never polls): nothing to look at */
+	if (!port->ack_hold || port->tx_n == 0 || port->tx_n > ACK_HOLD_FRAMES ||
+	    !port->app_found_ns)
 		return false;
 	for (unsigned i = 0; i < port->tx_n; i++)
 		if (!frame_is_ack(port->tx_buf[i]))
