@@ -521,12 +521,14 @@ int rocemu_port_progress_thread_start(struct rocemu_port *port)
 	 * to compare with and without it in one build */
 	env = getenv("ROCEMU_AWAY_SPIN");
 	port->away_spin = !env || strcmp(env, "0") != 0;
-	/* ROCEMU_ACK_HOLD=1: a pass keeps its ACKs for an answering application's
-	 * next post (port_hold_acks). Off by default: in a quiet same-build A/B it
-	 * cut ib_write_lat's typical time to 0.23x but cost ib_write_bw 0.44-0.78x
-	 * at 64 KiB and 64 B (5 of 5 rounds), which every streaming program pays */
+	/* ROCEMU_ACK_HOLD=0: no pass keeps its ACKs for an answering
+	 * application's next post (port_hold_acks), to compare in one build.
+	 * On by default since it keeps them only for an application that
+	 * answers what it finds in its memory (port_app.c, post_answers), not
+	 * for one that streams or answers messages from its CQ, which paid
+	 * for the broader rule before (bench/perf_analysis.md, "Latency") */
 	env = getenv("ROCEMU_ACK_HOLD");
-	port->ack_hold = env && strcmp(env, "0") != 0;
+	port->ack_hold = !env || strcmp(env, "0") != 0;
 	/* the thread inherits a mask with every signal blocked: signals keep
 	 * going to the program's own threads */
 	rc = pthread_attr_init(&attr);

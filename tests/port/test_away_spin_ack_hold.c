@@ -283,7 +283,7 @@ static void test_ack_hold_off(void **state)
 static int setup_on(void **state)
 {
 	(void)state;
-	setenv("ROCEMU_ACK_HOLD", "1", 1); /* opt-in; read when the ports' threads start */
+	setenv("ROCEMU_ACK_HOLD", "1", 1); /* read when the ports' threads start */
 	return h_setup(&A, &B, "ackhold1", NULL) == 0 ? 0 : -1;
 }
 
