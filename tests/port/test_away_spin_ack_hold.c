@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -145,8 +146,15 @@ static uint64_t answers(struct node *n)
  */
 static bool attempt(struct pair *p, uint64_t v)
 {
-	uint64_t held, answered = answers(&B);
+	uint64_t held, answered;
 
+	/* A answers too, in the attempt before (its post after its poll):
+	 * let that end (2 ms), or A keeps its ACK for B's WRITE while this
+	 * thread waits on B's side only, B's completion waits for A's thread
+	 * (on a ring link no frame wakes it: two naps) and B's post below
+	 * comes too late to answer */
+	usleep(3000);
+	answered = answers(&B);
 	write_to_a(p, 2 * v);
 	write_to_b(p, 2 * v); /* a request of A's for B to acknowledge */
 	busy_poll_one(B.scq); /* a poll that found */
