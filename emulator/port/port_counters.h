@@ -73,11 +73,13 @@
 	X(DIRECT_TX_BYTES, direct_tx_bytes) /* memif direct channel: frame bytes handed over */    \
 	X(DIRECT_RX_BYTES, direct_rx_bytes) /* ... and taken without a copy */                     \
 	X(DIRECT_COPY_TX_BYTES, direct_copy_tx_bytes) /* ... copied: not built in its area */      \
-	X(DIRECT_COPY_RX_BYTES, direct_copy_rx_bytes) /* ... copied: not RoCE */                   \
-	X(DIRECT_MAPS, direct_maps)		      /* ... the peer's offers mapped */           \
-	X(DIRECT_MAP_FAILED, direct_map_failed)	      /* ... an offer that could not be */         \
-	X(DIRECT_RESETS, direct_resets)		      /* ... frames out taken back */              \
-	X(DIRECT_BAD_RETURNS, direct_bad_returns)     /* ... an index the peer returned wrongly */ \
+	X(DIRECT_COPY_RX_BYTES, direct_copy_rx_bytes) /* ... copied: not RoCE, or small */         \
+	X(DIRECT_SMALL_RX_BYTES,                                                                   \
+	  direct_small_rx_bytes)		  /* ... of those, RoCE (small-frame mode) */      \
+	X(DIRECT_MAPS, direct_maps)		  /* ... the peer's offers mapped */               \
+	X(DIRECT_MAP_FAILED, direct_map_failed)	  /* ... an offer that could not be */             \
+	X(DIRECT_RESETS, direct_resets)		  /* ... frames out taken back */                  \
+	X(DIRECT_BAD_RETURNS, direct_bad_returns) /* ... an index the peer returned wrongly */     \
 	X(HOST_DIRECT_RINGS, host_direct_rings)                                                    \
 	X(TX_DIRECT_FRAMES, tx_direct_frames)                                                      \
 	X(POOL_THREAD_CACHES, pool_thread_caches) /* app threads given an lcore's mbuf cache */    \

@@ -149,6 +149,7 @@ static void test_bad_descriptors(void **state)
 	assert_int_equal(v.ctr[PC_RX_DROPS], 5);
 	assert_int_equal(v.ctr[PC_DIRECT_RX_BYTES], 100);
 	assert_int_equal(v.ctr[PC_DIRECT_COPY_RX_BYTES], 60);
+	assert_int_equal(v.ctr[PC_DIRECT_SMALL_RX_BYTES], 0); /* not RoCE */
 	/* the wrapped frame is the peer's bytes, in place */
 	assert_ptr_equal(rte_pktmbuf_mtod(v.pkts[0], uint8_t *), v.o.area + 3 * MDT_ELT + 128);
 	assert_int_equal(v.pkts[0]->pkt_len, 100);
@@ -262,6 +263,7 @@ static void test_small_frames_copied_out(void **state)
 	assert_int_equal(n, 3);
 	assert_int_equal(v.ctr[PC_DROP_DIRECT_BUFFER_HELD], 1);
 	assert_int_equal(v.ctr[PC_DIRECT_COPY_RX_BYTES], 100 + 256);
+	assert_int_equal(v.ctr[PC_DIRECT_SMALL_RX_BYTES], 100 + 256); /* both RoCE */
 	assert_int_equal(v.ctr[PC_DIRECT_RX_BYTES], 300);
 	assert_true(view_is_copy(&v, v.pkts[0]));
 	assert_false(view_is_copy(&v, v.pkts[1]));

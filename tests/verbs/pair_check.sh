@@ -156,8 +156,9 @@ if [ $link = memif ] || [ $link = v6 ]; then
 				[ $((${d:-0} + ${c:-0} + ${p:-0})) -gt 0 ] ||
 					{ echo "FAIL: host $h: no frame crossed ($f)"; fail=1; }
 			done
-			r=$(copied $dir/$h.log direct_rx_bytes)
-			roce=$((roce + ${r:-0}))
+			# RoCE frames wrapped in place, or copied out (small-frame mode)
+			r=$(copied $dir/$h.log direct_rx_bytes) s=$(copied $dir/$h.log direct_small_rx_bytes)
+			roce=$((roce + ${r:-0} + ${s:-0}))
 		done
 		[ $roce -gt 0 ] || { echo "FAIL: no RoCE frame crossed the direct channel"; fail=1; }
 	else
