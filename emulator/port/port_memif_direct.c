@@ -58,14 +58,14 @@
  * (ROCEMU_MEMIF_DIRECT_COPY_MAX=BYTES sets the size, 0 turns it off): RoCE
  * frames of at most BYTES are copied out of the peer's buffer at receive
  * and the buffer goes back in the same burst (no wrapper, attach or return
- * one pass later; direct_small_rx_bytes counts them), and the sender fetches the
- * lines of the buffers given back for writing (md_reclaim). It cut the
- * receiver's channel cost per 64 B frame from 277 to 156 ns in a profile;
- * A/Bs at load 6-10 could not tell its 64 B rate from the default's, a
- * calmer one (load 3-4) gave 1.21x (bench/perf_analysis.md, "64 B on the
- * direct channel"), and a quiet one (load 1.3-1.7, 4 rounds) 1.26x
- * [1.23-1.27], with 64 KiB 1.10x, ib_send_lat 0.90x, ib_write_lat 0.77x:
- * better in every round, so it is the default. */
+ * one pass later; direct_small_rx_bytes counts them), and the sender
+ * fetches the lines of the buffers given back for writing (md_reclaim). It
+ * cut the receiver's channel cost per 64 B frame from 277 to 156 ns in a
+ * profile; A/Bs at load 6-10 could not tell its 64 B rate from the
+ * default's, a calmer one (load 3-4) gave 1.21x (bench/perf_analysis.md,
+ * "64 B on the direct channel"), and a quiet one (load 1.3-1.7, 4 rounds)
+ * 1.26x [1.23-1.27], with 64 KiB 1.10x, ib_send_lat 0.90x, ib_write_lat
+ * 0.77x: better in every round, so it is the default. */
 #define MD_COPY_MAX_DEFAULT 256u
 /* Buffers given back whose first lines are fetched for writing
  * (md_reclaim, small-frame mode): the frames built next go into them. */
@@ -128,9 +128,8 @@ static size_t md_shared_len(uint32_t ring_size)
 	return (len + page - 1) & ~(page - 1);
 }
 
-/* On by default: ROCEMU_MEMIF_DIRECT=0 turns it off, and so does asking
- * for the PMD's zero-copy (ROCEMU_MEMIF_ZERO_COPY=1) without it: that needs
- * EAL's memory for the frames, the channel its own. */
+/* Small-frame mode's limit: ROCEMU_MEMIF_DIRECT_COPY_MAX, else the default
+ * (and for a value that is not a number); at most a buffer's size. */
 static uint32_t md_copy_max(void)
 {
 	const char *v = getenv("ROCEMU_MEMIF_DIRECT_COPY_MAX");
@@ -143,6 +142,9 @@ static uint32_t md_copy_max(void)
 	return *end ? MD_COPY_MAX_DEFAULT : (uint32_t)RTE_MIN(x, (unsigned long)MD_MAX_ELT);
 }
 
+/* On by default: ROCEMU_MEMIF_DIRECT=0 turns it off, and so does asking
+ * for the PMD's zero-copy (ROCEMU_MEMIF_ZERO_COPY=1) without it: that needs
+ * EAL's memory for the frames, the channel its own. */
 bool memif_direct_wanted(void)
 {
 	const char *v = getenv("ROCEMU_MEMIF_DIRECT"), *zc = getenv("ROCEMU_MEMIF_ZERO_COPY");
@@ -831,10 +833,12 @@ static inline void md_prefetch_write(const void *p)
 /*
  * Frames the peer gave back. A bad index is counted and skipped. In
  * small-frame mode (copy_max set), since the pool hands out the buffer
- * freed last first and the next frames are built in these, the first lines of the last ones freed
- * (headers and a small payload), which the peer's core has just read, are fetched for writing now,
- * while other work runs (the requester's IPv4 checksum read back the header it had just written and
- * waited for the line there: 90% of roce_build_headers' samples, bench/perf_analysis.md).
+ * freed last first and the next frames are built in these, the first lines
+ * of the last ones freed (headers and a small payload), which the peer's
+ * core has just read, are fetched for writing now, while other work runs
+ * (the requester's IPv4 checksum read back the header it had just written
+ * and waited for the line there: 90% of roce_build_headers' samples,
+ * bench/perf_analysis.md).
  */
 static void md_reclaim(struct rocemu_port *port, struct memif_direct *d)
 {

@@ -200,9 +200,10 @@ static bool frame_is_ack(const struct rte_mbuf *m)
  * ACK_HOLD_NS: later passes send them, the application's polls or the
  * thread's. An application that stops calling verbs right then leaves them
  * for the thread's nap (100 us while it answers, sleep_length), short of
- * the peer's tail-loss probe (250 us). A sender that streams and polls its CQ (ib_write_bw's
- * client) receives no requests, and ib_send_lat finds the peer's message in its CQ, so neither
- * answers: their threads nap as long as for any polling application (bench/perf_analysis.md).
+ * the peer's tail-loss probe (250 us). A sender that streams and polls its
+ * CQ (ib_write_bw's client) receives no requests, and ib_send_lat finds the
+ * peer's message in its CQ, so neither answers: their threads nap as long
+ * as for any polling application (bench/perf_analysis.md).
  */
 bool port_hold_acks(struct rocemu_port *port)
 {
