@@ -244,6 +244,30 @@ static void write_to(struct ibv_qp *qp, struct ibv_cq *cq, void *src, uint32_t l
 			 IBV_WC_SUCCESS);
 }
 
+/* a and b on the two devices; b's context imported (*bi), b's PD imported
+ * into it (*ipd), and a CQ there (*cq). */
+static void open_imported(struct tu_side *a, struct tu_side *b, struct ibv_context **bi,
+			  struct ibv_pd **ipd, struct ibv_cq **cq)
+{
+	tu_side_open(a, devs[0], IBV_QPT_RC);
+	tu_side_open(b, devs[1], IBV_QPT_RC);
+	*bi = import_dup(b->ctx);
+	*ipd = ibv_import_pd(*bi, b->pd->handle);
+	assert_non_null(*ipd);
+	*cq = ibv_create_cq(*bi, 16, NULL, NULL, 0);
+	assert_non_null(*cq);
+}
+
+/* a's QP and qp (of b's imported context) connected to each other, both
+ * open to the other's WRITEs and READs, qp to `more` too. */
+static void connect_imported(struct tu_side *a, struct tu_side *b, struct ibv_qp *qp, unsigned more)
+{
+	tu_rc_to_rts(a->qp, &b->gid, TU_GID_INDEX, qp->qp_num,
+		     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	tu_rc_to_rts(qp, &a->gid, TU_GID_INDEX, a->qp->qp_num,
+		     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | more);
+}
+
 /* ibv_unimport_pd(3) frees the PD's wrapper, and what was created on it
  * lives on: rdma-core's test_shared_pd destroys the QPs of an imported PD
  * after unimporting it. A QP, a window and a region made on the imported PD
@@ -254,14 +278,11 @@ static void objects_outlive_unimported_pd(void **state)
 {
 	(void)state;
 	struct tu_side a, b;
+	struct ibv_context *bi;
+	struct ibv_pd *ipd;
+	struct ibv_cq *cq;
 
-	tu_side_open(&a, devs[0], IBV_QPT_RC);
-	tu_side_open(&b, devs[1], IBV_QPT_RC);
-	struct ibv_context *bi = import_dup(b.ctx);
-	struct ibv_pd *ipd = ibv_import_pd(bi, b.pd->handle);
-	assert_non_null(ipd);
-	struct ibv_cq *cq = ibv_create_cq(bi, 16, NULL, NULL, 0);
-	assert_non_null(cq);
+	open_imported(&a, &b, &bi, &ipd, &cq);
 	struct ibv_qp *qp = qp_on(ipd, cq);
 	uint8_t *buf = calloc(1, 8192);
 	assert_non_null(buf);
@@ -269,10 +290,7 @@ static void objects_outlive_unimported_pd(void **state)
 	assert_non_null(mr);
 	struct ibv_mw *mw = ibv_alloc_mw(ipd, IBV_MW_TYPE_1);
 	assert_non_null(mw);
-	tu_rc_to_rts(a.qp, &b.gid, TU_GID_INDEX, qp->qp_num,
-		     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-	tu_rc_to_rts(qp, &a.gid, TU_GID_INDEX, a.qp->qp_num,
-		     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND);
+	connect_imported(&a, &b, qp, IBV_ACCESS_MW_BIND);
 
 	ibv_unimport_pd(ipd); /* the wrapper is gone, the PD is b's still */
 
@@ -321,21 +339,15 @@ static void rdma_through_imported(void **state)
 {
 	(void)state;
 	struct tu_side a, b;
+	struct ibv_context *bi;
+	struct ibv_pd *ipd;
+	struct ibv_cq *cq;
 
-	tu_side_open(&a, devs[0], IBV_QPT_RC);
-	tu_side_open(&b, devs[1], IBV_QPT_RC);
-	struct ibv_context *bi = import_dup(b.ctx);
-	struct ibv_pd *ipd = ibv_import_pd(bi, b.pd->handle);
-	assert_non_null(ipd);
+	open_imported(&a, &b, &bi, &ipd, &cq);
 	struct ibv_mr *imr = ibv_import_mr(ipd, b.mr->handle);
 	assert_non_null(imr);
-	struct ibv_cq *cq = ibv_create_cq(bi, 16, NULL, NULL, 0);
-	assert_non_null(cq);
 	struct ibv_qp *qp = qp_on(ipd, cq);
-	tu_rc_to_rts(a.qp, &b.gid, TU_GID_INDEX, qp->qp_num,
-		     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-	tu_rc_to_rts(qp, &a.gid, TU_GID_INDEX, a.qp->qp_num,
-		     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	connect_imported(&a, &b, qp, 0);
 
 	for (int round = 0; round < 2; round++) {
 		/* a writes into the imported region (b's buffer, b's rkey) */
