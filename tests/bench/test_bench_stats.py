@@ -178,6 +178,17 @@ class MachineMode(unittest.TestCase):
         self.assertIn("near: 8000 MB/s (1 run) / 6250 MB/s (2 runs) = **1.28**", text)
         self.assertIn("| 3 | 0 / 1 / 1 |", text)
 
+    def test_rate_within_one_mode(self):
+        d = self.run_data()
+        # 64 B: rocemu far 2.0 and 2.4, near 3.6; the raw link far 15, near 35
+        for rep, (mode, v, lm, lv) in enumerate([("far", 2.0, "far", 15e6), ("near", 3.6, "near", 35e6),
+                                                  ("far", 2.4, "mixed", 30e6)]):
+            d.runs.append(dict(test="write_bw", size=64, rep=rep, ok=True, msgrate_mpps=v, mode=mode))
+            d.runs.append(dict(test="memif_testpmd", size=64, rep=rep, ok=True, rx_pps=lv, mode=lm))
+        text = "\n".join(pr.mode_section(d))
+        self.assertIn("far: 2.20 Mmsg/s (2 runs) / 15.00 Mpps (1 run) = **0.147**", text)
+        self.assertIn("near: 3.60 Mmsg/s (1 run) / 35.00 Mpps (1 run) = **0.103**", text)
+
     def test_no_probes_no_section(self):
         self.assertEqual(pr.mode_section(self.run_data(probed=False)), [])
 
