@@ -612,23 +612,25 @@ def targets17(data):
     row("cpu", "%s per delivered byte at 64 KiB (both processes, `perf stat`) / TCP's" % unit,
         rc, "%.3f".__mod__, tb, "%.3f".__mod__, 0.5, False)
 
-    q1 = data.series("write_bw", "bw_Bps", 65536)
-    q1024 = data.series("write_bw_qps", "bw_Bps", 1024)
-    per_rep = [q1024[k] / q1[k] for k in q1024 if k in q1 and q1[k]]
+    qp = qps_pairs(data.runs, 1024)
+    same = [p for p in qp if p["mode"] != "mixed"]
+    per_rep = [p["ratio"] for p in same]
     worst = min(per_rep) if per_rep else None
     res["qps_worst"] = worst
+    res["qps_pairs"] = qp
     A("| 1024 QPs / 1 QP bandwidth (64 KiB), worst repetition | %s | 1 QP: %s | **%s** worst (median %s) | >= 0.70 | %s |" % (
-        bs.fmt_summary(list(q1024.values()), fbw, spread=False), bs.fmt_summary(list(q1.values()), fbw),
+        bs.fmt_summary([p["num"] for p in qp], fbw, spread=False),
+        bs.fmt_summary([p["den"] for p in qp], fbw),
         ftimes(worst), ftimes(bs.median(per_rep)), bs.verdict(worst, 0.7, True)))
     A("")
     A("Ratios are of medians (rocemu's median over the baseline's median, every figure from the "
       "same interleaved repetitions). ±half-spread is (max - min) / 2 over the median: how far the "
       "baseline's repetitions wander. *N x short* is the factor the ratio must still improve by. "
       "The CPU row uses %s because %s. Its TCP side is qperf's, the one TCP tool run under "
-      "`perf stat`. The 1024-QP row pairs each repetition's 1024-QP run with the 1-QP run of the same "
-      "repetition.\n" % (unit, "this machine counts CPU cycles" if field == "cycles_per_byte" else
-                         "this VM exposes no cycles counter (`perf stat -e cycles` says "
-                         "`<not supported>`); it is CPU time in ns, not cycles"))
+      "`perf stat`. %s\n" % (unit, "this machine counts CPU cycles" if field == "cycles_per_byte" else
+                             "this VM exposes no cycles counter (`perf stat -e cycles` says "
+                             "`<not supported>`); it is CPU time in ns, not cycles",
+                             qps_pairs_note(qp)))
     if pmd_note:
         A("The PMD path's row: " + pmd_note + "\n")
     if notes:
@@ -637,6 +639,44 @@ def targets17(data):
             A("- " + n)
         A("")
     return L, res
+
+
+def qps_pairs(runs, q):
+    """Each repetition's q-QP run of `ib_write_bw -s 65536` paired with its
+    1-QP run: [{rep, num, den, ratio, mode}], by repetition. The 1-QP run is
+    the sweep's own (write_bw_qps size 1, run next to the q-QP one), or in
+    files without it the repetition's write_bw at 64 KiB. mode is the pair's
+    machine mode: near or far when both runs' probes say so, else mixed
+    (the two runs did not see the same machine; counted apart)."""
+    def by_rep(test, size):
+        out = {}
+        for r in runs:
+            v = r.get("bw_Bps")
+            if (r["test"] == test and str(r["size"]) == str(size) and r.get("ok")
+                    and isinstance(v, (int, float)) and v > 0 and not math.isnan(v)):
+                out[r["rep"]] = (v, r.get("mode"))
+        return out
+    num = by_rep("write_bw_qps", q)
+    den = by_rep("write_bw_qps", 1) or by_rep("write_bw", 65536)
+    out = []
+    for rep in sorted(num):
+        if rep not in den:
+            continue
+        (n, nm), (d, dm) = num[rep], den[rep]
+        mode = nm if nm == dm and nm in ("near", "far") else "mixed"
+        out.append({"rep": rep, "num": n, "den": d, "ratio": n / d, "mode": mode})
+    return out
+
+
+def qps_pairs_note(pairs):
+    """The sentence under the target table on the QP row's pairs."""
+    if not pairs:
+        return "The 1024-QP row has no pair of runs."
+    cell = ", ".join("rep %d %.2f (%s)" % (p["rep"], p["ratio"], p["mode"]) for p in pairs)
+    mixed = sum(1 for p in pairs if p["mode"] == "mixed")
+    return ("The 1024-QP row pairs each repetition's 1024-QP run with the 1-QP run beside it and "
+            "takes the worst and median over the pairs whose runs saw one machine mode (%d of %d; "
+            "a mixed pair is listed, not counted): %s." % (len(pairs) - mixed, len(pairs), cell))
 
 
 def runs_with_mode(data, test, size, field):
@@ -857,11 +897,11 @@ def render(data, imgs, doc_path):
       "the target table names the one used instead.\n" % bs.OUTLIER_FACTOR)
     L.extend(baseline_checks(data))
     A("")
-    wb = data.series("write_bw", "bw_Bps", 65536)
     pmd = data.series("memif_testpmd", "rx_pps", 64)
-    q1 = wb
+    # the sweep's own 1-QP run (beside the 1024-QP one), else write_bw's
+    q1 = data.series("write_bw_qps", "bw_Bps", 1) or data.series("write_bw", "bw_Bps", 65536)
     qrows = []
-    for q in data.sizes("write_bw_qps"):
+    for q in [q for q in data.sizes("write_bw_qps") if q != 1]:
         s = data.series("write_bw_qps", "bw_Bps", q)
         qrows.append((q, s, [s[k] / q1[k] for k in s if q1.get(k)]))
 

@@ -200,5 +200,54 @@ class MachineMode(unittest.TestCase):
                          "no bench/machine_probe in the build")
 
 
+class QpsPairs(unittest.TestCase):
+    """The 1024-QP row: each repetition's 1024-QP run over the 1-QP run
+    beside it, the worst over pairs of one machine mode."""
+
+    @staticmethod
+    def mk(test, rep, size, bw, mode, ok=True):
+        return {"test": test, "rep": rep, "size": size, "bw_Bps": bw, "mode": mode, "ok": ok}
+
+    def test_sweep_puts_one_qp_beside_the_largest(self):
+        self.assertEqual(pb.qps_sweep([16, 64, 256, 1024]), [16, 64, 256, 1, 1024])
+        self.assertEqual(pb.qps_sweep([1024]), [1, 1024])
+        self.assertEqual(pb.qps_sweep([1024, 1, 16]), [16, 1, 1024])
+        # the reversed repetitions keep the two next to each other
+        sw = list(reversed(pb.qps_sweep([16, 64, 256, 1024])))
+        self.assertEqual(sw.index(1), sw.index(1024) + 1)
+
+    def test_pairs_by_mode(self):
+        R = self.mk
+        runs = [R("write_bw", 0, 65536, 11000e6, "near"),   # not used: the sweep has its own
+                R("write_bw_qps", 0, 1, 10000e6, "near"), R("write_bw_qps", 0, 1024, 6000e6, "near"),
+                R("write_bw_qps", 1, 1, 6000e6, "far"), R("write_bw_qps", 1, 1024, 4800e6, "far"),
+                # rep 2: the 1-QP run near, the 1024-QP run far: a mixed pair
+                R("write_bw_qps", 2, 1, 11000e6, "near"), R("write_bw_qps", 2, 1024, 3000e6, "far"),
+                # rep 3: a run with a mixed probe pair
+                R("write_bw_qps", 3, 1, 6000e6, "far"), R("write_bw_qps", 3, 1024, 2000e6, "mixed"),
+                # rep 4: the 1024-QP run failed: no pair
+                R("write_bw_qps", 4, 1, 6000e6, "far"), R("write_bw_qps", 4, 1024, None, "far", ok=False),
+                R("write_bw_qps", 1, 256, 5000e6, "far")]
+        pairs = pr.qps_pairs(runs, 1024)
+        self.assertEqual([p["rep"] for p in pairs], [0, 1, 2, 3])
+        self.assertEqual([p["mode"] for p in pairs], ["near", "far", "mixed", "mixed"])
+        self.assertAlmostEqual(pairs[0]["ratio"], 0.6)
+        self.assertAlmostEqual(pairs[1]["ratio"], 0.8)
+        same = [p["ratio"] for p in pairs if p["mode"] != "mixed"]
+        self.assertAlmostEqual(min(same), 0.6)  # not rep 2's 0.27 across modes
+        note = pr.qps_pairs_note(pairs)
+        self.assertIn("(2 of 4;", note)
+        self.assertIn("rep 2 0.27 (mixed)", note)
+
+    def test_old_files_use_write_bw(self):
+        R = self.mk
+        runs = [R("write_bw", 0, 65536, 10000e6, "far"), R("write_bw_qps", 0, 1024, 5000e6, "far"),
+                R("write_bw", 1, 65536, 10000e6, None), R("write_bw_qps", 1, 1024, 5000e6, None)]
+        pairs = pr.qps_pairs(runs, 1024)
+        self.assertEqual([(p["rep"], p["ratio"], p["mode"]) for p in pairs],
+                         [(0, 0.5, "far"), (1, 0.5, "mixed")])
+        self.assertEqual(pr.qps_pairs([], 1024), [])
+
+
 if __name__ == "__main__":
     unittest.main()
