@@ -80,6 +80,7 @@
 	X(DIRECT_MAP_FAILED, direct_map_failed)	  /* ... an offer that could not be */             \
 	X(DIRECT_RESETS, direct_resets)		  /* ... frames out taken back */                  \
 	X(DIRECT_BAD_RETURNS, direct_bad_returns) /* ... an index the peer returned wrongly */     \
+	X(DIRECT_TX_CAPPED, direct_tx_capped)	  /* ... bursts stopped: frames out at the cap */  \
 	X(HOST_DIRECT_RINGS, host_direct_rings)                                                    \
 	X(TX_DIRECT_FRAMES, tx_direct_frames)                                                      \
 	X(POOL_THREAD_CACHES, pool_thread_caches) /* app threads given an lcore's mbuf cache */    \

@@ -67,6 +67,16 @@
  * 1.26x [1.23-1.27], with 64 KiB 1.10x, ib_send_lat 0.90x, ib_write_lat
  * 0.77x: better in every round, so it is the default. */
 #define MD_COPY_MAX_DEFAULT 256u
+/* Frames out to the peer at most: a quarter of the pool stays ours, for
+ * what we receive (the peer's ACKs, copied out in small-frame mode; the
+ * PMD's receive), the transmit buffer and the lcore caches. Without it a
+ * sender with many QPs (1024 x a 128-packet window) handed its whole pool
+ * to a slower receiver, then dropped the ACKs that would have freed it
+ * (drop_mbuf_exhausted), and the transport timers ran out (RETRY_EXC). A
+ * frame over the cap waits in the transmit buffer; a full buffer stops
+ * the engine's pass (tx_credit_waits). ROCEMU_MEMIF_DIRECT_TX_CAP=N sets
+ * it (A/B runs), at most the pool. */
+#define MD_TX_CAP_RESERVE(n) ((n) / 4u)
 /* Buffers given back whose first lines are fetched for writing
  * (md_reclaim, small-frame mode): the frames built next go into them. */
 #define MD_PREFETCH_BUFS  16u
@@ -100,6 +110,7 @@ struct memif_direct {
 	struct rte_mempool *pool;   /* = port->pool, over the area */
 	struct rte_mbuf **inflight; /* [n]: frames the peer has, by index */
 	uint32_t n_inflight, desc_prod, ret_cons;
+	uint32_t tx_cap; /* n_inflight at most (MD_TX_CAP_RESERVE) */
 	unsigned gen;
 	unsigned peer_pid; /* the peer process whose offers we follow */
 	unsigned peer_gen; /* the offer our view maps (0: none) */
@@ -140,6 +151,20 @@ static uint32_t md_copy_max(void)
 		return MD_COPY_MAX_DEFAULT;
 	x = strtoul(v, &end, 10);
 	return *end ? MD_COPY_MAX_DEFAULT : (uint32_t)RTE_MIN(x, (unsigned long)MD_MAX_ELT);
+}
+
+uint32_t memif_direct_tx_cap(uint32_t n)
+{
+	const char *v = getenv("ROCEMU_MEMIF_DIRECT_TX_CAP");
+	char *end;
+	unsigned long x;
+
+	if (v && *v) {
+		x = strtoul(v, &end, 10);
+		if (!*end && x > 0)
+			return (uint32_t)RTE_MIN(x, (unsigned long)n);
+	}
+	return n - MD_TX_CAP_RESERVE(n);
 }
 
 /* On by default: ROCEMU_MEMIF_DIRECT=0 turns it off, and so does asking
@@ -693,6 +718,7 @@ int memif_direct_create(struct rocemu_port *port, struct memif_link *l, char *er
 	port->pool = d->pool;
 	d->gen = 1;
 	d->copy_max = md_copy_max();
+	d->tx_cap = memif_direct_tx_cap(d->n);
 	l->direct = d;
 	return 0;
 fail_unlink:
@@ -939,6 +965,10 @@ uint16_t memif_direct_tx_burst(struct rocemu_port *port, struct rte_mbuf **pkts,
 		uint64_t raw;
 		uint32_t idx;
 
+		if (d->n_inflight >= d->tx_cap) {
+			port->ctr[PC_DIRECT_TX_CAPPED]++;
+			break;
+		}
 		if (!md_own_buffer(d, m, &idx) || d->inflight[idx]) {
 			/* built elsewhere (a copy for loopback, a reply in a
 			 * received frame): one copy, counted */

@@ -96,6 +96,9 @@ uint16_t memif_direct_rx_burst(struct rocemu_port *port, struct rte_mbuf **pkts,
 uint16_t memif_direct_tx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n);
 /* Unless ROCEMU_MEMIF_DIRECT=0 (or ROCEMU_MEMIF_ZERO_COPY=1 without it). */
 bool memif_direct_wanted(void);
+/* Frames out to the peer at most, for a pool of n: three quarters of it,
+ * or ROCEMU_MEMIF_DIRECT_TX_CAP (1..n). */
+uint32_t memif_direct_tx_cap(uint32_t n);
 
 /* For tests: a peer view over plain memory laid out as an object (shared
  * header first, the area at data_off); NULL when its header is refused. */

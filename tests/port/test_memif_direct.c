@@ -7,13 +7,15 @@
  * ring indices no ring allows stop the view; frames that are not RoCE are
  * copied and their buffer given back at once, and so are small RoCE frames
  * (at most the copy limit); a wrapped frame's buffer goes back to the peer
- * when the mbuf is freed, also after the view was dropped.
+ * when the mbuf is freed, also after the view was dropped. The sender's cap
+ * on frames out leaves a quarter of the pool for receiving.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <cmocka.h>
 #include <rte_mbuf.h>
@@ -302,6 +304,26 @@ static void test_small_frames_copied_out(void **state)
 	view_close(&v);
 }
 
+/* Frames out to the peer at most: three quarters of the pool, so that ACKs
+ * can still be received when a sender with many QPs fills the channel;
+ * ROCEMU_MEMIF_DIRECT_TX_CAP within 1..n, else ignored. */
+static void test_tx_cap(void **state)
+{
+	(void)state;
+	unsetenv("ROCEMU_MEMIF_DIRECT_TX_CAP");
+	assert_int_equal(memif_direct_tx_cap(9929), 9929 - 2482);
+	assert_int_equal(memif_direct_tx_cap(8192), 6144);
+	assert_int_equal(memif_direct_tx_cap(512), 384);
+	setenv("ROCEMU_MEMIF_DIRECT_TX_CAP", "1000", 1);
+	assert_int_equal(memif_direct_tx_cap(8192), 1000);
+	assert_int_equal(memif_direct_tx_cap(512), 512); /* never past the pool */
+	setenv("ROCEMU_MEMIF_DIRECT_TX_CAP", "0", 1);
+	assert_int_equal(memif_direct_tx_cap(8192), 6144);
+	setenv("ROCEMU_MEMIF_DIRECT_TX_CAP", "12x", 1);
+	assert_int_equal(memif_direct_tx_cap(8192), 6144);
+	unsetenv("ROCEMU_MEMIF_DIRECT_TX_CAP");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -312,6 +334,7 @@ int main(void)
 	    cmocka_unit_test(test_burst_limit),
 	    cmocka_unit_test(test_is_roce),
 	    cmocka_unit_test(test_small_frames_copied_out),
+	    cmocka_unit_test(test_tx_cap),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
