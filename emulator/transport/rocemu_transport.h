@@ -461,7 +461,10 @@ struct rocemu_engine {
 	uint32_t n_qps;
 	uint32_t qpn_next;
 
-	struct rocemu_qp *work_head; /**< QPs with something to send now */
+	/** QPs with something to send now, in the order they run: a QP joins
+	 * at the tail (round robin; a pass stopped by transmit credit puts the
+	 * QPs it did not reach back at the head, both ends known: O(1)). */
+	struct rocemu_qp *work_head, *work_tail;
 	/** Min-heap of QPs by earliest timer deadline (retransmission, RNR back-off):
 	 * a progress pass looks at the top only, never at every QP. */
 	struct rocemu_qp **timer_heap;
