@@ -619,8 +619,9 @@ def targets17(data):
     res["qps_worst"] = worst
     res["qps_pairs"] = qp
     A("| 1024 QPs / 1 QP bandwidth (64 KiB), worst repetition | %s | 1 QP: %s | **%s** worst (median %s) | >= 0.70 | %s |" % (
-        bs.fmt_summary([p["num"] for p in qp], fbw, spread=False),
-        bs.fmt_summary([p["den"] for p in qp], fbw),
+        bs.fmt_summary(list(data.series("write_bw_qps", "bw_Bps", 1024).values()), fbw, spread=False),
+        bs.fmt_summary(list((data.series("write_bw_qps", "bw_Bps", 1) or
+                             data.series("write_bw", "bw_Bps", 65536)).values()), fbw),
         ftimes(worst), ftimes(bs.median(per_rep)), bs.verdict(worst, 0.7, True)))
     A("")
     A("Ratios are of medians (rocemu's median over the baseline's median, every figure from the "
