@@ -55,6 +55,7 @@
 	X(ND_NA_UNSOLICITED, nd_na_unsolicited)	  /* no entry: silently discarded (RFC 4861) */    \
 	X(MCAST_QUERIES_RX, mcast_queries_rx)	  /* IGMP/MLD queries answered */                  \
 	X(PEER_CLOSED, peer_closed)		  /* memif: the peer closed the connection */      \
+	X(PEER_VANISHED, peer_vanished)		  /* ... went with no close (seen while parked) */ \
 	X(MEMIF_RECONNECTS, memif_reconnects)                                                      \
 	X(MEMIF_ILLEGAL_TRANSITIONS, memif_illegal_transitions)                                    \
 	X(MEMIF_BELL_PAGE_REMAPPED, memif_bell_page_remapped)                                      \
@@ -81,6 +82,9 @@
 	X(DIRECT_RESETS, direct_resets)		  /* ... frames out taken back */                  \
 	X(DIRECT_BAD_RETURNS, direct_bad_returns) /* ... an index the peer returned wrongly */     \
 	X(DIRECT_TX_CAPPED, direct_tx_capped)	  /* ... bursts stopped: frames out at the cap */  \
+	X(PMD_RX_BURSTS, pmd_rx_bursts)		  /* memif: calls of its PMD's rx burst */         \
+	X(PMD_TX_BURSTS, pmd_tx_bursts)		  /* ... and tx burst */                           \
+	X(PMD_PARKS, pmd_parks) /* ... its PMD left alone: the channel carries all */              \
 	X(HOST_DIRECT_RINGS, host_direct_rings)                                                    \
 	X(TX_DIRECT_FRAMES, tx_direct_frames)                                                      \
 	X(POOL_THREAD_CACHES, pool_thread_caches) /* app threads given an lcore's mbuf cache */    \

@@ -50,6 +50,9 @@
 /* close: the PMD shows no view of the peer's progress: linger after the
  * last transmit */
 #define MEMIF_CLOSE_LINGER_NS 20000000ull
+/* the PMD parked (the direct channel carries all): look at its link this
+ * often, for a peer gone with no close handshake */
+#define MEMIF_PARKED_LOOK_NS 1000000ull
 
 /* ------------------------------------------------------------------------ */
 /* States.                                                                    */
@@ -63,11 +66,13 @@ static const char *const state_names[MEMIF_LINK_STATES] = {
 
 #define TO(s) (1u << MEMIF_LINK_##s)
 /* From each state, the states it may go to. ANNOUNCED and STOPPED are a
- * client's only. A second close of the peer keeps PEER_CLOSED. */
+ * client's only. A second close of the peer keeps PEER_CLOSED. Straight to
+ * PEER_GONE: a peer gone with no close while the PMD was parked. */
 static const unsigned legal_next[MEMIF_LINK_STATES] = {
     [MEMIF_LINK_CREATED] = TO(STARTED) | TO(CLOSING),
-    [MEMIF_LINK_STARTED] = TO(ANNOUNCED) | TO(PEER_CLOSED) | TO(STOPPED) | TO(CLOSING),
-    [MEMIF_LINK_ANNOUNCED] = TO(PEER_CLOSED) | TO(STOPPED) | TO(CLOSING),
+    [MEMIF_LINK_STARTED] =
+	TO(ANNOUNCED) | TO(PEER_CLOSED) | TO(PEER_GONE) | TO(STOPPED) | TO(CLOSING),
+    [MEMIF_LINK_ANNOUNCED] = TO(PEER_CLOSED) | TO(PEER_GONE) | TO(STOPPED) | TO(CLOSING),
     [MEMIF_LINK_PEER_CLOSED] =
 	TO(PEER_CLOSED) | TO(PEER_GONE) | TO(STARTED) | TO(STOPPED) | TO(CLOSING),
     [MEMIF_LINK_PEER_GONE] = TO(PEER_CLOSED) | TO(STARTED) | TO(STOPPED) | TO(CLOSING),
@@ -584,15 +589,47 @@ static void memif_offline(struct rocemu_port *port)
 /* ------------------------------------------------------------------------ */
 /* Frames: the PMD's rings, and the direct channel beside them.               */
 
+/*
+ * The PMD parked, its link seen down (every MEMIF_PARKED_LOOK_NS; reading
+ * dev_link touches no ring): the peer went with no close handshake (killed
+ * outright, or the handshake timed out). Its channel is over too: frames
+ * still out are taken back (a dead peer returns none), and the rings wait
+ * for a new connection (PEER_GONE: the link up again, which the PMD sets
+ * only after its teardown of this one, on the same thread). True: gone.
+ */
+static bool parked_link_lost(struct rocemu_port *port, struct memif_link *l)
+{
+	l->parked_look_ns = port->pass_now + MEMIF_PARKED_LOOK_NS;
+	if (rocemu_port_link_up(port))
+		return false;
+	memif_link_set(port, MEMIF_LINK_PEER_GONE, "link down, the PMD parked: the peer is gone");
+	memif_direct_reset(port, "the peer's connection went down");
+	port_count(port, PC_PEER_VANISHED);
+	return true;
+}
+
 /* The PMD's frames first (sent before the peer switched to the channel),
- * then the channel's. The PMD's copies are counted here, per path. */
+ * then the channel's; once the channel carries all, the PMD is left alone
+ * (port_memif_direct.c). The PMD's copies are counted here, per path. */
 static uint16_t memif_rx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct memif_link *l = port->link_priv;
+	enum md_pmd pmd;
 	uint16_t got = 0;
 
-	if (likely(port->port_id != UINT16_MAX))
+	/* first: a new peer's offer, seen next, unparks */
+	if (unlikely(port->pass_now >= l->parked_look_ns) && memif_direct_parked(l) &&
+	    parked_link_lost(port, l))
+		return 0;
+	pmd = l->direct ? memif_direct_step(port) : MD_PMD_POLL;
+	if (pmd != MD_PMD_PARKED && likely(port->port_id != UINT16_MAX)) {
 		got = rte_eth_rx_burst(port->port_id, 0, pkts, n);
+		port_count(port, PC_PMD_RX_BURSTS);
+		if (pmd == MD_PMD_DRAIN && got == 0) {
+			memif_direct_park(port);
+			l->parked_look_ns = port->pass_now + MEMIF_PARKED_LOOK_NS;
+		}
+	}
 	if (l->pmd_copies_rx)
 		for (uint16_t i = 0; i < got; i++)
 			port->ctr[PC_PMD_COPY_RX_BYTES] += pkts[i]->pkt_len;
@@ -610,6 +647,7 @@ static uint16_t memif_tx_burst(struct rocemu_port *port, struct rte_mbuf **pkts,
 		return sent;
 	if (unlikely(port->port_id == UINT16_MAX))
 		return 0;
+	port_count(port, PC_PMD_TX_BURSTS);
 	sent = rte_eth_tx_burst(port->port_id, 0, pkts, n);
 	if (l->pmd_copies_tx)
 		for (uint16_t i = 0; i < sent; i++)

@@ -58,7 +58,13 @@ struct memif_direct_offer {
 	atomic_uint gen;	    /* the object's current offer (0: none) */
 	atomic_uint pid;	    /* the offering process */
 	atomic_uint mapped_gen;	    /* the other end's offer this end maps and reads */
+	/* the other end's offer (gen) under which this end saw it map this
+	 * end's current offer: since then this end has sent nothing through
+	 * the PMD, and sends nothing there until its own offer changes (0:
+	 * not yet; cleared with each new offer) */
+	atomic_uint pmd_done;
 };
+_Static_assert(sizeof(struct memif_direct_offer) == 64, "one cache line per offer");
 struct memif_bell_page {
 	struct memif_bell_slot slot[2];
 	struct memif_direct_offer direct[2]; /* slot 0 = server, 1 = client */
@@ -74,7 +80,7 @@ enum memif_link_state {
 	MEMIF_LINK_ANNOUNCED,	/* client: seen up after the start, its number in conn_gen */
 	MEMIF_LINK_CREATED,	/* device made, not started (a client waits for its server) */
 	MEMIF_LINK_PEER_CLOSED, /* the peer announced its close, we acknowledged: rings untouched */
-	MEMIF_LINK_PEER_GONE,	/* the same, and the link was seen down since */
+	MEMIF_LINK_PEER_GONE,	/* the same (or gone with no close), the link seen down since */
 	MEMIF_LINK_STOPPED,	/* client: device stopped for a reconnect */
 	MEMIF_LINK_CLOSING,	/* our own close announced: the device goes */
 	MEMIF_LINK_STATES,
@@ -110,6 +116,8 @@ struct memif_link {
 	bool watch_armed;
 	uint64_t watch_down_since_ns; /* link seen down since (0: up) */
 	uint64_t watch_backoff_ns;    /* how long down before the next restart */
+
+	uint64_t parked_look_ns; /* the PMD parked: next look at its link */
 };
 
 static inline struct memif_bell_slot *memif_own(struct memif_link *l)

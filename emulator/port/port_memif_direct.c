@@ -11,7 +11,21 @@
  * take back every frame still out and bump our gen (memif_direct_reset),
  * as at a connection's close (the close handshake says the peer no longer
  * reads). Frames in the PMD ring and in the channel are both read every
- * pass, the PMD's first.
+ * pass, the PMD's first, until the channel carries everything.
+ *
+ * Then the PMD is left alone (parked: neither of its bursts is called), so
+ * that a peer killed outright cannot take this end with it: DPDK's memif PMD
+ * unmaps its rings on EAL's interrupt thread when the connection drops, with
+ * no hook to wait for a burst of ours under way on them. Parked when (1) we
+ * map the peer's current offer and the peer maps ours (we send on the
+ * channel only), (2) the peer says in its offer's pmd_done that it saw our
+ * current offer (gen) mapping its own, so it sends nothing through the PMD
+ * any more (an end writes pmd_done once it sees the peer map its offer, and
+ * clears it with each new offer of its own; it sends through the PMD only
+ * while the peer does not map its offer, which changes only with a new
+ * offer of either end), and (3) one more rx burst of the PMD, after reading
+ * (2), gave nothing: the frames it sent there before are taken. Any new
+ * offer of either end, a new peer process or a reset unparks it.
  *
  * The receive side trusts nothing the peer wrote: its header is read once,
  * checked against the object's size and kept; each descriptor is read once
@@ -117,6 +131,8 @@ struct memif_direct {
 	struct md_peer *peer;
 	struct rte_mempool *hdr_pool;
 	uint32_t copy_max;		      /* frames up to this long are copied at receive */
+	bool pmd_parked;		      /* the PMD's bursts left alone (memif_direct_step) */
+	unsigned pmd_done_for;		      /* the peer's offer our pmd_done names (0: none) */
 	char pool_name[RTE_MEMPOOL_NAMESIZE]; /* to know when the port freed it */
 	struct memif_direct *next_closed;     /* md_closed */
 };
@@ -741,6 +757,8 @@ void memif_direct_publish(struct rocemu_port *port)
 	memcpy(o->name, l->direct->name, sizeof(o->name));
 	atomic_store_explicit(&o->pid, (unsigned)getpid(), memory_order_relaxed);
 	atomic_store_explicit(&o->mapped_gen, 0, memory_order_relaxed);
+	atomic_store_explicit(&o->pmd_done, 0, memory_order_relaxed);
+	l->direct->pmd_done_for = 0;
 	atomic_store_explicit(&o->gen, l->direct->gen, memory_order_release);
 }
 
@@ -754,6 +772,9 @@ static void md_drop_view(struct rocemu_port *port, struct memif_direct *d)
 	memif_direct_peer_drop(d->peer);
 	d->peer = NULL;
 	d->peer_gen = 0;
+	if (d->pmd_parked && port_trace_on("direct"))
+		port_trace(port, "direct", "direct channel: the PMD polled again");
+	d->pmd_parked = false;
 }
 
 void memif_direct_reset(struct rocemu_port *port, const char *why)
@@ -898,7 +919,34 @@ static void md_reclaim(struct rocemu_port *port, struct memif_direct *d)
 			md_prefetch_write(next[i] + l * RTE_CACHE_LINE_SIZE);
 }
 
-/* Every burst: follow the peer's offer, take back what it returned. */
+/* The peer reads our channel now (it mapped our current offer). */
+static bool md_peer_reads(struct rocemu_port *port, struct memif_direct *d)
+{
+	struct memif_link *l = port->link_priv;
+
+	return atomic_load_explicit(&l->page->direct[!l->client].mapped_gen,
+				    memory_order_acquire) == d->gen;
+}
+
+/*
+ * The peer maps our current offer under its offer gen: from now on we send
+ * on the channel only (until our offer changes), which our pmd_done says,
+ * once per offer of the peer. Its mapped_gen is read after its gen
+ * (acquire, md_step): a peer's new offer clears its mapped_gen before the
+ * new gen is stored, so a mapping of its earlier offer is never taken for
+ * one under the new gen.
+ */
+static void md_say_pmd_done(struct memif_link *l, struct memif_direct *d, unsigned gen)
+{
+	if (atomic_load_explicit(&l->page->direct[!l->client].mapped_gen, memory_order_acquire) !=
+	    d->gen)
+		return;
+	atomic_store_explicit(&l->page->direct[l->client].pmd_done, gen, memory_order_release);
+	d->pmd_done_for = gen;
+}
+
+/* Every burst: follow the peer's offer, take back what it returned, say
+ * when we no longer send through the PMD. */
 static struct memif_direct *md_step(struct rocemu_port *port)
 {
 	struct memif_link *l = port->link_priv;
@@ -916,26 +964,50 @@ static struct memif_direct *md_step(struct rocemu_port *port)
 		md_follow_slow(port, l, d, gen);
 	if (d->n_inflight)
 		md_reclaim(port, d);
+	if (unlikely(d->pmd_done_for != gen) && gen)
+		md_say_pmd_done(l, d, gen);
 	return d;
+}
+
+enum md_pmd memif_direct_step(struct rocemu_port *port)
+{
+	struct memif_direct *d = md_step(port);
+	struct memif_link *l = port->link_priv;
+
+	if (!d)
+		return MD_PMD_POLL;
+	if (likely(d->pmd_parked))
+		return MD_PMD_PARKED;
+	if (!d->peer || !md_peer_reads(port, d) ||
+	    atomic_load_explicit(&l->page->direct[!l->client].pmd_done, memory_order_acquire) !=
+		d->gen)
+		return MD_PMD_POLL;
+	return MD_PMD_DRAIN;
+}
+
+bool memif_direct_parked(const struct memif_link *l)
+{
+	return l->direct && l->direct->pmd_parked;
+}
+
+void memif_direct_park(struct rocemu_port *port)
+{
+	struct memif_link *l = port->link_priv;
+
+	l->direct->pmd_parked = true;
+	port_count(port, PC_PMD_PARKS);
+	if (port_trace_on("direct"))
+		port_trace(port, "direct", "direct channel carries all: the PMD is left alone");
 }
 
 uint16_t memif_direct_rx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n)
 {
-	struct memif_direct *d = md_step(port);
+	struct memif_direct *d = ((struct memif_link *)port->link_priv)->direct;
 
 	if (!d || !d->peer)
 		return 0;
 	memif_direct_peer_return(d->peer);
 	return memif_direct_peer_rx(d->peer, port->ctr, d->hdr_pool, d->pool, d->copy_max, pkts, n);
-}
-
-/* The peer reads our channel now (it mapped our current offer). */
-static bool md_peer_reads(struct rocemu_port *port, struct memif_direct *d)
-{
-	struct memif_link *l = port->link_priv;
-
-	return atomic_load_explicit(&l->page->direct[!l->client].mapped_gen,
-				    memory_order_acquire) == d->gen;
 }
 
 /* m's buffer is one of our area's, whole frame in it: its index. */
@@ -951,14 +1023,17 @@ static bool md_own_buffer(const struct memif_direct *d, const struct rte_mbuf *m
 	return true;
 }
 
-/* Returns UINT16_MAX when the channel is not in use now (the PMD sends). */
+/* Returns UINT16_MAX when the channel is not in use now (the PMD sends).
+ * Parked, and the peer no longer maps our offer: it is making a new one
+ * (it unmaps ours first), which unparks us at the next step; the frames
+ * wait for that, the PMD is not touched before. */
 uint16_t memif_direct_tx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct memif_direct *d = md_step(port);
 	uint16_t i;
 
 	if (!d || !md_peer_reads(port, d))
-		return UINT16_MAX;
+		return d && d->pmd_parked ? 0 : UINT16_MAX;
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		struct md_desc desc;

@@ -91,7 +91,22 @@ void memif_direct_reset(struct rocemu_port *port, const char *why);
  * close, right after; never at exit, where mbufs may outlive the port):
  * the next create or release unmaps it. */
 void memif_direct_release(struct rocemu_port *port);
-/* The link's bursts (engine lock held, link not blocked). */
+/* What the link does with its PMD's bursts this pass (memif_direct_step). */
+enum md_pmd {
+	MD_PMD_POLL,   /* call them: the channel does not carry everything */
+	MD_PMD_DRAIN,  /* it does now: one more rx burst; nothing came, park */
+	MD_PMD_PARKED, /* leave the PMD alone: a peer killed outright cannot hurt */
+};
+/* First in each pass (engine lock held, link not blocked): follow the
+ * peer's offer, take back what it returned, and say what the PMD gets. */
+enum md_pmd memif_direct_step(struct rocemu_port *port);
+/* The drain's rx burst gave nothing: leave the PMD alone from now on
+ * (until a new offer of either end, a new peer process or a reset). */
+void memif_direct_park(struct rocemu_port *port);
+/* The PMD is left alone now. */
+bool memif_direct_parked(const struct memif_link *l);
+/* The link's bursts (engine lock held, link not blocked; rx after
+ * memif_direct_step in the same pass). */
 uint16_t memif_direct_rx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n);
 uint16_t memif_direct_tx_burst(struct rocemu_port *port, struct rte_mbuf **pkts, uint16_t n);
 /* Unless ROCEMU_MEMIF_DIRECT=0 (or ROCEMU_MEMIF_ZERO_COPY=1 without it). */
