@@ -109,10 +109,18 @@ static void test_lives_are_legal(void **state)
 	    S(CREATED),	  S(STARTED),	  S(PEER_CLOSED), S(STARTED), S(PEER_CLOSED),
 	    S(PEER_GONE), S(PEER_CLOSED), S(PEER_GONE),	  S(STARTED), S(CLOSING)};
 	static const enum memif_link_state failed_open[] = {S(CREATED), S(CLOSING)};
+	/* peers killed outright while the PMD was parked: gone with no close */
+	static const enum memif_link_state client_killed[] = {
+	    S(CREATED), S(STARTED),   S(ANNOUNCED), S(PEER_GONE), S(STOPPED),
+	    S(STARTED), S(PEER_GONE), S(STOPPED),   S(STARTED),	  S(CLOSING)};
+	static const enum memif_link_state server_killed[] = {
+	    S(CREATED), S(STARTED), S(PEER_GONE), S(STARTED), S(PEER_GONE), S(STARTED), S(CLOSING)};
 
 	(void)state;
 	walk(true, client, sizeof(client) / sizeof(client[0]));
 	walk(false, server, sizeof(server) / sizeof(server[0]));
+	walk(true, client_killed, sizeof(client_killed) / sizeof(client_killed[0]));
+	walk(false, server_killed, sizeof(server_killed) / sizeof(server_killed[0]));
 	walk(true, failed_open, 2);
 	walk(false, failed_open, 2);
 }
