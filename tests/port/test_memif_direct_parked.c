@@ -44,7 +44,7 @@ static struct rocemu_port *open_end(int i)
 	return p;
 }
 
-/* Wait (10 s at most) until port's counter name exceeds than. */
+/* Wait (10 s at most) until the counter name of port exceeds than. */
 static bool counter_above(struct rocemu_port *port, const char *name, uint64_t than)
 {
 	for (int i = 0; i < 1000; i++) {
@@ -137,12 +137,9 @@ int main(void)
 	    cmocka_unit_test(test_new_peer_unparks),
 	};
 
-	/* both ends of this process ask for the channel (the default, unless
-	 * the environment turned it off); DPDK's memif socket is abstract */
-	setenv("ROCEMU_MEMIF_DIRECT", "1", 1);
-	snprintf(spec[0], sizeof(spec[0]), "memif:server:/tmp/rocemu-md-parked-%d.sock",
-		 (int)getpid());
-	snprintf(spec[1], sizeof(spec[1]), "memif:client:/tmp/rocemu-md-parked-%d.sock",
-		 (int)getpid());
+	setenv("ROCEMU_MEMIF_DIRECT", "1", 1); /* whatever the environment says */
+	for (int i = 0; i < 2; i++)	       /* an abstract socket: no file */
+		snprintf(spec[i], sizeof(spec[i]), "memif:%s:/tmp/rocemu-md-parked-%d.sock",
+			 i ? "client" : "server", (int)getpid());
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
