@@ -132,6 +132,7 @@ struct memif_direct {
 	struct rte_mempool *hdr_pool;
 	uint32_t copy_max;		      /* frames up to this long are copied at receive */
 	bool pmd_parked;		      /* the PMD's bursts left alone (memif_direct_step) */
+	bool park_off;			      /* ROCEMU_MEMIF_PARK=0: never (for A/Bs) */
 	unsigned pmd_done_for;		      /* the peer's offer our pmd_done names (0: none) */
 	char pool_name[RTE_MEMPOOL_NAMESIZE]; /* to know when the port freed it */
 	struct memif_direct *next_closed;     /* md_closed */
@@ -181,6 +182,14 @@ uint32_t memif_direct_tx_cap(uint32_t n)
 			return (uint32_t)RTE_MIN(x, (unsigned long)n);
 	}
 	return n - MD_TX_CAP_RESERVE(n);
+}
+
+/* name=0 in the environment: a default switched off */
+static bool md_env_is_zero(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && strcmp(v, "0") == 0;
 }
 
 /* On by default: ROCEMU_MEMIF_DIRECT=0 turns it off, and so does asking
@@ -735,6 +744,7 @@ int memif_direct_create(struct rocemu_port *port, struct memif_link *l, char *er
 	d->gen = 1;
 	d->copy_max = md_copy_max();
 	d->tx_cap = memif_direct_tx_cap(d->n);
+	d->park_off = md_env_is_zero("ROCEMU_MEMIF_PARK");
 	l->direct = d;
 	return 0;
 fail_unlink:
@@ -978,7 +988,7 @@ enum md_pmd memif_direct_step(struct rocemu_port *port)
 		return MD_PMD_POLL;
 	if (likely(d->pmd_parked))
 		return MD_PMD_PARKED;
-	if (!d->peer || !md_peer_reads(port, d) ||
+	if (d->park_off || !d->peer || !md_peer_reads(port, d) ||
 	    atomic_load_explicit(&l->page->direct[!l->client].pmd_done, memory_order_acquire) !=
 		d->gen)
 		return MD_PMD_POLL;
