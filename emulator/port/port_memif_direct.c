@@ -156,31 +156,35 @@ static size_t md_shared_len(uint32_t ring_size)
 	return (len + page - 1) & ~(page - 1);
 }
 
+/* name=N in the environment, N a decimal number: true and *x = N */
+static bool md_env_number(const char *name, unsigned long *x)
+{
+	const char *v = getenv(name);
+	char *end;
+
+	if (!v || !*v)
+		return false;
+	*x = strtoul(v, &end, 10);
+	return !*end;
+}
+
 /* Small-frame mode's limit: ROCEMU_MEMIF_DIRECT_COPY_MAX, else the default
  * (and for a value that is not a number); at most a buffer's size. */
 static uint32_t md_copy_max(void)
 {
-	const char *v = getenv("ROCEMU_MEMIF_DIRECT_COPY_MAX");
-	char *end;
 	unsigned long x;
 
-	if (!v || !*v)
+	if (!md_env_number("ROCEMU_MEMIF_DIRECT_COPY_MAX", &x))
 		return MD_COPY_MAX_DEFAULT;
-	x = strtoul(v, &end, 10);
-	return *end ? MD_COPY_MAX_DEFAULT : (uint32_t)RTE_MIN(x, (unsigned long)MD_MAX_ELT);
+	return (uint32_t)RTE_MIN(x, (unsigned long)MD_MAX_ELT);
 }
 
 uint32_t memif_direct_tx_cap(uint32_t n)
 {
-	const char *v = getenv("ROCEMU_MEMIF_DIRECT_TX_CAP");
-	char *end;
 	unsigned long x;
 
-	if (v && *v) {
-		x = strtoul(v, &end, 10);
-		if (!*end && x > 0)
-			return (uint32_t)RTE_MIN(x, (unsigned long)n);
-	}
+	if (md_env_number("ROCEMU_MEMIF_DIRECT_TX_CAP", &x) && x > 0)
+		return (uint32_t)RTE_MIN(x, (unsigned long)n);
 	return n - MD_TX_CAP_RESERVE(n);
 }
 
