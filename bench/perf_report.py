@@ -620,8 +620,7 @@ def targets17(data):
     res["qps_pairs"] = qp
     A("| 1024 QPs / 1 QP bandwidth (64 KiB), worst repetition | %s | 1 QP: %s | **%s** worst (median %s) | >= 0.70 | %s |" % (
         bs.fmt_summary(list(data.series("write_bw_qps", "bw_Bps", 1024).values()), fbw, spread=False),
-        bs.fmt_summary(list((data.series("write_bw_qps", "bw_Bps", 1) or
-                             data.series("write_bw", "bw_Bps", 65536)).values()), fbw),
+        bs.fmt_summary(list(one_qp_series(data).values()), fbw),
         ftimes(worst), ftimes(bs.median(per_rep)), bs.verdict(worst, 0.7, True)))
     A("")
     A("Ratios are of medians (rocemu's median over the baseline's median, every figure from the "
@@ -640,6 +639,13 @@ def targets17(data):
             A("- " + n)
         A("")
     return L, res
+
+
+def one_qp_series(data):
+    """The 1-QP bandwidth per repetition the QP rows divide by: the sweep's
+    own 1-QP run (beside the 1024-QP one), else, in older files, write_bw's
+    at 64 KiB."""
+    return data.series("write_bw_qps", "bw_Bps", 1) or data.series("write_bw", "bw_Bps", 65536)
 
 
 def qps_pairs(runs, q):
@@ -705,6 +711,21 @@ def mode_pairs(num, den):
             for m in ("far", "near")}
 
 
+def mode_ratios(num, den, fnum, fden, fratio, den_name):
+    """The within-mode ratio of two [(rep, value, mode)] lists, a phrase per
+    mode ("far: NUM (k runs) / DEN (k runs) = **R**", or why there is no
+    ratio), and how many modes had one."""
+    parts, n = [], 0
+    for m, (a, b) in mode_pairs(num, den).items():
+        if a and b:
+            n += 1
+            parts.append("%s: %s (%s) / %s (%s) = **%s**" % (
+                m, fnum(med(a)), nruns(len(a)), fden(med(b)), nruns(len(b)), fratio % (med(a) / med(b))))
+        else:
+            parts.append("%s: %d rocemu and %d %s runs, no ratio" % (m, len(a), len(b), den_name))
+    return parts, n
+
+
 def nruns(n):
     return "%d run%s" % (n, "" if n == 1 else "s")
 
@@ -745,26 +766,14 @@ def mode_section(data):
             rep, cnt["near"], cnt["far"], cnt["mixed"], spread(rtts, lambda x: "%.0f" % x),
             cell(wb), cell(tb)))
     A("")
-    parts = []
-    for m, (a, b) in mode_pairs(wb, tb).items():
-        if a and b:
-            parts.append("%s: %s MB/s (%s) / %s MB/s (%s) = **%.2f**" % (
-                m, fbw(med(a)), nruns(len(a)), fbw(med(b)), nruns(len(b)), med(a) / med(b)))
-        else:
-            parts.append("%s: %d rocemu and %d TCP runs, no ratio" % (m, len(a), len(b)))
+    mbs = lambda x: fbw(x) + " MB/s"
+    parts, _ = mode_ratios(wb, tb, mbs, mbs, "%.2f", "TCP")
     A("64 KiB ratio within one mode (medians of the runs whose probes before and after agree): " +
       "; ".join(parts) + ".\n")
     rate = [(k, v * 1e6, m) for k, v, m in runs_with_mode(data, "write_bw", 64, "msgrate_mpps")]
     link = runs_with_mode(data, "memif_testpmd", 64, "rx_pps")
-    parts = []
-    both = 0
-    for m, (a, b) in mode_pairs(rate, link).items():
-        if a and b:
-            both += 1
-            parts.append("%s: %.2f Mmsg/s (%s) / %.2f Mpps (%s) = **%.3f**" % (
-                m, med(a) / 1e6, nruns(len(a)), med(b) / 1e6, nruns(len(b)), med(a) / med(b)))
-        else:
-            parts.append("%s: %d rocemu and %d raw memif runs, no ratio" % (m, len(a), len(b)))
+    parts, both = mode_ratios(rate, link, lambda x: "%.2f Mmsg/s" % (x / 1e6),
+                              lambda x: "%.2f Mpps" % (x / 1e6), "%.3f", "raw memif")
     A("64 B message rate against the raw memif link within one mode: " + "; ".join(parts) + "." +
       (" The raw link gains more from a near spell than rocemu does (2.2x against 1.6x in "
        "bench-20261203T043847Z), so the headline ratio, which pairs medians over both modes, can "
@@ -902,8 +911,7 @@ def render(data, imgs, doc_path):
     L.extend(baseline_checks(data))
     A("")
     pmd = data.series("memif_testpmd", "rx_pps", 64)
-    # the sweep's own 1-QP run (beside the 1024-QP one), else write_bw's
-    q1 = data.series("write_bw_qps", "bw_Bps", 1) or data.series("write_bw", "bw_Bps", 65536)
+    q1 = one_qp_series(data)
     qrows = []
     for q in [q for q in data.sizes("write_bw_qps") if q != 1]:
         s = data.series("write_bw_qps", "bw_Bps", q)
