@@ -9,6 +9,7 @@ numbers of the same run. The hand-written analysis (profile reading,
 recommendations) lives in bench/perf_analysis.md and is included verbatim.
 """
 import argparse
+import glob
 import json
 import math
 import os
@@ -613,7 +614,9 @@ def targets17(data):
         rc, "%.3f".__mod__, tb, "%.3f".__mod__, 0.5, False)
 
     qp = qps_pairs(data.runs, 1024)
-    same = [p for p in qp if p["mode"] != "mixed"]
+    # files from before the machine probe: no pair is known to be mixed
+    probed = any("probe" in r for r in data.runs)
+    same = [p for p in qp if p["mode"] != "mixed" or not probed]
     per_rep = [p["ratio"] for p in same]
     worst = min(per_rep) if per_rep else None
     res["qps_worst"] = worst
@@ -639,6 +642,66 @@ def targets17(data):
             A("- " + n)
         A("")
     return L, res
+
+
+HISTORY_COLS = (("copies", "copies/byte", "<= 2.0", "%.2f"), ("bw", "64 KiB / TCP", ">= 1.5", "%.2f"),
+                ("rate", "64 B rate / memif", ">= 0.5", "%.2f"), ("send_lat", "send_lat / TCP", "<= 0.2", "%.2f"),
+                ("write_lat", "write_lat / TCP", "<= 1.0", "%.2f"), ("cpu", "CPU/byte / TCP", "<= 0.5", "%.2f"),
+                ("qps_worst", "1024 QPs / 1, worst", ">= 0.70", "%.2f"))
+
+
+def history_rows(paths, current):
+    """Issue 17's ratios of every full run in `paths` (bench-*.json files),
+    recomputed by this script: one dict per run, oldest first. Quick runs
+    and runs of some parts only (`--only`) are left out; a file that does
+    not parse is named."""
+    rows = []
+    for path in paths:
+        try:
+            with open(path) as f:
+                d = json.load(f)
+            m = d["meta"]
+            if m.get("quick") or not {"base", "bw", "lat"} <= set(m.get("only") or ("base", "bw", "lat")):
+                continue
+            _, res = targets17(Data(d))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            rows.append({"path": path, "error": "%s" % type(e).__name__})
+            continue
+        mc = m.get("machine", {})
+        rows.append({"path": path, "started": m.get("started", "?")[:16].replace("T", " "),
+                     "kernel": mc.get("kernel", "?"), "git": mc.get("git") or "?", "reps": m.get("reps"),
+                     "res": res, "current": os.path.abspath(path) == os.path.abspath(current)})
+    rows.sort(key=lambda r: ("error" in r, r.get("started", r["path"])))  # unreadable ones last
+    return rows
+
+
+def history_section(data):
+    """The targets across every full run kept beside this one: other days,
+    other machines (a kernel build names the machine), other commits."""
+    here = os.path.dirname(data.path)
+    rows = history_rows(sorted(glob.glob(os.path.join(here, "bench-*.json"))), data.path)
+    if len(rows) < 2:
+        return []
+    L = ["### The targets across runs\n",
+         "Every full `make bench` run kept in `bench/results/`, its ratios recomputed by this script from its "
+         "own JSON (this run in bold). Runs differ in commit, machine (the kernel build names it) and day; "
+         "older runs measured fewer TCP tools, so their \"best TCP\" is the best of what they measured, and "
+         "their modes were not probed. A dash: not measured in that run.\n",
+         "| started (UTC) | kernel | commit | reps | " + " | ".join("%s (%s)" % (c[1], c[2]) for c in HISTORY_COLS) + " |",
+         "|---|---|---|---|" + "---|" * len(HISTORY_COLS)]
+    for r in rows:
+        if "error" in r:
+            L.append("| %s: unreadable (%s) |" % (os.path.basename(r["path"]), r["error"]) + " |" * (3 + len(HISTORY_COLS)))
+            continue
+        cells = [r["started"], r["kernel"], "`%s`" % r["git"], str(r["reps"])]
+        for key, _, _, fmt in HISTORY_COLS:
+            v = r["res"].get(key)
+            cells.append(fmt % v if isinstance(v, (int, float)) else "-")
+        if r["current"]:
+            cells = ["**%s**" % c for c in cells]
+        L.append("| " + " | ".join(cells) + " |")
+    L.append("")
+    return L
 
 
 def one_qp_series(data):
@@ -893,6 +956,7 @@ def render(data, imgs, doc_path):
     tl, _ = targets17(data)
     L.extend(tl)
     L.extend(mode_section(data))
+    L.extend(history_section(data))
     acc = {k: data.acct(k) for k in ("tcp", "rocemu")}
     ra = acc.get("rocemu") or {}
     A("Issue 9's system-call target, from the same accounting runs (median per 64 KiB WRITE over "

@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """bench/bench_stats.py: the medians, spreads, suspect-baseline checks and
 best-baseline choice that every ratio of `make bench` rests on."""
+import glob
+import json
 import os
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.environ.get("ROCEMU_SOURCE_DIR",
@@ -247,6 +250,48 @@ class QpsPairs(unittest.TestCase):
         self.assertEqual([(p["rep"], p["ratio"], p["mode"]) for p in pairs],
                          [(0, 0.5, "far"), (1, 0.5, "mixed")])
         self.assertEqual(pr.qps_pairs([], 1024), [])
+
+
+class History(unittest.TestCase):
+    """The targets across runs: every full run's ratios recomputed from its
+    own file; quick and partial runs left out, an unreadable file named."""
+
+    @staticmethod
+    def write(dirname, name, meta, runs):
+        path = os.path.join(dirname, name)
+        with open(path, "w") as f:
+            json.dump({"meta": meta, "runs": runs}, f)
+        return path
+
+    def test_rows_and_section(self):
+        def runs(bw):
+            return [{"test": t, "size": sz, "rep": rep, "ok": True, "bw_Bps": v}
+                    for rep in range(3)
+                    for t, sz, v in (("write_bw", 65536, bw), ("sockperf_tp", 65000, 2000e6),
+                                     ("write_bw_qps", 1, bw), ("write_bw_qps", 1024, bw / 2))]
+        with tempfile.TemporaryDirectory() as d:
+            meta = {"reps": 3, "machine": {"kernel": "k1", "git": "abc"}}
+            old = self.write(d, "bench-1.json", dict(meta, started="2026-01-01T00:00:00Z"), runs(3000e6))
+            cur = self.write(d, "bench-2.json", dict(meta, started="2026-01-02T00:00:00Z",
+                                                     only=["acct", "base", "bw", "lat"]), runs(4000e6))
+            self.write(d, "bench-3.json", dict(meta, started="2026-01-03T00:00:00Z", quick=True), runs(1e6))
+            self.write(d, "bench-4.json", dict(meta, started="2026-01-04T00:00:00Z", only=["qps"]), runs(1e6))
+            with open(os.path.join(d, "bench-5.json"), "w") as f:
+                f.write("{not json")
+            rows = pr.history_rows(sorted(glob.glob(os.path.join(d, "bench-*.json"))), cur)
+            self.assertEqual([r.get("started") for r in rows], ["2026-01-01 00:00", "2026-01-02 00:00", None])
+            self.assertAlmostEqual(rows[0]["res"]["bw"], 1.5)
+            self.assertAlmostEqual(rows[1]["res"]["bw"], 2.0)
+            self.assertAlmostEqual(rows[1]["res"]["qps_worst"], 0.5)  # no probes: every pair counts
+            self.assertEqual([r.get("current") for r in rows], [False, True, None])
+            self.assertEqual(rows[2]["error"], "JSONDecodeError")
+            data = pr.Data(json.load(open(cur)))
+            data.path = cur
+            text = "\n".join(pr.history_section(data))
+            self.assertIn("| **2026-01-02 00:00** | **k1** | **`abc`** | **3** | **-** | **2.00** |", text)
+            self.assertIn("| 2026-01-01 00:00 | k1 | `abc` | 3 | - | 1.50 |", text)
+            self.assertIn("bench-5.json: unreadable (JSONDecodeError)", text)
+            self.assertNotIn("2026-01-03", text)
 
 
 if __name__ == "__main__":
