@@ -356,7 +356,7 @@ int rocemu_engine_fill_path(struct rocemu_engine *e, const struct rocemu_path *p
 }
 
 struct rte_mbuf *rocemu_engine_pkt_alloc(struct rocemu_engine *e, const struct roce_pkt *pkt,
-					 uint8_t **payload)
+					 uint8_t **payload, uint32_t *crc)
 {
 	struct rte_mbuf *m;
 
@@ -374,7 +374,7 @@ struct rte_mbuf *rocemu_engine_pkt_alloc(struct rocemu_engine *e, const struct r
 		ENGINE_COUNT(e, tx_no_mbuf);
 		return NULL;
 	}
-	*payload = roce_mbuf_prepare(m, pkt);
+	*payload = roce_mbuf_prepare_icrc(m, pkt, crc);
 	if (!*payload) {
 		rte_pktmbuf_free(m);
 		ENGINE_COUNT(e, tx_no_mbuf);
@@ -383,10 +383,10 @@ struct rte_mbuf *rocemu_engine_pkt_alloc(struct rocemu_engine *e, const struct r
 	return m;
 }
 
-static int pkt_send(struct rocemu_engine *e, struct rte_mbuf *m, const struct roce_pkt *pkt,
-		    const uint32_t *crc)
+int rocemu_engine_pkt_send_crc(struct rocemu_engine *e, struct rte_mbuf *m,
+			       const struct roce_pkt *pkt, uint32_t crc)
 {
-	int rc = crc ? roce_mbuf_finish_icrc(m, pkt, *crc) : roce_mbuf_finish(m, pkt);
+	int rc = roce_mbuf_finish_icrc(m, pkt, crc);
 
 	/* IPv6 forbids a zero UDP checksum (RFC 8200 8.1); the ICRC masks the field. */
 	if (rc == 0 && pkt->path.ip_version == 6)
@@ -402,17 +402,6 @@ static int pkt_send(struct rocemu_engine *e, struct rte_mbuf *m, const struct ro
 	}
 	ENGINE_COUNT(e, tx_packets);
 	return 0;
-}
-
-int rocemu_engine_pkt_send(struct rocemu_engine *e, struct rte_mbuf *m, const struct roce_pkt *pkt)
-{
-	return pkt_send(e, m, pkt, NULL);
-}
-
-int rocemu_engine_pkt_send_crc(struct rocemu_engine *e, struct rte_mbuf *m,
-			       const struct roce_pkt *pkt, uint32_t crc)
-{
-	return pkt_send(e, m, pkt, &crc);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -308,12 +308,11 @@ static enum req_step send_data_packet(struct rocemu_qp *qp, struct rocemu_send_w
 		pkt.ieth_rkey = w->wr.invalidate_rkey;
 	pkt.payload_len = plen;
 
-	m = rocemu_engine_pkt_alloc(e, &pkt, &payload);
+	/* The payload is copied and CRC'd in one pass (the ICRC's CRC over the
+	 * headers from the build): the data is read once instead of twice. */
+	m = rocemu_engine_pkt_alloc(e, &pkt, &payload, &crc);
 	if (!m)
 		return REQ_BLOCKED;
-	/* The payload is copied and CRC'd in one pass (the ICRC's CRC over the
-	 * headers first): the data is read once instead of twice. */
-	crc = roce_mbuf_icrc_begin(m, &pkt);
 	if (w->is_inline) {
 		crc = roce_crc32_copy(crc, payload, w->inline_data + offset, plen);
 	} else if (plen) {
@@ -354,6 +353,7 @@ static enum req_step send_rd_atomic_packet(struct rocemu_qp *qp, struct rocemu_s
 	struct roce_pkt pkt = {0};
 	uint8_t *payload;
 	struct rte_mbuf *m;
+	uint32_t crc;
 	int rc;
 
 	rc = rocemu_engine_fill_path(e, &qp->path, &pkt);
@@ -384,12 +384,11 @@ static enum req_step send_rd_atomic_packet(struct rocemu_qp *qp, struct rocemu_s
 	pkt.ackreq = true;
 	qp->req.since_ackreq = 0;
 	pkt.payload_len = w->wr.opcode == IBV_WR_ATOMIC_WRITE ? sizeof(w->wr.atomic_wr) : 0;
-	m = rocemu_engine_pkt_alloc(e, &pkt, &payload);
+	m = rocemu_engine_pkt_alloc(e, &pkt, &payload, &crc);
 	if (!m)
 		return REQ_BLOCKED;
-	if (pkt.payload_len)
-		memcpy(payload, w->wr.atomic_wr, pkt.payload_len);
-	if (rocemu_engine_pkt_send(e, m, &pkt) < 0)
+	crc = roce_crc32_copy(crc, payload, w->wr.atomic_wr, pkt.payload_len);
+	if (rocemu_engine_pkt_send_crc(e, m, &pkt, crc) < 0)
 		return REQ_BLOCKED;
 	/* a READ request covers the PSNs of all its responses (9.7.1) */
 	req_sent(qp, pkt.psn, roce_psn_add(w->first_psn, w->npkts - 1), true);

@@ -19,6 +19,7 @@ int rc_resp_send_aeth(struct rocemu_qp *qp, uint8_t opcode, uint32_t psn, uint8_
 	struct roce_pkt pkt = {0};
 	struct rte_mbuf *m;
 	uint8_t *payload;
+	uint32_t crc;
 	int rc;
 
 	rc = rocemu_engine_fill_path(e, &qp->path, &pkt);
@@ -32,10 +33,10 @@ int rc_resp_send_aeth(struct rocemu_qp *qp, uint8_t opcode, uint32_t psn, uint8_
 	pkt.aeth.syndrome = syndrome;
 	pkt.aeth.msn = msn & ROCE_PSN_MASK;
 	pkt.atomic_orig = orig;
-	m = rocemu_engine_pkt_alloc(e, &pkt, &payload);
+	m = rocemu_engine_pkt_alloc(e, &pkt, &payload, &crc);
 	if (!m)
 		return -ENOBUFS;
-	return rocemu_engine_pkt_send(e, m, &pkt);
+	return rocemu_engine_pkt_send_crc(e, m, &pkt, crc);
 }
 
 static void send_pending_nak(struct rocemu_qp *qp);

@@ -272,11 +272,10 @@ unsigned rocemu_resp_run(struct rocemu_qp *qp, unsigned budget)
 			pkt.aeth.syndrome = rc_resp_ack_syndrome();
 			pkt.aeth.msn = r->msn & ROCE_PSN_MASK;
 			pkt.payload_len = plen;
-			m = rocemu_engine_pkt_alloc(e, &pkt, &payload);
+			/* payload copied and CRC'd in one pass (see send_data_packet) */
+			m = rocemu_engine_pkt_alloc(e, &pkt, &payload, &crc);
 			if (!m)
 				goto blocked;
-			/* payload copied and CRC'd in one pass (see send_data_packet) */
-			crc = roce_mbuf_icrc_begin(m, &pkt);
 			if (plen && rocemu_mem_remote_read_crc(e->mem, r->pd, qp->qpn, r->cur.rkey,
 							       r->cur.va + off, payload, plen,
 							       &crc) != ROCEMU_MEM_OK) {

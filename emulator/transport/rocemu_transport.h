@@ -503,13 +503,13 @@ struct rocemu_qp *rocemu_engine_qp_lookup(struct rocemu_engine *e, uint32_t qpn)
 int rocemu_engine_fill_path(struct rocemu_engine *e, const struct rocemu_path *p,
 			    struct roce_pkt *pkt);
 /** Allocate, build (headers from pkt, payload filled by the caller through *payload) and return the
- * mbuf. */
+ * mbuf; *crc is the ICRC's CRC over the headers (roce_mbuf_prepare_icrc()), for the caller to
+ * continue over the payload it writes (roce_crc32_copy) and hand to rocemu_engine_pkt_send_crc().
+ * The frame is only written, never read back. */
 struct rte_mbuf *rocemu_engine_pkt_alloc(struct rocemu_engine *e, const struct roce_pkt *pkt,
-					 uint8_t **payload);
-/** Finish (pad, ICRC) and transmit. 0 or -errno (mbuf consumed either way). */
-int rocemu_engine_pkt_send(struct rocemu_engine *e, struct rte_mbuf *m, const struct roce_pkt *pkt);
-/** The same for a payload filled with its CRC (crc: roce_mbuf_icrc_begin()
- * continued over the payload): writes pad and ICRC without reading it again. */
+					 uint8_t **payload, uint32_t *crc);
+/** Finish (pad, ICRC from crc: the header CRC of rocemu_engine_pkt_alloc() continued over the
+ * payload) and transmit. 0 or -errno (mbuf consumed either way). */
 int rocemu_engine_pkt_send_crc(struct rocemu_engine *e, struct rte_mbuf *m,
 			       const struct roce_pkt *pkt, uint32_t crc);
 

@@ -94,11 +94,10 @@ static int ud_send_one(struct rocemu_qp *qp, struct rocemu_send_wqe *w)
 	if (pkt.op->hdrs & ROCE_HDR_IMMDT)
 		pkt.imm = be32toh(w->wr.imm_data);
 	pkt.payload_len = w->length;
-	m = rocemu_engine_pkt_alloc(e, &pkt, &payload);
+	/* payload copied and CRC'd in one pass (see send_data_packet) */
+	m = rocemu_engine_pkt_alloc(e, &pkt, &payload, &crc);
 	if (!m)
 		return -EAGAIN;
-	/* payload copied and CRC'd in one pass (see send_data_packet) */
-	crc = roce_mbuf_icrc_begin(m, &pkt);
 	if (w->is_inline) {
 		crc = roce_crc32_copy(crc, payload, w->inline_data, w->length);
 	} else if (w->length) {

@@ -11,7 +11,7 @@
 
 #include "roce_mbuf.h"
 
-uint8_t *roce_mbuf_prepare(struct rte_mbuf *m, const struct roce_pkt *pkt)
+static uint8_t *prepare(struct rte_mbuf *m, const struct roce_pkt *pkt, uint32_t *crc)
 {
 	uint32_t frame_len = roce_frame_len(pkt);
 	uint8_t *data;
@@ -23,7 +23,8 @@ uint8_t *roce_mbuf_prepare(struct rte_mbuf *m, const struct roce_pkt *pkt)
 	if (frame_len > rte_pktmbuf_tailroom(m))
 		return NULL;
 	data = rte_pktmbuf_mtod(m, uint8_t *);
-	hdr_len = roce_build_headers(data, frame_len, pkt);
+	hdr_len = crc ? roce_build_headers_icrc(data, frame_len, pkt, crc)
+		      : roce_build_headers(data, frame_len, pkt);
 	if (hdr_len < 0)
 		return NULL;
 	m->data_len = (uint16_t)frame_len;
@@ -34,6 +35,16 @@ uint8_t *roce_mbuf_prepare(struct rte_mbuf *m, const struct roce_pkt *pkt)
 	return data + hdr_len;
 }
 
+uint8_t *roce_mbuf_prepare(struct rte_mbuf *m, const struct roce_pkt *pkt)
+{
+	return prepare(m, pkt, NULL);
+}
+
+uint8_t *roce_mbuf_prepare_icrc(struct rte_mbuf *m, const struct roce_pkt *pkt, uint32_t *crc)
+{
+	return crc ? prepare(m, pkt, crc) : NULL;
+}
+
 int roce_mbuf_finish(struct rte_mbuf *m, const struct roce_pkt *pkt)
 {
 	if (m == NULL || m->nb_segs != 1 || m->data_len != roce_frame_len(pkt))
@@ -41,15 +52,9 @@ int roce_mbuf_finish(struct rte_mbuf *m, const struct roce_pkt *pkt)
 	return roce_finish(rte_pktmbuf_mtod(m, uint8_t *), m->data_len, pkt);
 }
 
-uint32_t roce_mbuf_icrc_begin(const struct rte_mbuf *m, const struct roce_pkt *pkt)
-{
-	uint32_t l2 = pkt->path.has_vlan ? 18 : 14;
-
-	return roce_icrc_partial(rte_pktmbuf_mtod(m, const uint8_t *), l2, roce_header_len(pkt));
-}
-
 int roce_mbuf_finish_icrc(struct rte_mbuf *m, const struct roce_pkt *pkt, uint32_t crc)
 {
+	static const uint8_t zero_pad[3];
 	uint8_t *frame = rte_pktmbuf_mtod(m, uint8_t *);
 	uint32_t end = roce_header_len(pkt) + pkt->payload_len;
 	uint32_t pad = (4 - (pkt->payload_len & 3)) & 3;
@@ -58,7 +63,8 @@ int roce_mbuf_finish_icrc(struct rte_mbuf *m, const struct roce_pkt *pkt, uint32
 	    end + pad + ROCE_ICRC_LEN != m->data_len)
 		return -EINVAL;
 	memset(frame + end, 0, pad);
-	crc = roce_crc32(crc, frame + end, pad);
+	/* the pad's CRC from zeroes of our own, not read back from the frame */
+	crc = roce_crc32(crc, zero_pad, pad);
 	roce_icrc_store(frame, m->data_len, crc);
 	return 0;
 }

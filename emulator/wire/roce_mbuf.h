@@ -23,12 +23,14 @@ int roce_mbuf_finish(struct rte_mbuf *m, const struct roce_pkt *pkt);
 
 /**
  * The same in two halves, for a payload copied and CRC'd in one pass:
- * roce_mbuf_icrc_begin() right after roce_mbuf_prepare() returns the ICRC's
- * CRC over the masked headers; the caller continues it over the payload as it
- * fills it (roce_crc32_copy) and hands the result to roce_mbuf_finish_icrc(),
- * which writes the pad and the ICRC. Same frame as roce_mbuf_finish().
+ * roce_mbuf_prepare_icrc() is roce_mbuf_prepare() that also sets *crc to the
+ * ICRC's CRC over the masked headers, computed from a copy on the stack (the
+ * frame is only written: roce_build_headers_icrc()); the caller continues it
+ * over the payload as it fills it (roce_crc32_copy) and hands the result to
+ * roce_mbuf_finish_icrc(), which writes the pad and the ICRC. Same frame as
+ * roce_mbuf_finish(). NULL as roce_mbuf_prepare(), and for a NULL crc.
  */
-uint32_t roce_mbuf_icrc_begin(const struct rte_mbuf *m, const struct roce_pkt *pkt);
+uint8_t *roce_mbuf_prepare_icrc(struct rte_mbuf *m, const struct roce_pkt *pkt, uint32_t *crc);
 int roce_mbuf_finish_icrc(struct rte_mbuf *m, const struct roce_pkt *pkt, uint32_t crc);
 
 /**

@@ -429,6 +429,14 @@ uint32_t roce_frame_len(const struct roce_pkt *pkt);
  * payload on an opcode without one, IPv4 with non-IPv4-mapped GIDs, ...).
  */
 int roce_build_headers(uint8_t *buf, uint32_t room, const struct roce_pkt *pkt);
+/**
+ * roce_build_headers(), and *crc = roce_icrc_partial() of the headers it
+ * wrote, computed before they are stored into buf: buf is only written, never
+ * read (see roce_build.c). Continue crc over the payload and pad as
+ * roce_icrc_partial() says. Returns as roce_build_headers(); -EINVAL for a
+ * NULL crc.
+ */
+int roce_build_headers_icrc(uint8_t *buf, uint32_t room, const struct roce_pkt *pkt, uint32_t *crc);
 
 /**
  * Zero the pad bytes and compute and store the ICRC of a frame of

@@ -6,6 +6,8 @@
  * either refuse (negative errno) or write exactly roce_header_len() bytes
  * inside the room; a frame it accepts must finish, parse with its ICRC
  * verified, and give back the descriptor it was built from.
+ * roce_build_headers_icrc() must answer the same, write the same bytes, and
+ * give the ICRC's header CRC that roce_icrc_partial() reads from them.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -104,20 +106,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct reader r = {data, size};
 	struct roce_pkt pkt, out;
-	uint32_t room, hdr_len, frame_len;
-	uint8_t *buf;
-	int rc;
+	uint32_t room, hdr_len, frame_len, crc = 0;
+	uint8_t *buf, *buf2;
+	int rc, rc2;
 
 	fill_descriptor(&r, &pkt);
 	room = (uint32_t)take(&r, 2) % 2400;
 	hdr_len = roce_header_len(&pkt);
 	frame_len = roce_frame_len(&pkt);
 	buf = malloc(room ? room : 1);
-	if (buf == NULL)
+	buf2 = malloc(room ? room : 1);
+	if (buf == NULL || buf2 == NULL) {
+		free(buf);
+		free(buf2);
 		return 0;
+	}
 	rc = roce_build_headers(buf, room, &pkt);
+	rc2 = roce_build_headers_icrc(buf2, room, &pkt, &crc);
+	if (rc2 != rc)
+		abort();
 	if (rc >= 0) {
 		if ((uint32_t)rc != hdr_len || hdr_len > room || frame_len < hdr_len)
+			abort();
+		if (memcmp(buf, buf2, hdr_len) != 0 ||
+		    crc != roce_icrc_partial(buf, pkt.path.has_vlan ? 18 : 14, hdr_len))
 			abort();
 		if (frame_len <= room) {
 			wt_fill_payload(buf + hdr_len, pkt.payload_len, (unsigned)size);
@@ -138,5 +150,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (roce_finish(buf, room, &pkt) == 0 && room != frame_len)
 		abort();
 	free(buf);
+	free(buf2);
 	return 0;
 }

@@ -2,7 +2,8 @@
 /**
  * @file
  * The codec on rte_mbufs (roce_mbuf.h): frames built into an mbuf equal the
- * plain-buffer builder's bytes, parse back, report the room they need, and a
+ * plain-buffer builder's bytes (also when the ICRC's header CRC comes from the
+ * build, roce_mbuf_prepare_icrc), parse back, report the room they need, and a
  * multi-segment frame is linearised before parsing. Needs the EAL (no
  * hugepages, no PCI); exits 77 if it cannot start.
  */
@@ -127,6 +128,76 @@ static void test_too_small_data_room(void **state)
 	rte_pktmbuf_free(m);
 }
 
+/*
+ * prepare_icrc's CRC comes from the headers it built on the stack, not from
+ * the frame: continued over the payload and finished, it must give the bytes
+ * of the plain builder, whose ICRC roce_finish() computes by reading the whole
+ * frame. Every opcode, IPv4/IPv6, with and without VLAN, every pad length, in
+ * an mbuf full of stale bytes (pad included).
+ */
+static void test_prepare_icrc_every_opcode(void **state)
+{
+	static uint8_t payload[1100], flat[1300];
+	uint8_t ops[256];
+	unsigned n = wt_known_opcodes(ops), i;
+	int ipv, vlan;
+
+	(void)state;
+	for (i = 0; i < n; i++)
+		for (ipv = 4; ipv <= 6; ipv += 2)
+			for (vlan = 0; vlan <= 1; vlan++) {
+				struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
+				struct roce_pkt pkt, out;
+				uint32_t crc = 0, want_crc;
+				uint8_t *pay;
+				int len;
+
+				assert_non_null(m);
+				memset(rte_pktmbuf_mtod(m, uint8_t *), 0xEE,
+				       rte_pktmbuf_tailroom(m));
+				wt_sample_pkt(&pkt, ops[i], ipv, vlan, 1021 + (i & 3), i);
+				wt_fill_payload(payload, pkt.payload_len, i);
+				pay = roce_mbuf_prepare_icrc(m, &pkt, &crc);
+				assert_non_null(pay);
+				assert_ptr_equal(pay, rte_pktmbuf_mtod(m, uint8_t *) +
+							  roce_header_len(&pkt));
+				want_crc = roce_icrc_partial(rte_pktmbuf_mtod(m, uint8_t *),
+							     vlan ? 18 : 14, roce_header_len(&pkt));
+				assert_int_equal(crc, want_crc);
+				crc = roce_crc32_copy(crc, pay, payload, pkt.payload_len);
+				assert_int_equal(roce_mbuf_finish_icrc(m, &pkt, crc), 0);
+				len = wt_build(&pkt, payload, flat, sizeof(flat));
+				assert_int_equal(rte_pktmbuf_data_len(m), len);
+				assert_memory_equal(rte_pktmbuf_mtod(m, uint8_t *), flat,
+						    (size_t)len);
+				assert_int_equal(roce_mbuf_parse(m, ROCE_PARSE_VERIFY_ICRC, &out),
+						 ROCE_PARSE_OK);
+				assert_null(wt_pkt_diff(&pkt, &out));
+				rte_pktmbuf_free(m);
+			}
+}
+
+/* prepare_icrc needs somewhere to put the CRC; it fails as prepare does. */
+static void test_prepare_icrc_refusals(void **state)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
+	struct roce_pkt pkt;
+	uint32_t crc = 0x1234;
+
+	(void)state;
+	assert_non_null(m);
+	wt_sample_pkt(&pkt, ROCE_OP_WRITE_ONLY, 4, false, 64, 3);
+	assert_null(roce_mbuf_prepare_icrc(m, &pkt, NULL));
+	assert_null(roce_mbuf_prepare_icrc(NULL, &pkt, &crc));
+	wt_sample_pkt(&pkt, ROCE_OP_SEND_ONLY, 4, false, rte_pktmbuf_tailroom(m), 0);
+	assert_null(roce_mbuf_prepare_icrc(m, &pkt, &crc));
+	pkt.opcode = 0x15;
+	pkt.payload_len = 8;
+	assert_null(roce_mbuf_prepare_icrc(m, &pkt, &crc));
+	assert_int_equal(crc, 0x1234); /* untouched on failure */
+	rte_pktmbuf_free(m);
+}
+
 /* A frame arriving in two segments is linearised, then parsed. */
 static void test_multi_segment_parse(void **state)
 {
@@ -163,6 +234,8 @@ int main(void)
 	    cmocka_unit_test(test_zero_payload_when_null),
 	    cmocka_unit_test(test_too_small_data_room),
 	    cmocka_unit_test(test_multi_segment_parse),
+	    cmocka_unit_test(test_prepare_icrc_every_opcode),
+	    cmocka_unit_test(test_prepare_icrc_refusals),
 	};
 	char prefix[64], dir[4096];
 	char *eal_argv[] = {"test_wire_mbuf",
