@@ -50,10 +50,11 @@ static int port_vlan_tag(struct rocemu_port *port, struct rte_mbuf **m)
 	return 0;
 }
 
-/* After the fault injector: capture, then loop back or queue for the device. */
-int port_transmit(struct rocemu_port *port, struct rte_mbuf *m)
+/* After the fault injector: capture, then loop back or queue for the device.
+ * dst: the frame's destination MAC when the caller knows it, else NULL (read
+ * from the frame). */
+static int transmit(struct rocemu_port *port, struct rte_mbuf *m, const struct rte_ether_addr *dst)
 {
-	const struct rte_ether_hdr *eth;
 
 	if (unlikely(m->pkt_len < RTE_ETHER_HDR_LEN || m->data_len < RTE_ETHER_HDR_LEN)) {
 		rte_pktmbuf_free(m);
@@ -65,14 +66,16 @@ int port_transmit(struct rocemu_port *port, struct rte_mbuf *m)
 		return -ENOBUFS;
 	if (unlikely(port->capture != NULL))
 		port_capture_frame(port, m);
-	eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
-	if (rte_is_same_ether_addr(&eth->dst_addr, &port->mac) && !port->link->switched_loopback)
+	/* A frame just built may sit in lines the peer's CPU read last; reading
+	 * its MAC back would wait for them (bench/perf_analysis.md, "64 B"). */
+	if (dst == NULL)
+		dst = &rte_pktmbuf_mtod(m, const struct rte_ether_hdr *)->dst_addr;
+	if (rte_is_same_ether_addr(dst, &port->mac) && !port->link->switched_loopback)
 		return loop_enqueue(port, m);
 	/* A group this port is in: its own QPs in the group get a copy, as a
 	 * NIC loops multicast back to the local QPs attached to it. */
-	if (unlikely(rte_is_multicast_ether_addr(&eth->dst_addr)) && port->n_mcast &&
-	    port_mcast_mac_joined(port, eth->dst_addr.addr_bytes) &&
-	    !port->link->switched_loopback) {
+	if (unlikely(rte_is_multicast_ether_addr(dst)) && port->n_mcast &&
+	    port_mcast_mac_joined(port, dst->addr_bytes) && !port->link->switched_loopback) {
 		struct rte_mbuf *c = rte_pktmbuf_copy(m, port->pool, 0, UINT32_MAX);
 
 		if (c)
@@ -91,6 +94,18 @@ int port_transmit(struct rocemu_port *port, struct rte_mbuf *m)
 	}
 	port->tx_buf[port->tx_n++] = m;
 	return 0;
+}
+
+int port_transmit(struct rocemu_port *port, struct rte_mbuf *m)
+{
+	return transmit(port, m, NULL);
+}
+
+int rocemu_port_tx_to(struct rocemu_port *port, struct rte_mbuf *m, const uint8_t dst_mac[6])
+{
+	if (likely(port->fault == NULL))
+		return transmit(port, m, (const struct rte_ether_addr *)dst_mac);
+	return rocemu_port_tx(port, m);
 }
 
 int rocemu_port_tx(struct rocemu_port *port, struct rte_mbuf *m)

@@ -342,6 +342,12 @@ struct rte_mbuf *rocemu_port_alloc_mbuf(struct rocemu_port *port);
  * case; 0, or -ENOBUFS when the tx queue is full (m freed, drop counted).
  */
 int rocemu_port_tx(struct rocemu_port *port, struct rte_mbuf *m);
+/**
+ * rocemu_port_tx() for a frame whose destination MAC the caller built it with
+ * (dst_mac, which must equal the frame's): the port decides loopback and
+ * multicast from it instead of reading the frame back (engine lock held).
+ */
+int rocemu_port_tx_to(struct rocemu_port *port, struct rte_mbuf *m, const uint8_t dst_mac[6]);
 /** Push queued frames to the device now. */
 void rocemu_port_flush(struct rocemu_port *port);
 /**

@@ -395,7 +395,7 @@ int rocemu_engine_pkt_send_crc(struct rocemu_engine *e, struct rte_mbuf *m,
 		rte_pktmbuf_free(m);
 		return rc;
 	}
-	rc = rocemu_port_tx(e->port, m);
+	rc = rocemu_port_tx_to(e->port, m, pkt->path.dst_mac);
 	if (rc < 0) {
 		ENGINE_COUNT(e, tx_queue_full);
 		return rc;
