@@ -25,9 +25,25 @@
 
 static struct rte_mempool *pool;
 
+/* m holds the plain builder's frame for pkt and payload, parses back with its
+ * ICRC verified to pkt; m is freed. */
+static void check_frame(struct rte_mbuf *m, const struct roce_pkt *pkt, const uint8_t *payload)
+{
+	static uint8_t flat[1300];
+	struct roce_pkt out;
+	int len = wt_build(pkt, payload, flat, sizeof(flat));
+
+	assert_int_equal(rte_pktmbuf_pkt_len(m), len);
+	assert_int_equal(rte_pktmbuf_data_len(m), len);
+	assert_memory_equal(rte_pktmbuf_mtod(m, uint8_t *), flat, (size_t)len);
+	assert_int_equal(roce_mbuf_parse(m, ROCE_PARSE_VERIFY_ICRC, &out), ROCE_PARSE_OK);
+	assert_null(wt_pkt_diff(pkt, &out));
+	rte_pktmbuf_free(m);
+}
+
 static void test_build_every_opcode(void **state)
 {
-	static uint8_t payload[1100], flat[1300];
+	static uint8_t payload[1100];
 	uint8_t ops[256];
 	unsigned n = wt_known_opcodes(ops), i;
 	int ipv;
@@ -36,24 +52,16 @@ static void test_build_every_opcode(void **state)
 	for (i = 0; i < n; i++)
 		for (ipv = 4; ipv <= 6; ipv += 2) {
 			struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
-			struct roce_pkt pkt, out;
-			int len;
+			struct roce_pkt pkt;
 
 			assert_non_null(m);
 			wt_sample_pkt(&pkt, ops[i], ipv, i & 1, 1021, i);
 			wt_fill_payload(payload, pkt.payload_len, i);
 			assert_int_equal(roce_mbuf_build(m, &pkt, payload), 0);
-			len = wt_build(&pkt, payload, flat, sizeof(flat));
-			assert_int_equal(rte_pktmbuf_pkt_len(m), len);
-			assert_int_equal(rte_pktmbuf_data_len(m), len);
-			assert_memory_equal(rte_pktmbuf_mtod(m, uint8_t *), flat, (size_t)len);
 			assert_int_equal(m->l2_len, (i & 1) ? 18 : 14);
 			assert_int_equal(m->l3_len, ipv == 4 ? 20 : 40);
 			assert_int_equal(m->l4_len, 8);
-			assert_int_equal(roce_mbuf_parse(m, ROCE_PARSE_VERIFY_ICRC, &out),
-					 ROCE_PARSE_OK);
-			assert_null(wt_pkt_diff(&pkt, &out));
-			rte_pktmbuf_free(m);
+			check_frame(m, &pkt, payload);
 		}
 }
 
@@ -137,7 +145,7 @@ static void test_too_small_data_room(void **state)
  */
 static void test_prepare_icrc_every_opcode(void **state)
 {
-	static uint8_t payload[1100], flat[1300];
+	static uint8_t payload[1100];
 	uint8_t ops[256];
 	unsigned n = wt_known_opcodes(ops), i;
 	int ipv, vlan;
@@ -147,10 +155,9 @@ static void test_prepare_icrc_every_opcode(void **state)
 		for (ipv = 4; ipv <= 6; ipv += 2)
 			for (vlan = 0; vlan <= 1; vlan++) {
 				struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
-				struct roce_pkt pkt, out;
+				struct roce_pkt pkt;
 				uint32_t crc = 0, want_crc;
 				uint8_t *pay;
-				int len;
 
 				assert_non_null(m);
 				memset(rte_pktmbuf_mtod(m, uint8_t *), 0xEE,
@@ -166,14 +173,7 @@ static void test_prepare_icrc_every_opcode(void **state)
 				assert_int_equal(crc, want_crc);
 				crc = roce_crc32_copy(crc, pay, payload, pkt.payload_len);
 				assert_int_equal(roce_mbuf_finish_icrc(m, &pkt, crc), 0);
-				len = wt_build(&pkt, payload, flat, sizeof(flat));
-				assert_int_equal(rte_pktmbuf_data_len(m), len);
-				assert_memory_equal(rte_pktmbuf_mtod(m, uint8_t *), flat,
-						    (size_t)len);
-				assert_int_equal(roce_mbuf_parse(m, ROCE_PARSE_VERIFY_ICRC, &out),
-						 ROCE_PARSE_OK);
-				assert_null(wt_pkt_diff(&pkt, &out));
-				rte_pktmbuf_free(m);
+				check_frame(m, &pkt, payload);
 			}
 }
 
