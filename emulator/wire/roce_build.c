@@ -105,20 +105,37 @@ static uint8_t *put_l2(uint8_t *p, const struct roce_pkt *pkt)
 	return p + 2;
 }
 
+/*
+ * The IPv4 header checksum (RFC 791) from the values put_l3() writes, not
+ * from the header: a load of bytes just stored by narrower stores cannot be
+ * forwarded from the store buffer and waits until they are written to the
+ * cache (bench/perf_analysis.md, "64 B"). The header has no options.
+ */
+static uint16_t ipv4_header_csum(const struct roce_pkt *pkt, uint16_t total_len)
+{
+	const uint8_t *src = &pkt->path.src_gid[12], *dst = &pkt->path.dst_gid[12];
+	uint32_t sum = (0x45u << 8 | pkt->path.tclass) + total_len + pkt->path.ip_id + RB_IPV4_DF +
+		       ((uint32_t)pkt->path.ttl << 8 | RB_IP_PROTO_UDP) + rb_get16(src) +
+		       rb_get16(src + 2) + rb_get16(dst) + rb_get16(dst + 2);
+
+	/* nine 16-bit words: two folds bring the sum into 16 bits */
+	sum = (sum & 0xFFFF) + (sum >> 16);
+	sum = (sum & 0xFFFF) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
 static uint8_t *put_l3(uint8_t *p, const struct roce_pkt *pkt, uint32_t ip_payload)
 {
 	if (pkt->path.ip_version == 4) {
-		p[0] = 0x45;
-		p[1] = pkt->path.tclass;
-		rb_put16(p + 2, (uint16_t)(RB_IPV4_LEN + ip_payload));
-		rb_put16(p + 4, pkt->path.ip_id);
-		rb_put16(p + 6, RB_IPV4_DF);
-		p[8] = pkt->path.ttl;
-		p[9] = RB_IP_PROTO_UDP;
-		rb_put16(p + 10, 0);
+		uint16_t total = (uint16_t)(RB_IPV4_LEN + ip_payload);
+
+		/* in 32-bit words, as put_bth() */
+		rb_put32(p, 0x45u << 24 | (uint32_t)pkt->path.tclass << 16 | total);
+		rb_put32(p + 4, (uint32_t)pkt->path.ip_id << 16 | RB_IPV4_DF);
+		rb_put32(p + 8, (uint32_t)pkt->path.ttl << 24 | RB_IP_PROTO_UDP << 16 |
+				    ipv4_header_csum(pkt, total));
 		memcpy(p + 12, &pkt->path.src_gid[12], 4);
 		memcpy(p + 16, &pkt->path.dst_gid[12], 4);
-		rb_put16(p + 10, rb_inet_csum(p, RB_IPV4_LEN));
 		return p + RB_IPV4_LEN;
 	}
 	rb_put32(p, (6u << 28) | ((uint32_t)pkt->path.tclass << 20) | pkt->path.flow_label);
@@ -130,27 +147,48 @@ static uint8_t *put_l3(uint8_t *p, const struct roce_pkt *pkt, uint32_t ip_paylo
 	return p + RB_IPV6_LEN;
 }
 
+/*
+ * The BTH as three 32-bit words: byte by byte, the compiler assembled it in
+ * vector registers through a 16-bit store and a 32-bit load of the same
+ * stack slot, which the store buffer cannot forward (a stall per frame).
+ */
 static void put_bth(uint8_t *p, const struct roce_pkt *pkt)
 {
-	p[0] = pkt->opcode;
-	p[1] = (uint8_t)((pkt->se ? ROCE_BTH_SE : 0) | (pkt->mig ? ROCE_BTH_MIG : 0) |
-			 (pad_of(pkt->payload_len) << ROCE_BTH_PAD_SHIFT) | pkt->tver);
-	rb_put16(p + 2, pkt->pkey);
-	p[4] = (uint8_t)((pkt->fecn ? ROCE_BTH_FECN : 0) | (pkt->becn ? ROCE_BTH_BECN : 0) |
-			 pkt->resv8a_low);
-	rb_put24(p + 5, pkt->dqpn);
-	p[8] = (uint8_t)((pkt->ackreq ? ROCE_BTH_ACKREQ : 0) | pkt->resv7);
-	rb_put24(p + 9, pkt->psn);
+	uint32_t flags = (pkt->se ? ROCE_BTH_SE : 0) | (pkt->mig ? ROCE_BTH_MIG : 0) |
+			 (pad_of(pkt->payload_len) << ROCE_BTH_PAD_SHIFT) | pkt->tver;
+	uint32_t resv8a =
+	    (pkt->fecn ? ROCE_BTH_FECN : 0) | (pkt->becn ? ROCE_BTH_BECN : 0) | pkt->resv8a_low;
+	uint32_t ackreq = (pkt->ackreq ? ROCE_BTH_ACKREQ : 0) | pkt->resv7;
+
+	rb_put32(p, (uint32_t)pkt->opcode << 24 | (flags & 0xFF) << 16 | pkt->pkey);
+	rb_put32(p + 4, (resv8a & 0xFF) << 24 | (pkt->dqpn & 0xFFFFFF));
+	rb_put32(p + 8, (ackreq & 0xFF) << 24 | (pkt->psn & 0xFFFFFF));
+}
+
+/* len (>= 16) bytes in 16-byte moves, the last one overlapping: a
+ * variable-length memcpy became `rep movsq`, whose start-up cost more than
+ * the copy of a header. */
+static void copy_headers(uint8_t *dst, const uint8_t *src, uint32_t len)
+{
+	uint32_t o;
+
+	for (o = 0; o + 16 <= len; o += 16)
+		memcpy(dst + o, src + o, 16);
+	if (o < len)
+		memcpy(dst + len - 16, src + len - 16, 16);
 }
 
 /*
- * The headers are built on the stack and copied into buf: the IPv4 checksum
- * and the ICRC's CRC read them back, and a frame buffer is often in lines the
- * peer's CPU has just read (memif's direct channel hands the buffer given back
- * last to the next frame). A load after stores into such a line waits until
- * the line is back, ~350 ns when the two CPUs share no cache; stores alone
- * drain in the background (bench/perf_analysis.md, "64 B on the direct
- * channel"). crc, when not NULL, gets roce_icrc_partial() of the headers.
+ * The headers are built on the stack and copied into buf: the ICRC's CRC
+ * reads them back, and a frame buffer is often in lines the peer's CPU has
+ * just read (memif's direct channel hands the buffer given back last to the
+ * next frame). A load after stores into such a line waits until the line is
+ * back, ~350 ns when the two CPUs share no cache; stores alone drain in the
+ * background (bench/perf_analysis.md, "64 B on the direct channel"). The
+ * IPv4 checksum comes from the values, and the fields go in as 32-bit words:
+ * in a frame whose lines are ours (a latency test's) this costs no more than
+ * building in place did (bench/perf_analysis.md, "64 B: the stack copy's
+ * cost"). crc, when not NULL, gets roce_icrc_partial() of the headers.
  */
 static int build_headers(uint8_t *buf, uint32_t room, const struct roce_pkt *pkt, uint32_t *crc)
 {
@@ -172,16 +210,14 @@ static int build_headers(uint8_t *buf, uint32_t room, const struct roce_pkt *pkt
 	ip_payload = roce_frame_len(pkt) - l2_len(pkt) - l3_len(pkt);
 	p = put_l2(hdr, pkt);
 	p = put_l3(p, pkt, ip_payload);
-	rb_put16(p, pkt->path.udp_sport);
-	rb_put16(p + 2, ROCE_UDP_PORT);
-	rb_put16(p + 4, (uint16_t)ip_payload);
-	rb_put16(p + 6, pkt->path.udp_csum);
+	rb_put32(p, (uint32_t)pkt->path.udp_sport << 16 | ROCE_UDP_PORT);
+	rb_put32(p + 4, (ip_payload & 0xFFFF) << 16 | pkt->path.udp_csum);
 	p += RB_UDP_LEN;
 	put_bth(p, pkt);
 	roce_ext_write(p + ROCE_BTH_LEN, pkt, op);
 	if (crc != NULL)
 		*crc = roce_icrc_partial(hdr, l2_len(pkt), hdr_len);
-	memcpy(buf, hdr, hdr_len);
+	copy_headers(buf, hdr, hdr_len);
 	return (int)hdr_len;
 }
 

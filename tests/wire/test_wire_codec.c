@@ -370,6 +370,87 @@ static void test_builder_ip_udp_fields(void **state)
 	assert_int_equal((buf[34 + 4] << 8) | buf[34 + 5], len - 34);
 }
 
+/* The IPv4 header checksum by RFC 791's definition, over the header as built. */
+static uint16_t ipv4_csum_of_header(const uint8_t *ip)
+{
+	uint32_t sum = 0;
+
+	for (unsigned i = 0; i < 20; i += 2)
+		if (i != 10)
+			sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
+	while (sum >> 16)
+		sum = (sum & 0xFFFF) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/*
+ * The builder computes the IPv4 checksum from the descriptor's values and
+ * writes the IP, UDP and BTH headers as 32-bit words: every field at its
+ * place, for values that carry in the checksum sum and fill every bit of
+ * the BTH's fields.
+ */
+static void test_builder_fields_from_values(void **state)
+{
+	static const uint8_t payload[256];
+	uint8_t buf[512];
+	struct roce_pkt pkt, out;
+	unsigned seed = 12345;
+
+	(void)state;
+	for (unsigned i = 0; i < 2000; i++) {
+		uint8_t *ip = buf + 14, *udp = buf + 34, *bth = buf + 42;
+		int len;
+
+		seed = seed * 1103515245u + 12345u;
+		wt_sample_pkt(&pkt, i & 1 ? ROCE_OP_ACK : ROCE_OP_SEND_ONLY, 4, false,
+			      i & 1 ? 0 : (seed >> 8) % 200, i);
+		pkt.path.tclass = (uint8_t)(i & 3 ? seed >> 3 : 0xFF);
+		pkt.path.ttl = (uint8_t)(i & 4 ? seed >> 11 : 0xFF);
+		pkt.path.ip_id = (uint16_t)(i & 8 ? seed >> 13 : 0xFFFF);
+		memset(&pkt.path.src_gid[12], i & 16 ? 0xFF : (int)(seed >> 5), 4);
+		memset(&pkt.path.dst_gid[12], i & 32 ? 0xFF : (int)(seed >> 7), 4);
+		pkt.path.udp_sport = (uint16_t)(seed >> 9);
+		pkt.path.udp_csum = (uint16_t)(i & 64 ? 0 : seed >> 1);
+		pkt.se = i & 128;
+		pkt.mig = i & 256;
+		pkt.fecn = i & 512;
+		pkt.becn = i & 1024;
+		pkt.ackreq = seed & 1;
+		pkt.tver = (uint8_t)(i % 3 ? 0 : seed >> 20 & 0xF);
+		pkt.resv8a_low = (uint8_t)(seed >> 4 & 0x3F);
+		pkt.resv7 = (uint8_t)(seed >> 14 & 0x7F);
+		pkt.pkey = (uint16_t)(seed >> 16);
+		pkt.dqpn = seed >> 8 & 0xFFFFFF;
+		pkt.psn = (seed ^ i) & ROCE_PSN_MASK;
+		len = wt_build(&pkt, payload, buf, sizeof(buf));
+		assert_true(len > 0);
+		assert_int_equal(ip[10] << 8 | ip[11], ipv4_csum_of_header(ip));
+		assert_int_equal(ip[0], 0x45);
+		assert_int_equal(ip[1], pkt.path.tclass);
+		assert_int_equal(ip[8], pkt.path.ttl);
+		assert_int_equal(ip[9], 17);
+		assert_int_equal(ip[4] << 8 | ip[5], pkt.path.ip_id);
+		assert_memory_equal(ip + 12, &pkt.path.src_gid[12], 4);
+		assert_memory_equal(ip + 16, &pkt.path.dst_gid[12], 4);
+		assert_int_equal(udp[0] << 8 | udp[1], pkt.path.udp_sport);
+		assert_int_equal(udp[6] << 8 | udp[7], pkt.path.udp_csum);
+		assert_int_equal(bth[0], pkt.opcode);
+		assert_int_equal(bth[1], (pkt.se ? 0x80 : 0) | (pkt.mig ? 0x40 : 0) |
+					     ((4 - (pkt.payload_len & 3)) & 3) << 4 | pkt.tver);
+		assert_int_equal(bth[2] << 8 | bth[3], pkt.pkey);
+		assert_int_equal(bth[4],
+				 (pkt.fecn ? 0x80 : 0) | (pkt.becn ? 0x40 : 0) | pkt.resv8a_low);
+		assert_int_equal(bth[5] << 16 | bth[6] << 8 | bth[7], pkt.dqpn);
+		assert_int_equal(bth[8], (pkt.ackreq ? 0x80 : 0) | pkt.resv7);
+		assert_int_equal(bth[9] << 16 | bth[10] << 8 | bth[11], pkt.psn);
+		/* and the parser, which checks the checksum and the ICRC, agrees
+		 * (it refuses a transport version other than 0) */
+		assert_int_equal(roce_parse(buf, (uint32_t)len, ROCE_PARSE_VERIFY_ICRC, &out),
+				 pkt.tver ? ROCE_PARSE_BAD_TVER : ROCE_PARSE_OK);
+		assert_int_equal(out.psn, pkt.psn);
+	}
+}
+
 /* ------------------------------------------------------------------------ */
 /* Rejection reasons, one crafted frame each                                 */
 
@@ -886,6 +967,7 @@ int main(void)
 	    cmocka_unit_test(test_header_lengths),
 	    cmocka_unit_test(test_builder_rejects),
 	    cmocka_unit_test(test_builder_ip_udp_fields),
+	    cmocka_unit_test(test_builder_fields_from_values),
 	    cmocka_unit_test(test_reject_each_reason),
 	    cmocka_unit_test(test_status_names),
 	    cmocka_unit_test(test_truncated_at_every_length),
