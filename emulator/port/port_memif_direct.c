@@ -1048,6 +1048,13 @@ uint16_t memif_direct_tx_burst(struct rocemu_port *port, struct rte_mbuf **pkts,
 
 	if (!d || !md_peer_reads(port, d))
 		return d && d->pmd_parked ? 0 : UINT16_MAX;
+	/* At the cap (nothing given back since the last try): nothing sent,
+	 * and no store into the ring's lines, which the peer's core reads on
+	 * every poll (a spinning sender used to rewrite desc_prod each try). */
+	if (d->n_inflight >= d->tx_cap) {
+		port->ctr[PC_DIRECT_TX_CAPPED]++;
+		return 0;
+	}
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		struct md_desc desc;
@@ -1080,6 +1087,7 @@ uint16_t memif_direct_tx_burst(struct rocemu_port *port, struct rte_mbuf **pkts,
 		d->n_inflight++;
 		port->ctr[PC_DIRECT_TX_BYTES] += m->data_len;
 	}
-	atomic_store_explicit(&d->sh->desc_prod, d->desc_prod, memory_order_release);
+	if (i)
+		atomic_store_explicit(&d->sh->desc_prod, d->desc_prod, memory_order_release);
 	return i;
 }

@@ -93,6 +93,7 @@ static int transmit(struct rocemu_port *port, struct rte_mbuf *m, const struct r
 		}
 	}
 	port->tx_buf[port->tx_n++] = m;
+	port->tx_buf_bytes += m->pkt_len;
 	return 0;
 }
 
@@ -150,6 +151,7 @@ static void drop_buffered(struct rocemu_port *port, enum port_counter reason)
 	port->ctr[reason] += port->tx_n;
 	port->ctr[PC_TX_DROPS] += port->tx_n;
 	port->tx_n = 0;
+	port->tx_buf_bytes = 0;
 }
 
 /*
@@ -192,7 +194,7 @@ void rocemu_port_flush_posted(struct rocemu_port *port)
 void rocemu_port_flush(struct rocemu_port *port)
 {
 	enum port_counter blocked;
-	uint64_t bytes = 0;
+	uint64_t left = 0, now;
 	uint16_t sent;
 
 	/* a pass's ACKs wait for the application's post (port_progress.c) */
@@ -205,29 +207,31 @@ void rocemu_port_flush(struct rocemu_port *port)
 		drop_buffered(port, blocked);
 		return;
 	}
-	/* bytes first: once sent, the device owns the mbufs. What is not
-	 * sent comes back as the tail, though not always the same frames (a
-	 * host link sends past a full ring): the bytes sent are all the bytes
-	 * but the tail's. */
-	for (unsigned i = 0; i < port->tx_n; i++)
-		bytes += port->tx_buf[i]->pkt_len;
 	sent = port->link->tx_burst
 		   ? port->link->tx_burst(port, port->tx_buf, (uint16_t)port->tx_n)
 		   : rte_eth_tx_burst(port->port_id, 0, port->tx_buf, (uint16_t)port->tx_n);
+	/* Nothing taken (a full ring, memif's channel at its cap): the frames
+	 * wait as they are. A sender waiting for its peer tries every pass,
+	 * so this costs nothing per frame: with 1024 QPs the byte count over
+	 * all 256 buffered mbufs, twice per try, was 20-29% of both sides'
+	 * samples (bench/perf_analysis.md, "Many QPs"). */
+	if (!sent)
+		return;
+	/* Once sent, the device owns the mbufs. What is not sent comes back
+	 * as the tail, though not always the same frames (a host link sends
+	 * past a full ring): the bytes sent are all the bytes but the tail's. */
 	for (unsigned i = sent; i < port->tx_n; i++)
-		bytes -= port->tx_buf[i]->pkt_len;
-	port->ctr[PC_TX_BYTES] += bytes;
+		left += port->tx_buf[i]->pkt_len;
+	port->ctr[PC_TX_BYTES] += port->tx_buf_bytes - left;
+	port->tx_buf_bytes = left;
 	port->ctr[PC_TX_FRAMES] += sent;
-	if (sent) {
-		/* no clock read (~35 ns on a VM) per post: outside a pass, the
-		 * last pass's time is close enough for the close linger and a
-		 * time-based bell (the thread passes at least every 2 ms) */
-		uint64_t now = port->pass_now ? port->pass_now : port->last_pass_ns;
-
-		port->last_tx_ns = now;
-		if (port->link->wake_peer)
-			port->link->wake_peer(port, now);
-	}
+	/* no clock read (~35 ns on a VM) per post: outside a pass, the last
+	 * pass's time is close enough for the close linger and a time-based
+	 * bell (the thread passes at least every 2 ms) */
+	now = port->pass_now ? port->pass_now : port->last_pass_ns;
+	port->last_tx_ns = now;
+	if (port->link->wake_peer)
+		port->link->wake_peer(port, now);
 	if (sent < port->tx_n)
 		memmove(port->tx_buf, port->tx_buf + sent,
 			(port->tx_n - sent) * sizeof(port->tx_buf[0]));
