@@ -288,9 +288,16 @@ unsigned rocemu_port_progress_locked(struct rocemu_port *port)
 				      memory_order_relaxed);
 	}
 	if (port->tx_n && !port_hold_acks(port)) {
-		work += port->tx_n;
+		unsigned waiting = port->tx_n;
+
 		port->in_pass = false;
 		rocemu_port_flush(port);
+		/* the frames the device took: frames still waiting for it (a
+		 * full ring, memif's channel at its cap) are no work, or a
+		 * thread waiting for the peer never naps (memif_sleep's last
+		 * pass "found work" on every try: 0.4-0.7 M wake-ups and 1.4-
+		 * 2.1 s of CPU in 4 s beside its own application, "Many QPs") */
+		work += waiting - port->tx_n;
 	}
 	port->in_pass = false;
 	port->pass_now = 0;

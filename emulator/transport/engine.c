@@ -546,8 +546,9 @@ static unsigned run_work(struct rocemu_engine *e, uint64_t now)
 			if (!e->work_head)
 				e->work_tail = list_tail;
 			e->work_head = list;
+			/* no work by itself: a pass that only waits for
+			 * credit lets the thread nap (port_progress.c) */
 			ENGINE_COUNT(e, tx_credit_waits);
-			work++;
 			break;
 		}
 		list = qp->work_next;
