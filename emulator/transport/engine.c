@@ -524,15 +524,44 @@ static unsigned run_qp(struct rocemu_qp *qp)
 	return work;
 }
 
+/*
+ * Frames one pass builds for all its QPs at most (one QP: ROCEMU_TX_BUDGET).
+ * A pass receives one burst (PORT_BURST, 32 frames) before it transmits:
+ * with 1024 QPs a pass built until the transmit buffer was full (256 frames
+ * and more, ~0.4 ms of copies) and so read 32 of the peer's frames per 256
+ * sent. The peer's ACKs then waited in its channel until its buffers were
+ * all out (its direct_tx_capped), our timers expired (67 ms) and the
+ * go-back-N resends (millions of dup_requests) took the receiver's CPU and
+ * brought more ACKs: the slow 1024-QP runs (bench/perf_analysis.md, "Many
+ * QPs"). The QPs not run go first in the next pass.
+ */
+#define PASS_TX_BUDGET (2 * ROCEMU_TX_BUDGET)
+
+/* Put the QPs [list .. list_tail] back at the head of the work list. */
+static void requeue_head(struct rocemu_engine *e, struct rocemu_qp *list,
+			 struct rocemu_qp *list_tail)
+{
+	list_tail->work_next = e->work_head;
+	if (!e->work_head)
+		e->work_tail = list_tail;
+	e->work_head = list;
+}
+
 static unsigned run_work(struct rocemu_engine *e, uint64_t now)
 {
 	struct rocemu_qp *list, *list_tail, *qp;
 	unsigned work = run_timers(e, now);
+	uint64_t tx0 = e->ctr[CTR_tx_packets];
 
 	list = e->work_head;
 	list_tail = e->work_tail;
 	e->work_head = e->work_tail = NULL;
 	while ((qp = list) != NULL) {
+		if (unlikely(e->ctr[CTR_tx_packets] - tx0 >= PASS_TX_BUDGET)) {
+			requeue_head(e, list, list_tail);
+			ENGINE_COUNT(e, pass_tx_budget_stops);
+			break;
+		}
 		/* Transmit credit: when the device takes no more frames, building
 		 * more only to drop them at the port (tx_queue_full, the requester
 		 * retries) cost a full packet build per QP and pass, with many QPs
@@ -542,10 +571,7 @@ static unsigned run_work(struct rocemu_engine *e, uint64_t now)
 		 * transmits; the list's tail is known (with 1024 QPs a walk to it
 		 * on every stopped pass touched a line per QP). */
 		if (unlikely(rocemu_port_tx_room(e->port) == 0)) {
-			list_tail->work_next = e->work_head;
-			if (!e->work_head)
-				e->work_tail = list_tail;
-			e->work_head = list;
+			requeue_head(e, list, list_tail);
 			/* no work by itself: a pass that only waits for
 			 * credit lets the thread nap (port_progress.c) */
 			ENGINE_COUNT(e, tx_credit_waits);

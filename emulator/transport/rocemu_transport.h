@@ -166,6 +166,7 @@ static inline uint32_t rocemu_qpn_slot(uint32_t qpn)
 	X(tx_no_mbuf)                                                                              \
 	X(tx_queue_full)                                                                           \
 	X(tx_credit_waits)                                                                         \
+	X(pass_tx_budget_stops)                                                                    \
 	X(rx_acks)                                                                                 \
 	X(rx_nak_psn_seq)                                                                          \
 	X(rx_nak_invalid_req)                                                                      \

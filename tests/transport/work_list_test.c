@@ -8,7 +8,9 @@
  * (tx_credit_waits) and put the QPs they did not reach back at the head of
  * the list. Asserted:
  * - every WRITE completes and lands (no QP is lost from the list);
- * - passes did stop on credit (the requeue was exercised);
+ * - passes did stop on credit (the requeue was exercised), and at their
+ *   frame budget (PASS_TX_BUDGET: a pass that built that many leaves the
+ *   other QPs for the next pass, which receives first);
  * - two QPs destroyed while on the list, one of them its tail (read from
  *   the engine while its passes stop on credit and so keep the order),
  *   leave the list whole: the others still complete (a stale tail would
@@ -158,6 +160,7 @@ static void test_credit_stops_lose_no_qp(void **state)
 {
 	struct qps q;
 	uint64_t waits0 = h_counter(A.e, "tx_credit_waits");
+	uint64_t budget0 = h_counter(A.e, "pass_tx_budget_stops");
 
 	(void)state;
 	qps_up(&q);
@@ -166,6 +169,7 @@ static void test_credit_stops_lose_no_qp(void **state)
 	expect_landed(&q, NULL);
 	/* 4096 frames against a full ring: passes stopped on credit */
 	assert_true(h_counter(A.e, "tx_credit_waits") > waits0);
+	assert_true(h_counter(A.e, "pass_tx_budget_stops") > budget0);
 	qps_down(&q);
 }
 
