@@ -177,8 +177,9 @@ struct rocemu_port {
 	/* transmit buffer and loopback FIFO (engine lock) */
 	struct rte_mbuf *tx_buf[PORT_TX_BUF];
 	unsigned tx_n;
-	/* pkt_len summed over tx_buf: a flush that sends nothing reads no mbuf */
-	uint64_t tx_buf_bytes;
+	/* pkt_len summed over tx_buf (256 x 64 KiB at most): a flush that sends
+	 * nothing reads no mbuf; in the padding after tx_n */
+	uint32_t tx_buf_bytes;
 	uint64_t pass_now;    /* rocemu_now_ns() at the start of the running pass */
 	bool verb_clock_held; /* pass_now is the reading a post holds (port_app.c) */
 	uint64_t last_tx_ns;  /* when the device last took frames (close lingers after it) */

@@ -194,7 +194,8 @@ void rocemu_port_flush_posted(struct rocemu_port *port)
 void rocemu_port_flush(struct rocemu_port *port)
 {
 	enum port_counter blocked;
-	uint64_t left = 0, now;
+	uint32_t left = 0;
+	uint64_t now;
 	uint16_t sent;
 
 	/* a pass's ACKs wait for the application's post (port_progress.c) */
