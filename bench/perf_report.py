@@ -636,6 +636,8 @@ def targets17(data):
                              qps_pairs_note(qp)))
     if pmd_note:
         A("The PMD path's row: " + pmd_note + "\n")
+    A("What stands behind each row, met or not (the profile and the distance): \"Issue 17's targets\" "
+      "in the analysis below (bench/perf_analysis.md).\n")
     if notes:
         A("Baselines passed over:\n")
         for n in notes:
