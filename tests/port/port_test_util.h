@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -65,6 +66,28 @@ static inline void ptu_sleep_ms(unsigned ms)
 	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
 
 	nanosleep(&ts, NULL);
+}
+
+/* Wait (10 s at most) until the counter name of port exceeds than. */
+static inline bool ptu_counter_above(struct rocemu_port *port, const char *name, uint64_t than)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (ptu_counter(port, name) > than)
+			return true;
+		ptu_sleep_ms(10);
+	}
+	return false;
+}
+
+/* ptu_open that says on stderr why it failed (the caller asserts). */
+static inline struct rocemu_port *ptu_open_say(const char *spec, const char *ip, const char *mac)
+{
+	char err[256];
+	struct rocemu_port *p = ptu_open(spec, ip, mac, err, sizeof(err));
+
+	if (!p)
+		fprintf(stderr, "open %s: %s\n", spec, err);
+	return p;
 }
 
 /* Wait (10 s at most) until the port's link is up. */

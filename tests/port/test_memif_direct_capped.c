@@ -42,23 +42,10 @@ static const char *const ip[2] = {"10.79.0.1", "10.79.0.2"};
 
 static struct rocemu_port *open_end(int i)
 {
-	char err[256];
-	struct rocemu_port *p = ptu_open(spec[i], addr[i][0], addr[i][1], err, sizeof(err));
+	struct rocemu_port *p = ptu_open_say(spec[i], addr[i][0], addr[i][1]);
 
-	if (!p)
-		fail_msg("open %s: %s", spec[i], err);
+	assert_non_null(p);
 	return p;
-}
-
-/* Wait (10 s at most) until the counter name of port exceeds than. */
-static bool counter_above(struct rocemu_port *port, const char *name, uint64_t than)
-{
-	for (int i = 0; i < 1000; i++) {
-		if (ptu_counter(port, name) > than)
-			return true;
-		ptu_sleep_ms(10);
-	}
-	return false;
 }
 
 /* A frame of the client's to the server's MAC (an EtherType nobody
@@ -93,7 +80,7 @@ static void test_capped_sender_waits_without_work(void **state)
 	end[1] = open_end(1);
 	assert_true(ptu_wait_link(end[1]));
 	for (int i = 0; i < 2; i++)
-		assert_true(counter_above(end[i], "direct_maps", 0));
+		assert_true(ptu_counter_above(end[i], "direct_maps", 0));
 	assert_true(ptu_ping(end[0], ip[1], 1));
 	assert_true(ptu_ping(end[1], ip[0], 1));
 	for (int i = 0; i < 2; i++) {

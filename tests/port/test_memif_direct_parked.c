@@ -36,23 +36,10 @@ static const char *const ip[2] = {"10.78.0.1", "10.78.0.2"};
 
 static struct rocemu_port *open_end(int i)
 {
-	char err[256];
-	struct rocemu_port *p = ptu_open(spec[i], addr[i][0], addr[i][1], err, sizeof(err));
+	struct rocemu_port *p = ptu_open_say(spec[i], addr[i][0], addr[i][1]);
 
-	if (!p)
-		fail_msg("open %s: %s", spec[i], err);
+	assert_non_null(p);
 	return p;
-}
-
-/* Wait (10 s at most) until the counter name of port exceeds than. */
-static bool counter_above(struct rocemu_port *port, const char *name, uint64_t than)
-{
-	for (int i = 0; i < 1000; i++) {
-		if (ptu_counter(port, name) > than)
-			return true;
-		ptu_sleep_ms(10);
-	}
-	return false;
 }
 
 /* Both ends up, the channel mapped both ways, a ping each way (the
@@ -61,11 +48,11 @@ static void connect_and_park(struct rocemu_port *end[2], const uint64_t parks[2]
 {
 	assert_true(ptu_wait_link(end[1]));
 	for (int i = 0; i < 2; i++)
-		assert_true(counter_above(end[i], "direct_maps", 0));
+		assert_true(ptu_counter_above(end[i], "direct_maps", 0));
 	assert_true(ptu_ping(end[0], ip[1], seq));
 	assert_true(ptu_ping(end[1], ip[0], seq));
 	for (int i = 0; i < 2; i++)
-		if (!counter_above(end[i], "pmd_parks", parks[i]))
+		if (!ptu_counter_above(end[i], "pmd_parks", parks[i]))
 			fail_msg("%s never left its PMD alone", i ? "the client" : "the server");
 }
 
